@@ -1,0 +1,3 @@
+"""machines: the explicit state machines of a turn, knowing nothing of Heinzelmännchen."""
+
+__all__: list[str] = []

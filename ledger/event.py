@@ -1,0 +1,107 @@
+"""One spine line: the envelope ``v, seq, ts, prev, turn, kind, key, data``.
+
+The serialisation is fixed (other tools read it): canonical JSON,
+``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``
+followed by ``\\n``. ``prev`` is the lowercase hex SHA-256 of the previous line's
+bytes without its newline, ``None`` on the first line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+ENVELOPE_VERSION = 1
+ENVELOPE_KEYS = ("v", "seq", "ts", "prev", "turn", "kind", "key", "data")
+
+Clock = Callable[[], datetime]
+"""The one injected clock: returns an aware datetime (UTC)."""
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON text of ``obj`` (no trailing newline)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def format_ts(moment: datetime) -> str:
+    """UTC ISO 8601 with milliseconds, ending in ``Z``: ``2026-10-30T15:00:00.000Z``."""
+    if moment.tzinfo is None:
+        raise ValueError("the clock must return an aware datetime")
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    """The inverse of `format_ts` (accepts any ISO 8601 with ``Z`` or an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A spine line as read or appended. ``hash`` is the SHA-256 of the line's bytes
+    without its newline (the next line's ``prev``); ``offset`` is where the line
+    starts in the file (0 for events that never lived in a file)."""
+
+    seq: int
+    ts: str
+    prev: str | None
+    turn: str | None
+    kind: str
+    key: str | None
+    data: Mapping[str, Any]
+    v: int = ENVELOPE_VERSION
+    hash: str = field(default="", compare=False)
+    offset: int = field(default=0, compare=False)
+
+    def envelope(self) -> dict[str, Any]:
+        """The line's object, in the fixed key set."""
+        return {
+            "v": self.v,
+            "seq": self.seq,
+            "ts": self.ts,
+            "prev": self.prev,
+            "turn": self.turn,
+            "kind": self.kind,
+            "key": self.key,
+            "data": dict(self.data),
+        }
+
+    def line(self) -> bytes:
+        """The line's bytes, newline included."""
+        return (canonical(self.envelope()) + "\n").encode("utf-8")
+
+
+def make_event(
+    *,
+    seq: int,
+    ts: str,
+    prev: str | None,
+    kind: str,
+    data: Mapping[str, Any],
+    turn: str | None = None,
+    key: str | None = None,
+    offset: int = 0,
+) -> Event:
+    """Build an event and compute its line hash."""
+    draft = Event(seq=seq, ts=ts, prev=prev, turn=turn, kind=kind, key=key, data=data)
+    digest = sha256_hex(draft.line()[:-1])
+    return Event(
+        seq=seq,
+        ts=ts,
+        prev=prev,
+        turn=turn,
+        kind=kind,
+        key=key,
+        data=data,
+        hash=digest,
+        offset=offset,
+    )

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from heinzel.capabilities.documents import absolute_asset
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
@@ -33,10 +34,12 @@ from ledger.errors import HzError
 from ledger.event import canonical, parse_ts
 
 __all__ = [
+    "PATH_ARGS",
     "SourceCache",
     "SourceRequest",
     "Staged",
     "TickFetch",
+    "absolute_args",
     "fetch_once",
     "source_key",
     "sources_dir",
@@ -45,6 +48,33 @@ __all__ = [
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
 _LEFTOVER = re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+PATH_ARGS: Mapping[tuple[str, str], str] = {
+    ("files", "read"): "path",
+    ("git", "merged_commits"): "repo",
+    ("git", "merged_pull_requests"): "repo",
+    ("documents", "read"): "doc",
+}
+"""The args that name a local path (``doc`` as a ``file:`` asset), by capability.method."""
+
+
+def absolute_args(
+    capability: str, method: str, args: Mapping[str, Any], base: Path
+) -> dict[str, Any]:
+    """``args`` with a relative local path made absolute against ``base`` (the contract's
+    folder), so two contracts in different folders naming ``notes.md`` are two sources,
+    and the cache key names one file. Other args are returned unchanged."""
+    out = dict(args)
+    name = PATH_ARGS.get((capability, method))
+    value = out.get(name) if name else None
+    if name is None or not isinstance(value, str) or not value:
+        return out
+    if name == "doc":
+        out[name] = absolute_asset(value, base)
+    elif not Path(value).expanduser().is_absolute():
+        out[name] = str(base / value)
+    return out
 
 
 def sources_dir(home: Path) -> Path:

@@ -26,22 +26,32 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import (
     Approved,
     DraftState,
+    Fetched,
+    MethodSpec,
     Pending,
     Presence,
     Rejected,
     Unknown,
+    Window,
+    check_call,
+    fetched,
 )
 from ledger.event import sha256_hex
 
 __all__ = [
     "TAG_PREFIX",
     "LocalDocuments",
+    "absolute_asset",
     "asset_of_key",
     "draft_tag",
     "normalise_text",
@@ -53,11 +63,24 @@ _START = "<!-- hz:draft key={key} -->"
 _END = "<!-- hz:end key={key} -->"
 _MARK = "<!-- hz:"
 _TRIES = 3
+_METHODS: Mapping[str, MethodSpec] = MappingProxyType(
+    {"read": MethodSpec("read", window=False, args=frozenset({"doc"}), required=frozenset({"doc"}))}
+)
 
 
 def draft_tag(name: str, version: int) -> str:
     """The tag line of a draft of ``name`` at contract version ``version``."""
     return f"{TAG_PREFIX} ({name} v{version}): edit, then delete this line to approve"
+
+
+def absolute_asset(asset: str, base: Path) -> str:
+    """``file:<relative>`` made ``file:<absolute>`` against ``base`` (the contract's folder);
+    other assets unchanged. Done once when a Heinzelmännchen is created, so its draft keys
+    name one file wherever hz runs from."""
+    scheme, _, written = asset.partition(":")
+    if scheme != "file" or not written or Path(written).expanduser().is_absolute():
+        return asset
+    return f"file:{base / written}"
 
 
 def asset_of_key(key: str) -> str:
@@ -127,6 +150,27 @@ class LocalDocuments:
     def name(self) -> str:
         """``documents``."""
         return "documents"
+
+    @property
+    def methods(self) -> Mapping[str, MethodSpec]:
+        """``read {doc}``: a document as an input (its drafts included)."""
+        return _METHODS
+
+    def fetch(
+        self, method: str, args: Mapping[str, Any], window: Window | None, *, now: datetime
+    ) -> Fetched:
+        """``documents.read {doc}``: the document's text; facet ``content``; cursor
+        ``<mtime_ns>:<size>``."""
+        check_call(self, method, args, window)
+        asset = args["doc"]
+        if not isinstance(asset, str):
+            raise CapabilityError(
+                "HZH102", "documents.read: doc must be an asset", "doc: file:x.md"
+            )
+        text = self.read(asset)
+        info = os.stat(self._path(asset))
+        cursor = f"{info.st_mtime_ns}:{info.st_size}"
+        return fetched(text, {"content": text}, cursor=cursor, now=now)
 
     def place_draft(self, key: str, asset: str, text: str, tag: str) -> str:
         """Append the draft section to ``asset`` unless ``key`` is already there.

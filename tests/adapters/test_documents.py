@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from heinzel.capabilities.documents import (
     LocalDocuments,
+    absolute_asset,
     asset_of_key,
     draft_tag,
     normalise_text,
@@ -328,3 +330,22 @@ class TestDocumentErrors:
         """Only regular files hold drafts."""
         assert self.code(lambda: LocalDocuments("p").read(f"file:{tmp_path}")) == "HZH131"
         assert os.path.isdir(tmp_path)
+
+
+class TestDocumentsRead:
+    def test_documents_read_is_an_input(self, doc: Path) -> None:
+        """documents.read {doc} gives the text with a content facet, and moves with a draft."""
+        docs = LocalDocuments("priya")
+        now = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
+        before = docs.fetch("read", {"doc": f"file:{doc}"}, None, now=now)
+        place(docs, doc)
+        after = docs.fetch("read", {"doc": f"file:{doc}"}, None, now=now)
+        assert before.result == START
+        assert set(before.fingerprints) == {"content"}
+        assert before.fingerprint != after.fingerprint
+
+    def test_absolute_asset_resolves_only_relative_files(self, tmp_path: Path) -> None:
+        """file:r.md becomes absolute against the contract's folder; others stay."""
+        assert absolute_asset("file:r.md", tmp_path) == f"file:{tmp_path / 'r.md'}"
+        assert absolute_asset("file:/x/r.md", tmp_path) == "file:/x/r.md"
+        assert absolute_asset("doc:team/r", tmp_path) == "doc:team/r"

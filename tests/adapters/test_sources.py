@@ -23,7 +23,14 @@ from heinzel.capabilities.protocols import (
     check_call,
     fetched,
 )
-from heinzel.sources import SourceCache, SourceRequest, fetch_once, source_key, sources_dir
+from heinzel.sources import (
+    SourceCache,
+    SourceRequest,
+    absolute_args,
+    fetch_once,
+    source_key,
+    sources_dir,
+)
 
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
 WEEK = timedelta(days=7)
@@ -322,3 +329,33 @@ class TestCrashBetweenFetchAndWake:
         assert calls.read_text(encoding="utf-8").splitlines() == ["fetch"]
         assert again.stdout.split() == ["0", "hz-a,hz-b", "True"]
         assert later.stdout == again.stdout
+
+
+class TestAbsoluteArgs:
+    def test_relative_paths_become_absolute_per_contract_folder(self, tmp_path: Path) -> None:
+        """The same relative path in two contract folders is two sources."""
+        one = absolute_args("files", "read", {"path": "notes.md"}, tmp_path / "a")
+        two = absolute_args("files", "read", {"path": "notes.md"}, tmp_path / "b")
+        assert one == {"path": str(tmp_path / "a" / "notes.md")}
+        assert source_key("files", "read", one, None) != source_key("files", "read", two, None)
+
+    def test_git_repos_and_file_documents_are_resolved(self, tmp_path: Path) -> None:
+        """repo and a file: doc resolve; a doc: asset and other args stay as written."""
+        assert absolute_args(
+            "git", "merged_commits", {"repo": "app", "branch": "main"}, tmp_path
+        ) == {
+            "repo": str(tmp_path / "app"),
+            "branch": "main",
+        }
+        assert absolute_args("documents", "read", {"doc": "file:r.md"}, tmp_path) == {
+            "doc": f"file:{tmp_path / 'r.md'}"
+        }
+        assert absolute_args("documents", "read", {"doc": "doc:team/r"}, tmp_path) == {
+            "doc": "doc:team/r"
+        }
+
+    def test_absolute_paths_and_other_capabilities_are_unchanged(self, tmp_path: Path) -> None:
+        """Nothing to resolve leaves the args equal."""
+        assert absolute_args("files", "read", {"path": "/etc/x"}, tmp_path) == {"path": "/etc/x"}
+        args = {"repo": "acme/checkout"}
+        assert absolute_args("code-host", "merged_pull_requests", args, tmp_path) == args

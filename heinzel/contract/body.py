@@ -76,7 +76,7 @@ def _sections(body: str, first_line: int) -> tuple[list[str], list[_Raw]]:
     preamble: list[str] = []
     raws: list[_Raw] = []
     fenced = False
-    for offset, line in enumerate(body.splitlines()):
+    for offset, line in enumerate(body.split("\n")):
         if _FENCE.match(line):
             fenced = not fenced
         heading = None if fenced else _HEADING.match(line)

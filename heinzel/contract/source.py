@@ -9,6 +9,7 @@ silently keep the last duplicate and aliases can multiply a small file into a hu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ Path_ = tuple[str | int, ...]
 """A key path into the frontmatter: mapping keys as text, sequence positions as ints."""
 
 _FENCE = "---"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ class Split:
 
 def split(text: str, *, source: str) -> Split:
     """Cut ``text`` at its frontmatter fences, or raise ``HZC001``."""
-    lines = text.removeprefix("\ufeff").splitlines()
+    lines = _LINE_BREAK.split(text.removeprefix("\ufeff"))
     if not lines or lines[0].rstrip() != _FENCE:
         raise ContractError(
             "HZC001",

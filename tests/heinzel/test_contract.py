@@ -164,3 +164,41 @@ class TestErrorRendering:
         with pytest.raises(ContractError) as refused:
             load_contract(big)
         assert refused.value.code == "HZC072"
+
+
+MINIMAL = (GOOD / "standup-notes.prose.md").read_text(encoding="utf-8")
+
+
+class TestBody:
+    def test_crlf_files_compile_alike(self) -> None:
+        """Windows line endings give the same contract, fingerprint and error lines."""
+        crlf = WEEKLY.replace("\n", "\r\n")
+        assert compile_contract(crlf).fingerprint == compile_contract(WEEKLY).fingerprint
+        with pytest.raises(ContractError) as refused:
+            compile_contract(crlf.replace("Europe/Berlin", "Mars/Olympus"))
+        assert refused.value.line == 7
+
+    def test_headings_inside_code_fences_are_text(self) -> None:
+        """A ### line in a fenced block does not open a section."""
+        text = MINIMAL.replace("### Done when", "```markdown\n### Done when\n```\n\n### Done when")
+        body = compile_contract(text).body
+        assert body.goal.text.endswith("```")
+        assert body.done_when == ["every issue that changed state since yesterday is listed"]
+
+    def test_other_sections_and_stray_facets_are_kept(self) -> None:
+        """An unknown section and a #### outside Maintains stay as text, in order."""
+        text = MINIMAL.replace(
+            "### Done when",
+            "### Notes\n\nAsk Theo.\n\n#### Later\n\nMaybe.\n\n### Done when",
+        )
+        [notes] = compile_contract(text).body.other
+        assert notes.title == "Notes"
+        assert notes.text == "Ask Theo.\n#### Later\nMaybe."
+
+    def test_checklist_continuation_lines_join_their_item(self) -> None:
+        """An indented line after a checklist item continues it."""
+        text = MINIMAL.replace("is listed", "is listed,\n  with its new state")
+        done = compile_contract(text).body.done_when
+        assert done == [
+            "every issue that changed state since yesterday is listed, with its new state"
+        ]

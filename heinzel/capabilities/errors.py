@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ledger.errors import HzError
+from heinzel.errors import HeinzelError
 
 __all__ = ["CapabilityError"]
 
 
-class CapabilityError(HzError):
+class CapabilityError(HeinzelError):
     """A capability could not answer: a bad argument, an unreadable source, a bad document."""

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import (
@@ -359,3 +361,29 @@ class TestAbsoluteArgs:
         assert absolute_args("files", "read", {"path": "/etc/x"}, tmp_path) == {"path": "/etc/x"}
         args = {"repo": "acme/checkout"}
         assert absolute_args("code-host", "merged_pull_requests", args, tmp_path) == args
+
+
+class TestFetchOnceProperties:
+    @settings(derandomize=True, deadline=None, max_examples=30)
+    @given(
+        picks=st.lists(
+            st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["r1", "r2", "r3"])),
+            min_size=1,
+            max_size=12,
+        )
+    )
+    def test_one_fetch_per_distinct_source(
+        self, tmp_path_factory: pytest.TempPathFactory, picks: list[tuple[str, str]]
+    ) -> None:
+        """However watchers and sources are mixed, each distinct source is fetched once and
+        every watcher of it sees the same fingerprint."""
+        source = Counting()
+        cache = SourceCache(tmp_path_factory.mktemp("h") / "sources")
+        requests = [request(watcher, args={"repo": repo}) for watcher, repo in picks]
+        got = fetch_once(requests, adapters(source), NOW, cache=cache)
+        assert got.fetches == len(source.calls) == len({repo for _, repo in picks})
+        by_key: dict[str, set[str | None]] = {}
+        for staged in got.staged:
+            by_key.setdefault(staged.key, set()).add(staged.fingerprint)
+        assert all(len(prints) == 1 for prints in by_key.values())
+        assert [s.request for s in got.staged] == requests

@@ -81,6 +81,9 @@ def ensure_private_dir(path: Path) -> Path:
                 break
             probe = probe.parent
             continue
+        except NotADirectoryError:
+            probe = probe.parent
+            continue
         if probe == path and stat.S_ISLNK(info.st_mode):
             raise _refused(path, "a symlink")
         if not stat.S_ISDIR(os.stat(probe).st_mode):

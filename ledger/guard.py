@@ -50,24 +50,27 @@ def _where(path: tuple[str | int, ...]) -> str:
     return "data" + "".join(f"[{part!r}]" for part in path)
 
 
-def _check_string(value: str, field: str | None, short_text: Collection[str], where: str) -> None:
+def _check_string(
+    value: str, field: str | None, short_text: Collection[str], path: tuple[str | int, ...]
+) -> None:
     if looks_like_email(value):
         raise LedgerError(
             "HZL021",
-            f"{where} holds an email address; the spine never does",
+            f"{_where(path)} holds an email address; the spine never does",
             "record an id or a hash of the address; keep the address in the turn body",
         )
     if field is not None and field in short_text:
         if len(value) > MAX_SHORT_TEXT:
             raise LedgerError(
                 "HZL022",
-                f"{where} is {len(value)} characters; a short text holds at most {MAX_SHORT_TEXT}",
+                f"{_where(path)} is {len(value)} characters; "
+                f"a short text holds at most {MAX_SHORT_TEXT}",
                 "shorten it, or keep the full text in the turn body and record its hash",
             )
     elif len(value) > MAX_PLAIN:
         raise LedgerError(
             "HZL022",
-            f"{where} is {len(value)} characters; a plain field holds at most {MAX_PLAIN}",
+            f"{_where(path)} is {len(value)} characters; a plain field holds at most {MAX_PLAIN}",
             "declare the field in short_text if a user is meant to read it, "
             "otherwise keep it in the turn body and record its hash",
         )
@@ -85,7 +88,7 @@ def _walk(
             )
         return value
     if isinstance(value, str):
-        _check_string(value, field, short_text, _where(path))
+        _check_string(value, field, short_text, path)
         return value
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
@@ -103,7 +106,7 @@ def _walk(
                     "content belongs in the turn body (Bodies.append); "
                     "record its hash and size in the spine",
                 )
-            _check_string(key, None, (), _where(path) + " key")
+            _check_string(key, None, (), path)
             copy[key] = _walk(item, key, (*path, key), short_text)
         return copy
     if isinstance(value, list | tuple):

@@ -24,7 +24,7 @@ from sqlite_utils import Database
 from ledger.errors import LedgerError
 from ledger.event import Event, sha256_hex
 from ledger.files import FILE_MODE, ensure_private_dir
-from ledger.reading import Upgrades, check_line, iter_lines
+from ledger.reading import Upgrades, iter_lines, parse_event
 
 __all__ = ["WATERMARKS", "Index", "Projection", "Watermark"]
 
@@ -137,7 +137,8 @@ class Index:
 
         When the watermark's line is not in the spine as it was (the file was
         cut, replaced or edited), the source's rows are cleared and rebuilt.
-        Damaged lines give no rows; the watermark still moves past them.
+        Damaged lines give no rows; the watermark still moves past them. Rows
+        and the watermark commit together.
         """
         applied = 0
         with self.db.atomic():
@@ -149,28 +150,21 @@ class Index:
                     self._clear(source)
                     mark, start = None, 0
             seq = 0 if mark is None else mark.seq
+            last: Watermark | None = None
             for offset, raw in iter_lines(spine_path, start):
                 if not raw.endswith(b"\n"):
                     break
                 body = raw[:-1]
-                digest = sha256_hex(body)
-                obj, reason, _ = check_line(body)
-                if obj is not None and reason in (None, "non-canonical"):
-                    event = Event(
-                        seq=obj["seq"],
-                        ts=obj["ts"],
-                        prev=obj["prev"],
-                        turn=obj["turn"],
-                        kind=obj["kind"],
-                        key=obj["key"],
-                        data=obj["data"],
-                        hash=digest,
-                        offset=offset,
-                    )
+                event = parse_event(body, offset)
+                if event is not None:
                     self._fold(source, event)
                     seq = event.seq
                     applied += 1
-                self._set_mark(source, Watermark(seq, digest, offset))
+                    last = Watermark(seq, event.hash, offset)
+                else:
+                    last = Watermark(seq, sha256_hex(body), offset)
+            if last is not None:
+                self._set_mark(source, last)
         return applied
 
     def rebuild(self, sources: Mapping[str, Path]) -> None:

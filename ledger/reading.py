@@ -20,7 +20,7 @@ from ledger.errors import LedgerError
 from ledger.event import ENVELOPE_KEYS, ENVELOPE_VERSION, Event, canonical, sha256_hex
 from ledger.files import open_read
 
-__all__ = ["Upgrade", "Upgrades", "check_line", "iter_lines", "read_events"]
+__all__ = ["Upgrade", "Upgrades", "check_line", "iter_lines", "parse_event", "read_events"]
 
 Upgrade = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """Turns an old kind's data into the new kind's data."""
@@ -41,20 +41,23 @@ def _envelope_problem(obj: Any) -> str | None:
         return "the line is not a JSON object"
     if set(obj) != _KEYS:
         return f"keys {sorted(obj)} are not {sorted(_KEYS)}"
-    problems = [
-        (obj["v"] == ENVELOPE_VERSION and _is_int(obj["v"]), "v is not 1"),
-        (_is_int(obj["seq"]) and obj["seq"] >= 1, "seq is not a positive integer"),
-        (isinstance(obj["ts"], str) and _TS.fullmatch(obj["ts"]), "ts is not UTC with ms and Z"),
-        (obj["prev"] is None or (isinstance(obj["prev"], str) and _HEX.fullmatch(obj["prev"])),
-         "prev is neither null nor 64 lowercase hex digits"),
-        (obj["turn"] is None or isinstance(obj["turn"], str), "turn is neither null nor a string"),
-        (isinstance(obj["kind"], str) and KIND.fullmatch(obj["kind"]), "kind is not a kind name"),
-        (obj["key"] is None or isinstance(obj["key"], str), "key is neither null nor a string"),
-        (isinstance(obj["data"], dict), "data is not an object"),
-    ]  # fmt: skip
-    for good, problem in problems:
-        if not good:
-            return problem
+    if not (obj["v"] == ENVELOPE_VERSION and _is_int(obj["v"])):
+        return "v is not 1"
+    if not (_is_int(obj["seq"]) and obj["seq"] >= 1):
+        return "seq is not a positive integer"
+    if not (isinstance(obj["ts"], str) and _TS.fullmatch(obj["ts"])):
+        return "ts is not UTC with milliseconds and Z"
+    prev = obj["prev"]
+    if not (prev is None or (isinstance(prev, str) and _HEX.fullmatch(prev))):
+        return "prev is neither null nor 64 lowercase hex digits"
+    if not (obj["turn"] is None or isinstance(obj["turn"], str)):
+        return "turn is neither null nor a string"
+    if not (isinstance(obj["kind"], str) and KIND.fullmatch(obj["kind"])):
+        return "kind is not a kind name"
+    if not (obj["key"] is None or isinstance(obj["key"], str)):
+        return "key is neither null nor a string"
+    if not isinstance(obj["data"], dict):
+        return "data is not an object"
     return None
 
 
@@ -75,6 +78,18 @@ def check_line(body: bytes) -> tuple[dict[str, Any] | None, str | None, str]:
     if canonical(obj).encode("utf-8") != body:
         return obj, "non-canonical", "the bytes differ from the canonical serialisation"
     return obj, None, ""
+
+
+def parse_event(body: bytes, offset: int) -> Event | None:
+    """The event of one line's bytes (without its newline), or None when the line
+    is not an envelope. Canonical form is not checked (that is verify's job)."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if _envelope_problem(obj) is not None:
+        return None
+    return _event(obj, sha256_hex(body), offset)
 
 
 def _event(obj: dict[str, Any], digest: str, offset: int) -> Event:
@@ -182,12 +197,8 @@ def read_events(
     for offset, raw in iter_lines(path, from_offset):
         if not raw.endswith(b"\n"):
             return
-        body = raw[:-1]
-        try:
-            obj = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            obj = None
-        if obj is None or _envelope_problem(obj) is not None:
+        event = parse_event(raw[:-1], offset)
+        if event is None:
             if skip_damaged:
                 continue
             raise LedgerError(
@@ -195,9 +206,8 @@ def read_events(
                 f"the line at byte {offset} of {path} is not a spine envelope",
                 "run verify on this spine to see the break; the writer keeps appending after it",
             )
-        if obj["seq"] < from_seq:
+        if event.seq < from_seq:
             continue
-        event = _event(obj, sha256_hex(body), offset)
         if upgrades is not None:
             event = upgrades.upgrade(event)
         if kinds is None or event.kind in kinds:

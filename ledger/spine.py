@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ledger.errors import LedgerError
-from ledger.event import Clock, Event, format_ts, make_event, sha256_hex
+from ledger.event import Clock, Event, format_ts, sha256_hex
 from ledger.files import (
     FILE_MODE,
     ensure_private_dir,
@@ -229,17 +229,17 @@ class Spine:
         _check_label("turn", turn)
         _check_label("key", key)
         payload = checked_data(data, short_text)
-        event = make_event(
+        draft = Event(
             seq=self._seq + 1,
             ts=format_ts(self._clock()),
             prev=self._prev,
-            kind=kind,
-            data=payload,
             turn=turn,
+            kind=kind,
             key=key,
+            data=payload,
             offset=self._size,
         )
-        line = event.line()
+        line = draft.line()
         if len(line) > MAX_LINE:
             raise LedgerError(
                 "HZL025",
@@ -247,6 +247,7 @@ class Spine:
                 "keep large payloads in the turn body and record their hash",
             )
         self._write(fd, line)
+        event = replace(draft, hash=sha256_hex(line[:-1]))
         self._seq, self._prev, self._size = event.seq, event.hash, self._size + len(line)
         self._last = event
         for callback in self._on_durable:

@@ -85,6 +85,7 @@ class Bodies:
         fd = open_append(path)
         try:
             size = os.fstat(fd).st_size
+            end = size
             if size:
                 reader = open_read(path)
                 try:
@@ -93,7 +94,11 @@ class Bodies:
                     os.close(reader)
                 if end < size:
                     os.ftruncate(fd, end)
-            os.write(fd, body + b"\n")
+            line = body + b"\n"
+            written = os.write(fd, line)
+            if written != len(line):
+                os.ftruncate(fd, end)
+                raise OSError(0, f"wrote {written} of {len(line)} bytes")
             os.fsync(fd)
         except OSError as error:
             raise LedgerError(

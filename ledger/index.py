@@ -14,6 +14,7 @@ source from its spine, giving exactly the rows the incremental updates gave.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -77,16 +78,24 @@ class Index:
         os.fchmod(fd, FILE_MODE)
         os.close(fd)
         self.db = Database(self.path)
-        self.db.enable_wal()
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        with self.db.atomic():
-            self.db.table(WATERMARKS).create(
-                {"source": str, "seq": int, "hash": str, "at": int},
-                pk="source",
-                if_not_exists=True,
-            )
-            for projection in self.projections:
-                projection.create(self.db)
+        try:
+            self.db.enable_wal()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            with self.db.atomic():
+                self.db.table(WATERMARKS).create(
+                    {"source": str, "seq": int, "hash": str, "at": int},
+                    pk="source",
+                    if_not_exists=True,
+                )
+                for projection in self.projections:
+                    projection.create(self.db)
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise LedgerError(
+                "HZL051",
+                f"{self.path} is not an index hz can use: {error}",
+                "the index is derived: move the file away and rebuild it from the spines",
+            ) from error
 
     def __enter__(self) -> Self:
         return self

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -168,3 +170,25 @@ class TestPrune:
         bodies = self.make(tmp_path, "old")
         assert bodies.read("old") == [{"a": 1}]
         assert bodies.exists("old")
+
+
+class TestBodyWriteFailure:
+    def test_a_write_the_disk_refuses_is_coded(self, tmp_path: Path) -> None:
+        """A file size limit hit mid-append is HZL002, not a traceback."""
+        code = f"""
+import resource, signal
+from ledger.bodies import Bodies
+from ledger.errors import LedgerError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+bodies = Bodies({str(tmp_path)!r})
+bodies.append("t1", {{"a": 1}})
+resource.setrlimit(resource.RLIMIT_FSIZE, (20, 20))
+try:
+    bodies.append("t1", {{"pad": "p" * 100}})
+except LedgerError as error:
+    print(error.code)
+"""
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert result.stdout.split() == ["HZL002"]

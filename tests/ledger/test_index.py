@@ -194,3 +194,20 @@ class TestRebuildProperty:
                     assert dump(fresh) == incremental
                 index.rebuild(spines)
                 assert dump(index) == incremental
+
+
+class TestIndexErrors:
+    def test_a_file_that_is_not_sqlite_is_a_coded_error(self, tmp_path: Path) -> None:
+        """HZL051 says the index is derived and can be rebuilt."""
+        (tmp_path / "index.sqlite").write_bytes(b"not a database, just text" * 100)
+        with pytest.raises(LedgerError) as caught:
+            Index(tmp_path / "index.sqlite", [Toy()])
+        assert caught.value.code == "HZL051"
+        assert "rebuild" in caught.value.hint
+
+    def test_a_directory_in_the_way_is_a_coded_error(self, tmp_path: Path) -> None:
+        """An index path hz cannot open is HZL051."""
+        (tmp_path / "index.sqlite").mkdir()
+        with pytest.raises(LedgerError) as caught:
+            Index(tmp_path / "index.sqlite", [Toy()])
+        assert caught.value.code == "HZL051"

@@ -14,13 +14,24 @@ import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ledger.errors import LedgerError
 from ledger.event import ENVELOPE_KEYS, ENVELOPE_VERSION, Event, canonical, sha256_hex
 from ledger.files import open_read
 
-__all__ = ["Upgrade", "Upgrades", "check_line", "iter_lines", "parse_event", "read_events"]
+__all__ = [
+    "LineProblem",
+    "Upgrade",
+    "Upgrades",
+    "check_line",
+    "iter_lines",
+    "parse_event",
+    "read_events",
+]
+
+LineProblem = Literal["invalid-json", "bad-envelope", "non-canonical"]
+"""Why one line, taken alone, is not a valid canonical envelope."""
 
 Upgrade = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """Turns an old kind's data into the new kind's data."""
@@ -61,7 +72,7 @@ def _envelope_problem(obj: Any) -> str | None:
     return None
 
 
-def check_line(body: bytes) -> tuple[dict[str, Any] | None, str | None, str]:
+def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, str]:
     """Parse one line's bytes (without its newline) strictly.
 
     Returns ``(object, reason, detail)``: the object when it parsed as JSON (else

@@ -20,8 +20,6 @@ the test hooks live in the callers, not here).
 
 from __future__ import annotations
 
-import fcntl
-import math
 import os
 import re
 import time
@@ -34,7 +32,6 @@ from typing import Any, Self
 from ledger.errors import LedgerError
 from ledger.event import Clock, Event, format_ts, sha256_hex
 from ledger.files import (
-    FILE_MODE,
     ensure_private_dir,
     last_newline_end,
     open_append,
@@ -42,6 +39,7 @@ from ledger.files import (
     write_atomic,
 )
 from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
+from ledger.lock import Sleep, take_lock
 from ledger.reading import KIND, Upgrades, check_line, read_events
 from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
 
@@ -64,35 +62,7 @@ SPINE_NAME = "session.jsonl"
 LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
 MAX_LINE = 65536
-POLL_SECONDS = 0.05
 _SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
-
-Sleep = Callable[[float], None]
-
-
-def take_lock(path: Path, timeout: float, sleep: Sleep) -> int:
-    """An exclusive flock on ``path``, polled every `POLL_SECONDS` for at most ``timeout``.
-
-    The wait is counted in polls (no clock is read), so it is bounded by
-    ``timeout`` plus the time the polls themselves take.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-    os.fchmod(fd, FILE_MODE)
-    polls = max(0, math.ceil(timeout / POLL_SECONDS))
-    for attempt in range(polls + 1):
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if attempt < polls:
-                sleep(POLL_SECONDS)
-            continue
-        return fd
-    os.close(fd)
-    raise LedgerError(
-        "HZL010",
-        f"the spine in {path.parent} has another writer (waited {timeout:g} s for its lock)",
-        "another hz process is appending to it; retry when it is done, or raise lock_timeout",
-    )
 
 
 def _check_label(name: str, value: str | None) -> None:
@@ -217,7 +187,8 @@ class Spine:
 
         ``data`` passes the content guard (`ledger.guard`); ``short_text`` names
         the fields allowed to carry short texts a user reads. Nothing is written
-        when a check fails.
+        when a check fails. An exception from a callback propagates to the
+        caller; the line is durable by then and the writer stays usable.
         """
         fd = self._writable()
         if not isinstance(kind, str) or not KIND.fullmatch(kind):

@@ -88,7 +88,8 @@ class _Walk:
 
     def line(self, offset: int, body: bytes) -> None:
         place = self.expected_seq
-        obj, reason, detail = check_line(body)
+        obj, problem, detail = check_line(body)
+        reason: BreakReason | None = problem
         following = place + 1
         if reason is None and obj is not None:
             seq, prev = obj["seq"], obj["prev"]
@@ -107,7 +108,7 @@ class _Walk:
         elif obj is not None and reason == "non-canonical":
             following = obj["seq"] + 1
         if reason is not None:
-            self.breaks.append(Break(place, offset, reason, detail))  # type: ignore[arg-type]
+            self.breaks.append(Break(place, offset, reason, detail))
         digest = sha256_hex(body)
         self.previous = (place, offset, reason is not None)
         self.expected_prev = digest

@@ -189,6 +189,24 @@ class TestLock:
             second.append("a.b")
         assert caught.value.code == "HZL010"
 
+    def test_a_symlinked_lock_is_refused(self, tmp_path: Path) -> None:
+        """The lock file is hz's own: a link there is HZL001, never followed."""
+        (tmp_path / "elsewhere").write_bytes(b"")
+        (tmp_path / "lock").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(LedgerError) as caught:
+            Spine.open(tmp_path, clock=clock, lock_timeout=0)
+        assert caught.value.code == "HZL001"
+
+    def test_a_symlinked_spine_is_refused_and_the_lock_released(self, tmp_path: Path) -> None:
+        """A link at session.jsonl is HZL001; the failed open leaves the lock free."""
+        (tmp_path / "elsewhere").write_bytes(b"")
+        (tmp_path / "session.jsonl").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(LedgerError) as caught:
+            Spine.open(tmp_path, clock=clock, lock_timeout=0)
+        assert caught.value.code == "HZL001"
+        (tmp_path / "session.jsonl").unlink()
+        Spine.open(tmp_path, clock=clock, lock_timeout=0).close()
+
 
 class TestTornTail:
     def test_a_torn_tail_moves_aside_and_is_recorded(self, tmp_path: Path) -> None:

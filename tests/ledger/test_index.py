@@ -136,6 +136,21 @@ class TestIndex:
                 spine.append("a.b", {"n": 4})
             assert dump(index)["toy_sources"][0]["total"] == 5
 
+    def test_catch_up_then_open_folds_what_open_contains(self, tmp_path: Path) -> None:
+        """The writer's order: the torn-tail record of open chains to the watermark."""
+        spine_dir = tmp_path / "s"
+        with Index(tmp_path / "index.sqlite", [Toy()]) as index:
+            append(spine_dir, None, "s", ("a.b", 1))
+            with (spine_dir / "session.jsonl").open("ab") as handle:
+                handle.write(b'{"da')
+            index.catch_up("s", spine_dir / "session.jsonl")
+            append(spine_dir, index, "s", ("a.b", 2))
+            assert [r["kind"] for r in dump(index)["toy_events"]] == [
+                "a.b",
+                "spine.torn_tail",
+                "a.b",
+            ]
+
     def test_rebuild_drops_sources_whose_spine_is_not_named(self, tmp_path: Path) -> None:
         """rebuild refolds the named spines only."""
         with Index(tmp_path / "index.sqlite", [Toy()]) as index:

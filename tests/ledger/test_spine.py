@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -209,6 +211,26 @@ class TestLock:
 
 
 class TestTornTail:
+    @pytest.mark.usefixtures("hostile_umask")
+    def test_every_file_of_a_session_is_private(self, tmp_path: Path) -> None:
+        """Under umask 000: directories 0700; spine, lock and side file 0600."""
+        directory = tmp_path / "home" / "hz-01"
+        write_events(directory, 1)
+        with (directory / "session.jsonl").open("ab") as handle:
+            handle.write(b"{")
+        Spine.open(directory, clock=clock).close()
+        modes = {
+            p.name: stat.S_IMODE(os.lstat(p).st_mode)
+            for p in (tmp_path / "home", directory, *directory.iterdir())
+        }
+        assert modes == {
+            "home": 0o700,
+            "hz-01": 0o700,
+            "session.jsonl": 0o600,
+            "lock": 0o600,
+            "session.jsonl.torn-1": 0o600,
+        }
+
     def test_a_torn_tail_moves_aside_and_is_recorded(self, tmp_path: Path) -> None:
         """The partial bytes go to a side file, spine.torn_tail names them, appends go on."""
         events = write_events(tmp_path, 2)

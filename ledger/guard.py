@@ -76,24 +76,22 @@ def _check_string(
         )
 
 
+_SCALARS = (type(None), bool, int)
+
+
 def _walk(
     value: Any, field: str | None, path: tuple[str | int, ...], short_text: Collection[str]
 ) -> Any:
-    if value is None or isinstance(value, bool | int):
+    kind = type(value)
+    if kind in _SCALARS:
         return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise LedgerError(
-                "HZL023", f"{_where(path)} is {value}, not a JSON number", "record a finite number"
-            )
-        return value
-    if isinstance(value, str):
+    if kind is str:
         _check_string(value, field, short_text, path)
         return value
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str:
                 raise LedgerError(
                     "HZL023",
                     f"{_where(path)} has the key {key!r}; JSON keys are strings",
@@ -107,10 +105,25 @@ def _walk(
                     "record its hash and size in the spine",
                 )
             _check_string(key, None, (), path)
-            copy[key] = _walk(item, key, (*path, key), short_text)
+            if type(item) in _SCALARS:
+                copy[key] = item
+            else:
+                copy[key] = _walk(item, key, (*path, key), short_text)
         return copy
     if isinstance(value, list | tuple):
         return [_walk(item, field, (*path, index), short_text) for index, item in enumerate(value)]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise LedgerError(
+                "HZL023", f"{_where(path)} is {value}, not a JSON number", "record a finite number"
+            )
+        return float(value)
+    if isinstance(value, str):  # a StrEnum member, say: recorded as its plain value
+        plain = str.__str__(value)
+        _check_string(plain, field, short_text, path)
+        return plain
+    if isinstance(value, int):
+        return int(value)
     raise LedgerError(
         "HZL023",
         f"{_where(path)} is a {type(value).__name__}, not JSON",

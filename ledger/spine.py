@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ledger.errors import LedgerError
-from ledger.event import Clock, Event, format_ts, sha256_hex
+from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
 from ledger.files import (
     ensure_private_dir,
     last_newline_end,
@@ -200,17 +200,10 @@ class Spine:
         _check_label("turn", turn)
         _check_label("key", key)
         payload = checked_data(data, short_text)
-        draft = Event(
-            seq=self._seq + 1,
-            ts=format_ts(self._clock()),
-            prev=self._prev,
-            turn=turn,
-            kind=kind,
-            key=key,
-            data=payload,
-            offset=self._size,
-        )
-        line = draft.line()
+        seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
+        envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}
+        envelope.update(turn=turn, kind=kind, key=key, data=payload)
+        line = (canonical(envelope) + "\n").encode("utf-8")
         if len(line) > MAX_LINE:
             raise LedgerError(
                 "HZL025",
@@ -218,7 +211,9 @@ class Spine:
                 "keep large payloads in the turn body and record their hash",
             )
         self._write(fd, line)
-        event = replace(draft, hash=sha256_hex(line[:-1]))
+        event = Event(
+            seq, ts, prev, turn, kind, key, payload, hash=sha256_hex(line[:-1]), offset=offset
+        )
         self._seq, self._prev, self._size = event.seq, event.hash, self._size + len(line)
         self._last = event
         for callback in self._on_durable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -97,6 +98,19 @@ class TestJsonOnly:
     def test_non_json_is_refused(self, data: Any) -> None:
         """NaN, bytes, sets, non-string keys, a non-object: HZL023."""
         assert code_of(data) == "HZL023"
+
+    def test_enum_members_are_recorded_as_plain_values(self) -> None:
+        """A StrEnum or IntEnum member becomes its plain str or int."""
+
+        class Disposition(enum.StrEnum):
+            DRAFTED = "drafted"
+
+        class Level(enum.IntEnum):
+            HIGH = 3
+
+        copy = checked_data({"d": Disposition.DRAFTED, "l": [Level.HIGH]})
+        assert copy == {"d": "drafted", "l": [3]}
+        assert (type(copy["d"]), type(copy["l"][0])) == (str, int)
 
     def test_the_copy_is_plain_json(self) -> None:
         """Tuples become lists so an appended event equals the one read back."""

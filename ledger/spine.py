@@ -237,12 +237,17 @@ class Spine:
         (``spine.break_contained``); the report marks them contained."""
         self._writable()
         report = verify(self.path)
-        fresh = report.uncontained()
+        fresh = [item for item in report.uncontained() if item.reason != "torn-tail"]
         for item in fresh:
             self._record_break(item)
         if not fresh:
             return report
-        return replace(report, breaks=[replace(item, contained=True) for item in report.breaks])
+        return replace(
+            report,
+            breaks=[
+                replace(item, contained=item.contained or item in fresh) for item in report.breaks
+            ],
+        )
 
     def _writable(self) -> int:
         if self._fd is None:

@@ -34,6 +34,7 @@ __all__ = [
     "HandoffRecord",
     "HandoffShare",
     "check_files",
+    "handoff_instruction",
     "handoff_share",
     "handoff_workdir",
     "interrupted_record",
@@ -48,6 +49,22 @@ INTERRUPTED_RESULT = (
     "its result is unknown. Decide without it or say what is missing."
 )
 """The tool result the model gets for a handoff a crash interrupted."""
+
+
+def handoff_instruction(runner: str | None) -> str:
+    """The sentence the turn's instructions carry about handoffs, with or without a runner."""
+    if runner is None:
+        return (
+            "No coding agent is bound, so there is no handoff tool: do the work with your own "
+            "tools, or say in your outcome what would need one."
+        )
+    return (
+        f"handoff(task, files, budget_share) runs the coding agent {runner!r} once, read-only, "
+        "in a private directory holding only the files you pass (never credentials), with that "
+        "share of this turn's remaining cap and time; it returns the agent's report. "
+        "A handoff is never run twice: after a crash you get an interrupted result instead."
+    )
+
 
 _SECRET_NAMES = re.compile(
     r"^(\.env(\..*)?|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.htpasswd|"

@@ -22,7 +22,12 @@ CONTRACT = "CONTRACT-7f3a: answer in one sentence."
 
 
 def make_runner(
-    claude: str, home: Path, base_url: str, tmp_parent: Path, **table: object
+    claude: str,
+    home: Path,
+    base_url: str,
+    tmp_parent: Path,
+    retries: str = "1",
+    **table: object,
 ) -> ClaudeCodeRunner:
     settings = parse_runner_settings(
         "claude",
@@ -34,7 +39,7 @@ def make_runner(
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": "sk-ant-dummy-not-a-key",
-        "CLAUDE_CODE_MAX_RETRIES": "1",
+        "CLAUDE_CODE_MAX_RETRIES": retries,
         "HZ_CREDENTIAL_X": "never-sent",
     }
     return ClaudeCodeRunner("claude", settings, environ=environ, grace=0.5, tmp_parent=tmp_parent)
@@ -157,3 +162,27 @@ class TestRealClaudeCode:
         result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0)
         assert result.status == "failed" and result.report == ""
         assert result.reason == "API Error: Unable to connect to API (ConnectionRefused)"
+
+    def test_an_empty_profile_offers_no_tools(
+        self, claude_executable: str, fake_api: ModuleType, dirs: tuple[Path, Path]
+    ) -> None:
+        """tools = [] passes --tools= and the API sees no tool at all."""
+        home, scratch = dirs
+        with fake_api.Server(lambda _: ([fake_api.text("plain answer")], "end_turn")) as api:
+            runner = make_runner(claude_executable, home, api.url, scratch, tools=[])
+            result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=None)
+            [request] = api.state.message_requests()
+        assert (result.status, result.report) == ("completed", "plain answer")
+        assert request.get("tools", []) == []
+
+    @pytest.mark.kill
+    def test_a_timeout_stops_the_real_cli(
+        self, claude_executable: str, closed_port: int, dirs: tuple[Path, Path]
+    ) -> None:
+        """With its default retries an unreachable API outlasts 2 s: status timeout, a result."""
+        home, scratch = dirs
+        url = f"http://127.0.0.1:{closed_port}"
+        runner = make_runner(claude_executable, home, url, scratch, retries="10")
+        result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=2.0, budget=1.0)
+        assert (result.status, result.reason) == ("timeout", "stopped at the 2 s timeout")
+        assert result.report == ""

@@ -14,6 +14,7 @@ from heinzel.runners.handoff import (
     INTERRUPTED_RESULT,
     HandoffShare,
     check_files,
+    handoff_instruction,
     handoff_share,
     handoff_workdir,
     interrupted_record,
@@ -247,3 +248,14 @@ class TestRunHandoff:
             sha256_hex(b"Check."),
         )
         assert "not run again" in INTERRUPTED_RESULT
+
+
+class TestInstruction:
+    def test_without_a_runner_the_instructions_say_there_is_no_handoff(self) -> None:
+        """No runner bound: the tool is absent and the model is told so."""
+        assert handoff_instruction(None).startswith("No coding agent is bound")
+
+    def test_with_a_runner_the_instructions_name_it_and_the_rules(self) -> None:
+        """The bound runner is named, with read-only, the share and the no-rerun rule."""
+        text = handoff_instruction("claude")
+        assert "'claude'" in text and "read-only" in text and "never run twice" in text

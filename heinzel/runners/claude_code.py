@@ -28,7 +28,7 @@ from heinzel.runners.files import private_dir, write_private_file
 from heinzel.runners.process import KILL_GRACE_S, Monotonic, resolve_executable, run_bounded
 from heinzel.runners.settings import ClaudeCodeSettings
 
-__all__ = ["EXTRA_FLAGS_ALLOWED", "ClaudeCodeRunner"]
+__all__ = ["EXTRA_FLAGS_ALLOWED", "WRITING_TOOLS", "ClaudeCodeRunner"]
 
 EXTRA_FLAGS_ALLOWED = frozenset(
     {
@@ -41,7 +41,20 @@ EXTRA_FLAGS_ALLOWED = frozenset(
 )
 """Flags ``extra`` may add: none of them widens what the agent can do or read."""
 
+WRITING_TOOLS = frozenset({"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "PowerShell"})
+"""Claude Code tools that write files or run code; a profile naming one is refused."""
+
 _SHARED_CACHE = ProbeCache()
+
+
+def _check_profile(runner: str, tools: Sequence[str]) -> None:
+    writers = [tool for tool in tools if tool.split("(", 1)[0].strip() in WRITING_TOOLS]
+    if writers:
+        raise RunnerError(
+            "HZR023",
+            f"[runners.{runner}] tools names {', '.join(writers)}, which can write or run code",
+            "a handoff is read-only: keep tools to reading ones such as Read, Grep, Glob",
+        )
 
 
 def _check_extra(runner: str, extra: Sequence[str]) -> None:
@@ -70,6 +83,7 @@ class ClaudeCodeRunner:
         clock: Monotonic = time.monotonic,
         tmp_parent: Path | None = None,
     ) -> None:
+        _check_profile(name, settings.tools)
         _check_extra(name, settings.extra)
         self.name = name
         self.settings = settings

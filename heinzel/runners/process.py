@@ -114,7 +114,7 @@ class _Feed(threading.Thread):
     def run(self) -> None:
         try:
             self._stream.write(self._data)
-        except (BrokenPipeError, OSError, ValueError):
+        except (OSError, ValueError):
             pass
         finally:
             with contextlib.suppress(OSError):

@@ -59,6 +59,8 @@ def main() -> int:
         Path(args["out"]).write_text(f"file report on {prompt}")
     elif mode == "symlink":
         os.symlink(args["target"], args["out"])
+    elif mode == "fifo":
+        os.mkfifo(args["out"])
     elif mode == "env":
         out.write(json.dumps(dict(os.environ)).encode())
     elif mode == "empty":

@@ -131,6 +131,13 @@ class TestArgv:
                 ClaudeCodeRunner("cc", claude_settings(extra=[bad]))
             assert caught.value.code == "HZR022"
 
+    def test_a_profile_naming_a_writing_tool_is_HZR023(self) -> None:
+        """Bash, Edit, Write and friends (patterns too) can't be in a read-only profile."""
+        for tool in ("Bash", "Bash(git log *)", "Write", "NotebookEdit"):
+            with pytest.raises(RunnerError) as caught:
+                ClaudeCodeRunner("cc", claude_settings(tools=["Read", tool]))
+            assert caught.value.code == "HZR023"
+
 
 class TestProbe:
     def test_an_old_version_is_HZR020(self, tmp_path: Path) -> None:

@@ -187,6 +187,14 @@ class TestRun:
         assert result.status == "failed" and "symbolic link" in (result.reason or "")
         assert "TOP SECRET" not in result.transcript + result.report
 
+    def test_an_output_fifo_is_refused_without_blocking(self, fake_agent: Command) -> None:
+        """A FIFO at {output_file} is not a regular file: refused, and the read never hangs."""
+        result = go(runner(fake_agent("fifo"), output="file"))
+        assert (result.status, result.reason) == (
+            "failed",
+            "the output file is not a regular file; refused",
+        )
+
     def test_a_missing_output_file_is_a_failed_result(self, fake_agent: Command) -> None:
         """No output file: failed, with the reason, never an exception."""
         result = go(runner(fake_agent("empty"), output="file"))

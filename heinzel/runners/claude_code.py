@@ -28,7 +28,7 @@ from heinzel.runners.files import private_dir, write_private_file
 from heinzel.runners.process import KILL_GRACE_S, Monotonic, resolve_executable, run_bounded
 from heinzel.runners.settings import ClaudeCodeSettings
 
-__all__ = ["EXTRA_FLAGS_ALLOWED", "WRITING_TOOLS", "ClaudeCodeRunner"]
+__all__ = ["EXTRA_FLAGS_ALLOWED", "FILE_READERS", "WRITING_TOOLS", "ClaudeCodeRunner"]
 
 EXTRA_FLAGS_ALLOWED = frozenset(
     {
@@ -41,6 +41,10 @@ EXTRA_FLAGS_ALLOWED = frozenset(
 )
 """Flags ``extra`` may add: none of them widens what the agent can do or read."""
 
+FILE_READERS = frozenset({"Read", "Grep", "Glob", "LS", "NotebookRead"})
+"""Tools Claude Code allows inside the working directory without approval. They are never
+pre-approved with --allowedTools: that would allow them on every path of the machine, while
+under dontAsk a read outside the working directory is denied (verified with 2.1.197)."""
 WRITING_TOOLS = frozenset({"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "PowerShell"})
 """Claude Code tools that write files or run code; a profile naming one is refused."""
 
@@ -114,12 +118,12 @@ class ClaudeCodeRunner:
         """The command line of one run, built from what ``caps`` says the build has."""
         argv = [caps.executable, "-p", "--output-format", "stream-json", "--verbose"]
         argv.append(f"--append-system-prompt-file={contract_file}")
-        argv += [flag for flag, present in caps.isolation().items() if present]
-        joined = ",".join(tools)
-        argv.append(f"--tools={joined}")
+        argv += caps.isolation_args()
+        argv.append(f"--tools={','.join(tools)}")
+        approve = [tool for tool in tools if tool.split("(", 1)[0] not in FILE_READERS]
         allowed = caps.allowed_tools_flag()
-        if tools and allowed:
-            argv.append(f"{allowed}={joined}")
+        if approve and allowed:
+            argv.append(f"{allowed}={','.join(approve)}")
         argv += ["--permission-mode", "dontAsk"]
         if budget is not None and caps.has("--max-budget-usd"):
             argv.append(f"--max-budget-usd={budget!r}")
@@ -150,7 +154,7 @@ class ClaudeCodeRunner:
                 "HZR021",
                 f"Claude Code {caps.version_text} at {caps.executable} can't run read-only: "
                 + "; ".join(problems),
-                "update Claude Code: hz needs --tools, --allowedTools, --permission-mode dontAsk",
+                "update Claude Code: hz needs --tools and --permission-mode dontAsk",
             )
         env = self.env()
         with ExitStack() as stack:

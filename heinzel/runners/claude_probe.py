@@ -31,14 +31,18 @@ __all__ = [
 
 MIN_VERSION = (2, 1, 197)
 """The oldest Claude Code whose hidden flags hz verified."""
-ISOLATION_FLAGS = (
-    "--restricted",
-    "--safe-mode",
-    "--disable-slash-commands",
-    "--strict-mcp-config",
-    "--no-session-persistence",
-)
-"""Used whenever the installed version lists them."""
+ISOLATION_FLAGS = {
+    "--restricted": "--restricted",
+    "--safe-mode": "--safe-mode",
+    "--setting-sources": "--setting-sources=",
+    "--disable-slash-commands": "--disable-slash-commands",
+    "--strict-mcp-config": "--strict-mcp-config",
+    "--no-session-persistence": "--no-session-persistence",
+}
+"""Each isolation flag and the argument hz passes for it, whenever the build lists it.
+``--setting-sources=`` (no source) stops user, project and local settings files: their
+``permissions.allow`` rules would otherwise pre-approve reads outside the working directory,
+even under ``--safe-mode`` (verified with 2.1.197)."""
 REQUIRED_FLAGS = ("--print", "--output-format", "--verbose", "--permission-mode", "--tools")
 """Without these hz can neither read the run nor keep it to the tools profile."""
 ALLOWED_TOOLS_FLAGS = ("--allowedTools", "--allowed-tools")
@@ -88,6 +92,10 @@ class ClaudeCapabilities:
         """Each isolation flag and whether this build has it."""
         return {flag: self.has(flag) for flag in ISOLATION_FLAGS}
 
+    def isolation_args(self) -> list[str]:
+        """The isolation arguments this build takes."""
+        return [arg for flag, arg in ISOLATION_FLAGS.items() if self.has(flag)]
+
     def unenforced(self, *, budget: float | None, max_turns: int | None) -> tuple[str, ...]:
         """The limits and isolation a run with these settings can't get from this build."""
         missing = [
@@ -104,8 +112,6 @@ class ClaudeCapabilities:
     def problems(self) -> list[str]:
         """What makes this build unusable for a read-only run; empty when it is usable."""
         found = [f"{flag} is missing" for flag in REQUIRED_FLAGS if flag not in self.flags]
-        if self.allowed_tools_flag() is None:
-            found.append("--allowedTools is missing")
         if not self.dont_ask:
             found.append("--permission-mode does not offer dontAsk")
         return found

@@ -53,6 +53,7 @@ class TestParseHelp:
         assert old.isolation() == {
             "--restricted": False,
             "--safe-mode": True,
+            "--setting-sources": True,
             "--disable-slash-commands": True,
             "--strict-mcp-config": True,
             "--no-session-persistence": True,
@@ -85,10 +86,11 @@ class TestParseHelp:
 class TestArgv:
     def test_the_command_line_pins_tools_with_equals_forms(self) -> None:
         """Variadic flags take `=` values, nothing positional follows, the contract is a file."""
-        runner = ClaudeCodeRunner("cc", claude_settings(model="claude-sonnet-4-5", max_turns=4))
-        argv = runner.argv(
-            caps(HELP_197), contract_file=Path("/p/c.md"), tools=["Read", "Grep"], budget=0.25
+        tools = ["Read", "Grep", "WebSearch"]
+        runner = ClaudeCodeRunner(
+            "cc", claude_settings(model="claude-sonnet-4-5", max_turns=4, tools=tools)
         )
+        argv = runner.argv(caps(HELP_197), contract_file=Path("/p/c.md"), tools=tools, budget=0.25)
         assert argv == [
             "/bin/claude",
             "-p",
@@ -97,11 +99,12 @@ class TestArgv:
             "--verbose",
             "--append-system-prompt-file=/p/c.md",
             "--safe-mode",
+            "--setting-sources=",
             "--disable-slash-commands",
             "--strict-mcp-config",
             "--no-session-persistence",
-            "--tools=Read,Grep",
-            "--allowedTools=Read,Grep",
+            "--tools=Read,Grep,WebSearch",
+            "--allowedTools=WebSearch",
             "--permission-mode",
             "dontAsk",
             "--max-budget-usd=0.25",
@@ -115,6 +118,14 @@ class TestArgv:
             caps(HELP_332, (2, 1, 332)), contract_file=Path("/c"), tools=["Read"], budget=None
         )
         assert "--restricted" in argv and not any(a.startswith("--max-budget-usd") for a in argv)
+
+    def test_file_readers_are_never_pre_approved(self) -> None:
+        """Read, Grep and Glob stay unapproved, so dontAsk confines them to the working dir."""
+        argv = ClaudeCodeRunner("cc", claude_settings()).argv(
+            caps(HELP_197), contract_file=Path("/c"), tools=["Read", "Grep", "Glob"], budget=None
+        )
+        assert "--tools=Read,Grep,Glob" in argv
+        assert not any(a.startswith(("--allowedTools", "--allowed-tools")) for a in argv)
 
     def test_no_tools_means_an_empty_tools_flag(self) -> None:
         """An empty profile disables every tool (--tools=) and allows none."""

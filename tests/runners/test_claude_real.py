@@ -186,3 +186,42 @@ class TestRealClaudeCode:
         result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=2.0, budget=1.0)
         assert (result.status, result.reason) == ("timeout", "stopped at the 2 s timeout")
         assert result.report == ""
+
+    def test_reads_outside_the_working_directory_are_denied(
+        self,
+        claude_executable: str,
+        fake_api: ModuleType,
+        workdir: Path,
+        dirs: tuple[Path, Path],
+        tmp_path: Path,
+    ) -> None:
+        """Even with user settings allowing Read everywhere, reading outside the dir is denied."""
+        home, scratch = dirs
+        (home / ".claude").mkdir()
+        allow_all = '{"permissions": {"allow": ["Read", "Grep"]}}'
+        (home / ".claude" / "settings.json").write_text(allow_all)
+        secret = tmp_path / "elsewhere" / "secret.txt"
+        secret.parent.mkdir()
+        secret.write_text("TOPSECRET-41\n")
+
+        def script(tool_results: int):
+            if tool_results == 0:
+                return [fake_api.tool_use(1, "Read", {"file_path": str(secret)})], "tool_use"
+            if tool_results == 1:
+                grep = {
+                    "pattern": "TOPSECRET",
+                    "path": str(secret.parent),
+                    "output_mode": "content",
+                }
+                return [fake_api.tool_use(2, "Grep", grep)], "tool_use"
+            return [fake_api.text("I could not read it.")], "end_turn"
+
+        with fake_api.Server(script) as api:
+            result = make_runner(claude_executable, home, api.url, scratch).run(
+                PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0, working_dir=workdir
+            )
+            requests = api.state.message_requests()
+        sent = json.dumps(requests)
+        assert result.status == "completed" and result.tool_calls == {"Read": 1, "Grep": 1}
+        assert "TOPSECRET-41" not in sent and "TOPSECRET-41" not in result.transcript
+        assert json.dumps(requests[-1]["messages"]).count("Permission to use") == 2

@@ -173,6 +173,11 @@ def run_bounded(
             killed = True
             _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
+    except BaseException:
+        # Interrupted while waiting (Ctrl-C, a stop): the agent never outlives hz's call.
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     # Whatever the agent left in its group dies with it.
     _signal_group(proc.pid, signal.SIGKILL)
     for thread in (out, err, feed):

@@ -30,7 +30,9 @@ def spawn_grandchild(pid_file: Path, *, ignore_term: bool) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    pid_file.write_text(str(child.pid))
+    partial = pid_file.with_suffix(".partial")
+    partial.write_text(str(child.pid))
+    partial.replace(pid_file)  # atomic: a reader never sees an empty pid file
 
 
 def main() -> int:

@@ -70,6 +70,32 @@ class TestRunBounded:
         assert outcome.returncode == 0 and not outcome.timed_out
         assert is_dead(int((tmp_path / "grandchild.pid").read_text()))
 
+    @pytest.mark.kill
+    def test_an_interrupted_wait_kills_the_group_and_reraises(
+        self, tmp_path: Path, is_dead: Callable[[int], bool]
+    ) -> None:
+        """Ctrl-C (here an alarm that raises) while waiting kills the group, then propagates."""
+        pid_file = tmp_path / "grandchild.pid"
+
+        class Stop(Exception):
+            pass
+
+        def interrupt(signum: int, frame: object) -> None:
+            if not pid_file.exists():  # not started yet: look again shortly
+                signal.setitimer(signal.ITIMER_REAL, 0.05)
+                return
+            raise Stop
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with pytest.raises(Stop):
+                run(tmp_path, "hang", timeout=600, grace=600)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert is_dead(int(pid_file.read_text()))
+
     def test_stdout_is_capped_and_flagged(self, tmp_path: Path) -> None:
         """9 MiB of stdout keeps 8 MiB and says it dropped the rest."""
         outcome = run(tmp_path, "huge")

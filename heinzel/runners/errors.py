@@ -8,10 +8,10 @@ fix. Codes are ``HZR0xx`` and documented in docs/errors.md.
 
 from __future__ import annotations
 
-from ledger.errors import HzError
+from heinzel.errors import HeinzelError
 
 __all__ = ["RunnerError"]
 
 
-class RunnerError(HzError):
+class RunnerError(HeinzelError):
     """A runner that can't run as configured, or a handoff it must refuse (``HZR0xx``)."""

@@ -75,8 +75,10 @@ class HzGroup(click.Group):
 
 def not_yet(what: str, issue: str) -> HzError:
     """The coded answer of a command whose machinery has not landed yet."""
-    return HzError(
-        "HZH001",
+    from heinzel.errors import HeinzelError
+
+    return HeinzelError(
+        "HZH090",
         f"{what} is not available yet",
         f"it arrives with {issue}; nothing was changed",
     )

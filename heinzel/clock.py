@@ -36,7 +36,7 @@ def clock_from_env(env: Mapping[str, str]) -> Clock:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise HeinzelError(
-            "HZH002",
+            "HZH004",
             f"HZ_NOW is not an ISO 8601 time: {text!r}",
             "use a form like 2026-10-30T15:00:00Z, or unset HZ_NOW",
         ) from exc

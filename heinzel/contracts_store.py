@@ -16,7 +16,7 @@ from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from ledger.files import ensure_private_dir, write_atomic
 
-__all__ = ["ContractFacts", "facts_of", "load_facts", "store_version"]
+__all__ = ["ContractFacts", "facts_of", "flatten", "load_facts", "store_version"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,20 @@ def facts_of(compiled: CompiledContract, version: int) -> ContractFacts:
         timezone=hz.timezone,
         assets=sorted({output.asset for output in hz.outputs.values()}),
         inputs=sorted(hz.inputs),
-        frontmatter=compiled.flat_frontmatter(),
+        frontmatter=flatten(compiled.frontmatter.model_dump(mode="json", by_alias=True)),
     )
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys for every scalar or list leaf: ``{"hz.namespace": "me", ...}``."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
 
 
 def store_version(
@@ -61,13 +73,13 @@ def store_version(
         existing = json.loads(json_path.read_text(encoding="utf-8"))
         if existing["facts"]["fingerprint"] != facts.fingerprint:
             raise HeinzelError(
-                "HZH020",
+                "HZH060",
                 f"contract version {version} of {heinzel_id} already exists with another text",
                 "versions never change; propose an amendment instead",
             )
         return facts
     write_atomic(home.contract_text_path(heinzel_id, version), text.encode("utf-8"))
-    payload = {"facts": asdict(facts), "compiled": compiled.to_json_data()}
+    payload = {"facts": asdict(facts), "compiled": json.loads(compiled.to_json())}
     write_atomic(json_path, json.dumps(payload, sort_keys=True, indent=1).encode("utf-8"))
     del directory
     return facts
@@ -81,13 +93,13 @@ def load_facts(home: Home, heinzel_id: str, version: int, fingerprint: str) -> C
         facts = ContractFacts(**payload["facts"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HeinzelError(
-            "HZH021",
+            "HZH061",
             f"contract v{version} of {heinzel_id} is missing or unreadable ({path})",
             "the contract files are kept with the session; restore them from a backup",
         ) from exc
     if facts.fingerprint != fingerprint:
         raise HeinzelError(
-            "HZH022",
+            "HZH062",
             f"contract v{version} of {heinzel_id} does not match the fingerprint its spine "
             "recorded",
             "the file was edited by hand; restore it, since versions never change",

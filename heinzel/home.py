@@ -13,15 +13,13 @@ heinzel/<id>/contract/v<n>.prose.md (+ v<n>.json, the compiled form)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from heinzel.ids import is_id
 
-__all__ = ["Home", "resolve_home"]
+__all__ = ["Home"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +72,3 @@ class Home:
         for entry in sorted(self.heinzel_dir.iterdir()):
             if is_id(entry.name) and (entry / "session.jsonl").is_file():
                 yield entry.name
-
-
-def resolve_home(option: str | None, env: Mapping[str, str]) -> Home:
-    """``--home`` wins, then ``HZ_HOME``, then the platform's user data dir."""
-    if option:
-        return Home(Path(option).expanduser().resolve())
-    if env.get("HZ_HOME"):
-        return Home(Path(env["HZ_HOME"]).expanduser().resolve())
-    return Home(Path(platformdirs.user_data_dir("hz")))

@@ -71,7 +71,7 @@ class Lifecycle:
         return any(t == trigger and self.state in s for t, s, _ in TRANSITIONS)
 
     def fire(self, trigger: str, name: str = "") -> str:
-        """Apply ``trigger``; return the new state, or raise HZH010 naming both."""
+        """Apply ``trigger``; return the new state, or raise HZH050 naming both."""
         if trigger not in _VERBS:
             raise ValueError(f"unknown lifecycle trigger {trigger!r}")
         who = f"{name} " if name else ""
@@ -80,7 +80,7 @@ class Lifecycle:
             method()
         except MachineError as exc:
             raise HeinzelError(
-                "HZH010",
+                "HZH050",
                 f"cannot {_VERBS[trigger]} {who}while it is {self.state}",
                 _hint(trigger, self.state),
             ) from exc

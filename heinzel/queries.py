@@ -73,7 +73,7 @@ class Queries:
             return rows[0]
         if not rows:
             raise _unknown(ref)
-        raise HeinzelError("HZH041", f"{ref!r} names one in each namespace",
+        raise HeinzelError("HZH081", f"{ref!r} names one in each namespace",
                            f"say which: me/{ref} or team/{ref}")
 
     def pending_amendment(self, heinzel_id: str) -> dict[str, Any] | None:
@@ -99,7 +99,7 @@ class Queries:
         rows = self._rows("SELECT * FROM lessons WHERE heinzel = ? AND seq = ?",
                           [heinzel_id, int(ref) if ref.isdigit() else -1])
         if not rows:
-            raise HeinzelError("HZH038", f"no lesson {ref!r}",
+            raise HeinzelError("HZH078", f"no lesson {ref!r}",
                                "`hz heinzel lessons NAME` lists them with their numbers")
         return rows[0]
 
@@ -120,7 +120,7 @@ class Queries:
             params.append(artifact)
         if state:
             if state not in STATES:
-                raise HeinzelError("HZH042", f"unknown state {state!r}",
+                raise HeinzelError("HZH082", f"unknown state {state!r}",
                                    f"one of: {', '.join(STATES)}")
             where.append("state = ?")
             params.append(state)
@@ -177,12 +177,12 @@ def _contract_filter(text: str) -> tuple[str, list[Any]]:
     name, _, version = text.partition("@")
     if version:
         if not version.lstrip("v").isdigit():
-            raise HeinzelError("HZH043", f"bad contract version in {text!r}",
+            raise HeinzelError("HZH083", f"bad contract version in {text!r}",
                                "write NAME@3 (or NAME@v3)")
         return "contract_name = ? AND contract_version = ?", [name, int(version.lstrip("v"))]
     return "contract_name = ?", [name]
 
 
 def _unknown(ref: str) -> HeinzelError:
-    return HeinzelError("HZH040", f"no Heinzelmännchen named {ref!r}",
+    return HeinzelError("HZH080", f"no Heinzelmännchen named {ref!r}",
                         "`hz heinzel list` shows them all")

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.clock import Clock, clock_from_env
-from heinzel.config import Settings, load_settings
-from heinzel.contract import CompiledContract, check_amendment, compile_contract
+from heinzel.config import Settings, default_site_path, default_user_path, load_settings
+from heinzel.contract import CompiledContract, check_amendment, compile_contract, widenings
 from heinzel.contracts_store import load_facts, store_version
 from heinzel.errors import HeinzelError
-from heinzel.home import Home, resolve_home
+from heinzel.home import Home
 from heinzel.ids import new_id, validate_name
 from heinzel.lifecycle import Lifecycle
 from heinzel.projections import HeinzelProjection
@@ -52,8 +52,10 @@ class Service:
     @classmethod
     def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Service:
         """The service a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the config."""
-        home = resolve_home(home_option, env)
-        loaded = load_settings(env=env, cwd=Path.cwd())
+        loaded = load_settings(env=env, cwd=Path.cwd(), site=default_site_path(),
+                               user=default_user_path())
+        home = Home(Path(home_option).expanduser().resolve()) if home_option \
+            else Home(loaded.settings.heinzel.home)
         owner = env.get("HZ_USER") or env.get("USER") or "me"
         return cls(home, clock_from_env(env), loaded.settings, owner=owner)
 
@@ -76,7 +78,7 @@ class Service:
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
-            lock_timeout=self.settings.heinzel.lock_timeout,
+            lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
             on_durable=[lambda event: self.index.apply(heinzel_id, event)],
         )
         self.index.catch_up(heinzel_id, spine.path)
@@ -93,7 +95,7 @@ class Service:
                           namespace: str | None = None) -> list[dict[str, Any]]:
         """Compile every file first; create nothing unless all of them compile."""
         if name and len(paths) > 1:
-            raise HeinzelError("HZH030", "--name goes with a single --from file",
+            raise HeinzelError("HZH070", "--name goes with a single --from file",
                                "create them one by one to name each")
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
@@ -101,7 +103,7 @@ class Service:
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise HeinzelError("HZH031", f"cannot read {raw}: {exc}",
+                raise HeinzelError("HZH071", f"cannot read {raw}: {exc}",
                                    "give the path of a .prose.md contract file") from exc
             compiled.append((path.resolve(), text, compile_contract(text, source=str(raw))))
         claimed: set[tuple[str, str]] = set()
@@ -110,7 +112,7 @@ class Service:
             chosen = validate_name(name or contract.name)
             ns = namespace or contract.frontmatter.hz.namespace
             if (ns, chosen) in claimed or self.queries.find_by_name(ns, chosen):
-                raise HeinzelError("HZH032", f"the name {chosen!r} is taken in namespace {ns}",
+                raise HeinzelError("HZH072", f"the name {chosen!r} is taken in namespace {ns}",
                                    "choose another with --name, or retire and rename the old one")
             claimed.add((ns, chosen))
             plans.append((path, text, contract, chosen, ns))
@@ -142,7 +144,7 @@ class Service:
         row = self.resolve(ref)
         chosen = validate_name(new_name)
         if self.queries.find_by_name(row["namespace"], chosen):
-            raise HeinzelError("HZH032", f"the name {chosen!r} is taken in namespace "
+            raise HeinzelError("HZH072", f"the name {chosen!r} is taken in namespace "
                                f"{row['namespace']}", "choose another name")
         self.append(row["id"], "heinzel.renamed", {"name": chosen})
         return self.queries.row(row["id"])
@@ -168,9 +170,9 @@ class Service:
             return {"approved": f"{row['name']} v{amendment['version']}",
                     **self.queries.row(row["id"])}
         if pending and pending["kind"] == "draft":
-            raise HeinzelError("HZH001", "approving a local draft is not available yet",
+            raise HeinzelError("HZH090", "approving a local draft is not available yet",
                                "it arrives with the tick and the documents adapter")
-        raise HeinzelError("HZH033", f"{row['name']} has nothing to approve",
+        raise HeinzelError("HZH073", f"{row['name']} has nothing to approve",
                            "`hz heinzel show NAME` shows its pending item")
 
     def _fingerprint(self, row: Mapping[str, Any], version: int) -> str:
@@ -182,16 +184,18 @@ class Service:
         """File an amendment: the user's is accepted; the Heinzelmännchen's may not widen."""
         row = self.resolve(ref)
         if row["contract_version"] is None:
-            raise HeinzelError("HZH034", f"{row['name']} has no approved version to amend",
+            raise HeinzelError("HZH074", f"{row['name']} has no approved version to amend",
                                "approve version 1 first: `hz approve NAME`")
         if self.queries.pending_amendment(row["id"]):
-            raise HeinzelError("HZH035", f"{row['name']} already has a pending amendment",
+            raise HeinzelError("HZH075", f"{row['name']} already has a pending amendment",
                                "approve it (`hz approve NAME`) or decline it first")
         current = int(row["contract_version"])
         old = compile_contract(self.home.contract_text_path(row["id"], current)
                                .read_text(encoding="utf-8"), source=f"v{current}")
         new = compile_contract(text, source=source)
-        widens = check_amendment(old, new, proposed_by="heinzel" if by == "heinzel" else "user")
+        check_amendment(old, new, proposed_by="heinzel" if by == "heinzel" else "user",
+                        source=source)
+        widens = bool(widenings(old, new))
         version = self.queries.next_version(row["id"])
         facts = store_version(self.home, row["id"], version, text, new)
         amendment = "am-" + new_id(self.clock)[3:]
@@ -204,7 +208,7 @@ class Service:
         try:
             text = Path(file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise HeinzelError("HZH031", f"cannot read {file}: {exc}",
+            raise HeinzelError("HZH071", f"cannot read {file}: {exc}",
                                "give the path of a .prose.md contract file") from exc
         return self.propose_amendment(ref, text, by="user", source=file)
 
@@ -212,7 +216,7 @@ class Service:
         row = self.resolve(ref)
         amendment = self.queries.pending_amendment(row["id"])
         if not amendment:
-            raise HeinzelError("HZH036", f"{row['name']} has no pending amendment",
+            raise HeinzelError("HZH076", f"{row['name']} has no pending amendment",
                                "`hz heinzel show NAME` shows its pending item")
         self.append(row["id"], "amendment.declined", {"amendment": amendment["id"]})
         return self.queries.amendment(amendment["id"])
@@ -226,7 +230,7 @@ class Service:
         row = self.resolve(ref)
         found = self.queries.lesson(row["id"], lesson)
         if found["dismissed"]:
-            raise HeinzelError("HZH037", f"lesson {lesson} is already dismissed",
+            raise HeinzelError("HZH077", f"lesson {lesson} is already dismissed",
                                "`hz heinzel lessons NAME` lists them")
         self.append(row["id"], "lesson.dismissed", {"lesson": found["seq"]})
         return self.lessons(ref)

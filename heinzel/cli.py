@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -40,9 +39,7 @@ def home_option(func: F) -> F:
 
 def json_option(func: F) -> F:
     """``--json`` on every listing or showing command."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(
-        func
-    )
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
 def open_service(home: str | None) -> Service:

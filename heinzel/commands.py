@@ -20,15 +20,31 @@ def heinzel() -> None:
 
 @heinzel.command("new")
 @click.argument("sentence", required=False)
-@click.option("--from", "files", multiple=True, type=click.Path(dir_okay=False),
-              help="A contract file (.prose.md); repeat for several.")
+@click.option(
+    "--from",
+    "files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A contract file (.prose.md); repeat for several.",
+)
 @click.option("--name", default=None, help="The name (a slug); only with one file.")
-@click.option("--namespace", type=click.Choice(["me", "team"]), default=None,
-              help="Overrides the contract's hz.namespace.")
+@click.option(
+    "--namespace",
+    type=click.Choice(["me", "team"]),
+    default=None,
+    help="Overrides the contract's hz.namespace.",
+)
 @home_option
 @json_option
-def new(sentence: str | None, files: tuple[str, ...], name: str | None,
-        namespace: str | None, home: str | None, as_json: bool) -> None:
+def new(
+    *,
+    sentence: str | None,
+    files: tuple[str, ...],
+    name: str | None,
+    namespace: str | None,
+    home: str | None,
+    as_json: bool,
+) -> None:
     """Create Heinzelmännchen from contract files (state: proposed).
 
     \b
@@ -47,19 +63,24 @@ def new(sentence: str | None, files: tuple[str, ...], name: str | None,
 @heinzel.command("list")
 @click.option("--artifact", default=None, help="Only those that keep this asset ref.")
 @click.option("--state", default=None, help="proposed|asleep|awake|waiting|paused|retired")
-@click.option("--contract", "contract", default=None,
-              help="NAME or NAME@VERSION, or KEY=VALUE for a frontmatter key.")
+@click.option(
+    "--contract",
+    "contract",
+    default=None,
+    help="NAME or NAME@VERSION, or KEY=VALUE for a frontmatter key.",
+)
 @home_option
 @json_option
-def list_(artifact: str | None, state: str | None, contract: str | None,
-          home: str | None, as_json: bool) -> None:
+def list_(
+    artifact: str | None, state: str | None, contract: str | None, home: str | None, as_json: bool
+) -> None:
     """List Heinzelmännchen from the index (never opens a spine).
 
     \b
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
     """
-    rows = open_service(home).list(artifact=artifact, state=state, contract=contract)
+    rows = open_service(home).listing(artifact=artifact, state=state, contract=contract)
     emit(rows, as_json, render.listing)
 
 
@@ -87,10 +108,20 @@ def _lifecycle_command(verb: str, help_text: str) -> None:
         emit(row, as_json, render.state_line)
 
 
-_lifecycle_command("pause", "Pause: it wakes no more until unpaused.\n\n\b\nExample:\n  hz heinzel pause weekly-report")
-_lifecycle_command("unpause", "Unpause a paused one.\n\n\b\nExample:\n  hz heinzel unpause weekly-report")
-_lifecycle_command("retire", "Retire: kept, never woken.\n\n\b\nExample:\n  hz heinzel retire weekly-report")
-_lifecycle_command("unretire", "Bring a retired one back (asleep).\n\n\b\nExample:\n  hz heinzel unretire weekly-report")
+_lifecycle_command(
+    "pause",
+    "Pause: it wakes no more until unpaused.\n\n\b\nExample:\n  hz heinzel pause weekly-report",
+)
+_lifecycle_command(
+    "unpause", "Unpause a paused one.\n\n\b\nExample:\n  hz heinzel unpause weekly-report"
+)
+_lifecycle_command(
+    "retire", "Retire: kept, never woken.\n\n\b\nExample:\n  hz heinzel retire weekly-report"
+)
+_lifecycle_command(
+    "unretire",
+    "Bring a retired one back (asleep).\n\n\b\nExample:\n  hz heinzel unretire weekly-report",
+)
 
 
 @heinzel.command("rename")
@@ -110,8 +141,13 @@ def rename(name: str, new_name: str, home: str | None, as_json: bool) -> None:
 
 @heinzel.command("amend")
 @click.argument("name")
-@click.option("--from", "file", required=True, type=click.Path(dir_okay=False),
-              help="The amended contract file.")
+@click.option(
+    "--from",
+    "file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The amended contract file.",
+)
 @home_option
 @json_option
 def amend(name: str, file: str, home: str | None, as_json: bool) -> None:
@@ -211,8 +247,11 @@ def prune(home: str | None, as_json: bool) -> None:
 
 
 def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
-    @heinzel.command(verb, help=f"{help_text}\n\n\b\nExample:\n  {usage}",
-                     context_settings={"ignore_unknown_options": True})
+    @heinzel.command(
+        verb,
+        help=f"{help_text}\n\n\b\nExample:\n  {usage}",
+        context_settings={"ignore_unknown_options": True},
+    )
     @click.argument("args", nargs=-1)
     @click.option("--message", default=None, hidden=verb != "wake", help="A message for the turn.")
     @home_option
@@ -220,16 +259,31 @@ def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
         raise not_yet(f"`hz heinzel {verb}`", issue)
 
 
-_turn_command("wake", "hz heinzel wake weekly-report --message 'draft now'",
-              "Start a new turn now (cause asked).", "the turn engine")
-_turn_command("chat", "hz heinzel chat weekly-report 'keep it under ten lines'",
-              "Send a message to its session (steers a running turn).", "the tick")
-_turn_command("resume", "hz heinzel resume weekly-report",
-              "Resume a waiting turn now.", "the tick")
-_turn_command("stop", "hz heinzel stop weekly-report",
-              "Stop the running turn (abandoned, reason stopped).", "the tick")
-_turn_command("retry", "hz heinzel retry weekly-report shorter",
-              "Fork a turn from its checkpoint with a hint.", "the tick")
+_turn_command(
+    "wake",
+    "hz heinzel wake weekly-report --message 'draft now'",
+    "Start a new turn now (cause asked).",
+    "the turn engine",
+)
+_turn_command(
+    "chat",
+    "hz heinzel chat weekly-report 'keep it under ten lines'",
+    "Send a message to its session (steers a running turn).",
+    "the tick",
+)
+_turn_command("resume", "hz heinzel resume weekly-report", "Resume a waiting turn now.", "the tick")
+_turn_command(
+    "stop",
+    "hz heinzel stop weekly-report",
+    "Stop the running turn (abandoned, reason stopped).",
+    "the tick",
+)
+_turn_command(
+    "retry",
+    "hz heinzel retry weekly-report shorter",
+    "Fork a turn from its checkpoint with a hint.",
+    "the tick",
+)
 
 
 @hz.command("approve")

@@ -81,13 +81,29 @@ class HeinzelProjection:
         self._handlers: dict[str, Callable[[Database, str, Event], None]] = {
             kind: getattr(self, "_apply_" + kind.replace(".", "_"))
             for kind in (
-                "heinzel.created", "heinzel.renamed", "heinzel.paused", "heinzel.unpaused",
-                "heinzel.retired", "heinzel.unretired", "contract.proposed",
-                "contract.approved", "amendment.proposed", "contract.amended",
-                "amendment.declined", "turn.started", "turn.waiting", "turn.resumed",
-                "turn.finished", "turn.skipped", "draft.placed", "approval.observed",
-                "lesson.recorded", "lesson.dismissed", "question.asked",
-                "question.answered", "usage",
+                "heinzel.created",
+                "heinzel.renamed",
+                "heinzel.paused",
+                "heinzel.unpaused",
+                "heinzel.retired",
+                "heinzel.unretired",
+                "contract.proposed",
+                "contract.approved",
+                "amendment.proposed",
+                "contract.amended",
+                "amendment.declined",
+                "turn.started",
+                "turn.waiting",
+                "turn.resumed",
+                "turn.finished",
+                "turn.skipped",
+                "draft.placed",
+                "approval.observed",
+                "lesson.recorded",
+                "lesson.dismissed",
+                "question.asked",
+                "question.answered",
+                "usage",
             )
         }
 
@@ -129,17 +145,22 @@ class HeinzelProjection:
             [source],
         ).fetchall()
         pending = self._pending(db, source, row)
-        if any(s == "running" for (s,) in running):
+        if row["contract_version"] is None:
+            activity = "proposed"
+        elif any(s == "running" for (s,) in running):
             activity = "awake"
         elif running or pending:
             activity = "waiting"
-        elif row["contract_version"] is None:
-            activity = "proposed"
         else:
             activity = "asleep"
         state = row["hold"] or activity
-        self._update(db, source, activity=activity, state=state,
-                     pending=json.dumps(pending) if pending else None)
+        self._update(
+            db,
+            source,
+            activity=activity,
+            state=state,
+            pending=json.dumps(pending) if pending else None,
+        )
 
     def _pending(self, db: Database, source: str, row: dict[str, Any]) -> dict[str, Any] | None:
         if row["contract_version"] is None and row["proposed_version"] is not None:
@@ -148,26 +169,35 @@ class HeinzelProjection:
             ("amendment", "SELECT id FROM amendments WHERE heinzel = ? AND state = 'proposed'"),
             ("draft", "SELECT key FROM drafts WHERE heinzel = ? AND state = 'pending'"),
         ):
-            found = db.execute(sql + " LIMIT 1", [source]).fetchone()  # noqa: S608
+            found = db.execute(sql + " LIMIT 1", [source]).fetchone()
             if found:
                 return {"kind": kind, "ref": found[0]}
         return None
 
     def _facts(self, source: str, event: Event) -> ContractFacts:
-        return load_facts(self._home, source, int(event.data["version"]),
-                          str(event.data["fingerprint"]))
-
-    def _take_contract(self, db: Database, source: str, event: Event) -> None:
-        facts = self._facts(source, event)
-        due = next_slot(facts.schedule, facts.timezone, parse_ts(event.ts))
-        self._update(
-            db, source,
-            contract_name=facts.name, contract_version=facts.version,
-            fingerprint=facts.fingerprint, assets=json.dumps(facts.assets),
-            frontmatter=json.dumps(facts.frontmatter, sort_keys=True),
-            schedule=facts.schedule, timezone=facts.timezone,
-            next_due=_iso(due), watched=json.dumps(dict.fromkeys(facts.inputs)),
+        return load_facts(
+            self._home, source, int(event.data["version"]), str(event.data["fingerprint"])
         )
+
+    def _take_contract(self, db: Database, source: str, event: Event, *, approved: bool) -> None:
+        """The row's contract facts; only an approved version sets version and next due."""
+        facts = self._facts(source, event)
+        values: dict[str, Any] = {
+            "contract_name": facts.name,
+            "assets": json.dumps(facts.assets),
+            "frontmatter": json.dumps(facts.frontmatter, sort_keys=True),
+            "schedule": facts.schedule,
+            "timezone": facts.timezone,
+            "watched": json.dumps(dict.fromkeys(facts.inputs)),
+        }
+        if approved:
+            due = next_slot(facts.schedule, facts.timezone, parse_ts(event.ts))
+            values.update(
+                contract_version=facts.version, fingerprint=facts.fingerprint, next_due=_iso(due)
+            )
+        else:
+            values.update(proposed_version=facts.version)
+        self._update(db, source, **values)
         db.execute("DELETE FROM heinzel_assets WHERE heinzel = ?", [source])
         for asset in facts.assets:
             db.execute("INSERT OR IGNORE INTO heinzel_assets VALUES (?, ?)", [source, asset])
@@ -178,8 +208,7 @@ class HeinzelProjection:
         row = self._row(db, source)
         day = event.ts[:10]
         today = (row["cost_today"] if row["cost_day"] == day else 0.0) + usd
-        self._update(db, source, cost_day=day, cost_today=today,
-                     cost_total=row["cost_total"] + usd)
+        self._update(db, source, cost_day=day, cost_today=today, cost_total=row["cost_total"] + usd)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -213,34 +242,42 @@ class HeinzelProjection:
     # -- contracts and amendments ------------------------------------------------
 
     def _apply_contract_proposed(self, db: Database, source: str, event: Event) -> None:
-        facts = self._facts(source, event)
-        self._update(db, source, proposed_version=facts.version, contract_name=facts.name,
-                     assets=json.dumps(facts.assets))
+        self._take_contract(db, source, event, approved=False)
         self._settle(db, source)
 
     def _apply_contract_approved(self, db: Database, source: str, event: Event) -> None:
-        self._take_contract(db, source, event)
+        self._take_contract(db, source, event, approved=True)
         self._settle(db, source)
 
     def _apply_amendment_proposed(self, db: Database, source: str, event: Event) -> None:
         d = event.data
         db.execute(
             "INSERT OR REPLACE INTO amendments VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)",
-            [d["amendment"], source, d["version"], d["fingerprint"], d["by"],
-             int(bool(d.get("widens"))), d.get("reason"), event.ts],
+            [
+                d["amendment"],
+                source,
+                d["version"],
+                d["fingerprint"],
+                d["by"],
+                int(bool(d.get("widens"))),
+                d.get("reason"),
+                event.ts,
+            ],
         )
         self._settle(db, source)
 
     def _apply_contract_amended(self, db: Database, source: str, event: Event) -> None:
-        self._take_contract(db, source, event)
+        self._take_contract(db, source, event, approved=True)
         if event.data.get("amendment"):
-            db.execute("UPDATE amendments SET state = 'approved' WHERE id = ?",
-                       [event.data["amendment"]])
+            db.execute(
+                "UPDATE amendments SET state = 'approved' WHERE id = ?", [event.data["amendment"]]
+            )
         self._settle(db, source)
 
     def _apply_amendment_declined(self, db: Database, source: str, event: Event) -> None:
-        db.execute("UPDATE amendments SET state = 'declined' WHERE id = ?",
-                   [event.data["amendment"]])
+        db.execute(
+            "UPDATE amendments SET state = 'declined' WHERE id = ?", [event.data["amendment"]]
+        )
         self._settle(db, source)
 
     # -- turns, drafts, lessons, questions, spend --------------------------------
@@ -252,9 +289,19 @@ class HeinzelProjection:
             "INSERT OR REPLACE INTO turns (id, heinzel, cause, causes, key, keys, state, "
             "started_at, start_offset, start_seq, contract_version, parent_turn) "
             "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-            [event.turn, source, d.get("cause"), json.dumps(causes), event.key,
-             json.dumps(d.get("keys") or [event.key]), event.ts, event.offset, event.seq,
-             d.get("contract_version"), d.get("parent_turn")],
+            [
+                event.turn,
+                source,
+                d.get("cause"),
+                json.dumps(causes),
+                event.key,
+                json.dumps(d.get("keys") or [event.key]),
+                event.ts,
+                event.offset,
+                event.seq,
+                d.get("contract_version"),
+                d.get("parent_turn"),
+            ],
         )
         self._update(db, source, last_turn=event.turn)
         self._settle(db, source)
@@ -262,9 +309,16 @@ class HeinzelProjection:
     def _apply_turn_waiting(self, db: Database, source: str, event: Event) -> None:
         d = event.data
         db.execute("UPDATE turns SET state = 'waiting' WHERE id = ?", [event.turn])
-        db.execute("INSERT OR REPLACE INTO waits VALUES (?, ?, ?, ?, ?)",
-                   [event.turn, source, d.get("step"), d.get("until"),
-                    json.dumps(d.get("on")) if d.get("on") else None])
+        db.execute(
+            "INSERT OR REPLACE INTO waits VALUES (?, ?, ?, ?, ?)",
+            [
+                event.turn,
+                source,
+                d.get("step"),
+                d.get("until"),
+                json.dumps(d.get("on")) if d.get("on") else None,
+            ],
+        )
         self._settle(db, source)
 
     def _apply_turn_resumed(self, db: Database, source: str, event: Event) -> None:
@@ -292,31 +346,52 @@ class HeinzelProjection:
 
     def _apply_draft_placed(self, db: Database, source: str, event: Event) -> None:
         d = event.data
-        db.execute("UPDATE drafts SET state = 'superseded' WHERE heinzel = ? AND output = ? "
-                   "AND state = 'pending'", [source, d.get("output")])
+        db.execute(
+            "UPDATE drafts SET state = 'superseded' WHERE heinzel = ? AND output = ? "
+            "AND state = 'pending'",
+            [source, d.get("output")],
+        )
         db.execute(
             "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-            [event.key, source, event.turn, d.get("asset"), d.get("output"),
-             d.get("contract_version"), event.ts, d.get("hash")],
+            [
+                event.key,
+                source,
+                event.turn,
+                d.get("asset"),
+                d.get("output"),
+                d.get("contract_version"),
+                event.ts,
+                d.get("hash"),
+            ],
         )
         self._settle(db, source)
 
     def _apply_approval_observed(self, db: Database, source: str, event: Event) -> None:
         state = "rejected" if event.data.get("rejected") else "approved"
-        db.execute("UPDATE drafts SET state = ? WHERE key = ?",
-                   [state, event.data.get("draft") or event.key])
+        db.execute(
+            "UPDATE drafts SET state = ? WHERE key = ?",
+            [state, event.data.get("draft") or event.key],
+        )
         self._settle(db, source)
 
     def _apply_lesson_recorded(self, db: Database, source: str, event: Event) -> None:
         db.execute(
             "INSERT OR REPLACE INTO lessons VALUES (?, ?, ?, ?, ?, 0, ?)",
-            [f"{source}:{event.seq}", source, event.seq, event.turn,
-             event.data["sentence"], event.ts],
+            [
+                f"{source}:{event.seq}",
+                source,
+                event.seq,
+                event.turn,
+                event.data["sentence"],
+                event.ts,
+            ],
         )
 
     def _apply_lesson_dismissed(self, db: Database, source: str, event: Event) -> None:
-        db.execute("UPDATE lessons SET dismissed = 1 WHERE heinzel = ? AND seq = ?",
-                   [source, int(event.data["lesson"])])
+        db.execute(
+            "UPDATE lessons SET dismissed = 1 WHERE heinzel = ? AND seq = ?",
+            [source, int(event.data["lesson"])],
+        )
 
     def _apply_question_asked(self, db: Database, source: str, event: Event) -> None:
         self._update(db, source, pending=json.dumps({"kind": "question", "ref": event.key}))

@@ -41,8 +41,9 @@ class Queries:
             if key in out and isinstance(out[key], str):
                 out[key] = json.loads(out[key])
         if "cost_today" in out:
-            out["cost_today"] = out["cost_today"] if out.pop("cost_day", None) == self._today() \
-                else 0.0
+            out["cost_today"] = (
+                out["cost_today"] if out.pop("cost_day", None) == self._today() else 0.0
+            )
         return out
 
     # -- lookups -----------------------------------------------------------------
@@ -54,8 +55,9 @@ class Queries:
         return rows[0]
 
     def find_by_name(self, namespace: str, name: str) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM heinzel WHERE namespace = ? AND name = ?",
-                          [namespace, name])
+        rows = self._rows(
+            "SELECT * FROM heinzel WHERE namespace = ? AND name = ?", [namespace, name]
+        )
         return rows[0] if rows else None
 
     def resolve(self, ref: str) -> dict[str, Any]:
@@ -73,12 +75,14 @@ class Queries:
             return rows[0]
         if not rows:
             raise _unknown(ref)
-        raise HeinzelError("HZH081", f"{ref!r} names one in each namespace",
-                           f"say which: me/{ref} or team/{ref}")
+        raise HeinzelError(
+            "HZH081", f"{ref!r} names one in each namespace", f"say which: me/{ref} or team/{ref}"
+        )
 
     def pending_amendment(self, heinzel_id: str) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM amendments WHERE heinzel = ? AND state = 'proposed'",
-                          [heinzel_id])
+        rows = self._rows(
+            "SELECT * FROM amendments WHERE heinzel = ? AND state = 'proposed'", [heinzel_id]
+        )
         return rows[0] if rows else None
 
     def amendment(self, amendment_id: str) -> dict[str, Any]:
@@ -88,30 +92,44 @@ class Queries:
         row = self.db.execute(
             "SELECT MAX(v) FROM (SELECT contract_version AS v FROM heinzel WHERE id = ? "
             "UNION ALL SELECT version FROM amendments WHERE heinzel = ?)",
-            [heinzel_id, heinzel_id]).fetchone()
+            [heinzel_id, heinzel_id],
+        ).fetchone()
         return int(row[0] or 0) + 1
 
     def lessons(self, heinzel_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT seq, sentence, dismissed, turn, recorded_at FROM lessons "
-                          "WHERE heinzel = ? ORDER BY seq", [heinzel_id])
+        return self._rows(
+            "SELECT seq, sentence, dismissed, turn, recorded_at FROM lessons "
+            "WHERE heinzel = ? ORDER BY seq",
+            [heinzel_id],
+        )
 
     def lesson(self, heinzel_id: str, ref: str) -> dict[str, Any]:
-        rows = self._rows("SELECT * FROM lessons WHERE heinzel = ? AND seq = ?",
-                          [heinzel_id, int(ref) if ref.isdigit() else -1])
+        rows = self._rows(
+            "SELECT * FROM lessons WHERE heinzel = ? AND seq = ?",
+            [heinzel_id, int(ref) if ref.isdigit() else -1],
+        )
         if not rows:
-            raise HeinzelError("HZH078", f"no lesson {ref!r}",
-                               "`hz heinzel lessons NAME` lists them with their numbers")
+            raise HeinzelError(
+                "HZH078",
+                f"no lesson {ref!r}",
+                "`hz heinzel lessons NAME` lists them with their numbers",
+            )
         return rows[0]
 
     def ended_turns(self, heinzel_id: str) -> dict[str, datetime]:
-        return {r["id"]: parse_ts(r["ended_at"]) for r in self._rows(
-            "SELECT id, ended_at FROM turns WHERE heinzel = ? AND ended_at IS NOT NULL",
-            [heinzel_id])}
+        return {
+            r["id"]: parse_ts(r["ended_at"])
+            for r in self._rows(
+                "SELECT id, ended_at FROM turns WHERE heinzel = ? AND ended_at IS NOT NULL",
+                [heinzel_id],
+            )
+        }
 
     # -- listings ----------------------------------------------------------------
 
-    def list(self, *, artifact: str | None = None, state: str | None = None,
-             contract: str | None = None) -> list[dict[str, Any]]:
+    def listing(
+        self, *, artifact: str | None = None, state: str | None = None, contract: str | None = None
+    ) -> list[dict[str, Any]]:
         """Filter by asset ref, state, and contract (NAME, NAME@V, or KEY=VALUE)."""
         where: list[str] = []
         params: list[Any] = []
@@ -120,8 +138,9 @@ class Queries:
             params.append(artifact)
         if state:
             if state not in STATES:
-                raise HeinzelError("HZH082", f"unknown state {state!r}",
-                                   f"one of: {', '.join(STATES)}")
+                raise HeinzelError(
+                    "HZH082", f"unknown state {state!r}", f"one of: {', '.join(STATES)}"
+                )
             where.append("state = ?")
             params.append(state)
         if contract:
@@ -137,17 +156,21 @@ class Queries:
         return self._rows(
             "SELECT d.key, h.name, d.heinzel, d.asset, d.output, d.contract_version, "
             "d.placed_at, d.turn FROM drafts d JOIN heinzel h ON h.id = d.heinzel "
-            "WHERE d.state = 'pending' ORDER BY d.placed_at")
+            "WHERE d.state = 'pending' ORDER BY d.placed_at"
+        )
 
     def show(self, heinzel_id: str) -> dict[str, Any]:
         row = self._public(self.row(heinzel_id))
         versions = self._rows(
             "SELECT version, fingerprint, by, state, proposed_at FROM amendments "
-            "WHERE heinzel = ? ORDER BY version", [heinzel_id])
+            "WHERE heinzel = ? ORDER BY version",
+            [heinzel_id],
+        )
         turns = self._rows(
             "SELECT id, cause, state, disposition, reason, started_at, ended_at, cost_usd, "
             "contract_version FROM turns WHERE heinzel = ? ORDER BY started_at, id",
-            [heinzel_id])
+            [heinzel_id],
+        )
         month = self._today()[:7]
         by_cause: dict[str, float] = {}
         for turn in turns:
@@ -158,9 +181,11 @@ class Queries:
             "amendments": versions,
             "turns": turns,
             "lessons": self.lessons(heinzel_id),
-            "drafts": self._rows("SELECT key, asset, output, contract_version, state, "
-                                 "placed_at FROM drafts WHERE heinzel = ? ORDER BY placed_at",
-                                 [heinzel_id]),
+            "drafts": self._rows(
+                "SELECT key, asset, output, contract_version, state, "
+                "placed_at FROM drafts WHERE heinzel = ? ORDER BY placed_at",
+                [heinzel_id],
+            ),
             "cost_month": {"total": round(sum(by_cause.values()), 6), "by_cause": by_cause},
         }
 
@@ -177,12 +202,14 @@ def _contract_filter(text: str) -> tuple[str, list[Any]]:
     name, _, version = text.partition("@")
     if version:
         if not version.lstrip("v").isdigit():
-            raise HeinzelError("HZH083", f"bad contract version in {text!r}",
-                               "write NAME@3 (or NAME@v3)")
+            raise HeinzelError(
+                "HZH083", f"bad contract version in {text!r}", "write NAME@3 (or NAME@v3)"
+            )
         return "contract_name = ? AND contract_version = ?", [name, int(version.lstrip("v"))]
     return "contract_name = ?", [name]
 
 
 def _unknown(ref: str) -> HeinzelError:
-    return HeinzelError("HZH080", f"no Heinzelmännchen named {ref!r}",
-                        "`hz heinzel list` shows them all")
+    return HeinzelError(
+        "HZH080", f"no Heinzelmännchen named {ref!r}", "`hz heinzel list` shows them all"
+    )

@@ -5,15 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "amendment", "approved", "created", "doctor", "drafts", "lessons", "listing",
-    "prune", "reindex", "show", "state_line", "verify",
+    "amendment",
+    "approved",
+    "created",
+    "doctor",
+    "drafts",
+    "lessons",
+    "listing",
+    "prune",
+    "reindex",
+    "show",
+    "state_line",
+    "verify",
 ]
 
 
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -42,13 +53,17 @@ def listing(rows: list[dict[str, Any]]) -> str:
     table = [["NAME", "NS", "STATE", "CONTRACT", "NEXT DUE", "PENDING", "TODAY"]]
     for r in rows:
         pending = r.get("pending") or {}
-        table.append([
-            r["name"], r["namespace"], r["state"],
-            f"{r.get('contract_name') or '-'} {_version(r)}",
-            r.get("next_due") or "-",
-            f"{pending['kind']}" if pending else "-",
-            f"{r.get('cost_today') or 0:.2f} USD",
-        ])
+        table.append(
+            [
+                r["name"],
+                r["namespace"],
+                r["state"],
+                f"{r.get('contract_name') or '-'} {_version(r)}",
+                r.get("next_due") or "-",
+                f"{pending['kind']}" if pending else "-",
+                f"{r.get('cost_today') or 0:.2f} USD",
+            ]
+        )
     return _table(table)
 
 
@@ -62,15 +77,18 @@ def show(data: dict[str, Any]) -> str:
         f"  next due: {data.get('next_due') or '-'}",
     ]
     pending = data.get("pending")
-    lines.append(f"  pending:  {pending['kind']} {pending['ref']}" if pending else
-                 "  pending:  nothing")
+    lines.append(
+        f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
+    )
     if data["amendments"]:
         lines.append("  amendments:")
         lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
     lines.append(f"  turns: {len(data['turns'])}")
-    lines += [f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
-              f"{' (' + t['reason'] + ')' if t['reason'] else ''} {t['cost_usd']:.2f} USD"
-              for t in data["turns"][-10:]]
+    lines += [
+        f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
+        f"{' (' + t['reason'] + ')' if t['reason'] else ''} {t['cost_usd']:.2f} USD"
+        for t in data["turns"][-10:]
+    ]
     lines.append("  what I learned from you:")
     active = [les for les in data["lessons"] if not les["dismissed"]]
     lines += [f"    [{les['seq']}] {les['sentence']}" for les in active] or ["    nothing yet"]
@@ -81,15 +99,17 @@ def show(data: dict[str, Any]) -> str:
 
 
 def amendment(row: dict[str, Any]) -> str:
-    return (f"amendment {row['id']}: v{row['version']} by {row['by']}, {row['state']}"
-            + (" (widens the contract: needs your approval)" if row.get("widens") else ""))
+    return f"amendment {row['id']}: v{row['version']} by {row['by']}, {row['state']}" + (
+        " (widens the contract: needs your approval)" if row.get("widens") else ""
+    )
 
 
 def lessons(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "nothing learned yet"
-    return "\n".join(f"[{r['seq']}] {r['sentence']}" + (" (dismissed)" if r["dismissed"] else "")
-                     for r in rows)
+    return "\n".join(
+        f"[{r['seq']}] {r['sentence']}" + (" (dismissed)" if r["dismissed"] else "") for r in rows
+    )
 
 
 def verify(reports: list[dict[str, Any]]) -> str:
@@ -98,8 +118,10 @@ def verify(reports: list[dict[str, Any]]) -> str:
         if r["ok"]:
             lines.append(f"ok     {r['file']} ({r['lines']} lines)")
         else:
-            lines += [f"BROKEN {r['file']}: seq {b['seq']}: {b['reason']} {b['detail']}".rstrip()
-                      for b in r["breaks"]]
+            lines += [
+                f"BROKEN {r['file']}: seq {b['seq']}: {b['reason']} {b['detail']}".rstrip()
+                for b in r["breaks"]
+            ]
     return "\n".join(lines) or "no sessions"
 
 
@@ -114,9 +136,13 @@ def prune(data: dict[str, Any]) -> str:
 def drafts(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no drafts waiting"
-    return _table([["NAME", "ASSET", "VERSION", "PLACED", "KEY"]] + [
-        [r["name"], r["asset"] or "-", f"v{r['contract_version']}", r["placed_at"], r["key"]]
-        for r in rows])
+    return _table(
+        [["NAME", "ASSET", "VERSION", "PLACED", "KEY"]]
+        + [
+            [r["name"], r["asset"] or "-", f"v{r['contract_version']}", r["placed_at"], r["key"]]
+            for r in rows
+        ]
+    )
 
 
 def doctor(data: dict[str, Any]) -> str:

@@ -37,8 +37,9 @@ def clock() -> SteppingClock:
 @pytest.fixture
 def make_service(tmp_path: Path, clock: SteppingClock) -> Callable[[], Service]:
     def make() -> Service:
-        loaded = load_settings(env={}, cwd=tmp_path, site=None, user=None,
-                               data_dir=tmp_path / "home")
+        loaded = load_settings(
+            env={}, cwd=tmp_path, site=None, user=None, data_dir=tmp_path / "home"
+        )
         return Service(Home(tmp_path / "home"), clock, loaded.settings, owner="priya")
 
     return make

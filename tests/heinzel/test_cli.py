@@ -19,8 +19,12 @@ NOW = "2026-10-26T09:00:00Z"
 
 @pytest.fixture
 def run(tmp_path: Path) -> object:
-    env = {"HZ_HOME": str(tmp_path / "home"), "HZ_NOW": NOW, "HZ_CONFIG": "",
-           "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env = {
+        "HZ_HOME": str(tmp_path / "home"),
+        "HZ_NOW": NOW,
+        "HZ_CONFIG": "",
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+    }
 
     def invoke(*args: str) -> Result:
         return CliRunner().invoke(hz, list(args), env=env, catch_exceptions=False)
@@ -82,7 +86,12 @@ class TestCommands:
 
 def test_python_dash_m_heinzel_starts(tmp_path: Path) -> None:
     """`python -m heinzel --help` runs as a real process."""
-    done = subprocess.run([sys.executable, "-m", "heinzel", "--help"], capture_output=True,
-                          text=True, check=False, env={"HZ_HOME": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, "-m", "heinzel", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"HZ_HOME": str(tmp_path)},
+    )
     assert done.returncode == 0
     assert "heinzel" in done.stdout

@@ -14,11 +14,29 @@ from heinzel.cli import hz
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN_COMMANDS = [
-    "heinzel new", "approve", "heinzel list", "heinzel show", "heinzel wake", "heinzel chat",
-    "heinzel resume", "heinzel stop", "heinzel retry", "heinzel pause", "heinzel unpause",
-    "heinzel retire", "heinzel unretire", "heinzel lessons", "heinzel dismiss",
-    "heinzel verify", "heinzel reindex", "heinzel prune", "drafts", "system daemon tick",
-    "system daemon run", "system doctor", "demo",
+    "heinzel new",
+    "approve",
+    "heinzel list",
+    "heinzel show",
+    "heinzel wake",
+    "heinzel chat",
+    "heinzel resume",
+    "heinzel stop",
+    "heinzel retry",
+    "heinzel pause",
+    "heinzel unpause",
+    "heinzel retire",
+    "heinzel unretire",
+    "heinzel lessons",
+    "heinzel dismiss",
+    "heinzel verify",
+    "heinzel reindex",
+    "heinzel prune",
+    "drafts",
+    "system daemon tick",
+    "system daemon run",
+    "system doctor",
+    "demo",
 ]
 LISTING = ["heinzel list", "heinzel show", "drafts", "system doctor", "heinzel lessons"]
 

@@ -24,36 +24,64 @@ def synthetic_turn(service: Service, heinzel_id: str, rng: random.Random, n: int
     """Turn events as the engine will write them, appended straight to the spine."""
     turn = f"t{n:04d}"
     with service.open_spine(heinzel_id) as spine:
-        spine.append("turn.started", {"cause": "schedule", "causes": ["schedule"],
-                                      "contract_version": 1}, turn=turn, key=f"k{n}")
+        spine.append(
+            "turn.started",
+            {"cause": "schedule", "causes": ["schedule"], "contract_version": 1},
+            turn=turn,
+            key=f"k{n}",
+        )
         roll = rng.random()
         if roll < 0.3:
-            spine.append("turn.waiting", {"step": "act", "until": "2026-11-09T00:00:00.000Z"},
-                         turn=turn)
+            spine.append(
+                "turn.waiting", {"step": "act", "until": "2026-11-09T00:00:00.000Z"}, turn=turn
+            )
             return
         if roll < 0.6:
-            spine.append("draft.placed", {"asset": "doc:x", "output": "section",
-                                          "contract_version": 1, "hash": "sha256:00"},
-                         turn=turn, key=f"d{n}")
+            spine.append(
+                "draft.placed",
+                {"asset": "doc:x", "output": "section", "contract_version": 1, "hash": "sha256:00"},
+                turn=turn,
+                key=f"d{n}",
+            )
         if roll < 0.8:
-            spine.append("lesson.recorded", {"sentence": f"lesson {n}"}, turn=turn,
-                         short_text=("sentence",))
-        spine.append("turn.finished", {"disposition": "drafted", "cost_usd": 0.01 * n},
-                     turn=turn, key=f"k{n}")
+            spine.append(
+                "lesson.recorded", {"sentence": f"lesson {n}"}, turn=turn, short_text=("sentence",)
+            )
+        spine.append(
+            "turn.finished",
+            {"disposition": "drafted", "cost_usd": 0.01 * n},
+            turn=turn,
+            key=f"k{n}",
+        )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_rebuilt_index_equals_maintained(service: Service, clock: SteppingClock,
-                                         tmp_path: Path, seed: int) -> None:
+def test_rebuilt_index_equals_maintained(
+    service: Service, clock: SteppingClock, tmp_path: Path, seed: int
+) -> None:
     """A long random history of user verbs and turn events, then reindex: same rows."""
     rng = random.Random(seed)
     weekly = tmp_path / "weekly-report.prose.md"
     weekly.write_text((GOOD / "weekly-report.prose.md").read_text())
     wider = variant(weekly, "max_usd: 0.5", "max_usd: 0.7", "wider.prose.md")
-    ids = [r["id"] for r in service.create_from_files(
-        [str(GOOD / "weekly-report.prose.md"), str(GOOD / "standup-notes.prose.md")])]
-    verbs = ["approve", "pause", "unpause", "retire", "unretire", "amend", "decline", "turn",
-             "dismiss", "rename"]
+    ids = [
+        r["id"]
+        for r in service.create_from_files(
+            [str(GOOD / "weekly-report.prose.md"), str(GOOD / "standup-notes.prose.md")]
+        )
+    ]
+    verbs = [
+        "approve",
+        "pause",
+        "unpause",
+        "retire",
+        "unretire",
+        "amend",
+        "decline",
+        "turn",
+        "dismiss",
+        "rename",
+    ]
     for n in range(120):
         clock.step(hours=rng.randint(1, 30))
         heinzel_id = rng.choice(ids)

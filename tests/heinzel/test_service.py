@@ -33,14 +33,15 @@ class TestCreate:
         rows = service.create_from_files(paths)
         assert sorted(r["name"] for r in rows) == ["standup-notes", "weekly-report"]
 
-    def test_a_bad_file_creates_nothing(self, service: Service, weekly: Path,
-                                        tmp_path: Path) -> None:
+    def test_a_bad_file_creates_nothing(
+        self, service: Service, weekly: Path, tmp_path: Path
+    ) -> None:
         """One file that does not compile: none of the files are created."""
         bad = tmp_path / "bad.prose.md"
         bad.write_text("---\nname: x\n---\n")
         with pytest.raises(ContractError):
             service.create_from_files([str(weekly), str(bad)])
-        assert service.list() == []
+        assert service.listing() == []
 
     def test_names_are_unique_per_namespace(self, service: Service, weekly: Path) -> None:
         """A second one with the same name in the same namespace is refused."""
@@ -65,8 +66,7 @@ class TestCreate:
 
 
 class TestApproveAndLifecycle:
-    def test_approve_makes_v1_asleep_with_next_due(self, service: Service,
-                                                    weekly: Path) -> None:
+    def test_approve_makes_v1_asleep_with_next_due(self, service: Service, weekly: Path) -> None:
         """Approval turns proposed into v1, asleep, due at Friday 15:00 Berlin."""
         service.create_from_files([str(weekly)])
         row = service.approve("weekly-report")
@@ -124,8 +124,9 @@ class TestAmendments:
         self.approved(service, weekly)
         wider = variant(weekly, "max_usd: 0.5", "max_usd: 0.8", "v2.prose.md")
         with pytest.raises(ContractError) as caught:
-            service.propose_amendment("weekly-report", wider.read_text(), by="heinzel",
-                                      source="outcome")
+            service.propose_amendment(
+                "weekly-report", wider.read_text(), by="heinzel", source="outcome"
+            )
         assert caught.value.code == "HZC050"
         assert service.queries.pending_amendment(service.resolve("weekly-report")["id"]) is None
 
@@ -133,9 +134,13 @@ class TestAmendments:
         """A lower cap from the Heinzelmännchen narrows and is filed."""
         self.approved(service, weekly)
         narrower = variant(weekly, "max_usd: 0.5", "max_usd: 0.3", "v2.prose.md")
-        amendment = service.propose_amendment("weekly-report", narrower.read_text(),
-                                              by="heinzel", source="outcome",
-                                              reason="the report costs less than planned")
+        amendment = service.propose_amendment(
+            "weekly-report",
+            narrower.read_text(),
+            by="heinzel",
+            source="outcome",
+            reason="the report costs less than planned",
+        )
         assert (amendment["by"], amendment["widens"]) == ("heinzel", 0)
 
     def test_decline(self, service: Service, weekly: Path) -> None:
@@ -151,27 +156,31 @@ class TestAmendments:
 
 class TestList:
     def populate(self, service: Service, clock: SteppingClock) -> None:
-        service.create_from_files([str(GOOD / "weekly-report.prose.md"),
-                                   str(GOOD / "standup-notes.prose.md"),
-                                   str(GOOD / "team-release-notes.prose.md")])
+        service.create_from_files(
+            [
+                str(GOOD / "weekly-report.prose.md"),
+                str(GOOD / "standup-notes.prose.md"),
+                str(GOOD / "team-release-notes.prose.md"),
+            ]
+        )
         service.approve("weekly-report")
 
     def test_filters(self, service: Service, clock: SteppingClock) -> None:
         """By artifact, state, contract name and version, and a frontmatter key."""
         self.populate(service, clock)
-        names = lambda **kw: sorted(r["name"] for r in service.list(**kw))  # noqa: E731
+        names = lambda **kw: sorted(r["name"] for r in service.listing(**kw))  # noqa: E731
         assert names(artifact="doc:checkout/weekly-report") == ["weekly-report"]
         assert names(state="asleep") == ["weekly-report"]
         assert names(contract="weekly-report@1") == ["weekly-report"]
         assert names(contract="weekly-report@2") == []
-        assert names(contract="hz.namespace=team") == ["team-release-notes"]
+        assert names(contract="hz.namespace=team") == ["release-notes"]
         assert len(names()) == 3
 
     def test_bad_filters_are_coded(self, service: Service) -> None:
         """An unknown state or a bad version is refused with a hint."""
         for kwargs, code in (({"state": "sleepy"}, "HZH082"), ({"contract": "x@vv"}, "HZH083")):
             with pytest.raises(HeinzelError) as caught:
-                service.list(**kwargs)
+                service.listing(**kwargs)
             assert caught.value.code == code
 
     def test_show(self, service: Service, clock: SteppingClock) -> None:
@@ -190,6 +199,6 @@ class TestRecord:
         service.create_from_files([str(weekly)])
         service.approve("weekly-report")
         assert [r["ok"] for r in service.verify()] == [True]
-        before = service.list()
+        before = service.listing()
         service.reindex()
-        assert service.list() == before
+        assert service.listing() == before

@@ -52,4 +52,41 @@ def diagnose(service: Service) -> dict[str, Any]:
         )
     else:
         checks.append({"name": "model", "ok": True, "detail": model})
+    runners = [
+        _runner_check(name, table) for name, table in sorted(service.settings.runners.items())
+    ]
+    checks += runners or [
+        {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
+    ]
     return {"home": str(home.root), "checks": checks}
+
+
+def _runner_check(name: str, table: Any) -> dict[str, Any]:
+    """One bound runner: on PATH, version, isolation, limits it cannot enforce, refusal."""
+    from heinzel.runners.doctor import check_runner
+    from heinzel.runners.errors import RunnerError
+    from heinzel.runners.settings import parse_runner_settings
+
+    label = f"runner {name}"
+    try:
+        found = check_runner(name, parse_runner_settings(name, table))
+    except RunnerError as exc:
+        return {"name": label, "ok": False, "detail": exc.message, "fix": exc.hint}
+    parts = [
+        f"{found.kind}",
+        found.executable or "no executable",
+        f"version {found.version}" if found.version else "version unknown",
+    ]
+    missing = sorted(flag for flag, present in found.isolation.items() if not present)
+    if missing:
+        parts.append("lacks " + ", ".join(missing))
+    if found.unenforced_limits:
+        parts.append("cannot enforce " + ", ".join(found.unenforced_limits))
+    if found.refuses:
+        parts.append(f"refuses to run: {found.refusal}")
+    return {
+        "name": label,
+        "ok": found.ok,
+        "detail": "; ".join(parts),
+        "fix": "; ".join(found.problems) or "see docs/runners.md",
+    }

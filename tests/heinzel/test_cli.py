@@ -95,3 +95,26 @@ def test_python_dash_m_heinzel_starts(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert "heinzel" in done.stdout
+
+
+class TestDoctor:
+    def test_doctor_checks_each_bound_runner(self, tmp_path: Path) -> None:
+        """A command runner without the read-only promise is reported as refusing."""
+        config = tmp_path / "hz.config.toml"
+        config.write_text(
+            '[runners.helper]\nkind = "command"\ncommand = ["python3", "-c", "print(1)"]\n'
+        )
+        env = {
+            "HZ_HOME": str(tmp_path / "home"),
+            "HZ_NOW": NOW,
+            "HZ_CONFIG": str(config),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        }
+        result = CliRunner().invoke(
+            hz, ["system", "doctor", "--json"], env=env, catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        checks = {c["name"]: c for c in json.loads(result.output)["checks"]}
+        assert checks["runner helper"]["ok"] is False
+        assert "refuses to run" in checks["runner helper"]["detail"]
+        assert checks["model"]["detail"].startswith("offline")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
 from ledger.errors import HzError
 from ledger.event import canonical, parse_ts
+from ledger.files import ensure_private_dir, write_atomic
 
 __all__ = [
     "PATH_ARGS",
@@ -175,8 +175,8 @@ class SourceCache:
         """Stage ``fetched`` under ``key``: atomic, fsynced, 0600 in a 0700 directory.
         ``source`` (capability, method, args, window) is kept beside it for people."""
         entry = {"v": 1, "key": key, "source": dict(source or {}), "fetched": fetched.to_json()}
-        _ensure_private_dir(self.directory)
-        _write_atomic(self.path(key), (canonical(entry) + "\n").encode("utf-8"))
+        ensure_private_dir(self.directory)
+        write_atomic(self.path(key), (canonical(entry) + "\n").encode("utf-8"))
 
     def staged(self, key: str, fingerprint: str) -> Fetched | None:
         """The staged fetch of ``key`` if its whole fingerprint is ``fingerprint``: what
@@ -334,22 +334,3 @@ def _staged(
         fingerprint=current if error is None else None,
         moved=moved,
     )
-
-
-def _ensure_private_dir(path: Path) -> None:
-    """``mkdir -p`` with 0700 at the leaf. To be replaced by
-    ``ledger.files.ensure_private_dir`` once the ledger branch is merged."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700, follow_symlinks=False)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """A 0600 file replaced in one step. To be replaced by ``ledger.files.write_atomic``."""
-    temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)

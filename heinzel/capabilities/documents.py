@@ -24,7 +24,6 @@ the asset is what follows the third ``@``, which is how `find` knows the file.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Mapping
 from datetime import datetime
@@ -47,6 +46,7 @@ from heinzel.capabilities.protocols import (
     fetched,
 )
 from ledger.event import sha256_hex
+from ledger.files import write_atomic
 
 __all__ = [
     "TAG_PREFIX",
@@ -303,21 +303,6 @@ class LocalDocuments:
         write_atomic(path, updated)
         os.chmod(path, mode)
         return True
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step (temporary file, fsync, rename).
-
-    To be replaced by ``ledger.files.write_atomic`` once the ledger branch is merged.
-    """
-    temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
 
 
 def _appended(current: str, key: str, body: str, tag: str) -> str:

@@ -387,3 +387,29 @@ class TestFetchOnceProperties:
             by_key.setdefault(staged.key, set()).add(staged.fingerprint)
         assert all(len(prints) == 1 for prints in by_key.values())
         assert [s.request for s in got.staged] == requests
+
+
+class TestLinksAreNeverFollowed:
+    def test_a_link_planted_as_an_entry_is_refused_not_written_through(
+        self, cache: SourceCache, tmp_path: Path
+    ) -> None:
+        """A symlink at an entry's path is reported (HZL001) and its target left alone."""
+        target = tmp_path / "precious.txt"
+        target.write_text("mine", encoding="utf-8")
+        cache.directory.mkdir(parents=True)
+        cache.path(request("a").key).symlink_to(target)
+        staged = fetch_once([request("a")], adapters(Counting()), NOW, cache=cache).staged[0]
+        assert staged.error is not None and staged.error.code == "HZL001"
+        assert not staged.moved
+        assert target.read_text(encoding="utf-8") == "mine"
+
+    def test_a_linked_cache_directory_is_refused_on_write(self, tmp_path: Path) -> None:
+        """put never creates entries through a link in place of the directory."""
+        real = tmp_path / "real"
+        real.mkdir()
+        (tmp_path / "sources").symlink_to(real)
+        staged = fetch_once(
+            [request("a")], adapters(Counting()), NOW, cache=SourceCache(tmp_path / "sources")
+        ).staged[0]
+        assert staged.error is not None and staged.error.code == "HZL001"
+        assert list(real.iterdir()) == []

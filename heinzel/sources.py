@@ -29,6 +29,7 @@ from heinzel.capabilities.documents import absolute_asset
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
+from heinzel.home import Home
 from ledger.errors import HzError
 from ledger.event import canonical, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
@@ -42,7 +43,6 @@ __all__ = [
     "absolute_args",
     "fetch_once",
     "source_key",
-    "sources_dir",
 ]
 
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
@@ -75,11 +75,6 @@ def absolute_args(
     elif not Path(value).expanduser().is_absolute():
         out[name] = str(base / value)
     return out
-
-
-def sources_dir(home: Path) -> Path:
-    """Where the source cache lives under ``HZ_HOME``."""
-    return home / "heinzel" / "sources"
 
 
 def source_key(
@@ -147,10 +142,15 @@ class TickFetch:
 
 
 class SourceCache:
-    """The files under ``directory`` (``<home>/heinzel/sources``): one entry per source."""
+    """The files under ``directory`` (``Home.sources_dir``): one entry per source."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+
+    @classmethod
+    def of(cls, home: Home) -> SourceCache:
+        """The source cache of an ``HZ_HOME``: ``<home>/heinzel/sources``."""
+        return cls(home.sources_dir)
 
     def path(self, key: str) -> Path:
         """The entry file of ``key``."""

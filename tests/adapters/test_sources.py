@@ -25,13 +25,13 @@ from heinzel.capabilities.protocols import (
     check_call,
     fetched,
 )
+from heinzel.home import Home
 from heinzel.sources import (
     SourceCache,
     SourceRequest,
     absolute_args,
     fetch_once,
     source_key,
-    sources_dir,
 )
 
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
@@ -87,7 +87,7 @@ def adapters(source: ReadCapability) -> dict[str, ReadCapability]:
 
 @pytest.fixture
 def cache(tmp_path: Path) -> SourceCache:
-    return SourceCache(sources_dir(tmp_path / "home"))
+    return SourceCache.of(Home(tmp_path / "home"))
 
 
 class TestSourceCache:

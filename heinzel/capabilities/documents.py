@@ -208,6 +208,7 @@ class LocalDocuments:
             "HZH133",
             f"{path} kept changing while the draft was being placed",
             "the next tick tries again; close other programs writing to it",
+            retryable=True,
         )
 
     def find(self, key: str) -> Presence:

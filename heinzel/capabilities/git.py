@@ -230,6 +230,7 @@ class GitCapability:
                 "HZH122",
                 f"git took longer than {self._timeout_s:g} s in {repo}",
                 "check the repository (a network mount, a huge history) and retry",
+                retryable=True,
             ) from None
         if done.returncode != 0 and not (argv[0] == "rev-parse" and done.returncode == 1):
             reason = done.stderr.decode("utf-8", "replace").strip().splitlines()

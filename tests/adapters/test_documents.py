@@ -149,6 +149,7 @@ class TestPlaceDraft:
         with pytest.raises(CapabilityError) as caught:
             place(Busy("priya"), doc)
         assert caught.value.code == "HZH133"
+        assert caught.value.retryable
         assert "hz:draft" not in doc.read_text(encoding="utf-8")
 
 

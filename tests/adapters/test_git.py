@@ -158,7 +158,9 @@ class TestGitErrors:
 
     def test_not_a_repository_is_hzh121(self, tmp_path: Path) -> None:
         """A plain folder, or one that is missing, is a coded error."""
-        assert self.code(GitCapability(), {"repo": str(tmp_path)}) == "HZH121"
+        with pytest.raises(CapabilityError) as caught:
+            GitCapability().fetch("merged_commits", {"repo": str(tmp_path)}, WEEK, now=NOW)
+        assert (caught.value.code, caught.value.retryable) == ("HZH121", False)
         assert self.code(GitCapability(), {"repo": str(tmp_path / "nope")}) == "HZH121"
 
     def test_unknown_branch_is_hzh121(self, repo: Path) -> None:
@@ -187,7 +189,9 @@ class TestGitErrors:
         slow.write_text("#!/bin/sh\nexec sleep 30\n", encoding="utf-8")
         slow.chmod(0o700)
         capability = GitCapability(git=str(slow), timeout_s=0.2)
-        assert self.code(capability, {"repo": str(repo)}) == "HZH122"
+        with pytest.raises(CapabilityError) as caught:
+            capability.fetch("merged_commits", {"repo": str(repo)}, WEEK, now=NOW)
+        assert (caught.value.code, caught.value.retryable) == ("HZH122", True)
 
 
 class TestParsing:

@@ -1,0 +1,316 @@
+"""The ``documents`` adapter for local Markdown files: assets ``file:<path>``.
+
+A draft lands at the end of the document as a section::
+
+    🧝 DRAFT (weekly-report v1): edit, then delete this line to approve
+    <!-- hz:draft key=<key> -->
+
+    <the draft text>
+
+    <!-- hz:end key=<key> -->
+
+The tag line is what the user sees; the two comments carry the idempotency key and mark
+where the draft ends. ``find(key)`` looks for either comment. The draft's state is read
+back from the file: the tag line still directly above the key comment is pending; the tag
+line deleted (the user's edits between the comments kept) is approved, with that text; the
+whole section gone is rejected; a missing or unreadable file, or markers that no longer
+pair up, is unknown. Placing reads the file, appends the section and replaces the file
+atomically, keeping its permissions; a file that changed between read and replace is read
+again (three tries), so a concurrent save is never overwritten. Nothing outside the
+section is ever changed. A key is ``<id>@v<n>@<slot>@<asset>`` (ADR 0049, statement 5):
+the asset is what follows the third ``@``, which is how `find` knows the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from heinzel.capabilities.errors import CapabilityError
+from heinzel.capabilities.protocols import (
+    Approved,
+    DraftState,
+    Fetched,
+    MethodSpec,
+    Pending,
+    Presence,
+    Rejected,
+    Unknown,
+    Window,
+    check_call,
+    fetched,
+)
+from ledger.event import sha256_hex
+from ledger.files import write_atomic
+
+__all__ = [
+    "TAG_PREFIX",
+    "LocalDocuments",
+    "absolute_asset",
+    "asset_of_key",
+    "draft_tag",
+    "normalise_text",
+    "text_hash",
+]
+
+TAG_PREFIX = "🧝 DRAFT"
+_START = "<!-- hz:draft key={key} -->"
+_END = "<!-- hz:end key={key} -->"
+_MARK = "<!-- hz:"
+_TRIES = 3
+_METHODS: Mapping[str, MethodSpec] = MappingProxyType(
+    {"read": MethodSpec("read", window=False, args=frozenset({"doc"}), required=frozenset({"doc"}))}
+)
+
+
+def draft_tag(name: str, version: int) -> str:
+    """The tag line of a draft of ``name`` at contract version ``version``."""
+    return f"{TAG_PREFIX} ({name} v{version}): edit, then delete this line to approve"
+
+
+def absolute_asset(asset: str, base: Path) -> str:
+    """``file:<relative>`` made ``file:<absolute>`` against ``base`` (the contract's folder);
+    other assets unchanged. Done once when a Heinzelmännchen is created, so its draft keys
+    name one file wherever hz runs from."""
+    scheme, _, written = asset.partition(":")
+    if scheme != "file" or not written or Path(written).expanduser().is_absolute():
+        return asset
+    return f"file:{base / written}"
+
+
+def asset_of_key(key: str) -> str:
+    """The asset a draft key names: ``<id>@v<n>@<slot>@<asset>`` -> ``<asset>``."""
+    parts = key.split("@", 3)
+    if len(parts) != 4 or not parts[1].startswith("v") or not parts[3]:
+        raise CapabilityError(
+            "HZH134",
+            f"not a draft key: {key!r}",
+            "a draft key is <id>@v<version>@<slot>@<asset>",
+        )
+    if any(c.isspace() for c in key) or "-->" in key:
+        raise CapabilityError(
+            "HZH134", f"a draft key may not hold spaces or '-->': {key!r}", "use another asset name"
+        )
+    return parts[3]
+
+
+def normalise_text(text: str) -> str:
+    """A draft's text as compared and hashed: LF line ends, no blank lines around it."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def text_hash(text: str) -> str:
+    """The SHA-256 of a draft text's normalised form (what `place_draft` returns)."""
+    return sha256_hex(normalise_text(text).encode("utf-8"))
+
+
+class _Section:
+    """Where a key's markers are in a document's lines, and what that means."""
+
+    def __init__(self, lines: list[str], key: str) -> None:
+        start, end = _START.format(key=key), _END.format(key=key)
+        self.starts = [i for i, line in enumerate(lines) if line.strip() == start]
+        self.ends = [i for i, line in enumerate(lines) if line.strip() == end]
+        self.lines = lines
+
+    @property
+    def present(self) -> bool:
+        return bool(self.starts or self.ends)
+
+    def well_formed(self) -> bool:
+        return len(self.starts) == 1 and len(self.ends) == 1 and self.starts[0] < self.ends[0]
+
+    def text(self) -> str:
+        return normalise_text("\n".join(self.lines[self.starts[0] + 1 : self.ends[0]]))
+
+    def tagged(self) -> bool:
+        above = self.starts[0] - 1
+        return above >= 0 and self.lines[above].lstrip().startswith(TAG_PREFIX)
+
+
+class LocalDocuments:
+    """Drafts in local Markdown files; ``approver`` is who approves (from configuration),
+    ``base`` the folder relative ``file:`` paths resolve against."""
+
+    def __init__(self, approver: str, base: Path | None = None) -> None:
+        self._approver = approver
+        self._base = base
+
+    @property
+    def name(self) -> str:
+        """``documents``."""
+        return "documents"
+
+    @property
+    def methods(self) -> Mapping[str, MethodSpec]:
+        """``read {doc}``: a document as an input (its drafts included)."""
+        return _METHODS
+
+    def fetch(
+        self, method: str, args: Mapping[str, Any], window: Window | None, *, now: datetime
+    ) -> Fetched:
+        """``documents.read {doc}``: the document's text; facet ``content``; cursor
+        ``<mtime_ns>:<size>``."""
+        check_call(self, method, args, window)
+        asset = args["doc"]
+        if not isinstance(asset, str):
+            raise CapabilityError(
+                "HZH102", "documents.read: doc must be an asset", "doc: file:x.md"
+            )
+        text = self.read(asset)
+        info = os.stat(self._path(asset))
+        cursor = f"{info.st_mtime_ns}:{info.st_size}"
+        return fetched(text, {"content": text}, cursor=cursor, now=now)
+
+    def place_draft(self, key: str, asset: str, text: str, tag: str) -> str:
+        """Append the draft section to ``asset`` unless ``key`` is already there.
+
+        Returns the SHA-256 of the draft text as it stands in the document.
+        """
+        if asset_of_key(key) != asset:
+            raise CapabilityError(
+                "HZH134",
+                f"the key {key!r} names another asset than {asset}",
+                "a draft key ends with the asset it is placed in",
+            )
+        if "\n" in tag or "\r" in tag or not tag.startswith(TAG_PREFIX):
+            raise CapabilityError(
+                "HZH132", f"not a tag line: {tag!r}", "build it with draft_tag(name, version)"
+            )
+        body = normalise_text(text)
+        if _MARK in body:
+            raise CapabilityError(
+                "HZH132",
+                "a draft text may not contain hz's own markers (<!-- hz:...)",
+                "remove them from the draft",
+            )
+        path = self._path(asset)
+        for _ in range(_TRIES):
+            original = self._load(path)
+            current = self._decode(original, asset)
+            section = _Section(current.split("\n"), key)
+            if section.present:
+                return sha256_hex((section.text() if section.well_formed() else body).encode())
+            updated = _appended(current, key, body, tag).encode("utf-8")
+            if self._replace(path, original, updated):
+                return sha256_hex(body.encode("utf-8"))
+        raise CapabilityError(
+            "HZH133",
+            f"{path} kept changing while the draft was being placed",
+            "the next tick tries again; close other programs writing to it",
+            retryable=True,
+        )
+
+    def find(self, key: str) -> Presence:
+        """``present`` when the key's markers are in the document, else ``absent``;
+        ``unknown`` when the document can't be read."""
+        lines = self._lines_or_none(key)
+        if lines is None:
+            return "unknown"
+        return "present" if _Section(lines, key).present else "absent"
+
+    def draft_state(self, key: str) -> DraftState:
+        """Pending, approved (with the text as it now reads), rejected, or unknown."""
+        lines = self._lines_or_none(key)
+        if lines is None:
+            return Unknown(f"cannot read {asset_of_key(key)}")
+        section = _Section(lines, key)
+        if not section.present:
+            return Rejected()
+        if not section.well_formed():
+            return Unknown(
+                f"the draft's markers in {asset_of_key(key)} no longer pair up "
+                "(a hz:draft or hz:end comment was deleted or copied)"
+            )
+        if section.tagged():
+            return Pending()
+        return Approved(approver=self._approver, text=section.text())
+
+    def read(self, asset: str) -> str:
+        """The whole text of the document ``asset``."""
+        path = self._path(asset)
+        return self._decode(self._load(path), asset)
+
+    def _lines_or_none(self, key: str) -> list[str] | None:
+        path = self._path(asset_of_key(key))
+        try:
+            return self._load(path).decode("utf-8").split("\n")
+        except (CapabilityError, UnicodeDecodeError):
+            return None
+
+    def _path(self, asset: str) -> Path:
+        scheme, _, written = asset.partition(":")
+        if scheme != "file" or not written:
+            raise CapabilityError(
+                "HZH130",
+                f"the documents adapter places drafts in file:<path> assets, not {asset}",
+                "write the output's asset as file:report.md",
+            )
+        path = Path(written).expanduser()
+        if not path.is_absolute():
+            if self._base is None:
+                raise CapabilityError(
+                    "HZH116",
+                    f"{asset} is relative and this contract has no folder to resolve it against",
+                    "write an absolute path, or create the Heinzelmännchen with --from FILE",
+                )
+            path = self._base / path
+        return Path(os.path.realpath(path))
+
+    def _load(self, path: Path) -> bytes:
+        """The document's bytes (a regular file, its links already resolved)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            raise CapabilityError(
+                "HZH131",
+                f"cannot read {path}: {error.strerror or error}",
+                "create the document first, or fix the asset's path",
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise CapabilityError(
+                "HZH131", f"{path} is not a regular file", "point the asset at a Markdown file"
+            )
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
+    @staticmethod
+    def _decode(data: bytes, asset: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CapabilityError(
+                "HZH135",
+                f"{asset} is not UTF-8 text (byte {error.start})",
+                "save the document as UTF-8",
+            ) from None
+
+    def _replace(self, path: Path, original: bytes, updated: bytes) -> bool:
+        """Replace the file with ``updated`` unless it no longer holds ``original``."""
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if self._load(path) != original:
+            return False
+        write_atomic(path, updated)
+        os.chmod(path, mode)
+        return True
+
+
+def _appended(current: str, key: str, body: str, tag: str) -> str:
+    prefix = current
+    if prefix and not prefix.endswith("\n"):
+        prefix += "\n"
+    if prefix and not prefix.endswith("\n\n"):
+        prefix += "\n"
+    section = [tag, _START.format(key=key), "", body, "", _END.format(key=key), ""]
+    return prefix + "\n".join(section)

@@ -1,0 +1,336 @@
+"""The tick's source cache: every input fetched once per tick, staged before anyone wakes.
+
+``<home>/heinzel/sources/<key>.json`` holds, per source (capability, method, args and
+window span; the key is the SHA-256 of their canonical JSON), the last fetched result, its
+fingerprints per facet, cursor and as_of (ADR 0049, statement 20). `fetch_once` groups
+identical requests from many Heinzelmännchen into one fetch, serves a source from the cache
+while its recheck is not due, writes every fresh fetch atomically and privately before it
+returns (so before any ``turn.started``), and reports which inputs moved against the
+fingerprints their watchers last saw. A crash between fetch and wake therefore never
+fetches again: the re-run finds the staged result (the same tick, or any tick before the
+recheck is due) and still sees the input as moved. The cache is not authoritative: an
+entry that is missing or unreadable costs a refetch. `SourceCache.prune` deletes only the
+files it writes, never follows a link, and is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from heinzel.capabilities.documents import absolute_asset
+from heinzel.capabilities.errors import CapabilityError
+from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
+from heinzel.fingerprint import fingerprint
+from heinzel.home import Home
+from ledger.errors import HzError
+from ledger.event import canonical, parse_ts
+from ledger.files import ensure_private_dir, write_atomic
+
+__all__ = [
+    "PATH_ARGS",
+    "SourceCache",
+    "SourceRequest",
+    "Staged",
+    "TickFetch",
+    "absolute_args",
+    "fetch_once",
+    "source_key",
+]
+
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
+_LEFTOVER = re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+PATH_ARGS: Mapping[tuple[str, str], str] = {
+    ("files", "read"): "path",
+    ("git", "merged_commits"): "repo",
+    ("git", "merged_pull_requests"): "repo",
+    ("documents", "read"): "doc",
+}
+"""The args that name a local path (``doc`` as a ``file:`` asset), by capability.method."""
+
+
+def absolute_args(
+    capability: str, method: str, args: Mapping[str, Any], base: Path
+) -> dict[str, Any]:
+    """``args`` with a relative local path made absolute against ``base`` (the contract's
+    folder), so two contracts in different folders naming ``notes.md`` are two sources,
+    and the cache key names one file. Other args are returned unchanged."""
+    out = dict(args)
+    name = PATH_ARGS.get((capability, method))
+    value = out.get(name) if name else None
+    if name is None or not isinstance(value, str) or not value:
+        return out
+    if name == "doc":
+        out[name] = absolute_asset(value, base)
+    elif not Path(value).expanduser().is_absolute():
+        out[name] = str(base / value)
+    return out
+
+
+def source_key(
+    capability: str, method: str, args: Mapping[str, Any], window: timedelta | None
+) -> str:
+    """The cache key of a source: the hash of (capability, method, args, window span)."""
+    span = None if window is None else int(window.total_seconds())
+    return fingerprint({"capability": capability, "method": method, "args": args, "window": span})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRequest:
+    """One watcher's input, as the tick asks for it.
+
+    ``window`` is the contract's span (``7d``), resolved to a `Window` ending at the tick's
+    ``now``; ``recheck`` how stale a cached fetch may be (zero: refetch at every new
+    ``now``); ``facet`` the facet watched (None: the whole input); ``last_seen`` the
+    fingerprint the watcher's last turn saw (None: never seen, so it moved).
+    """
+
+    watcher: str
+    input: str
+    capability: str
+    method: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    window: timedelta | None = None
+    recheck: timedelta = timedelta(0)
+    facet: str | None = None
+    last_seen: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The source's cache key (the same for every watcher of the same source)."""
+        return source_key(self.capability, self.method, self.args, self.window)
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One request's answer: the fetched input (from the cache or fresh), or the error,
+    and whether it moved against ``request.last_seen``."""
+
+    request: SourceRequest
+    key: str
+    fetched: Fetched | None
+    error: HzError | None
+    from_cache: bool
+    fingerprint: str | None
+    moved: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TickFetch:
+    """What `fetch_once` did: one `Staged` per request, in order, and the adapter calls made."""
+
+    staged: list[Staged]
+    fetches: int
+
+    def moved(self) -> dict[str, list[str]]:
+        """The inputs that moved, by watcher: ``{watcher: [input, ...]}``."""
+        out: dict[str, list[str]] = {}
+        for item in self.staged:
+            if item.moved:
+                out.setdefault(item.request.watcher, []).append(item.request.input)
+        return out
+
+
+class SourceCache:
+    """The files under ``directory`` (``Home.sources_dir``): one entry per source."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @classmethod
+    def of(cls, home: Home) -> SourceCache:
+        """The source cache of an ``HZ_HOME``: ``<home>/heinzel/sources``."""
+        return cls(home.sources_dir)
+
+    def path(self, key: str) -> Path:
+        """The entry file of ``key``."""
+        if not re.fullmatch(r"[0-9a-f]{64}", key):
+            raise CapabilityError(
+                "HZH150", f"not a source cache key: {key!r}", "use source_key(...) to make one"
+            )
+        return self.directory / f"{key}.json"
+
+    def get(self, key: str) -> Fetched | None:
+        """The staged fetch of ``key``, or None when missing or unreadable (a link, a bad
+        file): the cache is not authoritative, so such an entry only costs a refetch."""
+        entry = self._entry(self.path(key).name)
+        if entry is None or entry.get("key") != key:
+            return None
+        try:
+            return Fetched.from_json(entry["fetched"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, key: str, fetched: Fetched, *, source: Mapping[str, Any] | None = None) -> None:
+        """Stage ``fetched`` under ``key``: atomic, fsynced, 0600 in a 0700 directory.
+        ``source`` (capability, method, args, window) is kept beside it for people."""
+        entry = {"v": 1, "key": key, "source": dict(source or {}), "fetched": fetched.to_json()}
+        ensure_private_dir(self.directory)
+        write_atomic(self.path(key), (canonical(entry) + "\n").encode("utf-8"))
+
+    def staged(self, key: str, fingerprint: str) -> Fetched | None:
+        """The staged fetch of ``key`` if its whole fingerprint is ``fingerprint``: what
+        gather reads instead of fetching again when it resumes a woken turn."""
+        found = self.get(key)
+        return found if found is not None and found.fingerprint == fingerprint else None
+
+    def prune(self, now: datetime, retention_days: int) -> list[str]:
+        """Delete entries fetched more than ``retention_days`` before ``now`` (0 keeps all),
+        unreadable entries, and write leftovers of a crash older than that. Only names hz
+        writes are touched, links are never followed, and a second call deletes nothing.
+        Returns the names deleted, sorted."""
+        if retention_days <= 0:
+            return []
+        cutoff = now - timedelta(days=retention_days)
+        try:
+            fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise CapabilityError(
+                "HZH151",
+                f"cannot prune {self.directory}: {error.strerror or error}",
+                "it must be hz's own directory, not a link; move the link away",
+            ) from None
+        deleted = []
+        try:
+            for entry in os.scandir(fd):
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if _ENTRY.match(entry.name):
+                    found = self._entry(entry.name, dir_fd=fd)
+                    as_of = _as_of(found)
+                    stale = as_of is None or as_of < cutoff
+                elif _LEFTOVER.match(entry.name):
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    stale = mtime < cutoff.timestamp()
+                else:
+                    continue
+                if stale:
+                    os.unlink(entry.name, dir_fd=fd)
+                    deleted.append(entry.name)
+            if deleted:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return sorted(deleted)
+
+    def _entry(self, name: str, *, dir_fd: int | None = None) -> dict[str, Any] | None:
+        where = name if dir_fd is not None else str(self.directory / name)
+        try:
+            fd = os.open(where, os.O_RDONLY | _NOFOLLOW, dir_fd=dir_fd)
+        except OSError:
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                data = json.loads(handle.read().decode("utf-8"))
+            except ValueError:
+                return None
+        return data if isinstance(data, dict) else None
+
+
+def _as_of(entry: dict[str, Any] | None) -> datetime | None:
+    try:
+        return parse_ts(entry["fetched"]["as_of"]) if entry else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _due(cached: Fetched, recheck: timedelta, now: datetime) -> bool:
+    """Whether a cached fetch must be refreshed at ``now``: never at its own moment (a
+    re-run of the same tick), always when the clock went back, else once ``recheck``
+    has passed."""
+    as_of = parse_ts(cached.as_of)
+    return now != as_of and (now < as_of or now >= as_of + recheck)
+
+
+def fetch_once(
+    requests: Sequence[SourceRequest],
+    adapters: Mapping[str, ReadCapability],
+    now: datetime,
+    *,
+    cache: SourceCache,
+) -> TickFetch:
+    """Fetch each distinct source of ``requests`` at most once, stage it, say what moved.
+
+    Requests for the same (capability, method, args, window) share one fetch, refreshed
+    at the shortest recheck among them. A source whose adapter fails is reported as the
+    error on each of its requests (they did not move); the others proceed.
+    """
+    groups: dict[str, list[SourceRequest]] = {}
+    for request in requests:
+        groups.setdefault(request.key, []).append(request)
+    answers: dict[str, tuple[Fetched | None, HzError | None, bool]] = {}
+    fetches = 0
+    for key, group in groups.items():
+        first = group[0]
+        cached = cache.get(key)
+        recheck = min(request.recheck for request in group)
+        if cached is not None and not _due(cached, recheck, now):
+            answers[key] = (cached, None, True)
+            continue
+        try:
+            adapter = adapters.get(first.capability)
+            if adapter is None:
+                raise CapabilityError(
+                    "HZH104",
+                    f"no adapter is configured for {first.capability}",
+                    "run hz system doctor to see which capabilities are set up",
+                )
+            window = None if first.window is None else Window.ending_at(now, first.window)
+            fetches += 1
+            fresh = adapter.fetch(first.method, first.args, window, now=now)
+            source = {
+                "capability": first.capability,
+                "method": first.method,
+                "args": dict(first.args),
+                "window": None if window is None else window.to_json(),
+            }
+            cache.put(key, fresh, source=source)
+            answers[key] = (fresh, None, False)
+        except HzError as error:
+            answers[key] = (None, error, False)
+    staged = [_staged(request, *answers[request.key]) for request in requests]
+    return TickFetch(staged=staged, fetches=fetches)
+
+
+def _staged(
+    request: SourceRequest, fetched: Fetched | None, error: HzError | None, from_cache: bool
+) -> Staged:
+    current: str | None = None
+    if fetched is not None:
+        if request.facet is None:
+            current = fetched.fingerprint
+        elif request.facet in fetched.fingerprints:
+            current = fetched.fingerprints[request.facet]
+        else:
+            facets = ", ".join(sorted(fetched.fingerprints)) or "none"
+            error = CapabilityError(
+                "HZH105",
+                f"{request.watcher}: input {request.input} watches facet {request.facet}, "
+                f"which {request.capability}.{request.method} does not have",
+                f"facets it has: {facets}",
+            )
+    moved = error is None and current != request.last_seen
+    return Staged(
+        request=request,
+        key=request.key,
+        fetched=fetched,
+        error=error,
+        from_cache=from_cache,
+        fingerprint=current if error is None else None,
+        moved=moved,
+    )

@@ -1,0 +1,443 @@
+"""The think step: one pydantic-ai Agent per turn, stepped node by node and checkpointed.
+
+`think` builds the Agent (instructions, generated tools, ``output_type=Outcome``,
+plus ``DeferredToolRequests`` when the host gives write tools for a chat turn),
+drives it with ``Agent.iter()`` and, after every node, writes the step: one
+``step.model`` spine line per model request and one ``step.tool`` (or
+``step.handoff``) per tool call, hashes, tokens and cost only, with the messages
+into the body (`heinzel.engine.body`). A resume continues the body's
+Conversation; steering is ``AgentRun.enqueue(..., priority="asap")`` before the
+next request; stop is ``AgentRun.cancel()`` with the snapshot as the body's last
+record; the caps stop the run between steps and a token ceiling inside one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic_ai import (
+    Agent,
+    AgentRunError,
+    CallToolsNode,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRequestNode,
+    ModelRetry,
+    RunCancelled,
+    RunContext,
+    ToolApproved,
+    ToolDenied,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UsageLimits,
+)
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.models import Model
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_graph import End
+
+from heinzel.engine.body import Saved, dump_conversation, dump_messages, dump_usage
+from heinzel.engine.context import TurnContext
+from heinzel.engine.errors import BAD_ANSWERS, EngineError
+from heinzel.engine.money import Budget
+from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
+from heinzel.engine.spec import Recorder, TurnSpec
+from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
+from ledger.errors import HzError
+
+__all__ = ["Answer", "Proposal", "ThinkResult", "think"]
+
+Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
+CompileContract = Callable[[str], object]
+"""Compiles a contract text; raises an `HzError` (its render goes back as a retry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The user's answer to one proposed write: approved (with the host's result) or denied."""
+
+    approved: bool
+    result: Any = None
+    message: str = "the user declined"
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A write the model proposed in a chat turn: its id, tool and arguments' hash only."""
+
+    call_id: str
+    tool: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkResult:
+    """How the think step ended, with the Conversation as the body now holds it."""
+
+    status: Status
+    disposition: Disposition
+    conversation: Conversation
+    usd: Decimal
+    outcome: Outcome | None = None
+    proposals: tuple[Proposal, ...] = ()
+    reports: tuple[Report, ...] = ()
+    interrupted: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def short_hash(value: Any) -> str:
+    """The first 16 hex digits of the SHA-256 of ``value``'s canonical JSON."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _last_retry(messages: Sequence[ModelMessage]) -> str:
+    for message in reversed(messages):
+        for part in getattr(message, "parts", ()):
+            if part.part_kind == "retry-prompt" or getattr(part, "outcome", None) == "retried":
+                content = getattr(part, "content", "")
+                return content if isinstance(content, str) else json.dumps(content, default=str)
+    return ""
+
+
+class _Stepper:
+    """The state of one think step: what is recorded, spent and checkpointed."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        budget: Budget,
+        model: Model,
+        saved: Saved,
+        safety: Mapping[str, bool],
+    ) -> None:
+        self.recorder = recorder
+        self.budget = budget
+        self.model = model
+        self.usd = saved.usd
+        self.last_usd = saved.last_usd
+        self.settled = len(saved.settled)
+        self.safety = safety
+        self.seen_calls: set[str] = set()
+
+    def record_request(
+        self, messages: list[ModelMessage], run_usage: Any, conversation_id: str
+    ) -> None:
+        """Write the messages settled since the last record; a model response gets its line."""
+        new = messages[self.settled :]
+        if not new:
+            return
+        responses = [m for m in new if isinstance(m, ModelResponse)]
+        cost: Decimal | None = Decimal(0)
+        if responses:
+            response = responses[-1]
+            pricing, system = self.budget.pricing, self.model.system
+            cost = pricing.cost(self.model.model_name, system, response.usage)
+            if cost is None and response.model_name:
+                cost = pricing.cost(response.model_name, system, response.usage)
+            before = self.usd
+            self.usd = self.budget.at_cap(self.usd) if cost is None else self.usd + cost
+            self.last_usd = self.usd - before
+        digest = self.recorder.body(
+            {
+                "kind": "messages",
+                "messages": dump_messages(new),
+                "usage": dump_usage(run_usage),
+                "usd": str(self.usd),
+                "conversation_id": conversation_id,
+            }
+        )
+        self.settled = len(messages)
+        if not responses:
+            return
+        usage = responses[-1].usage
+        data: dict[str, Any] = {
+            "n": run_usage.requests,
+            "in": usage.input_tokens,
+            "out": usage.output_tokens,
+            "usd": str(self.last_usd) if cost is not None else "cap",
+            "body": digest.removeprefix("sha256:")[:16],
+        }
+        if usage.cache_read_tokens:
+            data["cached"] = usage.cache_read_tokens
+        self.recorder.checkpoint("step.model", data)
+
+    def record_tools(self, parts: Sequence[Any], step: int, interrupted: Sequence[str]) -> None:
+        for part in parts:
+            if part.part_kind not in ("tool-return", "retry-prompt"):
+                continue
+            call_id = part.tool_call_id
+            name = getattr(part, "tool_name", None) or ""
+            if call_id in self.seen_calls or name not in self.safety:
+                continue
+            self.seen_calls.add(call_id)
+            outcome = getattr(
+                part, "outcome", "retried" if part.part_kind == "retry-prompt" else "success"
+            )
+            if call_id in interrupted:
+                outcome = "interrupted"
+            data = {
+                "n": step,
+                "tool": name,
+                "id": call_id,
+                "ok": outcome,
+                "h": short_hash(getattr(part, "content", None)),
+            }
+            kind = "step.tool" if self.safety[name] else "step.handoff"
+            self.recorder.checkpoint(kind, data)
+
+    def record_pending(self, request: ModelRequest, conversation_id: str) -> None:
+        self.recorder.body(
+            {
+                "kind": "pending",
+                "messages": dump_messages([request]),
+                "conversation_id": conversation_id,
+            }
+        )
+
+
+def _deferred_results(
+    conversation: Conversation, answers: Mapping[str, Answer]
+) -> DeferredToolResults:
+    requests = conversation.deferred_tool_requests
+    pending = {call.tool_call_id for call in requests.approvals} if requests else set()
+    if not pending or set(answers) != pending:
+        raise EngineError(
+            BAD_ANSWERS,
+            f"answers {sorted(answers)} don't match the proposals {sorted(pending)}",
+            "answer every pending proposal, and only those",
+        )
+    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
+    calls: dict[str, Any] = {}
+    for call_id, answer in answers.items():
+        if not answer.approved:
+            approvals[call_id] = ToolDenied(answer.message)
+        elif answer.result is not None:
+            calls[call_id] = answer.result
+        else:
+            approvals[call_id] = True
+    return DeferredToolResults(approvals=approvals, calls=calls)
+
+
+def _proposals(requests: DeferredToolRequests) -> tuple[Proposal, ...]:
+    return tuple(
+        Proposal(
+            c.tool_call_id,
+            c.tool_name,
+            "sha256:" + hashlib.sha256(c.args_as_json_str().encode()).hexdigest(),
+        )
+        for c in requests.approvals
+    )
+
+
+async def think(
+    spec: TurnSpec,
+    context: TurnContext,
+    *,
+    model: Model,
+    recorder: Recorder,
+    budget: Budget,
+    services: TurnServices | None = None,
+    history_body: Sequence[Mapping[str, Any]] = (),
+    steering: Callable[[], Sequence[str]] | None = None,
+    stop: asyncio.Event | None = None,
+    write_tools: AbstractToolset[None] | None = None,
+    answers: Mapping[str, Answer] | None = None,
+    compile_contract: CompileContract | None = None,
+    retries: int = 2,
+) -> ThinkResult:
+    """Run (or resume) the think step of one turn and return how it ended."""
+    services = services or TurnServices()
+    saved = Saved.fold(history_body)
+    budget.pricing.require(model.model_name, model.system)
+    if saved.empty:
+        budget.check_start()
+
+    def started(call_id: str, tool: str) -> None:
+        saved.started.add(call_id)
+        recorder.body({"kind": "tool.started", "id": call_id, "tool": tool})
+
+    services.was_started = lambda call_id: call_id in saved.started
+    services.started = started
+    toolset = build_toolset(spec, services, context.instructions)
+    safety = dict(replay_safety(toolset))
+    toolsets: list[AbstractToolset[None]] = [toolset]
+    output_type: Any = Outcome
+    if write_tools is not None:
+        toolsets.append(write_tools.approval_required())
+        output_type = [Outcome, DeferredToolRequests]
+    agent: Agent[None, Any] = Agent(
+        model,
+        instructions=context.instructions,
+        output_type=output_type,
+        toolsets=toolsets,
+        retries={"tools": retries, "output": retries},
+        name=f"turn-{spec.turn}",
+    )
+
+    @agent.output_validator
+    def _validate(ctx: RunContext[None], output: Any) -> Any:
+        if not isinstance(output, Outcome):
+            return output
+        problems = check_against(
+            output, spec, summary_due=context.summary_due, previous_summary=context.previous_summary
+        )
+        if output.amendment is not None and compile_contract is not None:
+            try:
+                compile_contract(output.amendment.text)
+            except HzError as error:
+                problems.append(f"the contract does not compile: {error.render()}")
+        if problems:
+            raise ModelRetry("; ".join(problems))
+        return output
+
+    if saved.empty:
+        conversation = Conversation(messages=list(context.messages), conversation_id=spec.turn)
+        recorder.body(
+            {
+                "kind": "pending",
+                "messages": dump_messages(context.messages),
+                "conversation_id": spec.turn,
+            }
+        )
+    else:
+        conversation = saved.conversation()
+    deferred = _deferred_results(conversation, answers) if answers else None
+    stepper = _Stepper(recorder, budget, model, saved, safety)
+    services.remaining_usd = lambda: budget.remaining(stepper.usd)
+    ceiling = budget.token_ceiling(model.model_name, model.system, stepper.usd, conversation.usage)
+    limits = UsageLimits(request_limit=conversation.usage.requests + 50, total_tokens_limit=ceiling)
+
+    def ended(
+        status: Status,
+        disposition: Disposition,
+        messages: list[ModelMessage],
+        usage: Any,
+        **extra: Any,
+    ) -> ThinkResult:
+        conv = Conversation(
+            messages=messages, usage=usage, conversation_id=conversation.conversation_id
+        )
+        return ThinkResult(
+            status,
+            disposition,
+            conv,
+            stepper.usd,
+            reports=tuple(services.reports.values()),
+            interrupted=tuple(services.interrupted),
+            **extra,
+        )
+
+    if budget.would_cross(stepper.usd, Decimal(0)):
+        return ended(
+            "cap", Disposition("skipped", "cap"), conversation.messages, conversation.usage
+        )
+    async with agent.iter(
+        None, conversation=conversation, usage_limits=limits, deferred_tool_results=deferred
+    ) as run:
+        watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        if watcher is not None:
+            watcher.add_done_callback(lambda _: run.cancel())
+        node: Any = run.next_node
+        try:
+            while not isinstance(node, End):
+                if isinstance(node, ModelRequestNode):
+                    if budget.would_cross(stepper.usd, stepper.last_usd):
+                        stepper.record_pending(node.request, conversation.conversation_id)
+                        return ended(
+                            "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage
+                        )
+                    for message in steering() if steering is not None else ():
+                        run.enqueue(message, priority="asap")
+                ran = node
+                node = await run.next(node)
+                messages = run.all_messages()
+                if isinstance(ran, ModelRequestNode):
+                    stepper.record_request(messages, run.usage, conversation.conversation_id)
+                elif isinstance(ran, CallToolsNode):
+                    parts = (
+                        node.request.parts
+                        if isinstance(node, ModelRequestNode)
+                        else [
+                            p for m in messages[stepper.settled :] for p in getattr(m, "parts", ())
+                        ]
+                    )
+                    stepper.record_tools(parts, run.usage.requests, services.interrupted)
+                    if isinstance(node, ModelRequestNode):
+                        stepper.record_pending(node.request, conversation.conversation_id)
+        except RunCancelled as cancelled:
+            snapshot = Conversation(
+                messages=cancelled.all_messages(),
+                usage=cancelled.usage,
+                conversation_id=conversation.conversation_id,
+            )
+            recorder.body(
+                {
+                    "kind": "conversation",
+                    "conversation": dump_conversation(snapshot),
+                    "usd": str(stepper.usd),
+                }
+            )
+            return ended(
+                "stopped", Disposition("skipped", "stopped"), snapshot.messages, snapshot.usage
+            )
+        except UsageLimitExceeded as error:
+            stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+            return ended(
+                "cap",
+                Disposition("skipped", "cap"),
+                run.all_messages(),
+                run.usage,
+                error=str(error),
+            )
+        except UnexpectedModelBehavior as error:
+            detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
+            stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+            return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+        except AgentRunError as error:
+            return ended(
+                "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
+            )
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        output = run.result.output if run.result is not None else None
+        messages = run.all_messages()
+        stepper.record_request(messages, run.usage, conversation.conversation_id)
+        if isinstance(output, DeferredToolRequests):
+            conv = Conversation(
+                messages=messages,
+                usage=run.usage,
+                conversation_id=conversation.conversation_id,
+                deferred_tool_requests=output,
+            )
+            recorder.body(
+                {
+                    "kind": "conversation",
+                    "conversation": dump_conversation(conv),
+                    "usd": str(stepper.usd),
+                }
+            )
+            proposals = _proposals(output)
+            for proposal in proposals:
+                recorder.checkpoint(
+                    "question.asked",
+                    {"proposal": proposal.call_id, "tool": proposal.tool, "hash": proposal.hash},
+                )
+            return ThinkResult(
+                "deferred",
+                Disposition("asked"),
+                conv,
+                stepper.usd,
+                proposals=proposals,
+                reports=tuple(services.reports.values()),
+            )
+        assert isinstance(output, Outcome)
+        return ended("outcome", judge(output), messages, run.usage, outcome=output)

@@ -9,13 +9,14 @@ to the small interfaces of `spec`.
 """
 
 from heinzel.engine.body import Saved
+from heinzel.engine.chat import Answer, Proposal
 from heinzel.engine.context import ContextSettings, TurnContext, active_lessons, build_context
 from heinzel.engine.errors import EngineError
 from heinzel.engine.models import ModelChoice, choose_model, resolve_model
 from heinzel.engine.money import Budget, Price, Pricing, turn_cap
 from heinzel.engine.offline import offline_model
 from heinzel.engine.outcome import Disposition, Outcome, check_against, judge
-from heinzel.engine.run import Answer, Proposal, ThinkResult, think
+from heinzel.engine.run import ThinkResult, think
 from heinzel.engine.spec import (
     HandoffRequest,
     InputSpec,

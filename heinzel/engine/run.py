@@ -26,13 +26,10 @@ from pydantic_ai import (
     AgentRunError,
     CallToolsNode,
     DeferredToolRequests,
-    DeferredToolResults,
     ModelRequestNode,
     ModelRetry,
     RunCancelled,
     RunContext,
-    ToolApproved,
-    ToolDenied,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
     UsageLimits,
@@ -44,8 +41,8 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_graph import End
 
 from heinzel.engine.body import Saved, dump_conversation, dump_messages, dump_usage
+from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
-from heinzel.engine.errors import BAD_ANSWERS, EngineError
 from heinzel.engine.money import Budget
 from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
 from heinzel.engine.spec import Recorder, TurnSpec
@@ -57,24 +54,6 @@ __all__ = ["Answer", "Proposal", "ThinkResult", "think"]
 Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
 CompileContract = Callable[[str], object]
 """Compiles a contract text; raises an `HzError` (its render goes back as a retry)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The user's answer to one proposed write: approved (with the host's result) or denied."""
-
-    approved: bool
-    result: Any = None
-    message: str = "the user declined"
-
-
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """A write the model proposed in a chat turn: its id, tool and arguments' hash only."""
-
-    call_id: str
-    tool: str
-    hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,40 +182,6 @@ class _Stepper:
         )
 
 
-def _deferred_results(
-    conversation: Conversation, answers: Mapping[str, Answer]
-) -> DeferredToolResults:
-    requests = conversation.deferred_tool_requests
-    pending = {call.tool_call_id for call in requests.approvals} if requests else set()
-    if not pending or set(answers) != pending:
-        raise EngineError(
-            BAD_ANSWERS,
-            f"answers {sorted(answers)} don't match the proposals {sorted(pending)}",
-            "answer every pending proposal, and only those",
-        )
-    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
-    calls: dict[str, Any] = {}
-    for call_id, answer in answers.items():
-        if not answer.approved:
-            approvals[call_id] = ToolDenied(answer.message)
-        elif answer.result is not None:
-            calls[call_id] = answer.result
-        else:
-            approvals[call_id] = True
-    return DeferredToolResults(approvals=approvals, calls=calls)
-
-
-def _proposals(requests: DeferredToolRequests) -> tuple[Proposal, ...]:
-    return tuple(
-        Proposal(
-            c.tool_call_id,
-            c.tool_name,
-            "sha256:" + hashlib.sha256(c.args_as_json_str().encode()).hexdigest(),
-        )
-        for c in requests.approvals
-    )
-
-
 async def think(
     spec: TurnSpec,
     context: TurnContext,
@@ -309,7 +254,7 @@ async def think(
         )
     else:
         conversation = saved.conversation()
-    deferred = _deferred_results(conversation, answers) if answers else None
+    deferred = deferred_results(conversation, answers) if answers else None
     stepper = _Stepper(recorder, budget, model, saved, safety)
     services.remaining_usd = lambda: budget.remaining(stepper.usd)
     ceiling = budget.token_ceiling(model.model_name, model.system, stepper.usd, conversation.usage)
@@ -339,105 +284,107 @@ async def think(
         return ended(
             "cap", Disposition("skipped", "cap"), conversation.messages, conversation.usage
         )
-    async with agent.iter(
-        None, conversation=conversation, usage_limits=limits, deferred_tool_results=deferred
-    ) as run:
-        watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
-        if watcher is not None:
-            watcher.add_done_callback(lambda _: run.cancel())
-        node: Any = run.next_node
-        try:
-            while not isinstance(node, End):
-                if isinstance(node, ModelRequestNode):
-                    if budget.would_cross(stepper.usd, stepper.last_usd):
-                        stepper.record_pending(node.request, conversation.conversation_id)
-                        return ended(
-                            "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage
-                        )
-                    for message in steering() if steering is not None else ():
-                        run.enqueue(message, priority="asap")
-                ran = node
-                node = await run.next(node)
-                messages = run.all_messages()
-                if isinstance(ran, ModelRequestNode):
-                    stepper.record_request(messages, run.usage, conversation.conversation_id)
-                elif isinstance(ran, CallToolsNode):
-                    parts = (
-                        node.request.parts
-                        if isinstance(node, ModelRequestNode)
-                        else [
-                            p for m in messages[stepper.settled :] for p in getattr(m, "parts", ())
-                        ]
-                    )
-                    stepper.record_tools(parts, run.usage.requests, services.interrupted)
-                    if isinstance(node, ModelRequestNode):
-                        stepper.record_pending(node.request, conversation.conversation_id)
-        except RunCancelled as cancelled:
-            snapshot = Conversation(
-                messages=cancelled.all_messages(),
-                usage=cancelled.usage,
-                conversation_id=conversation.conversation_id,
-            )
-            recorder.body(
-                {
-                    "kind": "conversation",
-                    "conversation": dump_conversation(snapshot),
-                    "usd": str(stepper.usd),
-                }
-            )
-            return ended(
-                "stopped", Disposition("skipped", "stopped"), snapshot.messages, snapshot.usage
-            )
-        except UsageLimitExceeded as error:
-            stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
-            return ended(
-                "cap",
-                Disposition("skipped", "cap"),
-                run.all_messages(),
-                run.usage,
-                error=str(error),
-            )
-        except UnexpectedModelBehavior as error:
-            detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
-            stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
-            return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
-        except AgentRunError as error:
-            return ended(
-                "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
-            )
-        finally:
+    try:
+        async with agent.iter(
+            None, conversation=conversation, usage_limits=limits, deferred_tool_results=deferred
+        ) as run:
+            watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
             if watcher is not None:
-                watcher.cancel()
-        output = run.result.output if run.result is not None else None
-        messages = run.all_messages()
-        stepper.record_request(messages, run.usage, conversation.conversation_id)
-        if isinstance(output, DeferredToolRequests):
-            conv = Conversation(
-                messages=messages,
-                usage=run.usage,
-                conversation_id=conversation.conversation_id,
-                deferred_tool_requests=output,
-            )
-            recorder.body(
-                {
-                    "kind": "conversation",
-                    "conversation": dump_conversation(conv),
-                    "usd": str(stepper.usd),
-                }
-            )
-            proposals = _proposals(output)
-            for proposal in proposals:
-                recorder.checkpoint(
-                    "question.asked",
-                    {"proposal": proposal.call_id, "tool": proposal.tool, "hash": proposal.hash},
+                watcher.add_done_callback(lambda _: run.cancel())
+            node: Any = run.next_node
+            try:
+                while not isinstance(node, End):
+                    if isinstance(node, ModelRequestNode):
+                        if budget.would_cross(stepper.usd, stepper.last_usd):
+                            stepper.record_pending(node.request, conversation.conversation_id)
+                            return ended(
+                                "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage
+                            )
+                        for message in steering() if steering is not None else ():
+                            run.enqueue(message, priority="asap")
+                    ran = node
+                    node = await run.next(node)
+                    messages = run.all_messages()
+                    if isinstance(ran, ModelRequestNode):
+                        stepper.record_request(messages, run.usage, conversation.conversation_id)
+                    elif isinstance(ran, CallToolsNode):
+                        parts = (
+                            node.request.parts
+                            if isinstance(node, ModelRequestNode)
+                            else [
+                                p
+                                for m in messages[stepper.settled :]
+                                for p in getattr(m, "parts", ())
+                            ]
+                        )
+                        stepper.record_tools(parts, run.usage.requests, services.interrupted)
+                        if isinstance(node, ModelRequestNode):
+                            stepper.record_pending(node.request, conversation.conversation_id)
+            except UsageLimitExceeded as error:
+                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended(
+                    "cap",
+                    Disposition("skipped", "cap"),
+                    run.all_messages(),
+                    run.usage,
+                    error=str(error),
                 )
-            return ThinkResult(
-                "deferred",
-                Disposition("asked"),
-                conv,
-                stepper.usd,
-                proposals=proposals,
-                reports=tuple(services.reports.values()),
-            )
-        assert isinstance(output, Outcome)
-        return ended("outcome", judge(output), messages, run.usage, outcome=output)
+            except UnexpectedModelBehavior as error:
+                detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
+                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+            except AgentRunError as error:
+                return ended(
+                    "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
+                )
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+            output = run.result.output if run.result is not None else None
+            messages = run.all_messages()
+            stepper.record_request(messages, run.usage, conversation.conversation_id)
+            if isinstance(output, DeferredToolRequests):
+                conv = Conversation(
+                    messages=messages,
+                    usage=run.usage,
+                    conversation_id=conversation.conversation_id,
+                    deferred_tool_requests=output,
+                )
+                recorder.body(
+                    {
+                        "kind": "conversation",
+                        "conversation": dump_conversation(conv),
+                        "usd": str(stepper.usd),
+                    }
+                )
+                asked = proposals(output)
+                for proposal in asked:
+                    recorder.checkpoint(
+                        "question.asked",
+                        {
+                            "proposal": proposal.call_id,
+                            "tool": proposal.tool,
+                            "hash": proposal.hash,
+                        },
+                    )
+                return ThinkResult(
+                    "deferred",
+                    Disposition("asked"),
+                    conv,
+                    stepper.usd,
+                    proposals=asked,
+                    reports=tuple(services.reports.values()),
+                )
+            assert isinstance(output, Outcome)
+            return ended("outcome", judge(output), messages, run.usage, outcome=output)
+    except RunCancelled as cancelled:
+        snapshot = Conversation(
+            messages=cancelled.all_messages(),
+            usage=cancelled.usage,
+            conversation_id=conversation.conversation_id,
+        )
+        body = {"kind": "conversation", "conversation": dump_conversation(snapshot)}
+        recorder.body({**body, "usd": str(stepper.usd)})
+        return ended(
+            "stopped", Disposition("skipped", "stopped"), snapshot.messages, snapshot.usage
+        )

@@ -241,7 +241,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     offered = {t.name for t in info.function_tools}
     first = [n for n in ("last_approved", "report") if n in offered and n not in called]
     if turn is not None and first:
-        calls = []
+        calls: list[ToolCallPart] = []
         for name in first:
             args: dict[str, Any] = {}
             if name == "report":
@@ -250,7 +250,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                     "target": turn.contract,
                     "description": f"{NOT_AI} read {len(turn.inputs)} inputs",
                 }
-            calls.append(ToolCallPart(name, args, tool_call_id=f"offline-{step}-{name}"))
+            calls.append(ToolCallPart(name, args, tool_call_id=f"o{step}-{len(calls)}"))
         return ModelResponse(parts=calls, usage=usage, model_name="offline")
     if turn is None:
         outcome: dict[str, Any] = {
@@ -270,7 +270,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         outcome["summary"] = _summary(turn)
     tool = info.output_tools[0].name if info.output_tools else "final_result"
     return ModelResponse(
-        parts=[ToolCallPart(tool, outcome, tool_call_id=f"offline-{step}-out")],
+        parts=[ToolCallPart(tool, outcome, tool_call_id=f"o{step}-out")],
         usage=usage,
         model_name="offline",
     )

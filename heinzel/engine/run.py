@@ -72,9 +72,9 @@ class ThinkResult:
 
 
 def short_hash(value: Any) -> str:
-    """The first 16 hex digits of the SHA-256 of ``value``'s canonical JSON."""
+    """The first 12 hex digits of the SHA-256 of ``value``'s canonical JSON (a spine pointer)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _last_retry(messages: Sequence[ModelMessage]) -> str:
@@ -142,13 +142,14 @@ class _Stepper:
             "in": usage.input_tokens,
             "out": usage.output_tokens,
             "usd": str(self.last_usd) if cost is not None else "cap",
-            "body": digest.removeprefix("sha256:")[:16],
+            "body": digest.removeprefix("sha256:")[:12],
         }
         if usage.cache_read_tokens:
             data["cached"] = usage.cache_read_tokens
         self.recorder.checkpoint("step.model", data)
 
-    def record_tools(self, parts: Sequence[Any], step: int, interrupted: Sequence[str]) -> None:
+    def record_tools(self, parts: Sequence[Any], interrupted: Sequence[str]) -> None:
+        """One line per tool result: tool, call id, result hash; ``ok`` only when not success."""
         for part in parts:
             if part.part_kind not in ("tool-return", "retry-prompt"):
                 continue
@@ -162,13 +163,9 @@ class _Stepper:
             )
             if call_id in interrupted:
                 outcome = "interrupted"
-            data = {
-                "n": step,
-                "tool": name,
-                "id": call_id,
-                "ok": outcome,
-                "h": short_hash(getattr(part, "content", None)),
-            }
+            data = {"tool": name, "id": call_id, "h": short_hash(getattr(part, "content", None))}
+            if outcome != "success":
+                data["ok"] = outcome
             kind = "step.tool" if self.safety[name] else "step.handoff"
             self.recorder.checkpoint(kind, data)
 
@@ -317,7 +314,7 @@ async def think(
                                 for p in getattr(m, "parts", ())
                             ]
                         )
-                        stepper.record_tools(parts, run.usage.requests, services.interrupted)
+                        stepper.record_tools(parts, services.interrupted)
                         if isinstance(node, ModelRequestNode):
                             stepper.record_pending(node.request, conversation.conversation_id)
             except UsageLimitExceeded as error:

@@ -12,9 +12,9 @@ import pytest
 SCRIPT = Path(__file__).with_name("crash_turn.py")
 
 
-def run(directory: Path, kill_after: int) -> int:
+def run(directory: Path, kill_after: int, mode: str = "draft") -> int:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(directory), str(kill_after)],
+        [sys.executable, str(SCRIPT), str(directory), mode, str(kill_after)],
         capture_output=True,
         timeout=60,
         check=False,
@@ -38,3 +38,26 @@ class TestKilledDuringThink:
         assert sorted(sent) == ["0", "1", "2"]
         lines = [json.loads(x) for x in (tmp_path / "spine.jsonl").read_text().splitlines()]
         assert [x["data"]["n"] for x in lines if x["kind"] == "step.model"] == [1, 2, 3]
+
+    def test_an_unsafe_tool_cut_off_is_never_rerun(self, tmp_path: Path) -> None:
+        """Killed inside the handoff runner, the resumed turn gives the model an interrupted
+        result and never runs the runner again."""
+        assert run(tmp_path, -1, "handoff") == 137
+        assert run(tmp_path, 0, "handoff") == 0
+        assert (tmp_path / "runner.log").read_text().split() == ["check"]
+        assert (tmp_path / "requests.log").read_text().split() == ["0", "1"]
+        lines = [json.loads(x) for x in (tmp_path / "spine.jsonl").read_text().splitlines()]
+        handoffs = [x["data"] for x in lines if x["kind"] == "step.handoff"]
+        assert [(h["id"], h["ok"]) for h in handoffs] == [("h1", "interrupted")]
+
+    def test_a_crash_between_proposal_and_answer_loses_nothing(self, tmp_path: Path) -> None:
+        """Killed right after question.asked, a fresh process answers from the body: the write
+        runs once and the first request is not sent again."""
+        assert run(tmp_path, 2, "chat") == 137
+        assert run(tmp_path, 0, "answer") == 0
+        assert (tmp_path / "writes.log").read_text().split() == ["ship", "it"]
+        assert (tmp_path / "requests.log").read_text().split() == ["0", "1"]
+        result = json.loads((tmp_path / "result.json").read_text())
+        assert (result["status"], result["requests"]) == ("outcome", 2)
+        spine = (tmp_path / "spine.jsonl").read_text()
+        assert '"question.asked"' in spine and "ship it" not in spine

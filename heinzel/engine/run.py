@@ -26,6 +26,7 @@ from pydantic_ai import (
     AgentRunError,
     CallToolsNode,
     DeferredToolRequests,
+    FunctionToolset,
     ModelRequestNode,
     ModelRetry,
     RunCancelled,
@@ -166,7 +167,9 @@ class _Stepper:
             data = {"tool": name, "id": call_id, "h": short_hash(getattr(part, "content", None))}
             if outcome != "success":
                 data["ok"] = outcome
-            kind = "step.tool" if self.safety[name] else "step.handoff"
+            kind = "step.handoff" if name == "handoff" else "step.tool"
+            if not self.safety[name]:
+                data["safe"] = False
             self.recorder.checkpoint(kind, data)
 
     def record_pending(self, request: ModelRequest, conversation_id: str) -> None:
@@ -190,7 +193,7 @@ async def think(
     history_body: Sequence[Mapping[str, Any]] = (),
     steering: Callable[[], Sequence[str]] | None = None,
     stop: asyncio.Event | None = None,
-    write_tools: AbstractToolset[None] | None = None,
+    write_tools: FunctionToolset[None] | None = None,
     answers: Mapping[str, Answer] | None = None,
     compile_contract: CompileContract | None = None,
     retries: int = 2,
@@ -213,6 +216,7 @@ async def think(
     toolsets: list[AbstractToolset[None]] = [toolset]
     output_type: Any = Outcome
     if write_tools is not None:
+        safety.update(dict.fromkeys(write_tools.tools, False))
         toolsets.append(write_tools.approval_required())
         output_type = [Outcome, DeferredToolRequests]
     agent: Agent[None, Any] = Agent(
@@ -287,7 +291,7 @@ async def think(
         ) as run:
             watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
             if watcher is not None:
-                watcher.add_done_callback(lambda _: run.cancel())
+                watcher.add_done_callback(lambda done: None if done.cancelled() else run.cancel())
             node: Any = run.next_node
             try:
                 while not isinstance(node, End):

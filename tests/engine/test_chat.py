@@ -97,17 +97,20 @@ class TestChatTurn:
         chat = Chat()
         turn(spec, budget, chat, log, first)
         later = Chat()
+        later_recorder = MemoryRecorder()
         result = turn(
             spec,
             budget,
             later,
             log,
-            MemoryRecorder(),
+            later_recorder,
             history_body=first.records,
             answers={"w1": Answer(approved=True)},
         )
         assert result.status == "outcome" and log == [SECRET]
         assert (chat.requests, later.requests) == (1, 1)
+        assert later_recorder.lines[0] == ("step.tool", later_recorder.lines[0][1])
+        assert later_recorder.lines[0][1]["safe"] is False
         assert result.outcome is not None and result.outcome.question == "done: posted"
         assert result.conversation.usage.requests == 2
 

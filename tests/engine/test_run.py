@@ -298,3 +298,9 @@ class TestSteeringAndStop:
         assert recorder.records[-1]["kind"] == "conversation"
         snapshot = Saved.fold(recorder.records).conversation()
         assert snapshot.messages == result.conversation.messages
+
+    def test_a_stop_never_set_changes_nothing(self, spec: Any, budget: Any) -> None:
+        """A run given a stop event that is never set ends with its outcome."""
+
+        result, _ = go(spec(), Script(), budget(), stop=asyncio.Event())
+        assert result.status == "outcome"

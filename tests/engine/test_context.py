@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from heinzel.engine import (
 )
 from heinzel.engine.context import cut_units, render_body
 
+AT = datetime(2026, 10, 30, 15, tzinfo=UTC)
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "engine"
 
 
@@ -260,3 +264,26 @@ class TestCut:
         assert lines[0].startswith("call t(") or lines[0] == "user: q3"
         assert any(line.startswith("result t:") for line in lines)
         assert all("q0" not in line for line in lines)
+
+
+class TestEscaping:
+    @settings(derandomize=True, deadline=None, max_examples=80)
+    @given(st.lists(st.text(alphabet="<>/&\"'input= abc\n", max_size=40), min_size=1, max_size=3))
+    def test_no_input_can_close_its_element(self, texts: list[str]) -> None:
+        """Whatever the inputs hold, the turn has one closing tag per input and the inputs'
+        text comes back unchanged when unescaped."""
+        inputs = tuple(InputSpec(f"in{i}", text) for i, text in enumerate(texts))
+        turn = TurnSpec(
+            turn="T",
+            cause="schedule",
+            contract_name="c",
+            contract_version=1,
+            body="b",
+            started_at=AT,
+            inputs=inputs,
+        )
+        part = str(build_context(turn, SpineView()).messages[0].parts[-1].content)
+        assert part.count("</input>") == len(texts)
+        assert part.count("<input ") == len(texts)
+        found = re.findall(r'<input name="[^"]*">\n(.*?)\n</input>', part, re.S)
+        assert [unescape(f) for f in found] == [t.replace("\r\n", "\n") for t in texts]

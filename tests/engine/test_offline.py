@@ -10,6 +10,7 @@ from heinzel.engine import (
     Budget,
     InputSpec,
     Pricing,
+    SpineRecord,
     SpineView,
     ThinkResult,
     TurnSpec,
@@ -159,3 +160,26 @@ class TestCreated:
         result, _ = run_offline(turn, compile_contract=never)
         assert result.status == "failed" and result.disposition.disposition == "failed"
         assert "HZC001" in (result.error or "")
+
+
+class TestSummaryTurn:
+    def test_a_due_summary_is_written_and_chains(self, spec: Callable[..., TurnSpec]) -> None:
+        """Past the turn budget the offline outcome carries a summary naming the previous one."""
+        records = [SpineRecord(1, None, "summary.written", {"asset": "doc", "wants": "w"})]
+        for i in range(21):
+            records.append(SpineRecord(2 + i, f"T{i}", "turn.started", {"cause": "schedule"}))
+        turn = spec()
+        context = build_context(turn, SpineView(tuple(records)))
+        recorder = MemoryRecorder()
+        result = asyncio.run(
+            think(
+                turn,
+                context,
+                model=offline_model(),
+                recorder=recorder,
+                budget=Budget(Pricing(at=turn.started_at), Decimal("0.5")),
+            )
+        )
+        assert context.summary_due and result.outcome and result.outcome.summary
+        assert result.outcome.summary.previous == 1
+        assert "write_summary" in result.disposition.acts

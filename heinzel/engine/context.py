@@ -28,6 +28,7 @@ __all__ = [
     "TurnContext",
     "active_lessons",
     "build_context",
+    "context_edits",
     "cut_units",
     "render_events",
 ]
@@ -81,7 +82,7 @@ def _attr(text: str) -> str:
     return escape(text, quote=True)
 
 
-def _edits(view: SpineView) -> tuple[dict[str, str | None], set[str]]:
+def context_edits(view: SpineView) -> tuple[dict[str, str | None], set[str]]:
     """The context edits by target, and the lessons dismissed."""
     edits: dict[str, str | None] = {}
     dismissed: set[str] = set()
@@ -100,7 +101,7 @@ def active_lessons(
     view: SpineView, lessons: Sequence[LessonView] | None = None
 ) -> list[LessonView]:
     """The lessons the model sees: recorded (or given), minus dismissed and edited-away ones."""
-    edits, dismissed = _edits(view)
+    edits, dismissed = context_edits(view)
     if lessons is None:
         lessons = [
             LessonView(str(r.data.get("id", r.seq)), str(r.data.get("sentence", "")))
@@ -275,7 +276,7 @@ def build_context(
     """The instructions and message history of one turn (pure and deterministic)."""
     settings = settings or ContextSettings()
     records = view.records
-    edits, _ = _edits(view)
+    edits, _ = context_edits(view)
     summaries = [r for r in records if r.kind == "summary.written"]
     last_summary = summaries[-1] if summaries else None
     since = last_summary.seq if last_summary else 0

@@ -173,6 +173,7 @@ class _Stepper:
             self.recorder.checkpoint(kind, data)
 
     def record_pending(self, request: ModelRequest, conversation_id: str) -> None:
+        """Write the request not yet sent (it lives on the node, not in all_messages())."""
         self.recorder.body(
             {
                 "kind": "pending",

@@ -21,7 +21,7 @@ from pydantic import Field, StringConstraints
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext
 
 from heinzel.engine.clean import clean_value
-from heinzel.engine.context import render_event
+from heinzel.engine.context import context_edits, render_events
 from heinzel.engine.errors import BAD_TOOL_NAME, EngineError
 from heinzel.engine.spec import (
     HandoffRequest,
@@ -154,17 +154,13 @@ def build_toolset(
 
     def previous_turns(n: Annotated[int, Field(ge=1, le=20)] = 3) -> list[str]:
         """The spine events of the last n turns, one compact line each."""
-        turns = list(
-            dict.fromkeys(
-                r.turn for r in services.view.records if r.kind == "turn.started" and r.turn
-            )
-        )[-n:]
-        chosen = set(turns)
-        return [
-            str(clean_value(render_event(r)))
-            for r in services.view.records
-            if r.turn in chosen and not r.kind.startswith(("step.", "effect."))
-        ]
+        records = services.view.records
+        turns = list(dict.fromkeys(r.turn for r in records if r.kind == "turn.started" and r.turn))
+        chosen = set(turns[-n:])
+        lines = render_events(
+            [r for r in records if r.turn in chosen], context_edits(services.view)[0]
+        )
+        return [str(clean_value(line)) for line in lines]
 
     def report(ctx: RunContext[None], verb: Verb, target: Short, description: Short) -> str:
         """Append one entry to your own action log (what you did, to what); nothing else."""

@@ -159,6 +159,24 @@ class TestToolCalls:
             ["#1 turn.started turn=T1 cause=schedule"],
         )
 
+    def test_previous_turns_hide_what_the_user_hid(self, spec: Callable[..., TurnSpec]) -> None:
+        """previous_turns never shows a dismissed lesson or a line hidden by context.edit."""
+        view = SpineView(
+            (
+                SpineRecord(1, "T1", "turn.started", {"cause": "asked"}),
+                SpineRecord(2, "T1", "lesson.recorded", {"id": "L1", "sentence": "secret"}),
+                SpineRecord(3, "T1", "question.asked", {"question": "hidden?"}),
+                SpineRecord(4, "T1", "turn.finished", {"disposition": "learned"}),
+                SpineRecord(5, None, "lesson.dismissed", {"id": "L1"}),
+                SpineRecord(6, None, "context.edit", {"target": "seq:3", "replacement": None}),
+            )
+        )
+        got = self.run(spec(), TurnServices(view=view), [ToolCallPart("previous_turns", {"n": 1})])
+        assert got[0][2] == [
+            "#1 turn.started turn=T1 cause=asked",
+            "#4 turn.finished turn=T1 disposition=learned",
+        ]
+
     def test_an_unknown_method_is_a_retry(self, spec: Callable[..., TurnSpec]) -> None:
         """A write method asked of search is refused as a retry, never run."""
         tracker = Tracker()

@@ -199,7 +199,19 @@ async def think(
     compile_contract: CompileContract | None = None,
     retries: int = 2,
 ) -> ThinkResult:
-    """Run (or resume) the think step of one turn and return how it ended."""
+    """Run (or resume) the think step of one turn and return how it ended.
+
+    ``context`` comes from `build_context` (on a resume it is not re-read: the body's
+    Conversation is the turn's pinned context). ``history_body`` is the turn body's
+    records so far (empty for a fresh turn). ``services`` feeds the tools; the engine
+    sets its journalling hooks and ``remaining_usd``. ``steering`` returns the messages
+    to deliver before the next request (each already recorded as ``turn.steered``);
+    setting ``stop`` cancels the run. ``write_tools`` (a chat turn) need approval:
+    the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
+    checks an amendment's text; its `HzError` goes back to the model as a retry.
+    Raises `EngineError` for what the caller must fix (HZE001, HZE005, HZE006, HZE007,
+    HZE009); a model's failure or a cap is a result, not an exception.
+    """
     services = services or TurnServices()
     saved = Saved.fold(history_body)
     budget.pricing.require(model.model_name, model.system)

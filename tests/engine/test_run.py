@@ -304,3 +304,44 @@ class TestSteeringAndStop:
 
         result, _ = go(spec(), Script(), budget(), stop=asyncio.Event())
         assert result.status == "outcome"
+
+
+class TestSpineHoldsNoContent:
+    def test_no_text_and_no_address_in_any_line(self, spec: Any, budget: Any) -> None:
+        """No checkpoint carries a text, draft or transcript field, or an email address."""
+        from heinzel.engine import InputSpec, offline_model
+
+        turn = spec(inputs=(InputSpec("merged_prs", '[{"title": "Fix by ann@example.com"}]'),))
+        recorder = MemoryRecorder()
+        asyncio.run(
+            think(
+                turn,
+                build_context(turn, SpineView()),
+                model=offline_model(),
+                recorder=recorder,
+                budget=budget(),
+            )
+        )
+        spine = json.dumps(recorder.lines)
+        assert "@" not in spine and "Fix by" not in spine
+        assert not {"text", "draft", "transcript"} & {k for _, d in recorder.lines for k in d}
+
+
+class TestAnyModel:
+    def test_a_model_that_never_validates_fails(self, spec: Any, budget: Any) -> None:
+        """TestModel's schema-shaped guesses never make a valid outcome: the turn fails."""
+        from pydantic_ai.models.test import TestModel
+
+        recorder = MemoryRecorder()
+        result = asyncio.run(
+            think(
+                spec(),
+                build_context(spec(), SpineView()),
+                model=TestModel(call_tools=[]),
+                recorder=recorder,
+                budget=budget(),
+                retries=1,
+            )
+        )
+        assert result.status == "failed" and result.disposition.disposition == "failed"
+        assert result.error

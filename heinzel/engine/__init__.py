@@ -1,0 +1,72 @@
+"""The turn engine: Pydantic AI runs the think step of a turn (ADR 0050).
+
+One Agent per turn, built from a context hz renders itself (`context`), with
+read-only typed tools generated from the contract (`tools`), a structured
+outcome judged in code (`outcome`), a checkpoint per model request and tool call
+(`run`, `body`), money caps (`money`), models by configuration (`models`) and
+the deterministic ``offline`` model (`offline`). The host adapts the rest of hz
+to the small interfaces of `spec`.
+"""
+
+from heinzel.engine.body import Saved
+from heinzel.engine.chat import Answer, Proposal
+from heinzel.engine.context import ContextSettings, TurnContext, active_lessons, build_context
+from heinzel.engine.errors import EngineError
+from heinzel.engine.models import ModelChoice, choose_model, resolve_model
+from heinzel.engine.money import Budget, Price, Pricing, turn_cap
+from heinzel.engine.offline import offline_model
+from heinzel.engine.outcome import Disposition, Outcome, check_against, judge
+from heinzel.engine.run import ThinkResult, think
+from heinzel.engine.spec import (
+    HandoffRequest,
+    InputSpec,
+    LessonView,
+    ReadCapability,
+    ReadMethod,
+    Recorder,
+    Runner,
+    Skill,
+    SpineRecord,
+    SpineView,
+    TurnSpec,
+)
+from heinzel.engine.tools import Report, TurnServices, build_toolset
+
+__all__ = [
+    "Answer",
+    "Budget",
+    "ContextSettings",
+    "Disposition",
+    "EngineError",
+    "HandoffRequest",
+    "InputSpec",
+    "LessonView",
+    "ModelChoice",
+    "Outcome",
+    "Price",
+    "Pricing",
+    "Proposal",
+    "ReadCapability",
+    "ReadMethod",
+    "Recorder",
+    "Report",
+    "Runner",
+    "Saved",
+    "Skill",
+    "SpineRecord",
+    "SpineView",
+    "ThinkResult",
+    "TurnContext",
+    "TurnServices",
+    "TurnSpec",
+    "active_lessons",
+    "build_context",
+    "build_toolset",
+    "check_against",
+    "choose_model",
+    "judge",
+    "offline_model",
+    "resolve_model",
+    "think",
+    "turn_cap",
+]

@@ -1,0 +1,107 @@
+"""Models by configuration: a model string becomes a pydantic-ai model, or a coded error.
+
+``offline`` is hz's own deterministic model (`heinzel.engine.offline`);
+``anthropic:<name>`` drives the Anthropic messages API, ``openai:<name>`` the
+OpenAI Responses API and ``openai-chat:<name>`` Chat Completions, each through
+pydantic-ai (our code never imports a vendor SDK). ``base_url`` points either at
+a compatible gateway. A missing extra (HZE002) or key (HZE003) is named with its
+fix, which is what ``hz system doctor`` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic_ai.models import Model
+
+from heinzel.engine.errors import MISSING_EXTRA, MISSING_KEY, UNKNOWN_MODEL, EngineError
+from heinzel.engine.spec import Cause
+
+__all__ = ["PROVIDERS", "ModelChoice", "choose_model", "resolve_model"]
+
+PROVIDERS = {
+    "anthropic": ("anthropic", "ANTHROPIC_API_KEY"),
+    "openai": ("openai", "OPENAI_API_KEY"),
+    "openai-chat": ("openai", "OPENAI_API_KEY"),
+}
+"""Model prefix -> (the extra to install, the key's environment variable)."""
+
+_FAST_CAUSES: frozenset[str] = frozenset({"approval"})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The configured models: ``[heinzel] model``, ``model_fast`` and the class map."""
+
+    model: str = "offline"
+    model_fast: str | None = None
+    classes: Mapping[str, str] | None = None
+
+
+def choose_model(
+    choice: ModelChoice, cause: Cause, model_class: str = "standard", *, summary: bool = False
+) -> str:
+    """The model string for a turn: fast for approval and summary turns, else by class."""
+    if (cause in _FAST_CAUSES or summary) and choice.model_fast:
+        return choice.model_fast
+    if choice.classes and model_class in choice.classes:
+        return choice.classes[model_class]
+    if model_class == "fast" and choice.model_fast:
+        return choice.model_fast
+    return choice.model
+
+
+def _missing_extra(prefix: str) -> EngineError:
+    extra = PROVIDERS[prefix][0]
+    return EngineError(
+        MISSING_EXTRA,
+        f"the model needs the {extra!r} extra, which is not installed",
+        f"install it: uv tool install 'heinzel[{extra}]' (or pip install 'heinzel[{extra}]')",
+    )
+
+
+def resolve_model(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Model:
+    """The pydantic-ai model for ``name`` (keys from ``api_key`` or ``env``)."""
+    if name == "offline":
+        from heinzel.engine.offline import offline_model
+
+        return offline_model()
+    prefix, _, model_name = name.partition(":")
+    if prefix not in PROVIDERS or not model_name:
+        raise EngineError(
+            UNKNOWN_MODEL,
+            f"{name!r} is not a model hz can run",
+            "use offline, anthropic:<model>, openai:<model> or openai-chat:<model>",
+        )
+    key_var = PROVIDERS[prefix][1]
+    key = api_key or (env or {}).get(key_var)
+    if not key:
+        raise EngineError(
+            MISSING_KEY,
+            f"no API key for {name!r}",
+            f"set {key_var}, or the credential heinzel/model-api-key",
+        )
+    try:
+        if prefix == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(
+                model_name, provider=AnthropicProvider(api_key=key, base_url=base_url)
+            )
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=base_url, api_key=key)
+        if prefix == "openai-chat":
+            return OpenAIChatModel(model_name, provider=provider)
+        return OpenAIResponsesModel(model_name, provider=provider)
+    except ImportError as error:
+        raise _missing_extra(prefix) from error

@@ -1,0 +1,281 @@
+"""The built-in ``offline`` model: deterministic rules, no network, and not AI (it says so).
+
+A pydantic-ai ``FunctionModel`` that reads the turn hz built (the ``<turn>``
+element with its ``<input>`` data and ``<done-when>`` items) and answers by rule:
+
+- first it calls ``last_approved`` and ``report`` as tool calls;
+- a drafting turn: a Markdown section with one bullet per item of each input,
+  every Done-when item checked by rule;
+- an approval turn (inputs ``draft`` and ``approved``): lessons from the diff;
+- a created turn (input ``sentence``): a contract filled from a template
+  (`heinzel.engine.offline_create`); a compile error sent back as a retry makes
+  it try the next template.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from html import unescape
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from heinzel.engine.offline_create import fill_contract
+
+__all__ = ["NOT_AI", "ParsedTurn", "draft_items", "offline_model", "parse_turn"]
+
+NOT_AI = "offline model (rules, not AI)"
+_TURN = re.compile(
+    r'<turn id="([^"]*)" cause="([^"]*)" contract="([^"]*)" version="(\d+)" '
+    r'outputs="([^"]*)">'
+)
+_INPUT = re.compile(r'<input name="([^"]*)"[^>]*>\n(.*?)\n</input>', re.S)
+_ITEM = re.compile(r"<item>(.*?)</item>", re.S)
+_DUE = re.compile(r'<summary-due previous="(\w+)"/>')
+_LINES = re.compile(r"(?:at most|under|no more than) (\d+) lines")
+_MAX_ITEMS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """The parts of hz's ``<turn>`` element the rules use."""
+
+    cause: str
+    contract: str
+    version: int
+    outputs: tuple[str, ...]
+    inputs: dict[str, str]
+    done_when: tuple[str, ...]
+    summary_due: bool
+    previous_summary: int | None
+
+
+def parse_turn(messages: list[ModelMessage]) -> ParsedTurn | None:
+    """The last ``<turn>`` element in the messages (None when there is none)."""
+    for message in reversed(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in reversed(message.parts):
+            content = getattr(part, "content", None)
+            if part.part_kind != "user-prompt" or not isinstance(content, str):
+                continue
+            head = _TURN.search(content)
+            if head is None:
+                continue
+            due = _DUE.search(content)
+            return ParsedTurn(
+                cause=head.group(2),
+                contract=unescape(head.group(3)),
+                version=int(head.group(4)),
+                outputs=tuple(o for o in unescape(head.group(5)).split(",") if o),
+                inputs={unescape(n): unescape(v) for n, v in _INPUT.findall(content)},
+                done_when=tuple(unescape(i) for i in _ITEM.findall(content)),
+                summary_due=due is not None,
+                previous_summary=None
+                if due is None or due.group(1) == "null"
+                else int(due.group(1)),
+            )
+    return None
+
+
+def draft_items(content: str) -> list[str]:
+    """An input's items: a JSON list's titles, or its non-empty lines without bullets."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        data = None
+    if isinstance(data, list):
+        items = []
+        for entry in data:
+            shown = entry
+            if isinstance(entry, dict):
+                shown = entry.get("title") or entry.get("name") or json.dumps(entry, sort_keys=True)
+            items.append(" ".join(str(shown).split()))
+        return [i for i in items if i][:_MAX_ITEMS]
+    lines = (line.strip().lstrip("-*• ").strip() for line in content.splitlines())
+    return [line for line in lines if line and not line.startswith("#")][:_MAX_ITEMS]
+
+
+def _check(item: str, draft: str, counts: dict[str, int]) -> dict[str, Any]:
+    lowered = item.lower()
+    named = [n for n in counts if n.lower() in lowered or n.replace("_", " ") in lowered]
+    limit = _LINES.search(lowered)
+    if limit:
+        lines = len([line for line in draft.splitlines() if line.strip()])
+        met = lines <= int(limit.group(1))
+        note = f"{lines} lines"
+    elif named:
+        met = all(counts[n] > 0 for n in named)
+        note = ", ".join(f"{counts[n]} items from {n}" for n in named)
+    else:
+        met = sum(counts.values()) > 0
+        note = f"{sum(counts.values())} bullets in the draft"
+    return {"item": item, "met": met, "note": f"checked by rule: {note}"}
+
+
+def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    lines = [f"## {turn.contract}", ""]
+    for name, content in turn.inputs.items():
+        items = draft_items(content)
+        counts[name] = len(items)
+        if items:
+            lines += [f"### {name}", *[f"- {i}" for i in items], ""]
+    if not any(counts.values()):
+        return {
+            "report": f"{NOT_AI}: no input had any items",
+            "nothing_to_do": True,
+            "reason": "no input had any items",
+        }
+    text = "\n".join(lines).rstrip() + "\n"
+    return {
+        "report": f"{NOT_AI}: drafted {sum(counts.values())} bullets from {len(counts)} inputs",
+        "draft": {
+            "text": text,
+            "output": turn.outputs[0] if turn.outputs else "draft",
+            "contract_version": turn.version,
+            "done_when": [_check(item, text, counts) for item in turn.done_when],
+        },
+    }
+
+
+def _lessons_outcome(turn: ParsedTurn) -> dict[str, Any]:
+    drafted = turn.inputs.get("draft", "").splitlines()
+    approved = turn.inputs.get("approved", "").splitlines()
+    hunks = ["\n".join(h) for h in _hunks(drafted, approved)]
+    lessons: list[dict[str, Any]] = []
+    heads_d = [line for line in drafted if line.startswith("#")]
+    heads_a = [line for line in approved if line.startswith("#")]
+    if set(heads_d) == set(heads_a) and heads_d != heads_a:
+        first = next(h for h, g in zip(heads_a, heads_d, strict=True) if h != g)
+        below = heads_a[heads_a.index(first) + 1]
+        sentence = f"{first.lstrip('# ')} goes above {below.lstrip('# ')}"
+        lessons.append({"sentence": sentence, "hunks": hunks[:2]})
+    removed = [line for line in drafted if line.strip() and line not in approved]
+    added = [line for line in approved if line.strip() and line not in drafted]
+    if removed:
+        lessons.append(
+            {"sentence": f"leave out lines like: {removed[0].strip()[:120]}", "hunks": hunks[:2]}
+        )
+    if added:
+        lessons.append(
+            {"sentence": f"include lines like: {added[0].strip()[:120]}", "hunks": hunks[:2]}
+        )
+    if not lessons:
+        return {
+            "report": f"{NOT_AI}: approved as drafted, nothing to learn",
+            "nothing_to_do": True,
+            "reason": "approved as drafted",
+        }
+    return {
+        "report": f"{NOT_AI}: {len(lessons)} lessons from the approved edits",
+        "lessons": lessons,
+    }
+
+
+def _hunks(a: list[str], b: list[str]) -> list[list[str]]:
+    hunks: list[list[str]] = []
+    for line in difflib.unified_diff(a, b, lineterm="", n=0):
+        if line.startswith("@@"):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+    return hunks
+
+
+def _created_outcome(turn: ParsedTurn, attempt: int) -> dict[str, Any]:
+    filled = fill_contract(turn.inputs.get("sentence", ""), attempt)
+    assumed = f"; assumed {', '.join(filled.assumed)}" if filled.assumed else ""
+    return {
+        "report": f"{NOT_AI}: filled the {filled.template!r} contract template from the sentence",
+        "amendment": {
+            "text": filled.text,
+            "why": f"{NOT_AI}: filled the template {filled.template!r} by rule{assumed}"[:300],
+        },
+    }
+
+
+def _summary(turn: ParsedTurn) -> dict[str, Any]:
+    return {
+        "asset": ", ".join(turn.outputs) or turn.contract,
+        "wants": f"keep {turn.contract} true",
+        "decisions": [],
+        "open_questions": [],
+        "next_deadline": None,
+        "sources": sorted(turn.inputs) or ["none"],
+        "previous": turn.previous_summary,
+    }
+
+
+def _retries(messages: list[ModelMessage]) -> int:
+    return sum(
+        1
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if p.part_kind == "retry-prompt" or getattr(p, "outcome", None) == "retried"
+    )
+
+
+def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = parse_turn(messages)
+    step = sum(isinstance(m, ModelResponse) for m in messages)
+    usage = RequestUsage(input_tokens=0, output_tokens=0)
+    called = {
+        getattr(p, "tool_name", "")
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if p.part_kind == "tool-return"
+    }
+    offered = {t.name for t in info.function_tools}
+    first = [n for n in ("last_approved", "report") if n in offered and n not in called]
+    if turn is not None and first:
+        calls: list[ToolCallPart] = []
+        for name in first:
+            args: dict[str, Any] = {}
+            if name == "report":
+                args = {
+                    "verb": "read",
+                    "target": turn.contract,
+                    "description": f"{NOT_AI} read {len(turn.inputs)} inputs",
+                }
+            calls.append(ToolCallPart(name, args, tool_call_id=f"o{step}-{len(calls)}"))
+        return ModelResponse(parts=calls, usage=usage, model_name="offline")
+    if turn is None:
+        outcome: dict[str, Any] = {
+            "report": f"{NOT_AI}: no turn found",
+            "nothing_to_do": True,
+            "reason": "the messages hold no <turn> element",
+        }
+    elif turn.cause == "created":
+        outcome = _created_outcome(turn, _retries(messages))
+    elif turn.cause == "approval" and "approved" in turn.inputs:
+        outcome = _lessons_outcome(turn)
+    else:
+        outcome = _draft_outcome(turn)
+    if turn is not None and turn.summary_due:
+        if outcome.get("nothing_to_do"):
+            outcome = {"report": outcome["report"]}
+        outcome["summary"] = _summary(turn)
+    tool = info.output_tools[0].name if info.output_tools else "final_result"
+    return ModelResponse(
+        parts=[ToolCallPart(tool, outcome, tool_call_id=f"o{step}-out")],
+        usage=usage,
+        model_name="offline",
+    )
+
+
+def offline_model() -> FunctionModel:
+    """hz's deterministic model, named ``offline`` (free, no network, not AI)."""
+    return FunctionModel(_respond, model_name="offline")

@@ -1,0 +1,302 @@
+"""The think step: one pydantic-ai Agent per turn, stepped node by node and checkpointed.
+
+`think` builds the Agent (instructions, generated tools, ``output_type=Outcome``,
+plus ``DeferredToolRequests`` when the host gives write tools for a chat turn),
+drives it with ``Agent.iter()`` and, after every node, writes the step: one
+``step.model`` spine line per model request and one ``step.tool`` (or
+``step.handoff``) per tool call, hashes, tokens and cost only, with the messages
+into the body (`heinzel.engine.body`). A resume continues the body's
+Conversation; steering is ``AgentRun.enqueue(..., priority="asap")`` before the
+next request; stop is ``AgentRun.cancel()`` with the snapshot as the body's last
+record; the caps stop the run between steps and a token ceiling inside one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic_ai import (
+    Agent,
+    AgentRunError,
+    CallToolsNode,
+    DeferredToolRequests,
+    FunctionToolset,
+    ModelRequestNode,
+    ModelRetry,
+    RunCancelled,
+    RunContext,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UsageLimits,
+)
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_graph import End
+
+from heinzel.engine.body import Saved, dump_conversation, dump_messages
+from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
+from heinzel.engine.context import TurnContext
+from heinzel.engine.money import Budget
+from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
+from heinzel.engine.spec import Recorder, TurnSpec
+from heinzel.engine.steps import Stepper
+from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
+from ledger.errors import HzError
+
+__all__ = ["Answer", "Proposal", "ThinkResult", "think"]
+
+Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
+CompileContract = Callable[[str], object]
+"""Compiles a contract text; raises an `HzError` (its render goes back as a retry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkResult:
+    """How the think step ended, with the Conversation as the body now holds it."""
+
+    status: Status
+    disposition: Disposition
+    conversation: Conversation
+    usd: Decimal
+    outcome: Outcome | None = None
+    proposals: tuple[Proposal, ...] = ()
+    reports: tuple[Report, ...] = ()
+    interrupted: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def _last_retry(messages: Sequence[ModelMessage]) -> str:
+    for message in reversed(messages):
+        for part in getattr(message, "parts", ()):
+            if part.part_kind == "retry-prompt" or getattr(part, "outcome", None) == "retried":
+                content = getattr(part, "content", "")
+                return content if isinstance(content, str) else json.dumps(content, default=str)
+    return ""
+
+
+async def think(
+    spec: TurnSpec,
+    context: TurnContext,
+    *,
+    model: Model,
+    recorder: Recorder,
+    budget: Budget,
+    services: TurnServices | None = None,
+    history_body: Sequence[Mapping[str, Any]] = (),
+    steering: Callable[[], Sequence[str]] | None = None,
+    stop: asyncio.Event | None = None,
+    write_tools: FunctionToolset[None] | None = None,
+    answers: Mapping[str, Answer] | None = None,
+    compile_contract: CompileContract | None = None,
+    retries: int = 2,
+) -> ThinkResult:
+    """Run (or resume) the think step of one turn and return how it ended.
+
+    ``context`` comes from `build_context` (on a resume it is not re-read: the body's
+    Conversation is the turn's pinned context). ``history_body`` is the turn body's
+    records so far (empty for a fresh turn). ``services`` feeds the tools; the engine
+    sets its journalling hooks and ``remaining_usd``. ``steering`` returns the messages
+    to deliver before the next request (each already recorded as ``turn.steered``);
+    setting ``stop`` cancels the run. ``write_tools`` (a chat turn) need approval:
+    the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
+    checks an amendment's text; its `HzError` goes back to the model as a retry.
+    Raises `EngineError` for what the caller must fix (HZE001, HZE005, HZE006, HZE007,
+    HZE009); a model's failure or a cap is a result, not an exception.
+    """
+    services = services or TurnServices()
+    saved = Saved.fold(history_body)
+    budget.pricing.require(model.model_name, model.system)
+    if saved.empty:
+        budget.check_start()
+
+    def started(call_id: str, tool: str) -> None:
+        saved.started.add(call_id)
+        recorder.body({"kind": "tool.started", "id": call_id, "tool": tool})
+
+    services.was_started = lambda call_id: call_id in saved.started
+    services.started = started
+    toolset = build_toolset(spec, services, context.instructions)
+    safety = dict(replay_safety(toolset))
+    toolsets: list[AbstractToolset[None]] = [toolset]
+    output_type: Any = Outcome
+    if write_tools is not None:
+        safety.update(dict.fromkeys(write_tools.tools, False))
+        toolsets.append(write_tools.approval_required())
+        output_type = [Outcome, DeferredToolRequests]
+    agent: Agent[None, Any] = Agent(
+        model,
+        instructions=context.instructions,
+        output_type=output_type,
+        toolsets=toolsets,
+        retries={"tools": retries, "output": retries},
+        name=f"turn-{spec.turn}",
+    )
+
+    @agent.output_validator
+    def _validate(ctx: RunContext[None], output: Any) -> Any:
+        if not isinstance(output, Outcome):
+            return output
+        problems = check_against(
+            output, spec, summary_due=context.summary_due, previous_summary=context.previous_summary
+        )
+        if output.amendment is not None and compile_contract is not None:
+            try:
+                compile_contract(output.amendment.text)
+            except HzError as error:
+                problems.append(f"the contract does not compile: {error.render()}")
+        if problems:
+            raise ModelRetry("; ".join(problems))
+        return output
+
+    if saved.empty:
+        conversation = Conversation(messages=list(context.messages), conversation_id=spec.turn)
+        recorder.body(
+            {
+                "kind": "pending",
+                "messages": dump_messages(context.messages),
+                "conversation_id": spec.turn,
+            }
+        )
+    else:
+        conversation = saved.conversation()
+    deferred = deferred_results(conversation, answers) if answers else None
+    stepper = Stepper(recorder, budget, model, saved, safety)
+    services.remaining_usd = lambda: budget.remaining(stepper.usd)
+    ceiling = budget.token_ceiling(model.model_name, model.system, stepper.usd, conversation.usage)
+    limits = UsageLimits(request_limit=conversation.usage.requests + 50, total_tokens_limit=ceiling)
+
+    def ended(
+        status: Status,
+        disposition: Disposition,
+        messages: list[ModelMessage],
+        usage: Any,
+        **extra: Any,
+    ) -> ThinkResult:
+        conv = Conversation(
+            messages=messages, usage=usage, conversation_id=conversation.conversation_id
+        )
+        return ThinkResult(
+            status,
+            disposition,
+            conv,
+            stepper.usd,
+            reports=tuple(services.reports.values()),
+            interrupted=tuple(services.interrupted),
+            **extra,
+        )
+
+    if budget.would_cross(stepper.usd, Decimal(0)):
+        return ended(
+            "cap", Disposition("skipped", "cap"), conversation.messages, conversation.usage
+        )
+    try:
+        async with agent.iter(
+            None, conversation=conversation, usage_limits=limits, deferred_tool_results=deferred
+        ) as run:
+            watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
+            if watcher is not None:
+                watcher.add_done_callback(lambda done: None if done.cancelled() else run.cancel())
+            node: Any = run.next_node
+            try:
+                while not isinstance(node, End):
+                    if isinstance(node, ModelRequestNode):
+                        if budget.would_cross(stepper.usd, stepper.last_usd):
+                            stepper.record_pending(node.request, conversation.conversation_id)
+                            return ended(
+                                "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage
+                            )
+                        for message in steering() if steering is not None else ():
+                            run.enqueue(message, priority="asap")
+                    ran = node
+                    node = await run.next(node)
+                    messages = run.all_messages()
+                    if isinstance(ran, ModelRequestNode):
+                        stepper.record_request(messages, run.usage, conversation.conversation_id)
+                    elif isinstance(ran, CallToolsNode):
+                        parts = (
+                            node.request.parts
+                            if isinstance(node, ModelRequestNode)
+                            else [
+                                p
+                                for m in messages[stepper.settled :]
+                                for p in getattr(m, "parts", ())
+                            ]
+                        )
+                        stepper.record_tools(parts, services.interrupted)
+                        if isinstance(node, ModelRequestNode):
+                            stepper.record_pending(node.request, conversation.conversation_id)
+            except UsageLimitExceeded as error:
+                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended(
+                    "cap",
+                    Disposition("skipped", "cap"),
+                    run.all_messages(),
+                    run.usage,
+                    error=str(error),
+                )
+            except UnexpectedModelBehavior as error:
+                detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
+                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+            except AgentRunError as error:
+                return ended(
+                    "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
+                )
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+            output = run.result.output if run.result is not None else None
+            messages = run.all_messages()
+            stepper.record_request(messages, run.usage, conversation.conversation_id)
+            if isinstance(output, DeferredToolRequests):
+                conv = Conversation(
+                    messages=messages,
+                    usage=run.usage,
+                    conversation_id=conversation.conversation_id,
+                    deferred_tool_requests=output,
+                )
+                recorder.body(
+                    {
+                        "kind": "conversation",
+                        "conversation": dump_conversation(conv),
+                        "usd": str(stepper.usd),
+                    }
+                )
+                asked = proposals(output)
+                for proposal in asked:
+                    recorder.checkpoint(
+                        "question.asked",
+                        {
+                            "proposal": proposal.call_id,
+                            "tool": proposal.tool,
+                            "hash": proposal.hash,
+                        },
+                    )
+                return ThinkResult(
+                    "deferred",
+                    Disposition("asked"),
+                    conv,
+                    stepper.usd,
+                    proposals=asked,
+                    reports=tuple(services.reports.values()),
+                )
+            assert isinstance(output, Outcome)
+            return ended("outcome", judge(output), messages, run.usage, outcome=output)
+    except RunCancelled as cancelled:
+        snapshot = Conversation(
+            messages=cancelled.all_messages(),
+            usage=cancelled.usage,
+            conversation_id=conversation.conversation_id,
+        )
+        body = {"kind": "conversation", "conversation": dump_conversation(snapshot)}
+        recorder.body({**body, "usd": str(stepper.usd)})
+        return ended(
+            "stopped", Disposition("skipped", "stopped"), snapshot.messages, snapshot.usage
+        )

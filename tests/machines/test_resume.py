@@ -197,3 +197,29 @@ class TestFold:
         h = Harness.make(tools=[SEARCH])
         live = h.start()
         assert fold("t1", h.journal.events) == live
+
+
+class TestFoldChecksThePath:
+    def test_a_recorded_path_the_table_does_not_allow_is_refused(self) -> None:
+        """act straight after turn.started is HZM010 with the remedy."""
+        h = Harness.make()
+        h.journal.append("turn.started", {"cause": "asked"}, turn="t9")
+        h.journal.append("step.started", {"step": "act"}, turn="t9")
+        with pytest.raises(MachineError) as raised:
+            fold("t9", h.journal.events)
+        assert raised.value.code == "HZM010" and "hz heinzel retry" in raised.value.hint
+
+    def test_an_unknown_step_is_refused(self) -> None:
+        """step.started naming a step this code lacks is HZM010."""
+        h = Harness.make()
+        h.journal.append("turn.started", {}, turn="t9")
+        h.journal.append("step.started", {"step": "review"}, turn="t9")
+        with pytest.raises(MachineError, match="HZM010"):
+            fold("t9", h.journal.events)
+
+    def test_unknown_kinds_are_skipped(self) -> None:
+        """A kind this code does not know is data, not an error."""
+        h = Harness.make()
+        h.journal.append("turn.started", {}, turn="t9")
+        h.journal.append("future.kind", {"x": 1}, turn="t9")
+        assert fold("t9", h.journal.events).state == "gather"

@@ -21,15 +21,6 @@ def invalid_trigger(state: str, trigger: str) -> MachineError:
     )
 
 
-def unknown_step(step: str) -> MachineError:
-    """HZM002: a step name outside the frozen vocabulary."""
-    return MachineError(
-        "HZM002",
-        f"{step!r} is not a step of the turn machine",
-        "steps are gather, think, outcome, act and finish",
-    )
-
-
 def bad_key_part(part: str, value: str) -> MachineError:
     """HZM003: a value that cannot be part of an idempotency key."""
     return MachineError(

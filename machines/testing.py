@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from machines.context import ModelReply, Steer, TurnContext
 from machines.effects import Effect, LocalProbe, Presence, Probe, WorldProbe
@@ -67,6 +67,18 @@ class FakeWorld:
         return "present" if self.performed.get(key) else "absent"
 
 
+class World(Protocol):
+    """What scripted steps need of a world: perform by key, probe by key."""
+
+    async def perform(self, key: str) -> Any:
+        """Write the effect with this key."""
+        ...
+
+    async def probe(self, key: str) -> Presence:
+        """Is the effect with this key in the world?"""
+        ...
+
+
 class FlakyError(Exception):
     """An error that says whether a retry may help."""
 
@@ -90,7 +102,7 @@ class ScriptedSteps:
     test can crash, stop or steer at a precise point.
     """
 
-    world: FakeWorld
+    world: World
     owner: str = "hz-test"
     inputs: dict[str, Any] = field(default_factory=lambda: {"prs": 3})
     model_calls: int = 1
@@ -104,6 +116,8 @@ class ScriptedSteps:
     steers_seen: list[list[Steer]] = field(default_factory=list)
     pins_seen: list[dict[str, Any]] = field(default_factory=list)
     hooks: dict[str, Callable[[TurnContext], Any]] = field(default_factory=dict)
+    charge: Callable[[float], None] | None = None
+    on_tool: Callable[[str], None] | None = None
 
     async def _enter(self, step: str, ctx: TurnContext) -> None:
         self.calls[step] = self.calls.get(step, 0) + 1
@@ -125,6 +139,8 @@ class ScriptedSteps:
 
             async def request(steers: list[Steer], n: int = n) -> ModelReply:
                 self.steers_seen.append(steers)
+                if self.charge is not None:
+                    self.charge(self.usd)
                 return ModelReply({"reply": n, "steers": len(steers)}, usd=self.usd, tokens=10)
 
             replies.append(await ctx.model(request))
@@ -132,6 +148,8 @@ class ScriptedSteps:
 
             async def call(name: str = decl.name) -> Any:
                 self.tool_runs[name] = self.tool_runs.get(name, 0) + 1
+                if self.on_tool is not None:
+                    self.on_tool(name)
                 return {"tool": name}
 
             replies.append(await ctx.tool(decl, f"call-{index}", {"q": index}, call))

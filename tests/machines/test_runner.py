@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from machines.steps import Wait
-from machines.testing import HANDOFF, SEARCH, Harness
+import asyncio
+
+import pytest
+
+from ledger.event import Event
+from machines.errors import MachineError
+from machines.fold import TurnState
+from machines.journal import InMemoryJournal
+from machines.keys import Wake
+from machines.resume import Pins, start_turn
+from machines.runner import TurnRun
+from machines.steps import Acted, Wait
+from machines.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
+
+WAKES = [Wake("asked", "hz-test@r1")]
 
 
 class TestRun:
@@ -111,3 +124,71 @@ class TestRun:
             ("search", True),
             ("handoff", False),
         ]
+
+
+class TestCodedFailures:
+    def test_an_act_without_a_known_disposition_fails_hzm014(self) -> None:
+        """act must return Acted with drafted, asked, learned or proposed."""
+        h = Harness.make()
+
+        async def bad_act(ctx: object, decided: object) -> object:
+            return {"done": True}
+
+        h.steps.act = bad_act  # type: ignore[method-assign]
+        state = h.start()
+        assert (state.state, state.error) == ("failed", "HZM014")
+
+    def test_an_effect_left_without_outcome_fails_hzm015(self) -> None:
+        """A resumed act that no longer performs its started effect cannot finish."""
+        h = Harness.make()
+        h.crash_after = 6
+        with pytest.raises(SimulatedCrash):
+            h.start()
+
+        async def forgetful_act(ctx: object, decided: object) -> Acted:
+            return Acted("drafted")
+
+        h.steps.act = forgetful_act  # type: ignore[method-assign]
+        state = h.resume()
+        assert (state.state, state.error) == ("failed", "HZM015")
+
+    def test_a_tool_recorded_under_another_name_is_hzm011(self) -> None:
+        """Replaying call-0 as a different tool is refused with the remedy."""
+        h = Harness.make(tools=[SEARCH])
+        h.crash_after = 5
+        with pytest.raises(SimulatedCrash):
+            h.start()
+        h.steps.tools = [HANDOFF]
+        with pytest.raises(MachineError) as raised:
+            h.resume()
+        assert raised.value.code == "HZM011" and "hz heinzel retry" in raised.value.hint
+
+    def test_a_live_state_that_leaves_its_fold_is_hzm012(self) -> None:
+        """A journal that drops the turn id breaks the fixed point and is caught."""
+        h = Harness.make()
+
+        class Lying(InMemoryJournal):
+            def append(self, kind: str, data: object = None, **kw: object) -> Event:  # type: ignore[override]
+                kw["turn"] = None
+                return super().append(kind, data, **kw)  # type: ignore[arg-type]
+
+        with pytest.raises(MachineError, match="HZM012"):
+            asyncio.run(
+                start_turn(
+                    Lying(h.clock),
+                    h.body,
+                    h.steps,
+                    h.settings,
+                    turn="t1",
+                    wakes=WAKES,
+                    pins=Pins(1),
+                )
+            )
+
+    def test_a_run_without_steps_or_body_is_hzm016(self) -> None:
+        """Driving a run built without steps is a coded error."""
+        h = Harness.make()
+        run = TurnRun(h.journal, None, None, h.settings, TurnState("t1"))
+        run.fire("start", {})
+        with pytest.raises(MachineError, match="HZM016"):
+            asyncio.run(run.drive())

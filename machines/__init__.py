@@ -9,7 +9,15 @@ session (single flight, steering, stop), waits, the fold, crash points and error
 from machines import keys
 from machines.context import ModelReply, Steer, TurnContext
 from machines.crash import crash_hook
-from machines.effects import Effect, EffectFailed, LocalProbe, Presence, ProbeUnknown, WorldProbe
+from machines.effects import (
+    Effect,
+    EffectFailed,
+    LocalProbe,
+    Presence,
+    ProbeUnknown,
+    WorldProbe,
+    recorded_in,
+)
 from machines.errors import MachineError
 from machines.fold import TurnState, fold
 from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
@@ -58,6 +66,7 @@ __all__ = [
     "fold",
     "key_action",
     "keys",
+    "recorded_in",
     "resume_turn",
     "skip_turn",
     "start_turn",

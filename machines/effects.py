@@ -37,10 +37,21 @@ class WorldProbe:
 
 @dataclass(frozen=True, slots=True)
 class LocalProbe:
-    """hz's own record answers: the effect is present when the journal holds an
-    event of ``kind`` with the key (in any turn: a question is asked once per key)."""
+    """hz's own record answers: ``has(key)`` is True when the effect is recorded
+    there (a question file in the outbox, or the journal itself: `recorded_in`)."""
 
-    kind: str
+    has: Callable[[str], bool]
+
+
+def recorded_in(journal: Journal, kind: str) -> Callable[[str], bool]:
+    """A local record that is the journal: an event of ``kind`` with the key, in
+    any turn. Right for an effect whose own event *is* the effect (nothing is
+    written elsewhere before it)."""
+
+    def has(key: str) -> bool:
+        return any(e.kind == kind for e in journal.key_events(key))
+
+    return has
 
 
 Probe = WorldProbe | LocalProbe
@@ -95,13 +106,11 @@ def is_retryable(error: BaseException) -> bool:
     return bool(getattr(error, "retryable", False))
 
 
-async def _probe(effect: Effect, journal: Journal) -> Presence:
+async def _probe(effect: Effect) -> Presence:
     if isinstance(effect.probe, WorldProbe):
         return await effect.probe.check(effect.key)
     if isinstance(effect.probe, LocalProbe):
-        kind = effect.probe.kind
-        seen = any(e.kind == kind for e in journal.key_events(effect.key))
-        return "present" if seen else "absent"
+        return "present" if effect.probe.has(effect.key) else "absent"
     return "absent"
 
 
@@ -144,7 +153,7 @@ async def run_effect(
             _own_event(effect, journal, turn, digest)
         return digest
     if record is not None:
-        presence = await _probe(effect, journal)
+        presence = await _probe(effect)
         _log.info("effect.probed", key=effect.key, presence=presence)
         if presence == "unknown":
             raise ProbeUnknown(effect.key)

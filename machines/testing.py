@@ -64,7 +64,11 @@ class FakeWorld:
         """Is the effect with this key in the world?"""
         if self.unknown:
             return "unknown"
-        return "present" if self.performed.get(key) else "absent"
+        return "present" if self.has(key) else "absent"
+
+    def has(self, key: str) -> bool:
+        """The same question, asked of a local record (synchronous)."""
+        return bool(self.performed.get(key))
 
 
 class World(Protocol):
@@ -76,6 +80,10 @@ class World(Protocol):
 
     async def probe(self, key: str) -> Presence:
         """Is the effect with this key in the world?"""
+        ...
+
+    def has(self, key: str) -> bool:
+        """Is the effect with this key in the local record?"""
         ...
 
 
@@ -169,7 +177,7 @@ class ScriptedSteps:
         if self.probe == "world":
             return WorldProbe(self.world.probe)
         if self.probe == "local":
-            return LocalProbe("question.asked")
+            return LocalProbe(self.world.has)
         return None
 
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:

@@ -6,7 +6,14 @@ import asyncio
 
 import pytest
 
-from machines.effects import Effect, EffectFailed, LocalProbe, WorldProbe, run_effect
+from machines.effects import (
+    Effect,
+    EffectFailed,
+    LocalProbe,
+    WorldProbe,
+    recorded_in,
+    run_effect,
+)
 from machines.fold import fold
 from machines.journal import InMemoryJournal
 from machines.testing import (
@@ -145,13 +152,14 @@ class TestLocalProbe:
         key = "hz-x@question:t0:1"
         journal.append("question.asked", {"key": key}, turn="t0", key=key)
         journal.append("effect.started", {"effect": "ask"}, turn="t1", key=key)
-        eff = Effect("ask", key, world.perform, LocalProbe("question.asked"), "question.asked")
+        probe = LocalProbe(recorded_in(journal, "question.asked"))
+        eff = Effect("ask", key, world.perform, probe, "question.asked")
         run(journal, eff)
         assert world.performed == {}
         assert journal.events[-2].data["probed"] is True
 
-    def test_a_local_effect_not_in_the_journal_is_performed_once(self) -> None:
-        """started without a record: absent, performed once."""
+    def test_a_local_effect_not_in_its_record_is_performed_once(self) -> None:
+        """started without a local record: absent, performed once."""
         h = Harness.make(decision="ask", probe="local")
         h.crash_after = 6
         with pytest.raises(SimulatedCrash):

@@ -94,8 +94,8 @@ async def start_turn(
 
 def prepare_resume(
     journal: Journal,
-    body: Body,
-    steps: Steps,
+    body: Body | None,
+    steps: Steps | None,
     settings: Settings,
     *,
     turn: str,

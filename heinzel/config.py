@@ -1,0 +1,290 @@
+"""Configuration: TOML in layers, typed as `Settings`, with where each value came from.
+
+Layers, each overriding the one before: the defaults; the site file (``/etc/hz/config.toml``);
+the user file (``<user config dir>/hz/config.toml``); the project's ``hz.toml`` (the first
+found from the working directory upwards); the file ``HZ_CONFIG`` names; the environment
+(`ENV_KEYS`). A project's ``hz.toml`` is someone else's repository, so it may only set the
+keys in `PROJECT_KEYS`; everything else it sets (the model, base_url, caps, retention,
+prices, runners...) is ignored and reported in `LoadedSettings.ignored`. Unknown keys and
+bad values are coded errors naming the file (or the variable). `load_settings` is pure
+given its arguments: the command line passes ``os.environ`` and the default paths.
+`docs/configuration.md` documents every key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from heinzel.contract.types import Duration, parse_duration
+from heinzel.errors import HeinzelError
+
+__all__ = [
+    "ENV_KEYS",
+    "PROJECT_FILE",
+    "PROJECT_KEYS",
+    "HeinzelSettings",
+    "LoadedSettings",
+    "Price",
+    "Settings",
+    "default_site_path",
+    "default_user_path",
+    "load_settings",
+]
+
+PROJECT_FILE = "hz.toml"
+SITE_FILE = Path("/etc/hz/config.toml")
+
+PROJECT_KEYS = frozenset(
+    {
+        "heinzel.max_wakes_per_tick",
+        "heinzel.max_resumes",
+        "heinzel.max_wait",
+        "heinzel.summary_after_turns",
+        "heinzel.summary_keep_turns",
+        "heinzel.lock_timeout",
+    }
+)
+"""The only keys a project's ``hz.toml`` may set; none of them chooses what runs or spends."""
+
+ENV_KEYS: Mapping[str, str] = {
+    "HZ_HOME": "home",
+    "HZ_MODEL": "model",
+    "HZ_MODEL_FAST": "model_fast",
+    "HZ_MODEL_BEST": "model_best",
+    "HZ_BASE_URL": "base_url",
+    "HZ_MAX_USD": "max_usd",
+    "HZ_MAX_USD_PER_DAY": "max_usd_per_day",
+    "HZ_RETENTION_DAYS": "retention_days",
+    "HZ_APPROVER": "approver",
+}
+"""Environment variables and the ``[heinzel]`` key each sets."""
+
+NonNegative = Annotated[float, Field(ge=0)]
+Positive = Annotated[int, Field(ge=1)]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Table):
+    """What a model costs, in USD per million tokens."""
+
+    input: NonNegative
+    output: NonNegative
+
+
+class HeinzelSettings(_Table):
+    """The ``[heinzel]`` table."""
+
+    home: Path
+    model: str = "offline"
+    model_fast: str | None = None
+    model_best: str | None = None
+    base_url: str | None = None
+    max_usd: NonNegative = 1.0
+    max_usd_per_day: NonNegative = 5.0
+    max_wakes_per_tick: Positive = 10
+    max_resumes: Annotated[int, Field(ge=0)] = 3
+    max_wait: Duration = Field(default_factory=lambda: parse_duration("7d"))
+    retention_days: Annotated[int, Field(ge=0)] = 90
+    summary_after_turns: Positive = 20
+    summary_keep_turns: Annotated[int, Field(ge=0)] = 5
+    approver: str | None = None
+    lock_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=10))
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    def model_for(self, model_class: str) -> str:
+        """The model string for a contract's ``agent.model_class`` hint."""
+        if model_class == "fast":
+            return self.model_fast or self.model
+        if model_class == "best":
+            return self.model_best or self.model
+        return self.model
+
+
+class Settings(_Table):
+    """All of hz's configuration. ``runners`` stays raw: the runners package types it."""
+
+    heinzel: HeinzelSettings
+    runners: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSettings:
+    """The settings, where each set key came from, and what the project file may not set.
+
+    ``provenance`` maps ``heinzel.<key>``, ``heinzel.prices.<model>`` and
+    ``runners.<name>`` to ``default``, ``site:<path>``, ``user:<path>``,
+    ``project:<path>``, ``HZ_CONFIG:<path>`` or ``env:<VARIABLE>``.
+    """
+
+    settings: Settings
+    provenance: Mapping[str, str]
+    ignored: tuple[str, ...]
+    project: Path | None
+    files: tuple[Path, ...]
+
+
+def default_site_path() -> Path:
+    """The site file, ``/etc/hz/config.toml``."""
+    return SITE_FILE
+
+
+def default_user_path() -> Path:
+    """The user file, ``<platform user config dir>/hz/config.toml``."""
+    return platformdirs.user_config_path("hz") / "config.toml"
+
+
+def _error(code: str, message: str, hint: str) -> HeinzelError:
+    return HeinzelError(code, message, hint)
+
+
+def _read(path: Path, label: str, *, required: bool) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise _error(
+                "HZH011",
+                f"{label} names a file that does not exist: {path}",
+                "create it or unset the variable",
+            ) from None
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _error("HZH010", f"can't read {path}: {exc}", "check the file") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _error("HZH012", f"{path} is not valid TOML: {exc}", "fix the TOML syntax") from None
+
+
+_HEINZEL_KEYS = frozenset(HeinzelSettings.model_fields)
+
+
+def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``{"heinzel.model": ..., "heinzel.prices.<m>": {...}, "runners.<n>": {...}}``."""
+    flat: dict[str, Any] = {}
+    for table, value in data.items():
+        if table not in ("heinzel", "runners") or not isinstance(value, dict):
+            raise _unknown(str(table), path, "the tables are [heinzel] and [runners.<name>]")
+        for key, item in value.items():
+            name = f"{table}.{key}"
+            if table == "runners":
+                if not isinstance(item, dict):
+                    raise _unknown(name, path, "write each runner as a table [runners.<name>]")
+                flat[name] = item
+            elif key == "prices" and isinstance(item, dict):
+                flat.update({f"{name}.{model}": price for model, price in item.items()})
+            elif key in _HEINZEL_KEYS:
+                flat[name] = item
+            else:
+                allowed = ", ".join(sorted(_HEINZEL_KEYS))
+                raise _unknown(name, path, f"the keys of [heinzel] are: {allowed}")
+    return flat
+
+
+def _unknown(key: str, path: Path, hint: str) -> HeinzelError:
+    return _error("HZH013", f"unknown key {key} in {path}", hint)
+
+
+def _find_project(cwd: Path) -> Path | None:
+    for folder in (cwd, *cwd.parents):
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    site: Path | None,
+    user: Path | None,
+    data_dir: Path | None = None,
+) -> LoadedSettings:
+    """Read every layer and return the typed settings, or raise a ``HZH01x`` error.
+
+    ``site`` and ``user`` are the files to read (None skips the layer; a missing file is
+    an empty layer). ``data_dir`` is the default ``home`` when nothing sets one; None means
+    the platform's user data dir for ``hz``.
+    """
+    values: dict[str, Any] = {}
+    provenance: dict[str, str] = {}
+    files: list[Path] = []
+    ignored: list[str] = []
+    project = _find_project(cwd)
+    config = env.get("HZ_CONFIG")
+    layers = [("site", site, False), ("user", user, False), ("project", project, False)]
+    layers.append(("HZ_CONFIG", cwd / config if config else None, True))
+    for label, path, required in layers:
+        if path is None:
+            continue
+        data = _read(path, label, required=required)
+        if data is None:
+            continue
+        files.append(path)
+        for key, value in _flatten(data, path).items():
+            if label == "project" and key not in PROJECT_KEYS:
+                ignored.append(key)
+                continue
+            values[key] = _home(key, value, path.parent, env)
+            provenance[key] = f"{label}:{path}"
+    for variable, key in ENV_KEYS.items():
+        if variable in env:
+            values[f"heinzel.{key}"] = _home(f"heinzel.{key}", env[variable], cwd, env)
+            provenance[f"heinzel.{key}"] = f"env:{variable}"
+    if "heinzel.home" not in values:
+        values["heinzel.home"] = data_dir or platformdirs.user_data_path("hz")
+        provenance["heinzel.home"] = "default"
+    settings = _validate(values, provenance)
+    return LoadedSettings(settings, provenance, tuple(ignored), project, tuple(files))
+
+
+def _home(key: str, value: Any, base: Path, env: Mapping[str, str]) -> Any:
+    """``home`` as a path: ``~/`` is ``$HOME``, a relative path is relative to ``base``."""
+    if key != "heinzel.home" or not isinstance(value, str):
+        return value
+    if value.startswith("~/") and "HOME" in env:
+        return Path(env["HOME"]) / value[2:]
+    return base / Path(value)
+
+
+def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings:
+    heinzel: dict[str, Any] = {"prices": {}}
+    runners: dict[str, Any] = {}
+    for key, value in values.items():
+        table, _, rest = key.partition(".")
+        if table == "runners":
+            runners[rest] = value
+        elif rest.startswith("prices."):
+            heinzel["prices"][rest.removeprefix("prices.")] = value
+        else:
+            heinzel[rest] = value
+    try:
+        return Settings.model_validate({"heinzel": heinzel, "runners": runners})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = [str(part) for part in error["loc"]]
+        key = ".".join(loc[:3] if loc[1:2] == ["prices"] else loc[:2])
+        source = provenance.get(key, "default")
+        if error["type"] == "extra_forbidden":
+            raise _error(
+                "HZH013",
+                f"unknown key {'.'.join(loc)} (from {source})",
+                "a price has input and output, in USD per million tokens",
+            ) from None
+        raise _error(
+            "HZH014",
+            f"bad value for {key} (from {source}): {error['msg']}",
+            "see docs/configuration.md for the key's type and range",
+        ) from None

@@ -1,0 +1,260 @@
+"""The contract compiler: ``.prose.md`` text in, a typed `CompiledContract` or a `ContractError`.
+
+The compiler reports one error, the first it finds, in this order: the file's structure
+(frontmatter fences, YAML, duplicate keys), the OpenProse ``kind``, the frontmatter's shape
+and values (the first in document order), the frontmatter's meaning against the capability
+registry (the first in document order), then the body. It never lets another exception out.
+
+The intent fingerprint is ``sha256:`` over the canonical JSON of the validated frontmatter
+(defaults filled in, sets sorted, durations canonical) and the parsed body with every
+whitespace run, line breaks included, made one space (known section titles canonical).
+Re-indenting the YAML, reordering keys, quoting differently, re-wrapping a paragraph or
+writing a default out leaves it unchanged; any change of a value or of a word changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from heinzel.capabilities.registry import DEFAULT_REGISTRY, Registry
+from heinzel.contract.body import Body, parse_body
+from heinzel.contract.model import Agent, Frontmatter, Hz, Input, Output
+from heinzel.contract.semantics import check_semantics
+from heinzel.contract.source import LineMap, load_yaml, split
+from heinzel.errors import ContractError
+from ledger.event import canonical, sha256_hex
+
+__all__ = [
+    "MAX_CONTRACT_BYTES",
+    "OPENPROSE_KINDS",
+    "CompiledContract",
+    "compile_contract",
+    "fingerprint",
+    "load_contract",
+]
+
+OPENPROSE_KINDS = ("function", "gateway", "test", "program", "service", "agent")
+"""OpenProse kinds hz reads but can't run: refused with ``HZC010``."""
+
+MAX_CONTRACT_BYTES = 1 << 20
+
+
+class CompiledContract(BaseModel):
+    """A contract as compiled: its typed frontmatter, its parsed body and its fingerprints.
+
+    ``fingerprint`` is the intent fingerprint (see the module); ``text_sha256`` the hash of
+    the exact text, so a stored version can be checked against its file.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    frontmatter: Frontmatter
+    body: Body
+    fingerprint: str
+    text_sha256: str
+
+    @property
+    def name(self) -> str:
+        """The contract's name (a slug)."""
+        return self.frontmatter.name
+
+    @property
+    def hz(self) -> Hz:
+        """Everything under ``hz:``."""
+        return self.frontmatter.hz
+
+    def to_json(self) -> str:
+        """The compiled form as stored beside ``contract/v<n>.prose.md``."""
+        return self.model_dump_json(by_alias=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CompiledContract:
+        """Read a compiled form written by `to_json`."""
+        return cls.model_validate_json(text)
+
+
+def fingerprint(frontmatter: Frontmatter, body: Body) -> str:
+    """The intent fingerprint of a validated frontmatter and a parsed body."""
+    document = {
+        "frontmatter": frontmatter.model_dump(mode="json", by_alias=True),
+        "body": _collapse(body.model_dump(mode="json")),
+    }
+    return "sha256:" + sha256_hex(canonical(document).encode("utf-8"))
+
+
+def _collapse(value: Any) -> Any:
+    """Every string with its whitespace runs (newlines too) made one space."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, list):
+        return [_collapse(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _collapse(item) for key, item in value.items()}
+    return value
+
+
+def compile_contract(
+    text: str, *, source: str = "<text>", registry: Registry = DEFAULT_REGISTRY
+) -> CompiledContract:
+    """Compile ``text`` (a whole ``.prose.md`` file) or raise the first `ContractError`."""
+    parts = split(text, source=source)
+    data, lines = load_yaml(parts.yaml_text, offset=parts.yaml_line, source=source)
+    if not isinstance(data, dict):
+        raise ContractError(
+            "HZC007",
+            "the frontmatter is not a mapping of keys to values",
+            "write the frontmatter as 'name: ...', 'kind: responsibility' and 'hz:' lines",
+            file=source,
+            line=parts.yaml_line,
+        )
+    _check_kind(data, lines, source)
+    try:
+        frontmatter = Frontmatter.model_validate(data)
+    except ValidationError as exc:
+        raise _first(exc, lines, source) from None
+    check_semantics(frontmatter, data, lines, registry=registry, source=source)
+    body = parse_body(parts.body, first_line=parts.body_line, source=source)
+    return CompiledContract(
+        frontmatter=frontmatter,
+        body=body,
+        fingerprint=fingerprint(frontmatter, body),
+        text_sha256="sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+    )
+
+
+def load_contract(path: Path, *, registry: Registry = DEFAULT_REGISTRY) -> CompiledContract:
+    """Read and compile the file at ``path`` (errors name the file)."""
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ContractError(
+            "HZC070", f"can't read the file: {exc.strerror}", "check the path", file=source
+        ) from None
+    if len(raw) > MAX_CONTRACT_BYTES:
+        raise ContractError(
+            "HZC072",
+            f"the file is larger than {MAX_CONTRACT_BYTES} bytes",
+            "a contract is a page of text; move material into skills or inputs",
+            file=source,
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ContractError(
+            "HZC071", "the file is not UTF-8 text", "save it as UTF-8", file=source, line=line
+        ) from None
+    return compile_contract(text, source=source, registry=registry)
+
+
+def _check_kind(data: dict[Any, Any], lines: LineMap, source: str) -> None:
+    kind = data.get("kind")
+    if "kind" not in data:
+        raise ContractError(
+            "HZC005",
+            "missing key kind",
+            "add 'kind: responsibility' to the frontmatter",
+            file=source,
+            line=lines.line(()),
+        )
+    if kind == "responsibility":
+        return
+    line = lines.line(("kind",))
+    if isinstance(kind, str) and kind in OPENPROSE_KINDS:
+        raise ContractError(
+            "HZC010",
+            f"an OpenProse {kind} is not something hz can run",
+            "hz runs contracts of kind responsibility; keep this file for OpenProse",
+            file=source,
+            line=line,
+        )
+    raise ContractError(
+        "HZC011",
+        f"unknown kind {kind!r}",
+        "a contract hz runs has 'kind: responsibility'",
+        file=source,
+        line=line,
+    )
+
+
+_KEYS: dict[str, type[BaseModel]] = {
+    "": Frontmatter,
+    "hz": Hz,
+    "hz.inputs.*": Input,
+    "hz.outputs.*": Output,
+    "hz.agent": Agent,
+}
+
+
+def _allowed(loc: tuple[str | int, ...]) -> str:
+    parent = [str(part) for part in loc[:-1]]
+    if len(parent) == 3 and parent[1] in ("inputs", "outputs"):
+        parent[2] = "*"
+    model = _KEYS.get(".".join(parent))
+    if model is None:
+        return "remove it; see docs/contract.md for the keys allowed here"
+    keys = sorted(f.alias or n for n, f in model.model_fields.items())
+    return "the keys allowed here are: " + ", ".join(keys)
+
+
+def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
+    loc = tuple(part for part in error["loc"] if part != "[key]")
+    where = ".".join(str(part) for part in loc)
+    kind = str(error["type"])
+    line = lines.line(loc)
+    if kind.startswith("HZC"):
+        return ContractError(
+            kind, f"{where}: {error['msg']}", _HINTS.get(kind, ""), file=source, line=line
+        )
+    if kind == "extra_forbidden":
+        return ContractError(
+            "HZC004", f"unknown key {where}", _allowed(loc), file=source, line=line
+        )
+    if kind == "missing":
+        return ContractError(
+            "HZC005",
+            f"missing key {where}",
+            _HZ_HINT if loc == ("hz",) else "add it; see docs/contract.md for what it holds",
+            file=source,
+            line=line,
+        )
+    return ContractError(
+        "HZC006",
+        f"{where}: {error['msg']}",
+        "see docs/contract.md for the type this key takes",
+        file=source,
+        line=line,
+    )
+
+
+def _first(exc: ValidationError, lines: LineMap, source: str) -> ContractError:
+    errors = [_translate(error, lines, source) for error in exc.errors()]
+    return min(errors, key=lambda e: e.line or 0)
+
+
+_HZ_HINT = (
+    "hz runs an OpenProse responsibility once it says when and from what: add an hz: "
+    "section (schedule, requires, inputs...), see docs/contract.md"
+)
+
+_HINTS = {
+    "HZC012": "a name is a slug: lowercase letters and digits joined by single hyphens",
+    "HZC013": "namespace is me (yours) or team (the team's)",
+    "HZC014": "render_on_schedule is always or if-moved",
+    "HZC015": "agent.model_class is fast, standard or best; the model itself is configuration",
+    "HZC020": 'five cron fields in quotes, like "0 15 * * FRI" (minute hour day month weekday)',
+    "HZC021": "use an IANA time zone name such as Europe/Berlin or UTC",
+    "HZC022": "write a whole number and a unit: 30s, 10m, 1h or 7d",
+    "HZC032": "write requires entries as capability:read or capability:write, e.g. tracker:read",
+    "HZC039": "write capability.method, e.g. code-host.merged_pull_requests",
+    "HZC040": "an asset is kind:path, e.g. doc:checkout/weekly-report",
+    "HZC041": "set a per-turn cap in USD such as 0.5",
+    "HZC042": "approvers lists owner or roster handles",
+    "HZC043": "input and output names are lowercase identifiers: letters, digits, underscores",
+    "HZC044": "name each skill once, by its directory name",
+}

@@ -1,0 +1,158 @@
+"""The typed frontmatter of a contract: ``name``, ``kind`` and everything hz needs under ``hz:``.
+
+Every model forbids unknown keys and validates strictly (YAML's ``yes`` is not a string,
+``"0.5"`` is not a number). Sets (``requires``, ``publishes``, ``approvers``) are kept
+sorted and without repeats, so their order in the file is not part of the contract's
+meaning. `docs/contract.md` documents every field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from heinzel.contract.types import (
+    AssetRef,
+    Cron,
+    Duration,
+    Identifier,
+    MethodRef,
+    Requirement,
+    Slug,
+    TimeZone,
+    parse_duration,
+)
+
+__all__ = [
+    "MAX_TURN_USD",
+    "Agent",
+    "Frontmatter",
+    "Hz",
+    "Input",
+    "ModelClass",
+    "Namespace",
+    "Output",
+    "RenderOnSchedule",
+]
+
+MAX_TURN_USD = 100.0
+"""A per-turn cap above this is refused as a typo (``HZC041``)."""
+
+Namespace = Literal["me", "team"]
+RenderOnSchedule = Literal["always", "if-moved"]
+ModelClass = Literal["fast", "standard", "best"]
+ArgValue = str | int | float | bool | list[str | int | float | bool]
+
+_APPROVER = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def _choice(code: str, what: str, options: tuple[str, ...]) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if not isinstance(value, str) or value not in options:
+            raise PydanticCustomError(
+                code,
+                f"{what} is one of {', '.join(options)}, not {{value}}",
+                {"value": repr(value)},
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def _max_usd(value: Any) -> Any:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0 < value <= MAX_TURN_USD:
+        raise PydanticCustomError(
+            "HZC041",
+            f"agent.max_usd is a number above 0 and at most {MAX_TURN_USD:g}, not {{value}}",
+            {"value": repr(value)},
+        )
+    return float(value)
+
+
+def _sorted_set(values: list[str]) -> list[str]:
+    return sorted(set(values))
+
+
+def _approvers(values: list[str]) -> list[str]:
+    if not values:
+        raise PydanticCustomError("HZC042", "approvers may not be empty", {})
+    for value in values:
+        if not _APPROVER.fullmatch(value):
+            raise PydanticCustomError(
+                "HZC042",
+                "not an approver: {value} (owner or a roster handle)",
+                {"value": repr(value)},
+            )
+    return sorted(set(values))
+
+
+def _skills(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise PydanticCustomError("HZC044", "a skill is named twice in uses", {})
+    return values
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+
+class Input(_Strict):
+    """One input: what it reads (``capability.method`` with args), how far back, how often."""
+
+    from_: MethodRef = Field(alias="from")
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    window: Duration | None = None
+    recheck: Duration | None = None
+    facet: Identifier | None = None
+
+
+class Output(_Strict):
+    """One output: the asset it keeps true and how long an approved version stays true."""
+
+    asset: AssetRef
+    valid_for: Duration | None = None
+
+
+class Agent(_Strict):
+    """Hints for the turn engine: a per-turn cap in USD and a model class, never a vendor."""
+
+    max_usd: Annotated[float, BeforeValidator(_max_usd)] | None = None
+    model_class: Annotated[
+        ModelClass, _choice("HZC015", "agent.model_class", ("fast", "standard", "best"))
+    ] = "standard"
+
+
+class Hz(_Strict):
+    """Everything hz needs under ``hz:``."""
+
+    namespace: Annotated[Namespace, _choice("HZC013", "namespace", ("me", "team"))] = "me"
+    schedule: Cron | None = None
+    timezone: TimeZone = "UTC"
+    render_on_schedule: Annotated[
+        RenderOnSchedule,
+        _choice("HZC014", "render_on_schedule", ("always", "if-moved")),
+    ] = "always"
+    requires: Annotated[list[Requirement], AfterValidator(_sorted_set)] = Field(
+        default_factory=list
+    )
+    inputs: dict[Identifier, Input] = Field(default_factory=dict)
+    outputs: dict[Identifier, Output] = Field(default_factory=dict)
+    publishes: Annotated[list[MethodRef], AfterValidator(_sorted_set)] = Field(default_factory=list)
+    approvers: Annotated[list[str], AfterValidator(_approvers)] = Field(
+        default_factory=lambda: ["owner"]
+    )
+    agent: Agent = Field(default_factory=Agent)
+    timeout: Duration = Field(default_factory=lambda: parse_duration("10m"))
+    uses: Annotated[list[Slug], AfterValidator(_skills)] = Field(default_factory=list)
+
+
+class Frontmatter(_Strict):
+    """The whole frontmatter: OpenProse's ``name`` and ``kind``, and ``hz``."""
+
+    name: Slug
+    kind: Literal["responsibility"]
+    hz: Hz

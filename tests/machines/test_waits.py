@@ -9,7 +9,7 @@ import pytest
 from ledger.event import Event
 from machines.errors import MachineError
 from machines.fold import fold
-from machines.resume import supersede
+from machines.resume import Pins, supersede
 from machines.steps import Wait
 from machines.testing import Harness
 from machines.waits import Due, Facts, PendingWait, check_on, due_waits
@@ -139,3 +139,14 @@ class TestWaitingTurns:
         """Unknown kinds or missing fields are HZM030."""
         with pytest.raises(MachineError, match="HZM030"):
             check_on(on)
+
+
+class TestPinsAcrossAWait:
+    def test_a_turn_woken_from_a_wait_runs_under_its_pins(self) -> None:
+        """The contract version of turn.started, not the current one, after the wait."""
+        h = Harness.make(decision="wait")
+        h.start(pins=Pins(contract_version=3, lessons_seq=9))
+        h.steps.pins_seen.clear()
+        h.resume(woken_by="timer")
+        assert {p["contract_version"] for p in h.steps.pins_seen} == {3}
+        assert {p["lessons_seq"] for p in h.steps.pins_seen} == {9}

@@ -252,12 +252,16 @@ APPLY: Mapping[str, Callable[[TurnState, Event], None]] = {
 effect's own event marks its record seen; anything else is data for the host)."""
 
 
+def apply_event(state: TurnState, event: Event) -> None:
+    """Fold one more event of the turn into ``state``."""
+    APPLY.get(event.kind, _apply_other)(state, event)
+    state.last_seq = event.seq
+
+
 def fold(turn: str, events: Iterable[Event]) -> TurnState:
     """The state of ``turn`` after ``events`` (events of other turns are ignored)."""
     state = TurnState(turn)
     for event in events:
-        if event.turn != turn:
-            continue
-        APPLY.get(event.kind, _apply_other)(state, event)
-        state.last_seq = event.seq
+        if event.turn == turn:
+            apply_event(state, event)
     return state

@@ -18,19 +18,23 @@ from typing import Any
 
 import structlog
 
-from ledger.event import Clock, Event, format_ts
+from ledger.event import Clock, Event, format_ts, parse_ts
 from machines.context import TurnContext
 from machines.effects import EffectFailed, Sleep
 from machines.errors import MachineError
-from machines.fold import APPLY, TurnState, _apply_other
+from machines.fold import TurnState, apply_event
 from machines.journal import Body, Journal, content_hash
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.turn import TurnMachine
-from machines.vocabulary import ACT_DISPOSITIONS
-from machines.waits import check_on
+from machines.vocabulary import ACT_DISPOSITIONS, SKIP_REASONS
+from machines.waits import check_wait
 
 _log = structlog.get_logger("machines.runner")
+
+
+NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
+"""The step each step hands its result to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +66,7 @@ class _Tracking:
     ) -> Event:
         event = self.inner.append(kind, data, turn=turn, key=key, short_text=short_text)
         if event.turn == self.state.turn:
-            APPLY.get(event.kind, _apply_other)(self.state, event)
-            self.state.last_seq = event.seq
+            apply_event(self.state, event)
         return event
 
     def turn_events(self, turn: str) -> list[Event]:
@@ -170,6 +173,7 @@ class TurnRun:
     def _advance(self, step: str, result: Any) -> None:
         if isinstance(result, Wait):
             until = result.until or format_ts(self.settings.clock() + self.settings.max_wait)
+            until = format_ts(parse_ts(until))
             data: dict[str, Any] = {"step": step, "until": until}
             if result.on is not None:
                 data["on"] = dict(result.on)
@@ -177,6 +181,9 @@ class TurnRun:
                 data["output"] = result.output
             self.fire("wait", data)
         elif isinstance(result, Skip):
+            if result.reason not in SKIP_REASONS:
+                self.fail("HZM008")
+                return
             self.fire(
                 "skip",
                 {
@@ -248,13 +255,12 @@ class TurnRun:
                 break
             if isinstance(result, Wait):
                 try:
-                    check_on(result.on)
+                    check_wait(result.on, result.until)
                 except MachineError as error:
                     self.fail(error.code)
                     break
+            if isinstance(result, Skip) and step != "outcome":
+                self.fail("HZM001")
+                break
             self._advance(step, result)
         return self.state
-
-
-NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
-"""The step each step hands its result to."""

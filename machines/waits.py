@@ -85,8 +85,18 @@ class Due(NamedTuple):
     woken_by: str
 
 
-def check_on(on: Mapping[str, Any] | None) -> None:
-    """Refuse an ``on`` condition of an unknown shape (HZM030)."""
+def check_wait(on: Mapping[str, Any] | None, until: str | None = None) -> None:
+    """Refuse an ``on`` condition of an unknown shape or an ``until`` that is not a
+    time (HZM030)."""
+    if until is not None:
+        try:
+            parse_ts(until)
+        except (TypeError, ValueError):
+            raise MachineError(
+                "HZM030",
+                f"a wait's until must be an ISO 8601 time, got {until!r}",
+                "pass a UTC time such as 2026-11-02T12:00:00Z",
+            ) from None
     if on is None:
         return
     kind = on.get("kind")

@@ -13,7 +13,7 @@ from machines.journal import InMemoryJournal
 from machines.keys import Wake
 from machines.resume import Pins, start_turn
 from machines.runner import TurnRun
-from machines.steps import Acted, Wait
+from machines.steps import Acted, Skip, Wait
 from machines.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
 
 WAKES = [Wake("asked", "hz-test@r1")]
@@ -192,3 +192,37 @@ class TestCodedFailures:
         run.fire("start", {})
         with pytest.raises(MachineError, match="HZM016"):
             asyncio.run(run.drive())
+
+
+class TestStepResults:
+    def test_an_until_that_is_not_a_time_fails_hzm030(self) -> None:
+        """Wait(until='soon') is refused and the turn fails."""
+        h = Harness.make(decision="wait", wait=Wait(until="soon"))
+        assert h.start().error == "HZM030"
+
+    def test_an_until_is_recorded_in_utc(self) -> None:
+        """An offset time is normalised to the spine's UTC form."""
+        h = Harness.make(decision="wait", wait=Wait(until="2026-11-02T13:00:00+01:00"))
+        h.start()
+        assert h.journal.events[-1].data["until"] == "2026-11-02T12:00:00.000Z"
+
+    def test_a_skip_with_an_unknown_reason_fails_hzm008(self) -> None:
+        """Skip('bored') from outcome fails the turn instead of writing a bad line."""
+        h = Harness.make()
+
+        async def bored(ctx: object, thought: object) -> Skip:
+            return Skip("bored")
+
+        h.steps.outcome = bored  # type: ignore[method-assign]
+        assert h.start().error == "HZM008"
+
+    def test_a_skip_from_think_fails_hzm001(self) -> None:
+        """Only outcome may skip a started turn."""
+        h = Harness.make()
+
+        async def skip(ctx: object, gathered: object) -> Skip:
+            return Skip("cap")
+
+        h.steps.think = skip  # type: ignore[method-assign]
+        state = h.start()
+        assert (state.state, state.error) == ("failed", "HZM001")

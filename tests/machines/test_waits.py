@@ -12,7 +12,7 @@ from machines.fold import fold
 from machines.resume import Pins, supersede
 from machines.steps import Wait
 from machines.testing import Harness
-from machines.waits import Due, Facts, PendingWait, check_on, due_waits
+from machines.waits import Due, Facts, PendingWait, check_wait, due_waits
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 
@@ -138,7 +138,7 @@ class TestWaitingTurns:
     def test_a_malformed_condition_is_refused(self, on: dict[str, str]) -> None:
         """Unknown kinds or missing fields are HZM030."""
         with pytest.raises(MachineError, match="HZM030"):
-            check_on(on)
+            check_wait(on)
 
 
 class TestPinsAcrossAWait:

@@ -57,7 +57,7 @@ class Session:
         self._run = run
         self._task = asyncio.create_task(run.drive())
         try:
-            return await asyncio.shield(self._task)
+            return await self._task
         finally:
             self._leftover.extend(
                 Steer(str(s.get("request_id")), str(s.get("hash"))) for s in run.state.steered

@@ -12,7 +12,7 @@ from machines.errors import MachineError
 from machines.keys import Wake
 from machines.resume import Pins
 from machines.session import Session
-from machines.testing import Harness
+from machines.testing import Harness, SimulatedCrash
 
 WAKE = [Wake("asked", "hz-test@r0")]
 
@@ -109,3 +109,20 @@ class TestSession:
         state = asyncio.run(s.resume("t1", "answer"))
         assert state is not None and state.disposition == "drafted"
         assert asyncio.run(s.resume("t1")) is None
+
+    def test_a_steer_journalled_before_a_crash_reaches_the_resumed_request(self) -> None:
+        """turn.steered is durable; the model request after the resume receives it."""
+        h = Harness.make()
+        h.crash_after = 3
+        fired: list[str] = []
+
+        def steer(ctx: TurnContext) -> None:
+            if not fired:
+                fired.append("r9")
+                ctx.journal.append("turn.steered", {"request_id": "r9", "hash": "h"}, turn=ctx.turn)
+
+        h.steps.hooks["think"] = steer
+        with pytest.raises(SimulatedCrash):
+            h.start()
+        h.resume()
+        assert [[x.request_id for x in seen] for seen in h.steps.steers_seen] == [["r9"]]

@@ -19,7 +19,7 @@ from machines.context import Steer
 from machines.errors import MachineError
 from machines.fold import TurnState
 from machines.journal import Body, Journal
-from machines.keys import Wake
+from machines.keys import Wake, coalesce
 from machines.resume import Pins, prepare_resume, prepare_turn
 from machines.runner import Settings, TurnRun
 from machines.steps import Steps
@@ -94,6 +94,20 @@ class Session:
         if run is None:
             return None
         return await self._drive(run)
+
+    async def wake(self, wakes: Sequence[Wake], *, turn: str, pins: Pins) -> list[TurnState]:
+        """Apply the key rule to wakes due together: while a turn runs each becomes a
+        request; otherwise open turns of their keys resume (recovery) and the new
+        wakes start one turn ``turn``, coalesced. The states of what ran."""
+        if self._run is not None:
+            for one in wakes:
+                self.request(one)
+            return []
+        plan = coalesce(self.journal, wakes)
+        ran = [state for t in plan.resume if (state := await self.resume(t)) is not None]
+        if plan.start:
+            ran.append(await self.start(turn, plan.start, pins))
+        return ran
 
     def message(self, request_id: str, content_hash: str, key: str) -> Delivery:
         """Deliver a chat message whose text is already in the host's inbox."""

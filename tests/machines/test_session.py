@@ -126,3 +126,33 @@ class TestSession:
             h.start()
         h.resume()
         assert [[x.request_id for x in seen] for seen in h.steps.steers_seen] == [["r9"]]
+
+
+class TestWake:
+    def test_wakes_resume_open_turns_start_new_ones_and_skip_final_ones(self) -> None:
+        """An open key resumes its turn, a new key starts one turn, a final key is dropped."""
+        h = Harness.make()
+        s = session_of(h)
+        h.crash_after = 3
+        with pytest.raises(SimulatedCrash):
+            asyncio.run(s.start("t1", [Wake("asked", "hz-test@r1")], Pins(1)))
+        s = session_of(h)
+        wakes = [Wake("asked", "hz-test@r1"), Wake("schedule", "hz-test@s2")]
+        ran = asyncio.run(s.wake(wakes, turn="t2", pins=Pins(1)))
+        assert [(st.turn, st.disposition) for st in ran] == [("t1", "drafted"), ("t2", "drafted")]
+        assert asyncio.run(s.wake(wakes, turn="t3", pins=Pins(1))) == []
+        assert h.journal.turn_events("t3") == []
+
+    def test_wakes_while_awake_become_requests(self) -> None:
+        """During a turn, wake() records turn.requested for each wake."""
+        h = Harness.make()
+        s = session_of(h)
+        later = [Wake("source-changed", "hz-test@prs:f")]
+        got: list[list[object]] = []
+
+        async def during(ctx: TurnContext) -> None:
+            got.append(list(await s.wake(later, turn="tX", pins=Pins(1))))
+
+        h.steps.hooks["act"] = during
+        asyncio.run(s.start("t1", WAKE, Pins(1)))
+        assert got == [[]] and s.follow_up() == later

@@ -128,6 +128,17 @@ async def _perform(effect: Effect, sleep: Sleep) -> Any:
     raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
 
+def _elsewhere(journal: Journal, key: str, turn: str) -> tuple[str | None, str | None]:
+    """What other turns recorded for ``key``: ``done`` (and its hash), ``started``, or None."""
+    others = [e for e in journal.key_events(key) if e.turn != turn]
+    done = [e for e in others if e.kind == "effect.done"]
+    if done:
+        return "done", str(done[-1].data.get("hash"))
+    if any(e.kind == "effect.started" for e in others):
+        return "started", None
+    return None, None
+
+
 def _own_event(effect: Effect, journal: Journal, turn: str, digest: str) -> None:
     data = {**effect.event_data, "key": effect.key, "hash": digest}
     journal.append(effect.event, data, turn=turn, key=effect.key, short_text=effect.short_text)
@@ -141,9 +152,12 @@ async def run_effect(
     record: EffectRecord | None,
     sleep: Sleep,
 ) -> str:
-    """Perform ``effect`` at most once per key for this turn; return its result hash.
+    """Perform ``effect`` at most once per key; return its result hash.
 
     ``record`` is what the turn's fold knows of the key (``None`` for a new one).
+    A key another turn already has done is not performed again (its hash is
+    returned and nothing is written); one another turn started without an outcome
+    is probed before it is performed.
     """
     if record is not None and record.outcome == "failed":
         raise EffectFailed(effect.key, str(record.error))
@@ -152,7 +166,15 @@ async def run_effect(
         if not record.event_seen:
             _own_event(effect, journal, turn, digest)
         return digest
-    if record is not None:
+    uncertain = record is not None
+    if record is None:
+        status, done_hash = _elsewhere(journal, effect.key, turn)
+        if status == "done":
+            _log.info("effect.done_elsewhere", key=effect.key)
+            return str(done_hash)
+        journal.append("effect.started", {"effect": effect.name}, turn=turn, key=effect.key)
+        uncertain = status == "started"
+    if uncertain:
         presence = await _probe(effect)
         _log.info("effect.probed", key=effect.key, presence=presence)
         if presence == "unknown":
@@ -164,8 +186,6 @@ async def run_effect(
             )
             _own_event(effect, journal, turn, digest)
             return digest
-    else:
-        journal.append("effect.started", {"effect": effect.name}, turn=turn, key=effect.key)
     try:
         result = await _perform(effect, sleep)
     except Exception as error:

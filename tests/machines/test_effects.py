@@ -167,3 +167,42 @@ class TestLocalProbe:
         state = h.resume()
         assert state.disposition == "asked"
         assert list(h.world.performed.values()) == [1]
+
+
+class TestKeysAcrossTurns:
+    def test_a_key_done_in_another_turn_is_not_performed_again(self) -> None:
+        """Each key is idempotent on its own, whichever turn asks."""
+        world = FakeWorld()
+        journal = InMemoryJournal(ManualClock())
+        digest = run(journal, effect(world))
+        record = fold("t2", journal.turn_events("t2")).effects.get("hz-x@v1@slot@doc:a")
+        again = asyncio.run(
+            run_effect(
+                effect(world), journal=journal, turn="t2", record=record, sleep=RecordingSleep()
+            )
+        )
+        assert (again, world.performed, len(journal.events)) == (
+            digest,
+            {"hz-x@v1@slot@doc:a": 1},
+            3,
+        )
+
+    def test_a_key_started_in_another_turn_is_probed_first(self) -> None:
+        """Started elsewhere without an outcome and present in the world: not performed."""
+        world = FakeWorld()
+        world.performed["hz-x@v1@slot@doc:a"] = 1
+        journal = InMemoryJournal(ManualClock())
+        journal.append(
+            "effect.started", {"effect": "place_draft"}, turn="t1", key="hz-x@v1@slot@doc:a"
+        )
+        asyncio.run(
+            run_effect(
+                effect(world), journal=journal, turn="t2", record=None, sleep=RecordingSleep()
+            )
+        )
+        assert world.performed == {"hz-x@v1@slot@doc:a": 1}
+        assert [(e.turn, e.kind) for e in journal.events][1:] == [
+            ("t2", "effect.started"),
+            ("t2", "effect.done"),
+            ("t2", "draft.placed"),
+        ]

@@ -26,7 +26,7 @@ from machines.resume import Pins, resume_turn, skip_turn, start_turn, supersede
 from machines.runner import Settings
 from machines.session import Session
 from machines.steps import Acted, Fail, Skip, Steps, Wait
-from machines.tools import INTERRUPTED, ToolDecl
+from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
 from machines.waits import Due, Facts, PendingWait, due_waits
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "Steer",
     "Steps",
     "ToolDecl",
+    "ToolFailed",
     "TurnContext",
     "TurnState",
     "Wait",

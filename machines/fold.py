@@ -40,6 +40,7 @@ class ToolRecord:
     args: str
     status: str | None = None
     hash: str | None = None
+    error: str | None = None
 
 
 @dataclass
@@ -202,6 +203,7 @@ def _apply_tool_result(state: TurnState, event: Event) -> None:
         raise _mismatch(event, state, "a tool result without its call")
     record.status = event.data.get("status")
     record.hash = event.data.get("hash")
+    record.error = event.data.get("error")
 
 
 def _apply_effect_started(state: TurnState, event: Event) -> None:

@@ -44,6 +44,21 @@ def _unexpected(call_id: str, recorded: str, called: str) -> MachineError:
     )
 
 
+class ToolFailed(MachineError):
+    """HZM022: a call that is not replay-safe failed before; replaying it fails again."""
+
+    def __init__(self, call_id: str, error: str | None) -> None:
+        super().__init__(
+            "HZM022",
+            f"tool call {call_id} failed earlier in this turn ({error}) and is not replay-safe",
+            "the failure is replayed, not the call; fork a new turn (hz heinzel retry)",
+        )
+
+
+def _result(journal: Journal, turn: str, call_id: str, **data: Any) -> None:
+    journal.append("tool.result", {"call_id": call_id, **data}, turn=turn)
+
+
 async def run_tool(
     decl: ToolDecl,
     call_id: str,
@@ -56,41 +71,42 @@ async def run_tool(
     record: ToolRecord | None,
 ) -> Any:
     """Run one tool call under the replay rules and return its result."""
-    args_hash = content_hash(args)
-    if record is not None:
+    safe = decl.replay_safe
+    if record is None:
+        args_hash = content_hash(args)
+        body.put(turn, args_hash, args)
+        journal.append(
+            "tool.called",
+            {"call_id": call_id, "tool": decl.name, "args": args_hash, "replay_safe": safe},
+            turn=turn,
+        )
+    else:
         if record.tool != decl.name:
             raise _unexpected(call_id, record.tool, decl.name)
-        if record.status is not None and record.hash is not None:
+        safe = safe and record.replay_safe
+        if record.status == "ok" and record.hash is not None:
             try:
                 return body.get(turn, record.hash)
             except KeyError:
-                if not (record.replay_safe and decl.replay_safe):
+                if not safe:
                     return INTERRUPTED
-        elif record.status == "interrupted" or not (record.replay_safe and decl.replay_safe):
-            if record.status is None:
-                journal.append(
-                    "tool.result",
-                    {"call_id": call_id, "hash": None, "status": "interrupted"},
-                    turn=turn,
-                )
+        elif record.status == "interrupted":
             return INTERRUPTED
-    else:
-        journal.append(
-            "tool.called",
-            {
-                "call_id": call_id,
-                "tool": decl.name,
-                "args": args_hash,
-                "replay_safe": decl.replay_safe,
-            },
-            turn=turn,
-        )
-        body.put(turn, args_hash, args)
-    result = await call()
+        elif record.status == "error" and not safe:
+            raise ToolFailed(call_id, record.error)
+        elif record.status is None and not safe:
+            _result(journal, turn, call_id, hash=None, status="interrupted")
+            return INTERRUPTED
+    recorded = record.status if record is not None else None
+    try:
+        result = await call()
+    except Exception as error:
+        if recorded != "error":
+            code = str(getattr(error, "code", "")) or type(error).__name__
+            _result(journal, turn, call_id, hash=None, status="error", error=code)
+        raise
     digest = content_hash(result)
     body.put(turn, digest, result)
-    if record is None or record.status is None:
-        journal.append(
-            "tool.result", {"call_id": call_id, "hash": digest, "status": "ok"}, turn=turn
-        )
+    if recorded != "ok":
+        _result(journal, turn, call_id, hash=digest, status="ok")
     return result

@@ -110,9 +110,16 @@ class TurnRun:
         """The turn id."""
         return self.state.turn
 
-    def fire(self, trigger: str, data: Mapping[str, Any], *, key: str | None = None) -> Event:
+    def fire(
+        self,
+        trigger: str,
+        data: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        short_text: tuple[str, ...] = (),
+    ) -> Event:
         """Take a transition and check the live state against the fold."""
-        event = self.machine.fire(trigger, data, key=key)
+        event = self.machine.fire(trigger, data, key=key, short_text=short_text)
         if self.machine.state != self.state.state:
             raise MachineError(
                 "HZM012",
@@ -220,7 +227,7 @@ class TurnRun:
             self.fail("HZM015")
             return
         extra = {k: v for k, v in acted.items() if k != "disposition"}
-        self.fire("conclude", self._finished_data(disposition, **extra))
+        self.fire("conclude", self._finished_data(disposition, **extra), short_text=("report",))
 
     async def drive(self) -> TurnState:
         """Walk the steps from the current state until the turn waits or ends."""

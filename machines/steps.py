@@ -45,7 +45,8 @@ class Fail:
 
 @dataclass(frozen=True, slots=True)
 class Acted:
-    """What the act step did: its disposition and small data for ``turn.finished``."""
+    """What the act step did: its disposition and small data for ``turn.finished``
+    (a ``report`` field is the one line a user reads, allowed up to a short text)."""
 
     disposition: str
     data: Mapping[str, Any] = field(default_factory=dict)

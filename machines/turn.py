@@ -79,16 +79,24 @@ class TurnMachine:
         return self._model.state
 
     def fire(
-        self, trigger: str, data: Mapping[str, Any] | None = None, *, key: str | None = None
+        self,
+        trigger: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        short_text: tuple[str, ...] = (),
     ) -> Event:
-        """Take ``trigger``, appending its checkpoint with ``data``; return that event."""
+        """Take ``trigger``, appending its checkpoint with ``data``; return that event.
+
+        ``short_text`` names fields of ``data`` a user is meant to read (the spine's
+        content guard allows them longer strings)."""
         state = self.state
         if trigger not in self._machine.get_triggers(state):
             raise invalid_trigger(state, trigger)
         self._written = []
         try:
             moved = self._machine.events[trigger].trigger(
-                self._model, data=dict(data or {}), key=key
+                self._model, data=dict(data or {}), key=key, short_text=short_text
             )
         except TransitionsError as error:
             raise invalid_trigger(state, trigger) from error
@@ -102,6 +110,10 @@ class TurnMachine:
     def _append(self, trigger: str, kwargs: Mapping[str, Any]) -> None:
         self._written.append(
             self.journal.append(
-                CHECKPOINT_OF[trigger], kwargs.get("data"), turn=self.turn, key=kwargs.get("key")
+                CHECKPOINT_OF[trigger],
+                kwargs.get("data"),
+                turn=self.turn,
+                key=kwargs.get("key"),
+                short_text=kwargs.get("short_text", ()),
             )
         )

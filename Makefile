@@ -4,13 +4,30 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench demo lock clean
+.PHONY: test lint typecheck unit bench demo lock clean claude
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# The real Claude Code CLI for the runner tests (tests/runners/test_claude_real.py), pinned to
+# what npm gives on Node 20. Without npm this prints a note and those tests skip with the reason.
+CLAUDE_CODE_VERSION := 2.1.197
+CLAUDE_PREFIX := $(VENV)/claude
+CLAUDE_STAMP  := $(CLAUDE_PREFIX)/.installed-$(CLAUDE_CODE_VERSION)
+
+$(CLAUDE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(CLAUDE_PREFIX) \
+	    @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) && touch $@; \
+	else \
+	  echo "note: npm not found; the real Claude Code runner tests will skip"; \
+	fi
+
+## make claude: install the real Claude Code CLI the runner tests use.
+claude: $(CLAUDE_STAMP)
 
 ## make test: set up (venv, exact dependencies from the lock), then lint, type-check and test.
 test: lint typecheck unit
@@ -22,7 +39,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(CLAUDE_STAMP)
 	$(BIN)/pytest -q
 
 ## make bench: performance figures, each against a baseline measured in the same run.

@@ -1,19 +1,106 @@
-"""The ``hz`` command line: a thin layer over the Python API."""
+"""The ``hz`` command line: a thin layer over `heinzel.service`.
+
+Every command takes ``--home``; listing and showing commands take ``--json``.
+Errors go to stderr as ``CODE: message`` and a hint line, with exit status 1;
+bad usage exits 2 (click's own). Heavy modules load inside the commands, so
+``hz --help`` starts fast.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
+from ledger.errors import HzError
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+if TYPE_CHECKING:
+    from heinzel.service import Service
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["hz", "main"]
+
+
+def home_option(func: F) -> F:
+    """``--home DIR`` on every command (default ``$HZ_HOME``, then the user data dir)."""
+    return click.option(
+        "--home",
+        "home",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="hz's data directory (default: $HZ_HOME, else the user data dir).",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    """``--json`` on every listing or showing command."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+def open_service(home: str | None) -> Service:
+    """Build the service for this process: home, clock and settings from the environment."""
+    from heinzel.service import Service
+
+    return Service.from_environment(home, dict(os.environ))
+
+
+def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+    """Print ``payload`` as JSON or through ``render``."""
+    if as_json:
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True))
+    else:
+        text = render(payload)
+        if text:
+            click.echo(text)
+
+
+class HzGroup(click.Group):
+    """A group that renders hz's coded errors instead of tracebacks."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HzError as exc:
+            click.echo(exc.render(), err=True)
+            ctx.exit(1)
+
+
+def not_yet(what: str, issue: str) -> HzError:
+    """The coded answer of a command whose machinery has not landed yet."""
+    from heinzel.errors import HeinzelError
+
+    return HeinzelError(
+        "HZH090",
+        f"{what} is not available yet",
+        f"it arrives with {issue}; nothing was changed",
+    )
+
+
+@click.group(cls=HzGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="heinzel", prog_name="hz")
 def hz() -> None:
     """hz: a local-first engine for durable agents (Heinzelmännchen).
 
-    Example: hz heinzel list --json
+    \b
+    Example:
+      hz heinzel new --from weekly-report.prose.md
+      hz approve weekly-report
+      hz heinzel list
     """
 
 
 def main() -> None:
     """Entry point of the ``hz`` console script."""
-    hz()
+    from heinzel import commands  # noqa: F401  (registers the subcommands)
+
+    hz(prog_name="hz")
+
+
+def run_main() -> None:  # pragma: no cover - python -m heinzel
+    main()
+    sys.exit(0)

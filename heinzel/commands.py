@@ -1,0 +1,385 @@
+"""The commands of ``hz``, each a few lines over `heinzel.service.Service`."""
+
+from __future__ import annotations
+
+import click
+
+from heinzel import render
+from heinzel.cli import emit, home_option, hz, json_option, not_yet, open_service
+
+
+@hz.group()
+def heinzel() -> None:
+    """Create, list, inspect and steer Heinzelmännchen.
+
+    \b
+    Example:
+      hz heinzel list --state asleep
+    """
+
+
+@heinzel.command("new")
+@click.argument("sentence", required=False)
+@click.option(
+    "--from",
+    "files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A contract file (.prose.md); repeat for several.",
+)
+@click.option("--name", default=None, help="The name (a slug); only with one file.")
+@click.option(
+    "--namespace",
+    type=click.Choice(["me", "team"]),
+    default=None,
+    help="Overrides the contract's hz.namespace.",
+)
+@home_option
+@json_option
+def new(
+    *,
+    sentence: str | None,
+    files: tuple[str, ...],
+    name: str | None,
+    namespace: str | None,
+    home: str | None,
+    as_json: bool,
+) -> None:
+    """Create Heinzelmännchen from contract files (state: proposed).
+
+    \b
+    Example:
+      hz heinzel new --from weekly-report.prose.md --name weekly-report
+      hz approve weekly-report
+    """
+    if sentence and not files:
+        raise not_yet("creating a contract from a sentence (a created turn)", "the turn engine")
+    if not files:
+        raise click.UsageError("give --from FILE (one or more), or a sentence")
+    rows = open_service(home).create_from_files(list(files), name=name, namespace=namespace)
+    emit(rows, as_json, render.created)
+
+
+@heinzel.command("list")
+@click.option("--artifact", default=None, help="Only those that keep this asset ref.")
+@click.option("--state", default=None, help="proposed|asleep|awake|waiting|paused|retired")
+@click.option(
+    "--contract",
+    "contract",
+    default=None,
+    help="NAME or NAME@VERSION, or KEY=VALUE for a frontmatter key.",
+)
+@home_option
+@json_option
+def list_(
+    artifact: str | None, state: str | None, contract: str | None, home: str | None, as_json: bool
+) -> None:
+    """List Heinzelmännchen from the index (never opens a spine).
+
+    \b
+    Example:
+      hz heinzel list --artifact doc:checkout/weekly-report --json
+    """
+    rows = open_service(home).listing(artifact=artifact, state=state, contract=contract)
+    emit(rows, as_json, render.listing)
+
+
+@heinzel.command("show")
+@click.argument("name")
+@home_option
+@json_option
+def show(name: str, home: str | None, as_json: bool) -> None:
+    """Versions, timeline, lessons, the pending item and cost by cause.
+
+    \b
+    Example:
+      hz heinzel show weekly-report
+    """
+    emit(open_service(home).show(name), as_json, render.show)
+
+
+def _lifecycle_command(verb: str, help_text: str) -> None:
+    @heinzel.command(verb, help=help_text)
+    @click.argument("name")
+    @home_option
+    @json_option
+    def command(name: str, home: str | None, as_json: bool) -> None:
+        row = open_service(home).lifecycle(name, verb)
+        emit(row, as_json, render.state_line)
+
+
+_lifecycle_command(
+    "pause",
+    "Pause: it wakes no more until unpaused.\n\n\b\nExample:\n  hz heinzel pause weekly-report",
+)
+_lifecycle_command(
+    "unpause", "Unpause a paused one.\n\n\b\nExample:\n  hz heinzel unpause weekly-report"
+)
+_lifecycle_command(
+    "retire", "Retire: kept, never woken.\n\n\b\nExample:\n  hz heinzel retire weekly-report"
+)
+_lifecycle_command(
+    "unretire",
+    "Bring a retired one back (asleep).\n\n\b\nExample:\n  hz heinzel unretire weekly-report",
+)
+
+
+@heinzel.command("rename")
+@click.argument("name")
+@click.argument("new_name")
+@home_option
+@json_option
+def rename(name: str, new_name: str, home: str | None, as_json: bool) -> None:
+    """Rename one (the id stays; names are unique per namespace).
+
+    \b
+    Example:
+      hz heinzel rename weekly-report checkout-weekly
+    """
+    emit(open_service(home).rename(name, new_name), as_json, render.state_line)
+
+
+@heinzel.command("amend")
+@click.argument("name")
+@click.option(
+    "--from",
+    "file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The amended contract file.",
+)
+@home_option
+@json_option
+def amend(name: str, file: str, home: str | None, as_json: bool) -> None:
+    """Propose an amendment as the user (approve it with `hz approve NAME`).
+
+    \b
+    Example:
+      hz heinzel amend weekly-report --from weekly-report.v2.prose.md
+    """
+    emit(open_service(home).amend(name, file), as_json, render.amendment)
+
+
+@heinzel.command("decline")
+@click.argument("name")
+@home_option
+@json_option
+def decline(name: str, home: str | None, as_json: bool) -> None:
+    """Decline the pending amendment.
+
+    \b
+    Example:
+      hz heinzel decline weekly-report
+    """
+    emit(open_service(home).decline(name), as_json, render.amendment)
+
+
+@heinzel.command("lessons")
+@click.argument("name")
+@home_option
+@json_option
+def lessons(name: str, home: str | None, as_json: bool) -> None:
+    """What it learned from you.
+
+    \b
+    Example:
+      hz heinzel lessons weekly-report
+    """
+    emit(open_service(home).lessons(name), as_json, render.lessons)
+
+
+@heinzel.command("dismiss")
+@click.argument("name")
+@click.argument("lesson")
+@home_option
+@json_option
+def dismiss(name: str, lesson: str, home: str | None, as_json: bool) -> None:
+    """Dismiss a lesson: kept, marked, never shown to the model again.
+
+    \b
+    Example:
+      hz heinzel dismiss weekly-report 12
+    """
+    emit(open_service(home).dismiss(name, lesson), as_json, render.lessons)
+
+
+@heinzel.command("verify")
+@click.argument("name", required=False)
+@home_option
+@json_option
+def verify(name: str | None, home: str | None, as_json: bool) -> None:
+    """Check every chain (or one); exit 1 on a break, naming the file and seq.
+
+    \b
+    Example:
+      hz heinzel verify
+    """
+    reports = open_service(home).verify(name)
+    emit(reports, as_json, render.verify)
+    if any(not r["ok"] for r in reports):
+        raise SystemExit(1)
+
+
+@heinzel.command("reindex")
+@home_option
+@json_option
+def reindex(home: str | None, as_json: bool) -> None:
+    """Rebuild the index from the spines.
+
+    \b
+    Example:
+      hz heinzel reindex
+    """
+    emit(open_service(home).reindex(), as_json, render.reindex)
+
+
+@heinzel.command("prune")
+@home_option
+@json_option
+def prune(home: str | None, as_json: bool) -> None:
+    """Delete turn bodies past retention_days (only files hz wrote).
+
+    \b
+    Example:
+      hz heinzel prune
+    """
+    emit(open_service(home).prune(), as_json, render.prune)
+
+
+def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
+    @heinzel.command(
+        verb,
+        help=f"{help_text}\n\n\b\nExample:\n  {usage}",
+        context_settings={"ignore_unknown_options": True},
+    )
+    @click.argument("args", nargs=-1)
+    @click.option("--message", default=None, hidden=verb != "wake", help="A message for the turn.")
+    @home_option
+    def command(args: tuple[str, ...], message: str | None, home: str | None) -> None:
+        raise not_yet(f"`hz heinzel {verb}`", issue)
+
+
+_turn_command(
+    "wake",
+    "hz heinzel wake weekly-report --message 'draft now'",
+    "Start a new turn now (cause asked).",
+    "the turn engine",
+)
+_turn_command(
+    "chat",
+    "hz heinzel chat weekly-report 'keep it under ten lines'",
+    "Send a message to its session (steers a running turn).",
+    "the tick",
+)
+_turn_command("resume", "hz heinzel resume weekly-report", "Resume a waiting turn now.", "the tick")
+_turn_command(
+    "stop",
+    "hz heinzel stop weekly-report",
+    "Stop the running turn (abandoned, reason stopped).",
+    "the tick",
+)
+_turn_command(
+    "retry",
+    "hz heinzel retry weekly-report shorter",
+    "Fork a turn from its checkpoint with a hint.",
+    "the tick",
+)
+
+
+@hz.command("approve")
+@click.argument("items", nargs=-1, required=True)
+@home_option
+@json_option
+def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
+    """Approve v1 of a proposed one, a pending amendment, or a local draft.
+
+    \b
+    Example:
+      hz approve weekly-report standup-notes
+    """
+    service = open_service(home)
+    emit([service.approve(item) for item in items], as_json, render.approved)
+
+
+@hz.command("drafts")
+@home_option
+@json_option
+def drafts(home: str | None, as_json: bool) -> None:
+    """Every waiting draft with its place.
+
+    \b
+    Example:
+      hz drafts --json
+    """
+    emit(open_service(home).drafts(), as_json, render.drafts)
+
+
+@hz.group()
+def system() -> None:
+    """The daemon and the doctor.
+
+    \b
+    Example:
+      hz system doctor
+    """
+
+
+@system.group()
+def daemon() -> None:
+    """Ticks: wake what is due.
+
+    \b
+    Example:
+      hz system daemon tick
+    """
+
+
+@daemon.command("tick")
+@home_option
+@json_option
+def tick(home: str | None, as_json: bool) -> None:
+    """One tick (for cron, systemd or launchd).
+
+    \b
+    Example:
+      hz system daemon tick
+    """
+    raise not_yet("`hz system daemon tick`", "the tick")
+
+
+@daemon.command("run")
+@click.option("--interval", type=float, default=300.0, help="Seconds between ticks.")
+@home_option
+def run(interval: float, home: str | None) -> None:
+    """Tick in a loop.
+
+    \b
+    Example:
+      hz system daemon run --interval 300
+    """
+    raise not_yet("`hz system daemon run`", "the tick")
+
+
+@system.command("doctor")
+@home_option
+@json_option
+def doctor(home: str | None, as_json: bool) -> None:
+    """What is configured, what is missing, and the fix.
+
+    \b
+    Example:
+      hz system doctor
+    """
+    emit(open_service(home).doctor(), as_json, render.doctor)
+
+
+@hz.command("demo")
+@home_option
+def demo(home: str | None) -> None:
+    """The worked example (Priya's weekly report), offline, narrated.
+
+    \b
+    Example:
+      hz demo
+    """
+    raise not_yet("`hz demo`", "the tick and the documents adapter")

@@ -1,0 +1,92 @@
+"""``hz system doctor``: what is configured, what is missing, and the fix."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from heinzel.service import Service
+
+__all__ = ["diagnose"]
+
+EXTRAS = {"anthropic": "anthropic", "openai": "openai", "openai-chat": "openai"}
+
+
+def diagnose(service: Service) -> dict[str, Any]:
+    """Every check as ``{name, ok, detail, fix}``; nothing here changes a file."""
+    checks: list[dict[str, Any]] = []
+    home = service.home
+    exists = home.root.exists()
+    checks.append(
+        {
+            "name": "home",
+            "ok": not exists or os.access(home.root, os.W_OK),
+            "detail": f"{home.root}" + ("" if exists else " (created on first use)"),
+            "fix": "give a writable --home or HZ_HOME",
+        }
+    )
+    checks.append(
+        {"name": "sessions", "ok": True, "detail": f"{sum(1 for _ in home.session_ids())} on disk"}
+    )
+    model = service.settings.heinzel.model
+    provider = model.split(":", 1)[0] if ":" in model else ""
+    extra = EXTRAS.get(provider)
+    if model == "offline":
+        checks.append(
+            {
+                "name": "model",
+                "ok": True,
+                "detail": "offline (built-in, rule-based, no AI, no network)",
+            }
+        )
+    elif extra and importlib.util.find_spec(extra) is None:
+        checks.append(
+            {
+                "name": "model",
+                "ok": False,
+                "detail": f"{model}: the {extra} client is not installed",
+                "fix": f"pip install 'heinzel[{extra}]'",
+            }
+        )
+    else:
+        checks.append({"name": "model", "ok": True, "detail": model})
+    runners = [
+        _runner_check(name, table) for name, table in sorted(service.settings.runners.items())
+    ]
+    checks += runners or [
+        {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
+    ]
+    return {"home": str(home.root), "checks": checks}
+
+
+def _runner_check(name: str, table: Any) -> dict[str, Any]:
+    """One bound runner: on PATH, version, isolation, limits it cannot enforce, refusal."""
+    from heinzel.runners.doctor import check_runner
+    from heinzel.runners.errors import RunnerError
+    from heinzel.runners.settings import parse_runner_settings
+
+    label = f"runner {name}"
+    try:
+        found = check_runner(name, parse_runner_settings(name, table))
+    except RunnerError as exc:
+        return {"name": label, "ok": False, "detail": exc.message, "fix": exc.hint}
+    parts = [
+        f"{found.kind}",
+        found.executable or "no executable",
+        f"version {found.version}" if found.version else "version unknown",
+    ]
+    missing = sorted(flag for flag, present in found.isolation.items() if not present)
+    if missing:
+        parts.append("lacks " + ", ".join(missing))
+    if found.unenforced_limits:
+        parts.append("cannot enforce " + ", ".join(found.unenforced_limits))
+    if found.refuses:
+        parts.append(f"refuses to run: {found.refusal}")
+    return {
+        "name": label,
+        "ok": found.ok,
+        "detail": "; ".join(parts),
+        "fix": "; ".join(found.problems) or "see docs/runners.md",
+    }

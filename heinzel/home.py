@@ -1,0 +1,74 @@
+"""Where hz keeps its files: ``HZ_HOME`` and the layout of design.md.
+
+```
+heinzel/index.sqlite             derived; rebuildable from the spines
+heinzel/sources/                 the tick's source cache
+heinzel/<id>/session.jsonl       the spine
+heinzel/<id>/lock                one writer per spine
+heinzel/<id>/turns/<turn>.jsonl  turn bodies
+heinzel/<id>/inbox/<req>.json    chat messages
+heinzel/<id>/contract/v<n>.prose.md (+ v<n>.json, the compiled form)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from heinzel.ids import is_id
+
+__all__ = ["Home"]
+
+
+@dataclass(frozen=True, slots=True)
+class Home:
+    """One ``HZ_HOME``: every path hz reads or writes is derived here."""
+
+    root: Path
+
+    @property
+    def heinzel_dir(self) -> Path:
+        return self.root / "heinzel"
+
+    @property
+    def index_path(self) -> Path:
+        return self.heinzel_dir / "index.sqlite"
+
+    @property
+    def sources_dir(self) -> Path:
+        return self.heinzel_dir / "sources"
+
+    @property
+    def tick_lock(self) -> Path:
+        return self.heinzel_dir / "tick.lock"
+
+    def session_dir(self, heinzel_id: str) -> Path:
+        return self.heinzel_dir / heinzel_id
+
+    def spine_path(self, heinzel_id: str) -> Path:
+        return self.session_dir(heinzel_id) / "session.jsonl"
+
+    def turns_dir(self, heinzel_id: str) -> Path:
+        return self.session_dir(heinzel_id) / "turns"
+
+    def inbox_dir(self, heinzel_id: str) -> Path:
+        return self.session_dir(heinzel_id) / "inbox"
+
+    def contract_dir(self, heinzel_id: str) -> Path:
+        return self.session_dir(heinzel_id) / "contract"
+
+    def contract_text_path(self, heinzel_id: str, version: int) -> Path:
+        return self.contract_dir(heinzel_id) / f"v{version}.prose.md"
+
+    def contract_json_path(self, heinzel_id: str, version: int) -> Path:
+        return self.contract_dir(heinzel_id) / f"v{version}.json"
+
+    def session_ids(self) -> Iterator[str]:
+        """Every session directory under this home (for reindex and verify)."""
+        if not self.heinzel_dir.is_dir():
+            return
+        for entry in sorted(self.heinzel_dir.iterdir()):
+            if is_id(entry.name) and (entry / "session.jsonl").is_file():
+                yield entry.name

@@ -1,0 +1,409 @@
+"""The index's rows, each derived from spine events (ADR 0049 statement 7).
+
+One row per Heinzelmännchen and rows per turn, draft, lesson, amendment and wait.
+`HeinzelProjection.apply` is a fold: one ``_apply_<kind>`` per event kind, every
+other kind ignored. Rows hold no content. The only thing read besides the event
+is the compiled contract a ``contract.*`` event names by version and fingerprint
+(``contract/v<n>.json``, written before the event and never changed), from which
+the row takes its assets, schedule, watched inputs and frontmatter keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
+
+from sqlite_utils import Database
+
+from heinzel.contracts_store import ContractFacts, load_facts
+from heinzel.home import Home
+from heinzel.schedule import next_slot
+from ledger.event import Event, parse_ts
+
+__all__ = ["SCHEMA", "HeinzelProjection"]
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS heinzel (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, namespace TEXT NOT NULL, owner TEXT,
+    state TEXT NOT NULL, hold TEXT, activity TEXT NOT NULL,
+    contract_name TEXT, contract_version INTEGER, fingerprint TEXT, proposed_version INTEGER,
+    assets TEXT NOT NULL DEFAULT '[]', frontmatter TEXT NOT NULL DEFAULT '{}',
+    schedule TEXT, timezone TEXT, next_due TEXT, watched TEXT NOT NULL DEFAULT '{}',
+    last_turn TEXT, pending TEXT, cost_day TEXT, cost_today REAL NOT NULL DEFAULT 0,
+    cost_total REAL NOT NULL DEFAULT 0, created_at TEXT, updated_at TEXT
+);
+CREATE INDEX IF NOT EXISTS heinzel_name ON heinzel(namespace, name);
+CREATE INDEX IF NOT EXISTS heinzel_state ON heinzel(state);
+CREATE INDEX IF NOT EXISTS heinzel_contract ON heinzel(contract_name, contract_version);
+CREATE INDEX IF NOT EXISTS heinzel_next_due ON heinzel(next_due);
+CREATE TABLE IF NOT EXISTS heinzel_assets (heinzel TEXT NOT NULL, asset TEXT NOT NULL,
+    PRIMARY KEY (asset, heinzel));
+CREATE TABLE IF NOT EXISTS turns (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, cause TEXT, causes TEXT, key TEXT, keys TEXT,
+    state TEXT NOT NULL, disposition TEXT, reason TEXT, started_at TEXT, ended_at TEXT,
+    cost_usd REAL NOT NULL DEFAULT 0, start_offset INTEGER, start_seq INTEGER,
+    contract_version INTEGER, parent_turn TEXT
+);
+CREATE INDEX IF NOT EXISTS turns_heinzel ON turns(heinzel, started_at);
+CREATE INDEX IF NOT EXISTS turns_state ON turns(state);
+CREATE TABLE IF NOT EXISTS drafts (
+    key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, turn TEXT, asset TEXT, output TEXT,
+    contract_version INTEGER, state TEXT NOT NULL, placed_at TEXT, hash TEXT
+);
+CREATE INDEX IF NOT EXISTS drafts_state ON drafts(state);
+CREATE TABLE IF NOT EXISTS lessons (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, seq INTEGER NOT NULL, turn TEXT,
+    sentence TEXT NOT NULL, dismissed INTEGER NOT NULL DEFAULT 0, recorded_at TEXT
+);
+CREATE TABLE IF NOT EXISTS amendments (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, version INTEGER, fingerprint TEXT, by TEXT,
+    widens INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, reason TEXT, proposed_at TEXT
+);
+CREATE TABLE IF NOT EXISTS waits (
+    turn TEXT PRIMARY KEY, heinzel TEXT NOT NULL, step TEXT, until TEXT, wait_on TEXT
+);
+CREATE INDEX IF NOT EXISTS waits_until ON waits(until);
+"""
+
+TABLES: Final = ("heinzel_assets", "turns", "drafts", "lessons", "amendments", "waits")
+FINAL_TURN_STATES: Final = ("finished", "skipped")
+
+
+class HeinzelProjection:
+    """Projects one session's events into the index's tables."""
+
+    name = "heinzel"
+
+    def __init__(self, home: Home) -> None:
+        self._home = home
+        self._handlers: dict[str, Callable[[Database, str, Event], None]] = {
+            kind: getattr(self, "_apply_" + kind.replace(".", "_"))
+            for kind in (
+                "heinzel.created",
+                "heinzel.renamed",
+                "heinzel.paused",
+                "heinzel.unpaused",
+                "heinzel.retired",
+                "heinzel.unretired",
+                "contract.proposed",
+                "contract.approved",
+                "amendment.proposed",
+                "contract.amended",
+                "amendment.declined",
+                "turn.started",
+                "turn.waiting",
+                "turn.resumed",
+                "turn.finished",
+                "turn.skipped",
+                "draft.placed",
+                "approval.observed",
+                "lesson.recorded",
+                "lesson.dismissed",
+                "question.asked",
+                "question.answered",
+                "usage",
+            )
+        }
+
+    # -- the Projection protocol -------------------------------------------------
+
+    def create(self, db: Database) -> None:
+        db.executescript(SCHEMA)
+
+    def clear(self, db: Database, source: str) -> None:
+        db.execute("DELETE FROM heinzel WHERE id = ?", [source])
+        for table in TABLES:
+            db.execute(f"DELETE FROM {table} WHERE heinzel = ?", [source])  # noqa: S608
+
+    def apply(self, db: Database, source: str, event: Event) -> None:
+        handler = self._handlers.get(event.kind)
+        if handler is not None:
+            handler(db, source, event)
+            if event.kind != "heinzel.created":
+                self._update(db, source, updated_at=event.ts)
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _row(self, db: Database, source: str) -> dict[str, Any]:
+        rows = list(db.query("SELECT * FROM heinzel WHERE id = ?", [source]))
+        return rows[0] if rows else {}
+
+    def _update(self, db: Database, source: str, **values: Any) -> None:
+        if values:
+            sets = ", ".join(f"{k} = ?" for k in values)
+            db.execute(f"UPDATE heinzel SET {sets} WHERE id = ?", [*values.values(), source])  # noqa: S608
+
+    def _settle(self, db: Database, source: str) -> None:
+        """Recompute the shown state from hold, running turns and pending items."""
+        row = self._row(db, source)
+        if not row:
+            return
+        running = db.execute(
+            "SELECT state FROM turns WHERE heinzel = ? AND state IN ('running', 'waiting')",
+            [source],
+        ).fetchall()
+        pending = self._pending(db, source, row)
+        if row["contract_version"] is None:
+            activity = "proposed"
+        elif any(s == "running" for (s,) in running):
+            activity = "awake"
+        elif running or pending:
+            activity = "waiting"
+        else:
+            activity = "asleep"
+        state = row["hold"] or activity
+        self._update(
+            db,
+            source,
+            activity=activity,
+            state=state,
+            pending=json.dumps(pending) if pending else None,
+        )
+
+    def _pending(self, db: Database, source: str, row: dict[str, Any]) -> dict[str, Any] | None:
+        if row["contract_version"] is None and row["proposed_version"] is not None:
+            return {"kind": "approval", "ref": f"v{row['proposed_version']}"}
+        for kind, sql in (
+            ("amendment", "SELECT id FROM amendments WHERE heinzel = ? AND state = 'proposed'"),
+            ("draft", "SELECT key FROM drafts WHERE heinzel = ? AND state = 'pending'"),
+        ):
+            found = db.execute(sql + " LIMIT 1", [source]).fetchone()
+            if found:
+                return {"kind": kind, "ref": found[0]}
+        return None
+
+    def _facts(self, source: str, event: Event) -> ContractFacts:
+        return load_facts(
+            self._home, source, int(event.data["version"]), str(event.data["fingerprint"])
+        )
+
+    def _take_contract(self, db: Database, source: str, event: Event, *, approved: bool) -> None:
+        """The row's contract facts; only an approved version sets version and next due."""
+        facts = self._facts(source, event)
+        values: dict[str, Any] = {
+            "contract_name": facts.name,
+            "assets": json.dumps(facts.assets),
+            "frontmatter": json.dumps(facts.frontmatter, sort_keys=True),
+            "schedule": facts.schedule,
+            "timezone": facts.timezone,
+            "watched": json.dumps(dict.fromkeys(facts.inputs)),
+        }
+        if approved:
+            due = next_slot(facts.schedule, facts.timezone, parse_ts(event.ts))
+            values.update(
+                contract_version=facts.version, fingerprint=facts.fingerprint, next_due=_iso(due)
+            )
+        else:
+            values.update(proposed_version=facts.version)
+        self._update(db, source, **values)
+        db.execute("DELETE FROM heinzel_assets WHERE heinzel = ?", [source])
+        for asset in facts.assets:
+            db.execute("INSERT OR IGNORE INTO heinzel_assets VALUES (?, ?)", [source, asset])
+
+    def _add_cost(self, db: Database, source: str, event: Event, usd: float) -> None:
+        if not usd:
+            return
+        row = self._row(db, source)
+        day = event.ts[:10]
+        today = (row["cost_today"] if row["cost_day"] == day else 0.0) + usd
+        self._update(db, source, cost_day=day, cost_today=today, cost_total=row["cost_total"] + usd)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def _apply_heinzel_created(self, db: Database, source: str, event: Event) -> None:
+        d = event.data
+        db.execute(
+            "INSERT OR REPLACE INTO heinzel (id, name, namespace, owner, state, activity, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, 'proposed', 'proposed', ?, ?)",
+            [source, d["name"], d["namespace"], d.get("owner"), event.ts, event.ts],
+        )
+
+    def _apply_heinzel_renamed(self, db: Database, source: str, event: Event) -> None:
+        self._update(db, source, name=event.data["name"])
+
+    def _hold(self, db: Database, source: str, hold: str | None) -> None:
+        self._update(db, source, hold=hold)
+        self._settle(db, source)
+
+    def _apply_heinzel_paused(self, db: Database, source: str, event: Event) -> None:
+        self._hold(db, source, "paused")
+
+    def _apply_heinzel_unpaused(self, db: Database, source: str, event: Event) -> None:
+        self._hold(db, source, None)
+
+    def _apply_heinzel_retired(self, db: Database, source: str, event: Event) -> None:
+        self._hold(db, source, "retired")
+
+    def _apply_heinzel_unretired(self, db: Database, source: str, event: Event) -> None:
+        self._hold(db, source, None)
+
+    # -- contracts and amendments ------------------------------------------------
+
+    def _apply_contract_proposed(self, db: Database, source: str, event: Event) -> None:
+        self._take_contract(db, source, event, approved=False)
+        self._settle(db, source)
+
+    def _apply_contract_approved(self, db: Database, source: str, event: Event) -> None:
+        self._take_contract(db, source, event, approved=True)
+        self._settle(db, source)
+
+    def _apply_amendment_proposed(self, db: Database, source: str, event: Event) -> None:
+        d = event.data
+        db.execute(
+            "INSERT OR REPLACE INTO amendments VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?)",
+            [
+                d["amendment"],
+                source,
+                d["version"],
+                d["fingerprint"],
+                d["by"],
+                int(bool(d.get("widens"))),
+                d.get("reason"),
+                event.ts,
+            ],
+        )
+        self._settle(db, source)
+
+    def _apply_contract_amended(self, db: Database, source: str, event: Event) -> None:
+        self._take_contract(db, source, event, approved=True)
+        if event.data.get("amendment"):
+            db.execute(
+                "UPDATE amendments SET state = 'approved' WHERE id = ?", [event.data["amendment"]]
+            )
+        self._settle(db, source)
+
+    def _apply_amendment_declined(self, db: Database, source: str, event: Event) -> None:
+        db.execute(
+            "UPDATE amendments SET state = 'declined' WHERE id = ?", [event.data["amendment"]]
+        )
+        self._settle(db, source)
+
+    # -- turns, drafts, lessons, questions, spend --------------------------------
+
+    def _apply_turn_started(self, db: Database, source: str, event: Event) -> None:
+        d = event.data
+        causes = d.get("causes") or [d.get("cause")]
+        db.execute(
+            "INSERT OR REPLACE INTO turns (id, heinzel, cause, causes, key, keys, state, "
+            "started_at, start_offset, start_seq, contract_version, parent_turn) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            [
+                event.turn,
+                source,
+                d.get("cause"),
+                json.dumps(causes),
+                event.key,
+                json.dumps(d.get("keys") or [event.key]),
+                event.ts,
+                event.offset,
+                event.seq,
+                d.get("contract_version"),
+                d.get("parent_turn"),
+            ],
+        )
+        self._update(db, source, last_turn=event.turn)
+        self._settle(db, source)
+
+    def _apply_turn_waiting(self, db: Database, source: str, event: Event) -> None:
+        d = event.data
+        db.execute("UPDATE turns SET state = 'waiting' WHERE id = ?", [event.turn])
+        db.execute(
+            "INSERT OR REPLACE INTO waits VALUES (?, ?, ?, ?, ?)",
+            [
+                event.turn,
+                source,
+                d.get("step"),
+                d.get("until"),
+                json.dumps(d.get("on")) if d.get("on") else None,
+            ],
+        )
+        self._settle(db, source)
+
+    def _apply_turn_resumed(self, db: Database, source: str, event: Event) -> None:
+        db.execute("UPDATE turns SET state = 'running' WHERE id = ?", [event.turn])
+        db.execute("DELETE FROM waits WHERE turn = ?", [event.turn])
+        self._settle(db, source)
+
+    def _end_turn(self, db: Database, source: str, event: Event, state: str) -> None:
+        d = event.data
+        usd = float(d.get("cost_usd") or 0.0)
+        db.execute(
+            "UPDATE turns SET state = ?, disposition = ?, reason = ?, ended_at = ?, "
+            "cost_usd = cost_usd + ? WHERE id = ?",
+            [state, d.get("disposition", state), d.get("reason"), event.ts, usd, event.turn],
+        )
+        db.execute("DELETE FROM waits WHERE turn = ?", [event.turn])
+        self._add_cost(db, source, event, usd)
+        self._settle(db, source)
+
+    def _apply_turn_finished(self, db: Database, source: str, event: Event) -> None:
+        self._end_turn(db, source, event, "finished")
+
+    def _apply_turn_skipped(self, db: Database, source: str, event: Event) -> None:
+        self._end_turn(db, source, event, "skipped")
+
+    def _apply_draft_placed(self, db: Database, source: str, event: Event) -> None:
+        d = event.data
+        db.execute(
+            "UPDATE drafts SET state = 'superseded' WHERE heinzel = ? AND output = ? "
+            "AND state = 'pending'",
+            [source, d.get("output")],
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO drafts VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            [
+                event.key,
+                source,
+                event.turn,
+                d.get("asset"),
+                d.get("output"),
+                d.get("contract_version"),
+                event.ts,
+                d.get("hash"),
+            ],
+        )
+        self._settle(db, source)
+
+    def _apply_approval_observed(self, db: Database, source: str, event: Event) -> None:
+        state = "rejected" if event.data.get("rejected") else "approved"
+        db.execute(
+            "UPDATE drafts SET state = ? WHERE key = ?",
+            [state, event.data.get("draft") or event.key],
+        )
+        self._settle(db, source)
+
+    def _apply_lesson_recorded(self, db: Database, source: str, event: Event) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO lessons VALUES (?, ?, ?, ?, ?, 0, ?)",
+            [
+                f"{source}:{event.seq}",
+                source,
+                event.seq,
+                event.turn,
+                event.data["sentence"],
+                event.ts,
+            ],
+        )
+
+    def _apply_lesson_dismissed(self, db: Database, source: str, event: Event) -> None:
+        db.execute(
+            "UPDATE lessons SET dismissed = 1 WHERE heinzel = ? AND seq = ?",
+            [source, int(event.data["lesson"])],
+        )
+
+    def _apply_question_asked(self, db: Database, source: str, event: Event) -> None:
+        self._update(db, source, pending=json.dumps({"kind": "question", "ref": event.key}))
+
+    def _apply_question_answered(self, db: Database, source: str, event: Event) -> None:
+        self._settle(db, source)
+
+    def _apply_usage(self, db: Database, source: str, event: Event) -> None:
+        self._add_cost(db, source, event, float(event.data.get("usd") or 0.0))
+
+
+def _iso(moment: datetime | None) -> str | None:
+    from ledger.event import format_ts
+
+    return format_ts(moment) if moment else None

@@ -1,0 +1,155 @@
+"""Plain-text renderings of what the commands return (``--json`` prints the data itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "amendment",
+    "approved",
+    "created",
+    "doctor",
+    "drafts",
+    "lessons",
+    "listing",
+    "prune",
+    "reindex",
+    "show",
+    "state_line",
+    "verify",
+]
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
+
+
+def _version(row: dict[str, Any]) -> str:
+    v = row.get("contract_version")
+    return f"v{v}" if v else f"(v{row.get('proposed_version') or 1} proposed)"
+
+
+def state_line(row: dict[str, Any]) -> str:
+    return f"{row['name']} ({row['id']}): {row['state']}, {_version(row)}"
+
+
+def created(rows: list[dict[str, Any]]) -> str:
+    lines = [f"created {state_line(r)}" for r in rows]
+    names = " ".join(r["name"] for r in rows)
+    lines.append(f"next: read it with `hz heinzel show NAME`, then `hz approve {names}`")
+    return "\n".join(lines)
+
+
+def approved(rows: list[dict[str, Any]]) -> str:
+    return "\n".join(f"approved {r['approved']}: now {r['state']}" for r in rows)
+
+
+def listing(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no Heinzelmännchen (create one: hz heinzel new --from FILE.prose.md)"
+    table = [["NAME", "NS", "STATE", "CONTRACT", "NEXT DUE", "PENDING", "TODAY"]]
+    for r in rows:
+        pending = r.get("pending") or {}
+        table.append(
+            [
+                r["name"],
+                r["namespace"],
+                r["state"],
+                f"{r.get('contract_name') or '-'} {_version(r)}",
+                r.get("next_due") or "-",
+                f"{pending['kind']}" if pending else "-",
+                f"{r.get('cost_today') or 0:.2f} USD",
+            ]
+        )
+    return _table(table)
+
+
+def show(data: dict[str, Any]) -> str:
+    lines = [
+        f"{data['name']} ({data['id']}), namespace {data['namespace']}",
+        f"  state:    {data['state']}",
+        f"  contract: {data.get('contract_name') or '-'} {_version(data)} "
+        f"{data.get('fingerprint') or ''}".rstrip(),
+        f"  assets:   {', '.join(data.get('assets') or []) or '-'}",
+        f"  next due: {data.get('next_due') or '-'}",
+    ]
+    pending = data.get("pending")
+    lines.append(
+        f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
+    )
+    if data["amendments"]:
+        lines.append("  amendments:")
+        lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
+    lines.append(f"  turns: {len(data['turns'])}")
+    lines += [
+        f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
+        f"{' (' + t['reason'] + ')' if t['reason'] else ''} {t['cost_usd']:.2f} USD"
+        for t in data["turns"][-10:]
+    ]
+    lines.append("  what I learned from you:")
+    active = [les for les in data["lessons"] if not les["dismissed"]]
+    lines += [f"    [{les['seq']}] {les['sentence']}" for les in active] or ["    nothing yet"]
+    cost = data["cost_month"]
+    parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
+    lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
+    return "\n".join(lines)
+
+
+def amendment(row: dict[str, Any]) -> str:
+    return f"amendment {row['id']}: v{row['version']} by {row['by']}, {row['state']}" + (
+        " (widens the contract: needs your approval)" if row.get("widens") else ""
+    )
+
+
+def lessons(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "nothing learned yet"
+    return "\n".join(
+        f"[{r['seq']}] {r['sentence']}" + (" (dismissed)" if r["dismissed"] else "") for r in rows
+    )
+
+
+def verify(reports: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in reports:
+        if r["ok"]:
+            lines.append(f"ok     {r['file']} ({r['lines']} lines)")
+        else:
+            lines += [
+                f"BROKEN {r['file']}: seq {b['seq']}: {b['reason']} {b['detail']}".rstrip()
+                for b in r["breaks"]
+            ]
+    return "\n".join(lines) or "no sessions"
+
+
+def reindex(data: dict[str, Any]) -> str:
+    return f"rebuilt {data['index']} from {data['sessions']} sessions"
+
+
+def prune(data: dict[str, Any]) -> str:
+    return f"removed {len(data['removed'])} bodies older than {data['retention_days']} days"
+
+
+def drafts(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no drafts waiting"
+    return _table(
+        [["NAME", "ASSET", "VERSION", "PLACED", "KEY"]]
+        + [
+            [r["name"], r["asset"] or "-", f"v{r['contract_version']}", r["placed_at"], r["key"]]
+            for r in rows
+        ]
+    )
+
+
+def doctor(data: dict[str, Any]) -> str:
+    lines = []
+    for check in data["checks"]:
+        mark = "ok " if check["ok"] else "!! "
+        lines.append(f"{mark} {check['name']}: {check['detail']}")
+        if not check["ok"] and check.get("fix"):
+            lines.append(f"    fix: {check['fix']}")
+    return "\n".join(lines)

@@ -1,0 +1,203 @@
+"""Turn bodies: ``<directory>/turns/<turn>.jsonl``, the content the spine never holds.
+
+A body is an append-only file of JSON records (messages, tool calls and
+results, inputs as fetched, draft text), one canonical line each, fsynced on
+append. `Bodies.append` returns the line's content hash ``sha256:<hex>``, which
+the spine records, so a body that has expired is a gap the user can see, never a
+break in the chain. Bodies expire only through an explicit `Bodies.prune`: it
+deletes regular files named like bodies hz writes, never follows a link, is
+idempotent, and never runs as a side effect of a read.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import LedgerError
+from ledger.event import canonical, sha256_hex
+from ledger.files import (
+    ensure_private_dir,
+    last_newline_end,
+    open_append,
+    open_read,
+)
+
+__all__ = ["BODIES_DIR", "Bodies"]
+
+BODIES_DIR = "turns"
+_TURN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_BODY_FILE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
+
+
+def _check_turn(turn: str) -> str:
+    if not isinstance(turn, str) or not _TURN.fullmatch(turn) or ".." in turn:
+        raise LedgerError(
+            "HZL040",
+            f"{turn!r} is not a turn id hz names a body after",
+            "turn ids are letters, digits, '-', '_' and '.', at most 128 characters",
+        )
+    return turn
+
+
+class Bodies:
+    """The turn bodies of one session directory (``<directory>/turns/``).
+
+    Appending is the spine writer's job (it holds the session's lock); reading
+    needs no lock.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory) / BODIES_DIR
+
+    def path(self, turn: str) -> Path:
+        """Where the body of ``turn`` lives."""
+        return self.directory / f"{_check_turn(turn)}.jsonl"
+
+    def append(self, turn: str, record: Mapping[str, Any]) -> str:
+        """Append ``record`` to the body of ``turn`` (durable on return); its hash.
+
+        The hash is ``sha256:`` plus the hex SHA-256 of the record's canonical
+        line without its newline. A torn last line left by a crash (never
+        acknowledged) is cut off first, so records never run together.
+        """
+        path = self.path(turn)
+        if not isinstance(record, Mapping):
+            raise LedgerError(
+                "HZL042", f"a body record is a {type(record).__name__}", "pass a mapping"
+            )
+        try:
+            body = canonical(dict(record)).encode("utf-8")
+        except (TypeError, ValueError) as error:
+            raise LedgerError(
+                "HZL042",
+                f"a record for the body of {turn} is not JSON: {error}",
+                "pass strings, numbers, booleans, null, lists and objects only",
+            ) from error
+        ensure_private_dir(self.directory)
+        fd = open_append(path)
+        try:
+            size = os.fstat(fd).st_size
+            end = size
+            if size:
+                reader = open_read(path)
+                try:
+                    end = last_newline_end(reader, size)
+                finally:
+                    os.close(reader)
+                if end < size:
+                    os.ftruncate(fd, end)
+            line = body + b"\n"
+            written = os.write(fd, line)
+            if written != len(line):
+                os.ftruncate(fd, end)
+                raise OSError(0, f"wrote {written} of {len(line)} bytes")
+            os.fsync(fd)
+        except OSError as error:
+            raise LedgerError(
+                "HZL002",
+                f"cannot write {path}: {error.strerror or error}",
+                "check the disk (space, permissions, a read-only mount) and retry",
+            ) from error
+        finally:
+            os.close(fd)
+        return f"sha256:{sha256_hex(body)}"
+
+    def read(self, turn: str) -> list[dict[str, Any]] | None:
+        """The records of ``turn``'s body in order, or None when the body is gone.
+
+        A torn last line is left out; a damaged complete line is HZL041.
+        """
+        path = self.path(turn)
+        try:
+            fd = open_read(path)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            records: list[dict[str, Any]] = []
+            for number, raw in enumerate(handle, start=1):
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    record = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    record = None
+                if not isinstance(record, dict):
+                    raise LedgerError(
+                        "HZL041",
+                        f"line {number} of the body {path} is not a JSON object",
+                        "the body was edited or damaged; hz never writes such a line",
+                    )
+                records.append(record)
+        return records
+
+    def prune(
+        self, *, now: datetime, retention_days: int, ended: Mapping[str, datetime]
+    ) -> list[str]:
+        """Delete the bodies of turns that ended more than ``retention_days`` before ``now``.
+
+        ``retention_days`` 0 keeps every body. Only regular files named
+        ``<turn>.jsonl`` whose turn is in ``ended`` are candidates; links and
+        anything else are left alone. Returns the pruned turn ids, sorted; a
+        second call returns ``[]``.
+        """
+        if isinstance(retention_days, bool) or not isinstance(retention_days, int):
+            raise LedgerError("HZL043", "retention_days is not a whole number", "pass 0 or more")
+        if retention_days < 0:
+            raise LedgerError(
+                "HZL043",
+                f"retention_days is {retention_days}",
+                "pass 0 (keep forever) or a number of days",
+            )
+        if now.tzinfo is None or any(moment.tzinfo is None for moment in ended.values()):
+            raise LedgerError(
+                "HZL043", "prune needs aware datetimes", "pass times with a time zone (UTC)"
+            )
+        if retention_days == 0:
+            return []
+        cutoff = now - timedelta(days=retention_days)
+        try:
+            dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise LedgerError(
+                    "HZL001",
+                    f"{self.directory} is not a directory hz made; refusing to prune through it",
+                    "move it away; hz recreates the directory on the next append",
+                ) from error
+            raise
+        pruned: list[str] = []
+        try:
+            for name in sorted(os.listdir(dir_fd)):
+                match = _BODY_FILE.fullmatch(name)
+                if match is None or ".." in name:
+                    continue
+                turn = match.group(1)
+                if turn not in ended or ended[turn] >= cutoff:
+                    continue
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                os.unlink(name, dir_fd=dir_fd)
+                pruned.append(turn)
+            if pruned:
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return pruned
+
+    def exists(self, turn: str) -> bool:
+        """Whether the body of ``turn`` is still there (no read of its content)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.path(turn)).st_mode)
+        except FileNotFoundError:
+            return False

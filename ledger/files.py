@@ -1,0 +1,205 @@
+"""Private, atomic files: the only way `ledger` touches the disk.
+
+Every directory hz makes is 0700 and every file 0600, whatever the process's
+umask (the mode is set with ``chmod`` after creation, which the umask does not
+touch). Links are never followed: files are opened with ``O_NOFOLLOW`` and a
+symlink where hz expects its own file is refused with a coded error. A file
+rewritten whole goes through `write_atomic` (temporary file in the same
+directory, fsync, rename, fsync of the directory); an append-only file is
+opened with `open_append`, which fsyncs the directory when it creates the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from ledger.errors import LedgerError
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "ensure_private_dir",
+    "fsync_dir",
+    "last_newline_end",
+    "open_append",
+    "open_read",
+    "read_bytes",
+    "write_atomic",
+]
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _refused(path: Path, what: str) -> LedgerError:
+    return LedgerError(
+        "HZL001",
+        f"{path} is {what}, not a file hz wrote; refusing to follow or replace it",
+        "move it away or restore hz's own file at that path",
+    )
+
+
+def _io_failed(path: Path, error: OSError) -> LedgerError:
+    return LedgerError(
+        "HZL002",
+        f"cannot write {path}: {error.strerror or error}",
+        "check the disk (space, permissions, a read-only mount) and retry",
+    )
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries (a created, renamed or deleted name) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` and its missing parents as 0700 directories (``mkdir -p``).
+
+    The leaf is made 0700 even when it already existed; parents that already
+    existed are left alone (they may be the user's). Each created directory's
+    parent is fsynced, so the new name survives a crash. A symlink or a file at
+    the leaf is refused (HZL001).
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    probe = path
+    while True:
+        try:
+            info = os.lstat(probe)
+        except FileNotFoundError:
+            missing.append(probe)
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+            continue
+        except NotADirectoryError:
+            probe = probe.parent
+            continue
+        if probe == path and stat.S_ISLNK(info.st_mode):
+            raise _refused(path, "a symlink")
+        if not stat.S_ISDIR(os.stat(probe).st_mode):
+            raise _refused(probe, "not a directory")
+        break
+    try:
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, DIR_MODE)
+            except FileExistsError:
+                continue
+            os.chmod(directory, DIR_MODE, follow_symlinks=False)
+            fsync_dir(directory.parent)
+        os.chmod(path, DIR_MODE, follow_symlinks=False)
+    except OSError as error:
+        raise _io_failed(path, error) from error
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` as one step: a reader sees the old or the new file.
+
+    A temporary 0600 file in the same directory is written and fsynced, renamed
+    over ``path``, and the directory fsynced. A symlink at ``path`` is refused.
+    """
+    path = Path(path)
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise _refused(path, "a symlink")
+    except FileNotFoundError:
+        pass
+    temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, FILE_MODE)
+    except OSError as error:
+        raise _io_failed(path, error) from error
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+        fsync_dir(path.parent)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise _io_failed(path, error) from error
+
+
+def open_append(path: Path) -> int:
+    """Open ``path`` for appending (create it 0600 if missing) and return the descriptor.
+
+    ``O_APPEND | O_NOFOLLOW``: a symlink is refused (HZL001), as is anything but a
+    regular file. When the file is created, its directory is fsynced.
+    """
+    path = Path(path)
+    flags = os.O_WRONLY | os.O_APPEND | _NOFOLLOW
+    try:
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            os.fchmod(fd, FILE_MODE)
+            fsync_dir(path.parent)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _refused(path, "a symlink") from error
+        raise _io_failed(path, error) from error
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refused(path, "not a regular file")
+    return fd
+
+
+def open_read(path: Path) -> int:
+    """Open an existing regular file for reading without following a link.
+
+    Raises FileNotFoundError when it is missing, HZL001 for a symlink or a
+    non-regular file.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _refused(path, "a symlink") from error
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refused(path, "not a regular file")
+    return fd
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole content of a regular file, read without following a link."""
+    fd = open_read(path)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def last_newline_end(fd: int, size: int, chunk: int = 65536) -> int:
+    """The offset just after the last ``\\n`` in the first ``size`` bytes of ``fd`` (0 if none).
+
+    Reads backwards from the end in chunks, so finding the end of the last
+    complete line costs one small read in the common case.
+    """
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        index = block.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        end = start
+    return 0

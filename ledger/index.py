@@ -1,0 +1,221 @@
+"""The derived-index base: a SQLite file (sqlite-utils) of rows folded from many spines.
+
+The index is never authoritative. Callers register `Projection` objects (the
+`heinzel` package registers its own); each turns events into rows, per
+*source* (one spine, e.g. one Heinzelmännchen id). Per source the index keeps a
+watermark: the seq, hash and offset of the last spine line it has seen. Rows and
+watermark change in one transaction, and only for lines already durable
+(`Index.apply` is meant to be a spine's ``on_durable`` callback). `catch_up`
+applies what a spine has beyond its watermark and rebuilds the source when the
+watermark's line is no longer in the spine as it was; `rebuild` refolds every
+source from its spine, giving exactly the rows the incremental updates gave.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol, Self
+
+from sqlite_utils import Database
+
+from ledger.errors import LedgerError
+from ledger.event import Event, sha256_hex
+from ledger.files import FILE_MODE, ensure_private_dir
+from ledger.reading import Upgrades, iter_lines, parse_event
+
+__all__ = ["WATERMARKS", "Index", "Projection", "Watermark"]
+
+WATERMARKS = "_watermarks"
+
+
+class Projection(Protocol):
+    """Folds spine events into rows of its own tables, keyed by source."""
+
+    name: str
+
+    def create(self, db: Database) -> None:
+        """Create this projection's tables if they are missing."""
+
+    def apply(self, db: Database, source: str, event: Event) -> None:
+        """Update rows for one event of ``source`` (inside the index's transaction)."""
+
+    def clear(self, db: Database, source: str) -> None:
+        """Delete every row derived from ``source``."""
+
+
+class Watermark(NamedTuple):
+    """The last spine line of a source the index has seen."""
+
+    seq: int
+    hash: str
+    offset: int
+
+
+class Index:
+    """A derived SQLite index over many spines (WAL mode, file 0600)."""
+
+    def __init__(
+        self, path: Path, projections: Sequence[Projection], *, upgrades: Upgrades | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.projections = tuple(projections)
+        self._upgrades = upgrades
+        ensure_private_dir(self.path.parent)
+        try:
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+            )
+        except OSError as error:
+            raise LedgerError(
+                "HZL051",
+                f"cannot open the index {self.path}: {error.strerror or error}",
+                "the index is derived: move the file away and rebuild it from the spines",
+            ) from error
+        os.fchmod(fd, FILE_MODE)
+        os.close(fd)
+        self.db = Database(self.path)
+        try:
+            self.db.enable_wal()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            with self.db.atomic():
+                self.db.table(WATERMARKS).create(
+                    {"source": str, "seq": int, "hash": str, "at": int},
+                    pk="source",
+                    if_not_exists=True,
+                )
+                for projection in self.projections:
+                    projection.create(self.db)
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise LedgerError(
+                "HZL051",
+                f"{self.path} is not an index hz can use: {error}",
+                "the index is derived: move the file away and rebuild it from the spines",
+            ) from error
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def watermark(self, source: str) -> tuple[int, str] | None:
+        """``(seq, hash)`` of the last line of ``source`` the index has seen, or None."""
+        mark = self._mark(source)
+        return None if mark is None else (mark.seq, mark.hash)
+
+    def sources(self) -> list[str]:
+        """Every source the index holds a watermark for."""
+        return [row["source"] for row in self.db.table(WATERMARKS).rows_where(order_by="source")]
+
+    def apply(self, source: str, event: Event) -> None:
+        """Apply one durable event of ``source``: rows and watermark in one transaction.
+
+        An event already applied is ignored. One that does not chain to the
+        watermark (lines were missed, e.g. a crash between append and apply) is
+        HZL050: call `catch_up` first.
+        """
+        with self.db.atomic():
+            mark = self._mark(source)
+            if mark is not None and (event.hash == mark.hash or event.seq <= mark.seq):
+                return
+            if event.prev != (None if mark is None else mark.hash):
+                raise LedgerError(
+                    "HZL050",
+                    f"the index missed lines of {source} before seq {event.seq}",
+                    "call Index.catch_up for this source when its spine is opened",
+                )
+            self._fold(source, event)
+            self._set_mark(source, Watermark(event.seq, event.hash, event.offset))
+
+    def catch_up(self, source: str, spine_path: Path) -> int:
+        """Apply the lines of ``spine_path`` after the watermark; the number applied.
+
+        When the watermark's line is not in the spine as it was (the file was
+        cut, replaced or edited), the source's rows are cleared and rebuilt.
+        Damaged lines give no rows; the watermark still moves past them. Rows
+        and the watermark commit together.
+        """
+        applied = 0
+        with self.db.atomic():
+            mark = self._mark(source)
+            start = 0
+            if mark is not None:
+                start = self._after(spine_path, mark)
+                if start < 0:
+                    self._clear(source)
+                    mark, start = None, 0
+            seq = 0 if mark is None else mark.seq
+            last: Watermark | None = None
+            for offset, raw in iter_lines(spine_path, start):
+                if not raw.endswith(b"\n"):
+                    break
+                body = raw[:-1]
+                event = parse_event(body, offset)
+                if event is not None:
+                    self._fold(source, event)
+                    seq = event.seq
+                    applied += 1
+                    last = Watermark(seq, event.hash, offset)
+                else:
+                    last = Watermark(seq, sha256_hex(body), offset)
+            if last is not None:
+                self._set_mark(source, last)
+        return applied
+
+    def rebuild(self, sources: Mapping[str, Path]) -> None:
+        """Refold every source from its spine; sources not named lose their rows."""
+        with self.db.atomic():
+            for source in set(self.sources()) | set(sources):
+                self._clear(source)
+            for source, spine_path in sources.items():
+                self.catch_up(source, spine_path)
+
+    def _fold(self, source: str, event: Event) -> None:
+        if self._upgrades is not None:
+            event = self._upgrades.upgrade(event)
+        for projection in self.projections:
+            projection.apply(self.db, source, event)
+
+    def _clear(self, source: str) -> None:
+        for projection in self.projections:
+            projection.clear(self.db, source)
+        self.db.table(WATERMARKS).delete_where("source = ?", [source])
+
+    def _mark(self, source: str) -> Watermark | None:
+        rows = list(self.db.table(WATERMARKS).rows_where("source = ?", [source]))
+        if not rows:
+            return None
+        row: dict[str, Any] = rows[0]
+        return Watermark(row["seq"], row["hash"], row["at"])
+
+    def _set_mark(self, source: str, mark: Watermark) -> None:
+        self.db.table(WATERMARKS).upsert(
+            {"source": source, "seq": mark.seq, "hash": mark.hash, "at": mark.offset},
+            pk="source",
+        )
+
+    @staticmethod
+    def _after(spine_path: Path, mark: Watermark) -> int:
+        """The offset after the watermark's line, or -1 when that line is not there."""
+        try:
+            for offset, raw in iter_lines(spine_path, mark.offset):
+                if raw.endswith(b"\n") and sha256_hex(raw[:-1]) == mark.hash:
+                    return offset + len(raw)
+                return -1
+        except LedgerError:
+            return -1
+        return -1

@@ -1,0 +1,225 @@
+"""Reading a spine: iterate in order, tail from a seq or an offset, skip kinds a
+reader does not know, and migrate old kinds in memory (the file is never rewritten).
+
+Reading takes no lock: the one writer only ever appends whole lines, so a reader
+sees a prefix of complete lines, and ignores a last line without its newline
+(a torn tail the next writer will contain).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ledger.errors import LedgerError
+from ledger.event import ENVELOPE_KEYS, ENVELOPE_VERSION, Event, canonical, sha256_hex
+from ledger.files import open_read
+
+__all__ = [
+    "LineProblem",
+    "Upgrade",
+    "Upgrades",
+    "check_line",
+    "iter_lines",
+    "parse_event",
+    "read_events",
+]
+
+LineProblem = Literal["invalid-json", "bad-envelope", "non-canonical"]
+"""Why one line, taken alone, is not a valid canonical envelope."""
+
+Upgrade = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""Turns an old kind's data into the new kind's data."""
+
+KIND = re.compile(r"[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*")
+_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_HEX = re.compile(r"[0-9a-f]{64}")
+_KEYS = frozenset(ENVELOPE_KEYS)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _envelope_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not a valid envelope, or None."""
+    if not isinstance(obj, dict):
+        return "the line is not a JSON object"
+    if set(obj) != _KEYS:
+        return f"keys {sorted(obj)} are not {sorted(_KEYS)}"
+    if not (obj["v"] == ENVELOPE_VERSION and _is_int(obj["v"])):
+        return "v is not 1"
+    if not (_is_int(obj["seq"]) and obj["seq"] >= 1):
+        return "seq is not a positive integer"
+    if not (isinstance(obj["ts"], str) and _TS.fullmatch(obj["ts"])):
+        return "ts is not UTC with milliseconds and Z"
+    prev = obj["prev"]
+    if not (prev is None or (isinstance(prev, str) and _HEX.fullmatch(prev))):
+        return "prev is neither null nor 64 lowercase hex digits"
+    if not (obj["turn"] is None or isinstance(obj["turn"], str)):
+        return "turn is neither null nor a string"
+    if not (isinstance(obj["kind"], str) and KIND.fullmatch(obj["kind"])):
+        return "kind is not a kind name"
+    if not (obj["key"] is None or isinstance(obj["key"], str)):
+        return "key is neither null nor a string"
+    if not isinstance(obj["data"], dict):
+        return "data is not an object"
+    return None
+
+
+def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, str]:
+    """Parse one line's bytes (without its newline) strictly.
+
+    Returns ``(object, reason, detail)``: the object when it parsed as JSON (else
+    None), and a break reason (``invalid-json``, ``bad-envelope``,
+    ``non-canonical``) or None when the line is a valid, canonical envelope.
+    """
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        return None, "invalid-json", str(error)[:120]
+    problem = _envelope_problem(obj)
+    if problem is not None:
+        return (obj if isinstance(obj, dict) else None), "bad-envelope", problem
+    if canonical(obj).encode("utf-8") != body:
+        return obj, "non-canonical", "the bytes differ from the canonical serialisation"
+    return obj, None, ""
+
+
+def parse_event(body: bytes, offset: int) -> Event | None:
+    """The event of one line's bytes (without its newline), or None when the line
+    is not an envelope. Canonical form is not checked (that is verify's job)."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if _envelope_problem(obj) is not None:
+        return None
+    return _event(obj, sha256_hex(body), offset)
+
+
+def _event(obj: dict[str, Any], digest: str, offset: int) -> Event:
+    return Event(
+        seq=obj["seq"],
+        ts=obj["ts"],
+        prev=obj["prev"],
+        turn=obj["turn"],
+        kind=obj["kind"],
+        key=obj["key"],
+        data=obj["data"],
+        v=obj["v"],
+        hash=digest,
+        offset=offset,
+    )
+
+
+class Upgrades:
+    """A registry of in-memory migrations from an old kind to its successor.
+
+    ``register("draft.placed", "draft.placed.2", fn)`` makes every reader that
+    is given this registry see old ``draft.placed`` lines as ``draft.placed.2``
+    with ``fn(data)`` as their data; chains (``a -> a.2 -> a.3``) are followed.
+    The envelope (seq, prev, hash, offset) stays as written.
+    """
+
+    def __init__(self) -> None:
+        self._steps: dict[str, tuple[str, Upgrade]] = {}
+
+    def register(self, old_kind: str, new_kind: str, fn: Upgrade) -> None:
+        """Add the step ``old_kind -> new_kind`` (one successor per kind, no cycles)."""
+        for name in (old_kind, new_kind):
+            if not KIND.fullmatch(name):
+                raise LedgerError(
+                    "HZL032", f"{name!r} is not a kind name", "use dotted lowercase names"
+                )
+        if old_kind in self._steps:
+            raise LedgerError(
+                "HZL032",
+                f"{old_kind} already upgrades to {self._steps[old_kind][0]}",
+                "register one successor per kind; chain further steps from the new kind",
+            )
+        kind: str | None = new_kind
+        while kind is not None:
+            if kind == old_kind:
+                raise LedgerError(
+                    "HZL032",
+                    f"upgrading {old_kind} to {new_kind} would loop",
+                    "upgrades go from old kinds to new ones only",
+                )
+            kind = self._steps[kind][0] if kind in self._steps else None
+        self._steps[old_kind] = (new_kind, fn)
+
+    def upgrade(self, event: Event) -> Event:
+        """``event`` migrated to the newest kind its registry knows."""
+        while event.kind in self._steps:
+            new_kind, fn = self._steps[event.kind]
+            event = replace(event, kind=new_kind, data=dict(fn(event.data)))
+        return event
+
+
+def iter_lines(path: Path, from_offset: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of each line from ``from_offset``, newline included.
+
+    The last item lacks its newline when the file ends in a torn tail. A missing
+    file yields nothing.
+    """
+    try:
+        fd = open_read(path)
+    except FileNotFoundError:
+        return
+    with os.fdopen(fd, "rb") as handle:
+        if from_offset:
+            size = os.fstat(fd).st_size
+            if from_offset > size or os.pread(fd, 1, from_offset - 1) != b"\n":
+                raise LedgerError(
+                    "HZL031",
+                    f"offset {from_offset} is not the start of a line of {path}",
+                    "pass an Event.offset read from this spine, or 0",
+                )
+            handle.seek(from_offset)
+        offset = from_offset
+        for raw in handle:
+            yield offset, raw
+            offset += len(raw)
+
+
+def read_events(
+    path: Path,
+    *,
+    from_seq: int = 1,
+    from_offset: int = 0,
+    kinds: Collection[str] | None = None,
+    upgrades: Upgrades | None = None,
+    skip_damaged: bool = False,
+) -> Iterator[Event]:
+    """The spine's events in order, each with its ``offset`` and line ``hash``.
+
+    ``from_offset`` (an earlier event's offset) starts reading there without
+    touching what comes before; ``from_seq`` skips events below that seq;
+    ``kinds`` (after upgrading) keeps only kinds the reader knows. A torn tail is
+    not yielded. A complete line that does not parse as an envelope raises
+    HZL030, unless ``skip_damaged`` (verify reports such lines by seq).
+    """
+    for offset, raw in iter_lines(path, from_offset):
+        if not raw.endswith(b"\n"):
+            return
+        event = parse_event(raw[:-1], offset)
+        if event is None:
+            if skip_damaged:
+                continue
+            raise LedgerError(
+                "HZL030",
+                f"the line at byte {offset} of {path} is not a spine envelope",
+                "run verify on this spine to see the break; the writer keeps appending after it",
+            )
+        if event.seq < from_seq:
+            continue
+        if upgrades is not None:
+            event = upgrades.upgrade(event)
+        if kinds is None or event.kind in kinds:
+            yield event

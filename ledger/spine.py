@@ -1,0 +1,360 @@
+"""The spine's one writer: append-only, hash-chained, durable on return.
+
+`Spine.open` takes an exclusive flock on ``<directory>/lock`` (a second writer
+polls for at most ``lock_timeout`` seconds, then gets HZL010), finds the end of
+the last complete line by reading backwards from the end of ``session.jsonl``,
+and contains what a crash left behind:
+
+- a torn tail (bytes after the last newline, from a crash mid-append) is moved
+  to a side file ``session.jsonl.torn-<n>`` beside the spine, the spine is cut
+  back to its last complete line, and ``spine.torn_tail`` records the moved
+  bytes' size, sha256 and side file (never their content);
+- when the last lines do not chain (a damaged line at the end), the whole file
+  is verified, appends continue chained to the last line as written, and each
+  break not yet recorded gets a ``spine.break_contained`` event.
+
+An append is one ``os.write`` of the canonical line and one ``os.fsync``; then
+each ``on_durable`` callback gets the event (the index update; crash points of
+the test hooks live in the callers, not here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ledger.errors import LedgerError
+from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
+from ledger.files import (
+    ensure_private_dir,
+    last_newline_end,
+    open_append,
+    open_read,
+    write_atomic,
+)
+from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
+from ledger.lock import Sleep, take_lock
+from ledger.reading import KIND, Upgrades, check_line, read_events
+from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
+
+__all__ = [
+    "BREAK_CONTAINED",
+    "LOCK_NAME",
+    "MAX_LINE",
+    "SPINE_NAME",
+    "TORN_TAIL",
+    "Break",
+    "BreakReason",
+    "Spine",
+    "Upgrades",
+    "VerifyReport",
+    "read_events",
+    "verify",
+]
+
+SPINE_NAME = "session.jsonl"
+LOCK_NAME = "lock"
+TORN_TAIL = "spine.torn_tail"
+MAX_LINE = 65536
+_SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
+
+
+def _check_label(name: str, value: str | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or len(value) > MAX_PLAIN or "\n" in value:
+        raise LedgerError(
+            "HZL024",
+            f"{name} {value!r} is not a one-line string of 1 to {MAX_PLAIN} characters",
+            f"pass a short id as {name}, or None",
+        )
+    if looks_like_email(value):
+        raise LedgerError(
+            "HZL021", f"{name} holds an email address; the spine never does", "use an id"
+        )
+
+
+class Spine:
+    """The open writer of one spine (``<directory>/session.jsonl``), holding its lock.
+
+    Use as a context manager, or call `close`. Only `open` constructs one.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        clock: Clock,
+        fd: int,
+        lock_fd: int,
+        on_durable: Sequence[Callable[[Event], None]],
+        upgrades: Upgrades | None,
+    ) -> None:
+        self.directory = directory
+        self.path = directory / SPINE_NAME
+        self._clock = clock
+        self._fd: int | None = fd
+        self._lock_fd: int | None = lock_fd
+        self._on_durable = tuple(on_durable)
+        self._upgrades = upgrades
+        self._seq = 0
+        self._prev: str | None = None
+        self._size = 0
+        self._last: Event | None = None
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        *,
+        clock: Clock,
+        lock_timeout: float = 10.0,
+        on_durable: Sequence[Callable[[Event], None]] = (),
+        upgrades: Upgrades | None = None,
+        sleep: Sleep = time.sleep,
+    ) -> Spine:
+        """Open the spine in ``directory`` for appending (created if missing).
+
+        Takes the lock (HZL010 after ``lock_timeout`` seconds), then contains a
+        torn tail or a damaged end as the module says.
+        """
+        directory = ensure_private_dir(Path(directory))
+        lock_fd = take_lock(directory / LOCK_NAME, lock_timeout, sleep)
+        fd: int | None = None
+        try:
+            fd = open_append(directory / SPINE_NAME)
+            spine = cls(
+                directory,
+                clock=clock,
+                fd=fd,
+                lock_fd=lock_fd,
+                on_durable=on_durable,
+                upgrades=upgrades,
+            )
+            spine._recover()
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            os.close(lock_fd)
+            raise
+        return spine
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file and release the lock (idempotent)."""
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._lock_fd = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether this writer was closed (by `close`, or by a failed append)."""
+        return self._fd is None
+
+    @property
+    def last(self) -> Event | None:
+        """The last event of the spine (upgraded), or None when it is empty or
+        its last line is damaged."""
+        return self._last
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        short_text: Collection[str] = (),
+    ) -> Event:
+        """Append one event; durable when this returns; then ``on_durable`` runs.
+
+        ``data`` passes the content guard (`ledger.guard`); ``short_text`` names
+        the fields allowed to carry short texts a user reads. Nothing is written
+        when a check fails. An exception from a callback propagates to the
+        caller; the line is durable by then and the writer stays usable.
+        """
+        fd = self._writable()
+        if not isinstance(kind, str) or not KIND.fullmatch(kind):
+            raise LedgerError(
+                "HZL024",
+                f"{kind!r} is not an event kind",
+                "kinds are dotted lowercase names such as turn.started or draft.placed.2",
+            )
+        _check_label("turn", turn)
+        _check_label("key", key)
+        payload = checked_data(data, short_text)
+        seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
+        envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}
+        envelope.update(turn=turn, kind=kind, key=key, data=payload)
+        line = (canonical(envelope) + "\n").encode("utf-8")
+        if len(line) > MAX_LINE:
+            raise LedgerError(
+                "HZL025",
+                f"a {kind} line would be {len(line)} bytes; a spine line holds at most {MAX_LINE}",
+                "keep large payloads in the turn body and record their hash",
+            )
+        self._write(fd, line)
+        event = Event(
+            seq, ts, prev, turn, kind, key, payload, hash=sha256_hex(line[:-1]), offset=offset
+        )
+        self._seq, self._prev, self._size = event.seq, event.hash, self._size + len(line)
+        self._last = event
+        for callback in self._on_durable:
+            callback(event)
+        return event
+
+    def events(
+        self, *, from_seq: int = 1, from_offset: int = 0, kinds: Collection[str] | None = None
+    ) -> Iterator[Event]:
+        """`read_events` of this spine with this writer's upgrades."""
+        return read_events(
+            self.path,
+            from_seq=from_seq,
+            from_offset=from_offset,
+            kinds=kinds,
+            upgrades=self._upgrades,
+        )
+
+    def verify(self) -> VerifyReport:
+        """Verify the whole chain and record each break not yet recorded
+        (``spine.break_contained``); the report marks them contained."""
+        self._writable()
+        report = verify(self.path)
+        fresh = [item for item in report.uncontained() if item.reason != "torn-tail"]
+        for item in fresh:
+            self._record_break(item)
+        if not fresh:
+            return report
+        return replace(
+            report,
+            breaks=[
+                replace(item, contained=item.contained or item in fresh) for item in report.breaks
+            ],
+        )
+
+    def _writable(self) -> int:
+        if self._fd is None:
+            raise LedgerError(
+                "HZL011", f"the spine {self.path} is closed", "open it again with Spine.open"
+            )
+        return self._fd
+
+    def _write(self, fd: int, line: bytes) -> None:
+        """One write and one fsync; on failure cut the partial line and close."""
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(0, f"wrote {written} of {len(line)} bytes")
+            os.fsync(fd)
+        except OSError as error:
+            try:
+                os.ftruncate(fd, self._size)
+                os.fsync(fd)
+            except OSError:
+                pass  # the next open contains whatever is left as a torn tail
+            self.close()
+            raise LedgerError(
+                "HZL012",
+                f"appending to {self.path} failed: {error.strerror or error}; nothing was recorded",
+                "check the disk (space, a read-only mount), then open the spine again",
+            ) from error
+
+    def _record_break(self, item: Break) -> None:
+        self.append(
+            BREAK_CONTAINED,
+            {"seq": item.seq, "offset": item.offset, "reason": item.reason, "detail": item.detail},
+        )
+
+    def _recover(self) -> None:
+        """Find the tail, move a torn one aside, and contain a damaged end."""
+        fd = self._writable()
+        reader = open_read(self.path)
+        try:
+            size = os.fstat(reader).st_size
+            end = last_newline_end(reader, size)
+            torn = os.pread(reader, size - end, end) if end < size else b""
+            if torn:
+                side = self._side_file()
+                write_atomic(self.directory / side, torn)
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+            fresh = self._find_tail(reader, end)
+        finally:
+            os.close(reader)
+        if torn:
+            self.append(
+                TORN_TAIL,
+                {"size": len(torn), "sha256": sha256_hex(torn), "side_file": side, "offset": end},
+            )
+        for item in fresh:
+            self._record_break(item)
+
+    def _side_file(self) -> str:
+        taken = [
+            int(match.group(1))
+            for name in os.listdir(self.directory)
+            if (match := _SIDE_FILE.fullmatch(name))
+        ]
+        return f"{SPINE_NAME}.torn-{max(taken, default=0) + 1}"
+
+    def _find_tail(self, reader: int, end: int) -> list[Break]:
+        """Set seq, prev and last from the last complete lines; return breaks to record."""
+        self._size = end
+        if end == 0:
+            return []
+        start = last_newline_end(reader, end - 1)
+        body = os.pread(reader, end - 1 - start, start)
+        obj, reason, _ = check_line(body)
+        before: bytes | None = None
+        if start > 0:
+            before_start = last_newline_end(reader, start - 1)
+            before = os.pread(reader, start - 1 - before_start, before_start)
+        if reason is None and obj is not None and self._links(obj, before):
+            self._seq, self._prev = obj["seq"], sha256_hex(body)
+            self._last = self._read_event(obj, body, start)
+            return []
+        report = verify(self.path)
+        self._seq, self._prev = report.last_seq or 0, report.last_hash
+        self._last = self._read_event(obj, body, start) if reason is None and obj else None
+        return report.uncontained()
+
+    @staticmethod
+    def _links(obj: Mapping[str, Any], before: bytes | None) -> bool:
+        """Whether the last line follows the line before it (or is a valid first line)."""
+        if before is None:
+            return bool(obj["seq"] == 1 and obj["prev"] is None)
+        if obj["prev"] != sha256_hex(before):
+            return False
+        previous, reason, _ = check_line(before)
+        return reason is not None or previous is None or obj["seq"] == previous["seq"] + 1
+
+    def _read_event(self, obj: Mapping[str, Any], body: bytes, offset: int) -> Event:
+        event = Event(
+            seq=obj["seq"],
+            ts=obj["ts"],
+            prev=obj["prev"],
+            turn=obj["turn"],
+            kind=obj["kind"],
+            key=obj["key"],
+            data=obj["data"],
+            hash=sha256_hex(body),
+            offset=offset,
+        )
+        return self._upgrades.upgrade(event) if self._upgrades else event

@@ -1,0 +1,222 @@
+"""Ledger figures, each beside a baseline measured in the same run.
+
+- a durable spine append vs the raw floor (``os.write`` + ``os.fsync`` of the
+  same bytes to a file in the same directory), interleaved in blocks so both see
+  the same disk weather; target: within 1.3x;
+- events read per second vs bare ``json.loads`` of the same lines;
+- rebuilding the index from 1,000 spines of 1,000 events;
+- the list query over 10,000 index rows; target: under 50 ms.
+
+Run with ``make bench`` (or ``.venv/bin/python tests/bench/run.py ledger``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from ledger.event import Event, make_event
+from ledger.index import Index
+from ledger.reading import read_events
+from ledger.spine import Spine
+
+BLOCKS = 10
+PER_BLOCK = 200
+SPINES = 1000
+EVENTS = 1000
+LIST_ROWS = 10_000
+
+
+def clock() -> datetime:
+    return datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
+
+
+def payload(n: int) -> dict[str, object]:
+    """A typical spine payload: ids, a hash, a cost (about 200 bytes a line)."""
+    return {
+        "step": "act",
+        "effect": "documents.place_draft",
+        "hash": "sha256:" + format(n, "064x"),
+        "usd": 0.0123,
+        "tokens": 1200 + n % 100,
+    }
+
+
+def bench_append(root: Path) -> None:
+    """Interleave blocks of spine appends and raw writes of the same bytes."""
+    spine_times: list[float] = []
+    raw_times: list[float] = []
+    raw_fd = os.open(root / "raw.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fsync(raw_fd)
+    with Spine.open(root / "spine", clock=clock) as spine:
+        for block in range(BLOCKS):
+            payloads = [payload(block * PER_BLOCK + n) for n in range(PER_BLOCK)]
+            offset = spine.path.stat().st_size
+            start = time.perf_counter()
+            for data in payloads:
+                spine.append("effect.done", data)
+            spine_times.append((time.perf_counter() - start) / PER_BLOCK)
+            with spine.path.open("rb") as handle:
+                handle.seek(offset)
+                lines = handle.readlines()
+            start = time.perf_counter()
+            for line in lines:
+                os.write(raw_fd, line)
+                os.fsync(raw_fd)
+            raw_times.append((time.perf_counter() - start) / PER_BLOCK)
+    os.close(raw_fd)
+    spine_us = statistics.median(spine_times) * 1e6
+    raw_us = statistics.median(raw_times) * 1e6
+    print(f"append (durable)      {spine_us:9.1f} us   raw write+fsync {raw_us:9.1f} us", end="")
+    print(f"   ratio {spine_us / raw_us:.2f}x (target <= 1.3x)")
+
+
+def spine_content(events: int) -> bytes:
+    """The bytes of a valid spine of ``events`` events (built without fsync)."""
+    lines: list[bytes] = []
+    prev: str | None = None
+    offset = 0
+    for seq in range(1, events + 1):
+        kind = "turn.started" if seq % 10 == 1 else "effect.done"
+        event = make_event(
+            seq=seq,
+            ts="2026-10-30T15:00:00.000Z",
+            prev=prev,
+            kind=kind,
+            data=payload(seq),
+            turn=f"turn-{seq // 10}",
+            offset=offset,
+        )
+        line = event.line()
+        lines.append(line)
+        prev, offset = event.hash, offset + len(line)
+    return b"".join(lines)
+
+
+def bench_read(root: Path) -> None:
+    """read_events over 100,000 events vs json.loads of the same lines."""
+    path = root / "read.jsonl"
+    path.write_bytes(spine_content(100_000))
+    start = time.perf_counter()
+    count = sum(1 for _ in read_events(path))
+    spine_rate = count / (time.perf_counter() - start)
+    start = time.perf_counter()
+    with path.open("rb") as handle:
+        bare = sum(1 for line in handle if json.loads(line))
+    bare_rate = bare / (time.perf_counter() - start)
+    print(
+        f"read                  {spine_rate:9.0f} ev/s json.loads only {bare_rate:9.0f} /s", end=""
+    )
+    print(f"   ratio {bare_rate / spine_rate:.2f}x")
+
+
+class ListProjection:
+    """Like heinzel's list row: one row per source, updated by each event."""
+
+    name = "bench_list"
+
+    def create(self, db: Database) -> None:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS bench_list (source TEXT PRIMARY KEY, name TEXT,"
+            " state TEXT, events INTEGER, last_turn TEXT, usd REAL, asset TEXT)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS bench_list_state ON bench_list (state)")
+
+    def apply(self, db: Database, source: str, event: Event) -> None:
+        db.conn.execute(
+            "INSERT INTO bench_list (source, name, state, events, last_turn, usd, asset)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT(source) DO UPDATE SET"
+            " events = events + 1, last_turn = excluded.last_turn, usd = usd + excluded.usd,"
+            " state = excluded.state",
+            (
+                source,
+                f"name-{source}",
+                "waiting" if event.kind == "effect.done" else "awake",
+                event.turn,
+                float(event.data.get("usd", 0.0)),
+                f"doc:team/{source}",
+            ),
+        )
+
+    def clear(self, db: Database, source: str) -> None:
+        db.conn.execute("DELETE FROM bench_list WHERE source = ?", (source,))
+
+
+def bench_rebuild(root: Path) -> None:
+    """Index.rebuild over 1,000 spines of 1,000 events (one spine's bytes, copied)."""
+    content = spine_content(EVENTS)
+    sources: dict[str, Path] = {}
+    for number in range(SPINES):
+        directory = root / "spines" / f"hz-{number:04d}"
+        directory.mkdir(parents=True)
+        (directory / "session.jsonl").write_bytes(content)
+        sources[directory.name] = directory / "session.jsonl"
+    with Index(root / "rebuild.sqlite", [ListProjection()]) as index:
+        start = time.perf_counter()
+        index.rebuild(sources)
+        seconds = time.perf_counter() - start
+    total = SPINES * EVENTS
+    print(f"rebuild {SPINES} x {EVENTS}   {seconds:9.1f} s    ({total / seconds:,.0f} events/s)")
+    shutil.rmtree(root / "spines")
+
+
+def bench_list(root: Path) -> None:
+    """The list query over 10,000 rows: all of them, and one state."""
+    database = Database(root / "list.sqlite")
+    projection = ListProjection()
+    projection.create(database)
+    with database.atomic():
+        for number in range(LIST_ROWS):
+            database.conn.execute(
+                "INSERT INTO bench_list VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    f"hz-{number:05d}",
+                    f"name-{number:05d}",
+                    ("asleep", "waiting", "awake", "paused")[number % 4],
+                    number,
+                    f"turn-{number}",
+                    0.01 * number,
+                    f"doc:team/{number % 50}",
+                ),
+            )
+    everything: list[float] = []
+    one_state: list[float] = []
+    for _ in range(20):
+        start = time.perf_counter()
+        rows = list(database.query("SELECT * FROM bench_list ORDER BY name"))
+        everything.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        waiting = list(
+            database.query("SELECT * FROM bench_list WHERE state = ? ORDER BY name", ["waiting"])
+        )
+        one_state.append(time.perf_counter() - start)
+    assert len(rows) == LIST_ROWS and len(waiting) == LIST_ROWS // 4
+    all_ms = statistics.median(everything) * 1e3
+    state_ms = statistics.median(one_state) * 1e3
+    print(
+        f"list {LIST_ROWS} rows        {all_ms:9.1f} ms   (state filter {state_ms:.1f} ms;", end=""
+    )
+    print(" target < 50 ms)")
+    database.close()
+
+
+def main() -> None:
+    """Print the ledger's figures."""
+    with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as name:
+        root = Path(name)
+        bench_append(root)
+        bench_read(root)
+        bench_list(root)
+        bench_rebuild(root)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ledger.event import format_ts, make_event
 from ledger.spine import Spine
+from machines.fold import fold
 from machines.journal import InMemoryBody
 from machines.keys import Wake
 from machines.resume import Pins, prepare_resume, start_turn
@@ -39,7 +40,7 @@ def machine_appends(directory: Path) -> tuple[float, int]:
         journal = SpineJournal(spine)
         start = time.perf_counter()
         for n in range(TURNS):
-            steps = ScriptedSteps(FakeWorld(), owner="hz-bench")
+            steps = ScriptedSteps(FakeWorld(), owner=f"hz-bench{n}")
             wakes = [Wake("asked", f"hz-bench@r{n}")]
             asyncio.run(
                 start_turn(
@@ -74,7 +75,7 @@ def spine_with(directory: Path, filler: int) -> None:
         os.fsync(handle.fileno())
 
 
-def resume_time(directory: Path, filler: int) -> float:
+def resume_time(directory: Path, filler: int) -> tuple[float, float]:
     spine_with(directory, filler)
     clock = ManualClock()
     settings = Settings(clock=clock, sleep=RecordingSleep())
@@ -105,10 +106,13 @@ def resume_time(directory: Path, filler: int) -> float:
     with Spine.open(directory, clock=clock) as spine:
         journal = SpineJournal(spine, index)
         start = time.perf_counter()
+        fold("t1", journal.turn_events("t1"))
+        read = time.perf_counter() - start
+        start = time.perf_counter()
         run = prepare_resume(journal, body, steps, settings, turn="t1")
         assert run is not None
         asyncio.run(run.drive())
-        return time.perf_counter() - start
+        return read, time.perf_counter() - start
 
 
 def main() -> None:
@@ -124,10 +128,13 @@ def main() -> None:
         print(f"bare spine append (baseline, best of 3): {bare * 1e3:.3f} ms/append")
         print(f"ratio machine/bare: {machine / bare:.2f}")
         times = {n: min(resume_time(base / f"resume-{n}-{i}", n) for i in range(3)) for n in SIZES}
-        first = times[SIZES[0]]
-        for n, seconds in times.items():
-            ratio = seconds / first
-            print(f"resume after {n:>7} preceding events: {seconds * 1e3:.2f} ms (x{ratio:.2f})")
+        first_read, first_resume = times[SIZES[0]]
+        for n, (read, resume) in times.items():
+            print(
+                f"after {n:>7} preceding events: read+fold the turn {read * 1e3:.2f} ms "
+                f"(x{read / first_read:.2f}), whole resume {resume * 1e3:.2f} ms "
+                f"(x{resume / first_resume:.2f})"
+            )
 
 
 if __name__ == "__main__":

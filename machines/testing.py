@@ -45,6 +45,15 @@ class RecordingSleep:
         self.calls.append(seconds)
 
 
+class SimulatedCrash(BaseException):
+    """Raised by `Harness`'s journal after a chosen append (or by `FakeWorld`
+    right after a chosen write): the process "dies" there.
+
+    Unit tests of the resume rules use it; crash safety itself is proved with real
+    processes by `machines.crashmatrix`.
+    """
+
+
 class FakeWorld:
     """A world that counts each effect by key, with a probe that can be made unknown."""
 
@@ -52,12 +61,16 @@ class FakeWorld:
         self.performed: dict[str, int] = {}
         self.failures: list[Exception] = []
         self.unknown = False
+        self.crash_after_write = False
 
     async def perform(self, key: str) -> dict[str, Any]:
         """Write the effect (or raise the next queued failure)."""
         if self.failures:
             raise self.failures.pop(0)
         self.performed[key] = self.performed.get(key, 0) + 1
+        if self.crash_after_write:
+            self.crash_after_write = False
+            raise SimulatedCrash
         return {"placed": key}
 
     async def probe(self, key: str) -> Presence:
@@ -201,14 +214,6 @@ class ScriptedSteps:
             )
         )
         return Acted("drafted", {"report": "placed the weekly section"})
-
-
-class SimulatedCrash(BaseException):
-    """Raised by `Harness`'s journal after a chosen append: the process "dies" there.
-
-    Unit tests of the resume rules use it; crash safety itself is proved with real
-    processes by `machines.crashmatrix`.
-    """
 
 
 @dataclass

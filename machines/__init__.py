@@ -25,6 +25,7 @@ from machines.keys import Wake, coalesce, key_action
 from machines.resume import Pins, resume_turn, skip_turn, start_turn, supersede
 from machines.runner import Settings
 from machines.session import Session
+from machines.spine_journal import SpineIndex, SpineJournal
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
 from machines.waits import Due, Facts, PendingWait, due_waits
@@ -51,6 +52,8 @@ __all__ = [
     "Session",
     "Settings",
     "Skip",
+    "SpineIndex",
+    "SpineJournal",
     "Steer",
     "Steps",
     "ToolDecl",

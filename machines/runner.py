@@ -26,6 +26,7 @@ from machines.fold import TurnState, apply_event
 from machines.journal import Body, Journal, content_hash
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
+from machines.tools import ToolFailed
 from machines.turn import TurnMachine
 from machines.vocabulary import ACT_DISPOSITIONS, SKIP_REASONS
 from machines.waits import check_wait
@@ -251,7 +252,7 @@ class TurnRun:
             except asyncio.CancelledError:
                 self.abandon("stopped")
                 break
-            except EffectFailed as error:
+            except (EffectFailed, ToolFailed) as error:
                 self.fail(error.code)
                 break
             except MachineError:

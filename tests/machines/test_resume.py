@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import pytest
 
 from machines.errors import MachineError
@@ -223,3 +226,24 @@ class TestFoldChecksThePath:
         h.journal.append("turn.started", {}, turn="t9")
         h.journal.append("future.kind", {"x": 1}, turn="t9")
         assert fold("t9", h.journal.events).state == "gather"
+
+
+class TestToolFailureOnResume:
+    def test_a_replayed_unsafe_failure_fails_the_turn_with_hzm022(self) -> None:
+        """A step that caught a failing handoff, then crashed, fails on replay with HZM022."""
+        h = Harness.make(tools=[HANDOFF])
+        h.crash_after = 6
+
+        async def think(ctx: Any, gathered: Any) -> Any:
+            async def broken() -> Any:
+                raise ValueError("runner died")
+
+            with contextlib.suppress(ValueError):
+                await ctx.tool(HANDOFF, "c1", {}, broken)
+            return await ctx.tool(HANDOFF, "c2", {}, broken)
+
+        h.steps.think = think  # type: ignore[method-assign]
+        with pytest.raises(SimulatedCrash):
+            h.start()
+        state = h.resume()
+        assert (state.state, state.error) == ("failed", "HZM022")

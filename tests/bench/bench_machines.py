@@ -127,11 +127,14 @@ def main() -> None:
         )
         print(f"bare spine append (baseline, best of 3): {bare * 1e3:.3f} ms/append")
         print(f"ratio machine/bare: {machine / bare:.2f}")
-        times = {n: min(resume_time(base / f"resume-{n}-{i}", n) for i in range(3)) for n in SIZES}
+        times = {}
+        for n in SIZES:
+            samples = [resume_time(base / f"resume-{n}-{i}", n) for i in range(5)]
+            times[n] = (min(s[0] for s in samples), min(s[1] for s in samples))
         first_read, first_resume = times[SIZES[0]]
         for n, (read, resume) in times.items():
             print(
-                f"after {n:>7} preceding events: read+fold the turn {read * 1e3:.2f} ms "
+                f"after {n:>7} preceding events (best of 5): read+fold {read * 1e3:.2f} ms "
                 f"(x{read / first_read:.2f}), whole resume {resume * 1e3:.2f} ms "
                 f"(x{resume / first_resume:.2f})"
             )

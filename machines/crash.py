@@ -1,0 +1,67 @@
+"""Crash points for tests: ``HZ_CRASH_AT`` makes the process ``os._exit(137)``.
+
+``after:<kind>``: right after the first event of that kind is durable.
+``append:<n>``: right after the n-th append of this process.
+A no-op unless the variable is set. Hosts install `crash_hook` as an
+``on_durable`` callback of their spine (the in-memory journal calls it too), so the
+exit happens after the fsync and before anything else runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ledger.event import Event
+from machines.errors import MachineError
+
+CRASH_EXIT = 137
+"""The exit status of a crash point (as a SIGKILL would give)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrashPoint:
+    """A parsed ``HZ_CRASH_AT``: after the kind ``kind``, or after append number ``n``."""
+
+    kind: str | None = None
+    n: int | None = None
+
+
+def parse(value: str) -> CrashPoint:
+    """Parse ``after:<kind>`` or ``append:<n>`` (HZM050 for anything else)."""
+    how, _, what = value.partition(":")
+    if how == "after" and what:
+        return CrashPoint(kind=what)
+    if how == "append" and what.isdigit() and int(what) > 0:
+        return CrashPoint(n=int(what))
+    raise MachineError(
+        "HZM050",
+        f"HZ_CRASH_AT={value!r} is not a crash point",
+        "use after:<event kind> or append:<n> (n from 1), or unset it",
+    )
+
+
+def crash_hook(
+    environ: Mapping[str, str] | None = None,
+    *,
+    exit_: Callable[[int], None] = os._exit,
+) -> Callable[[Event], None]:
+    """The ``on_durable`` callback for the current ``HZ_CRASH_AT`` (a no-op when unset)."""
+    value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
+    if not value:
+        return _nothing
+    point = parse(value)
+    count = 0
+
+    def hook(event: Event) -> None:
+        nonlocal count
+        count += 1
+        if point.n == count or point.kind == event.kind:
+            exit_(CRASH_EXIT)
+
+    return hook
+
+
+def _nothing(_event: Event) -> None:
+    """No crash point is set."""

@@ -1,0 +1,269 @@
+"""The fold: a turn's events in, its state out. Pure, one ``_apply_<kind>`` per kind.
+
+The fold also checks that the recorded path is one the transition table allows:
+a spine written by a machine this code does not match (a step it does not know, a
+step skipped, a finish without an act) is refused with `MachineError` HZM010, as
+DBOS refuses an unexpected step and Temporal a nondeterministic history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ledger.event import Event, parse_ts
+from machines.errors import MachineError
+from machines.table import TABLE
+
+
+@dataclass
+class EffectRecord:
+    """What the journal says about one effect key."""
+
+    key: str
+    effect: str
+    outcome: str | None = None
+    hash: str | None = None
+    error: str | None = None
+    event_seen: bool = False
+
+
+@dataclass
+class ToolRecord:
+    """What the journal says about one tool call."""
+
+    call_id: str
+    tool: str
+    replay_safe: bool
+    args: str
+    status: str | None = None
+    hash: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class TurnState:
+    """A turn as its events describe it."""
+
+    turn: str
+    state: str = "new"
+    waiting_step: str | None = None
+    cause: str | None = None
+    causes: list[dict[str, Any]] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    pins: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, str | None] = field(default_factory=dict)
+    wait: dict[str, Any] | None = None
+    woken_by: str | None = None
+    resumes: int = 0
+    model_requests: list[dict[str, Any]] = field(default_factory=list)
+    tools: dict[str, ToolRecord] = field(default_factory=dict)
+    effects: dict[str, EffectRecord] = field(default_factory=dict)
+    steered: list[dict[str, Any]] = field(default_factory=list)
+    requested: list[dict[str, Any]] = field(default_factory=list)
+    disposition: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    last_seq: int = 0
+    running_ms: int = 0
+    running_since: str | None = None
+
+    @property
+    def spend_usd(self) -> float:
+        """The turn's model spend so far."""
+        return round(sum(float(r.get("usd", 0)) for r in self.model_requests), 6)
+
+    @property
+    def final(self) -> bool:
+        """True once the turn ended (finished, skipped, abandoned or failed)."""
+        return self.state in ("finished", "skipped", "abandoned", "failed")
+
+    def running_ms_at(self, now: datetime) -> int:
+        """Running time up to ``now``: waiting time does not count."""
+        if self.running_since is None:
+            return self.running_ms
+        delta = now - parse_ts(self.running_since)
+        return self.running_ms + max(0, int(delta.total_seconds() * 1000))
+
+
+def _mismatch(event: Event, state: TurnState, why: str) -> MachineError:
+    return MachineError(
+        "HZM010",
+        f"turn {state.turn} does not match this machine at seq {event.seq} "
+        f"({event.kind} in state {state.state!r}): {why}",
+        "finish or resume it with the hz version that wrote it, or fork a new turn "
+        "from its last good checkpoint (hz heinzel retry)",
+    )
+
+
+def _move(state: TurnState, event: Event, trigger: str, dest: str) -> None:
+    for row in TABLE:
+        if row.trigger != trigger or row.dest != dest or state.state not in row.sources:
+            continue
+        if row.when_step is not None and row.when_step != state.waiting_step:
+            continue
+        state.state = dest
+        return
+    raise _mismatch(event, state, f"no transition {trigger!r} to {dest!r}")
+
+
+def _elapsed_ms(since: str, until: str) -> int:
+    return max(0, int((parse_ts(until) - parse_ts(since)).total_seconds() * 1000))
+
+
+def _apply_turn_started(state: TurnState, event: Event) -> None:
+    _move(state, event, "start", "gather")
+    data = event.data
+    state.cause = data.get("cause")
+    state.causes = list(data.get("causes", []))
+    state.keys = list(data.get("keys", []))
+    state.pins = dict(data.get("pins", {}))
+    state.inputs["gather"] = None
+    state.running_since = event.ts
+
+
+def _apply_step_started(state: TurnState, event: Event) -> None:
+    step = event.data.get("step")
+    triggers = {"think": "gathered", "outcome": "thought", "act": "decided", "finish": "acted"}
+    if step not in triggers:
+        raise _mismatch(event, state, f"unknown step {step!r}")
+    _move(state, event, triggers[step], step)
+    state.inputs[step] = event.data.get("input")
+
+
+def _apply_turn_waiting(state: TurnState, event: Event) -> None:
+    step = state.state
+    _move(state, event, "wait", "waiting")
+    state.waiting_step = step
+    state.wait = {**event.data, "seq": event.seq}
+    if state.running_since is not None:
+        state.running_ms += _elapsed_ms(state.running_since, event.ts)
+    state.running_since = None
+
+
+def _apply_turn_resumed(state: TurnState, event: Event) -> None:
+    woken_by = event.data.get("woken_by")
+    if state.state == "waiting":
+        _move(state, event, "resume", str(state.waiting_step))
+        state.wait = None
+        state.running_since = event.ts
+    else:
+        _move(state, event, "resume", state.state)
+    if woken_by == "recovery":
+        state.resumes += 1
+    state.woken_by = woken_by
+
+
+def _apply_turn_finished(state: TurnState, event: Event) -> None:
+    disposition = event.data.get("disposition")
+    dest = {"failed": "failed", "abandoned": "abandoned"}.get(str(disposition), "finished")
+    _move(state, event, {"failed": "fail", "abandoned": "abandon"}.get(dest, "conclude"), dest)
+    state.disposition = disposition
+    state.reason = event.data.get("reason")
+    state.error = event.data.get("error")
+    if state.running_since is not None:
+        state.running_ms += _elapsed_ms(state.running_since, event.ts)
+    state.running_since = None
+
+
+def _apply_turn_skipped(state: TurnState, event: Event) -> None:
+    _move(state, event, "skip", "skipped")
+    state.disposition = "skipped"
+    state.reason = event.data.get("reason")
+    state.keys = state.keys or list(event.data.get("keys", []))
+    state.causes = state.causes or list(event.data.get("causes", []))
+
+
+def _apply_turn_steered(state: TurnState, event: Event) -> None:
+    state.steered.append(dict(event.data))
+
+
+def _apply_turn_requested(state: TurnState, event: Event) -> None:
+    state.requested.append({"cause": event.data.get("cause"), "key": event.key})
+
+
+def _apply_model_request(state: TurnState, event: Event) -> None:
+    state.model_requests.append(dict(event.data))
+    state.steered.clear()
+
+
+def _apply_tool_called(state: TurnState, event: Event) -> None:
+    data = event.data
+    call_id = str(data.get("call_id"))
+    state.tools[call_id] = ToolRecord(
+        call_id, str(data.get("tool")), bool(data.get("replay_safe")), str(data.get("args"))
+    )
+
+
+def _apply_tool_result(state: TurnState, event: Event) -> None:
+    record = state.tools.get(str(event.data.get("call_id")))
+    if record is None:
+        raise _mismatch(event, state, "a tool result without its call")
+    record.status = event.data.get("status")
+    record.hash = event.data.get("hash")
+    record.error = event.data.get("error")
+
+
+def _apply_effect_started(state: TurnState, event: Event) -> None:
+    key = str(event.key)
+    state.effects[key] = EffectRecord(key, str(event.data.get("effect")))
+
+
+def _effect(state: TurnState, event: Event) -> EffectRecord:
+    record = state.effects.get(str(event.key))
+    if record is None:
+        raise _mismatch(event, state, f"{event.kind} without effect.started")
+    return record
+
+
+def _apply_effect_done(state: TurnState, event: Event) -> None:
+    record = _effect(state, event)
+    record.outcome, record.hash = "done", event.data.get("hash")
+
+
+def _apply_effect_failed(state: TurnState, event: Event) -> None:
+    record = _effect(state, event)
+    record.outcome, record.error = "failed", event.data.get("error")
+
+
+def _apply_other(state: TurnState, event: Event) -> None:
+    record = state.effects.get(event.key or "")
+    if record is not None:
+        record.event_seen = True
+
+
+APPLY: Mapping[str, Callable[[TurnState, Event], None]] = {
+    "turn.started": _apply_turn_started,
+    "step.started": _apply_step_started,
+    "turn.waiting": _apply_turn_waiting,
+    "turn.resumed": _apply_turn_resumed,
+    "turn.finished": _apply_turn_finished,
+    "turn.skipped": _apply_turn_skipped,
+    "turn.steered": _apply_turn_steered,
+    "turn.requested": _apply_turn_requested,
+    "model.request": _apply_model_request,
+    "tool.called": _apply_tool_called,
+    "tool.result": _apply_tool_result,
+    "effect.started": _apply_effect_started,
+    "effect.done": _apply_effect_done,
+    "effect.failed": _apply_effect_failed,
+}
+"""One apply per kind; every other kind of the turn goes to ``_apply_other`` (an
+effect's own event marks its record seen; anything else is data for the host)."""
+
+
+def apply_event(state: TurnState, event: Event) -> None:
+    """Fold one more event of the turn into ``state``."""
+    APPLY.get(event.kind, _apply_other)(state, event)
+    state.last_seq = event.seq
+
+
+def fold(turn: str, events: Iterable[Event]) -> TurnState:
+    """The state of ``turn`` after ``events`` (events of other turns are ignored)."""
+    state = TurnState(turn)
+    for event in events:
+        if event.turn == turn:
+            apply_event(state, event)
+    return state

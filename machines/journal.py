@@ -1,0 +1,145 @@
+"""What the machine writes to and reads from: the `Journal` and the `Body` protocols.
+
+The journal is the durable record of a turn (the ledger's spine in production,
+`InMemoryJournal` in tests and embeddings); the body holds the content the spine
+never does (step results, model replies, tool results), addressed by the hash the
+spine records. The machine never opens a file: the host hands it both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ledger.event import Clock, Event, canonical, format_ts, make_event
+
+OnDurable = Callable[[Event], None]
+
+
+def content_hash(value: Any) -> str:
+    """``sha256:`` and the hex SHA-256 of the canonical JSON of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical(value).encode("utf-8")).hexdigest()
+
+
+def keys_of(event: Event) -> list[str]:
+    """Every idempotency key an event speaks for: its envelope key and ``data.keys``."""
+    keys = [event.key] if event.key else []
+    extra = event.data.get("keys")
+    if isinstance(extra, list):
+        keys.extend(k for k in extra if isinstance(k, str) and k not in keys)
+    return keys
+
+
+class Journal(Protocol):
+    """The durable record the machine appends its checkpoints to."""
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        short_text: Sequence[str] = (),
+    ) -> Event:
+        """Append one event durably and return it; raise and append nothing on failure."""
+        ...
+
+    def turn_events(self, turn: str) -> list[Event]:
+        """The events of one turn, in order, read from where the turn started."""
+        ...
+
+    def key_events(self, key: str) -> list[Event]:
+        """Every event that speaks for ``key`` (see `keys_of`), in order."""
+        ...
+
+
+class Body(Protocol):
+    """The turn body: content addressed by the hash the spine records."""
+
+    def put(self, turn: str, digest: str, value: Any) -> None:
+        """Keep ``value`` under ``digest`` for ``turn`` (idempotent)."""
+        ...
+
+    def get(self, turn: str, digest: str) -> Any:
+        """The value kept under ``digest``; `KeyError` when it is gone (expired)."""
+        ...
+
+
+class InMemoryJournal:
+    """A `Journal` held in a list: for unit tests and hosts that need no file.
+
+    It chains its events like the spine (``prev`` is the previous line's hash) and
+    calls ``on_durable`` after each append, as the spine does, so crash points and
+    host hooks behave the same.
+    """
+
+    def __init__(self, clock: Clock, *, on_durable: Iterable[OnDurable] = ()) -> None:
+        self._clock = clock
+        self._on_durable = list(on_durable)
+        self._events: list[Event] = []
+        self._by_turn: dict[str, list[Event]] = {}
+        self._by_key: dict[str, list[Event]] = {}
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """Every event appended so far."""
+        return tuple(self._events)
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        short_text: Sequence[str] = (),
+    ) -> Event:
+        """Append one event (``short_text`` is accepted for protocol parity)."""
+        last = self._events[-1] if self._events else None
+        event = make_event(
+            seq=last.seq + 1 if last else 1,
+            ts=format_ts(self._clock()),
+            prev=last.hash if last else None,
+            kind=kind,
+            data=dict(data or {}),
+            turn=turn,
+            key=key,
+        )
+        self._events.append(event)
+        if turn is not None:
+            self._by_turn.setdefault(turn, []).append(event)
+        for one in keys_of(event):
+            self._by_key.setdefault(one, []).append(event)
+        for callback in self._on_durable:
+            callback(event)
+        return event
+
+    def turn_events(self, turn: str) -> list[Event]:
+        """The events of one turn, in order."""
+        return list(self._by_turn.get(turn, ()))
+
+    def key_events(self, key: str) -> list[Event]:
+        """Every event that speaks for ``key``, in order."""
+        return list(self._by_key.get(key, ()))
+
+
+class InMemoryBody:
+    """A `Body` held in a dict, for tests and embeddings."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, str], Any] = {}
+
+    def put(self, turn: str, digest: str, value: Any) -> None:
+        """Keep ``value`` under ``(turn, digest)``."""
+        self._values[(turn, digest)] = value
+
+    def get(self, turn: str, digest: str) -> Any:
+        """The value kept under ``(turn, digest)``."""
+        return self._values[(turn, digest)]
+
+    def forget(self, turn: str) -> None:
+        """Drop a turn's content, as expiry does."""
+        for pair in [p for p in self._values if p[0] == turn]:
+            del self._values[pair]

@@ -1,0 +1,163 @@
+"""Idempotency keys of wakes and effects, the key rule, and coalescing.
+
+Every key starts with the owner's id and ``@`` (ADR 0049 statement 5, 13):
+
+| cause / effect | key |
+|---|---|
+| schedule | ``<id>@<slot>`` |
+| source-changed | ``<id>@<input>:<fingerprint>`` |
+| discovered | ``<id>@discovered:<source>`` (once per source) |
+| asked | ``<id>@<request id>`` |
+| approval | ``<id>@approval:<output>:<draft hash>`` (once per placed draft) |
+| created | ``<id>@created`` (once ever) |
+| retry | ``<id>@retry:<parent turn>:<request id>`` |
+| stale | ``<id>@stale:<output>:<valid_until>`` |
+| place_draft effect | ``<id>@v<contract version>@<slot>@<asset>`` |
+| question effect | ``<id>@question:<turn>:<n>`` |
+
+The rule: a key with ``turn.started`` and no end resumes that turn; a key with
+``turn.finished`` or ``turn.skipped`` does nothing; an unseen key starts a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from machines.errors import MachineError, bad_key_part
+from machines.journal import Journal
+from machines.vocabulary import CAUSES, TERMINAL_KINDS
+
+
+def _part(name: str, value: str, *, allow_at: bool = False) -> str:
+    text = str(value)
+    if not text or any(c.isspace() for c in text) or ("@" in text and not allow_at):
+        raise bad_key_part(name, text)
+    return text
+
+
+def schedule(owner: str, slot: str) -> str:
+    """``<id>@<slot>``: one turn per schedule slot."""
+    return f"{_part('id', owner)}@{_part('slot', slot)}"
+
+
+def source_changed(owner: str, input_name: str, fingerprint: str) -> str:
+    """``<id>@<input>:<fingerprint>``: one turn per input fingerprint."""
+    return f"{_part('id', owner)}@{_part('input', input_name)}:{_part('fingerprint', fingerprint)}"
+
+
+def discovered(owner: str, source: str) -> str:
+    """``<id>@discovered:<source>``: a discovered source wakes at most once."""
+    return f"{_part('id', owner)}@discovered:{_part('source', source)}"
+
+
+def asked(owner: str, request_id: str) -> str:
+    """``<id>@<request id>``: one turn per chat message or wake request."""
+    return f"{_part('id', owner)}@{_part('request id', request_id)}"
+
+
+def approval(owner: str, output: str, draft_hash: str) -> str:
+    """``<id>@approval:<output>:<draft hash>``: one learning turn per placed draft."""
+    return f"{_part('id', owner)}@approval:{_part('output', output)}:{_part('hash', draft_hash)}"
+
+
+def created(owner: str) -> str:
+    """``<id>@created``: the first turn, which compiles version 1."""
+    return f"{_part('id', owner)}@created"
+
+
+def retry(owner: str, parent_turn: str, request_id: str) -> str:
+    """``<id>@retry:<parent turn>:<request id>``: a fork of a turn, once per request."""
+    return (
+        f"{_part('id', owner)}@retry:{_part('parent turn', parent_turn)}"
+        f":{_part('request id', request_id)}"
+    )
+
+
+def stale(owner: str, output: str, valid_until: str) -> str:
+    """``<id>@stale:<output>:<valid_until>``: one turn per expiry of an approved output."""
+    return f"{_part('id', owner)}@stale:{_part('output', output)}:{_part('until', valid_until)}"
+
+
+def place_draft(owner: str, contract_version: int, slot: str, asset: str) -> str:
+    """``<id>@v<contract version>@<slot>@<asset>``: the place_draft effect's key."""
+    return (
+        f"{_part('id', owner)}@v{int(contract_version)}@{_part('slot', slot)}"
+        f"@{_part('asset', asset)}"
+    )
+
+
+def question(owner: str, turn: str, index: int) -> str:
+    """``<id>@question:<turn>:<n>``: the n-th question a turn asks, asked once."""
+    return f"{_part('id', owner)}@question:{_part('turn', turn)}:{int(index)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A reason to run a turn: its cause and its key."""
+
+    cause: str
+    key: str
+
+    def __post_init__(self) -> None:
+        if self.cause not in CAUSES:
+            raise MachineError(
+                "HZM004", f"{self.cause!r} is not a cause", f"causes are {', '.join(CAUSES)}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAction:
+    """What the key rule says to do with a wake: start, resume ``turn``, or nothing."""
+
+    action: Literal["start", "resume", "none"]
+    turn: str | None = None
+
+
+def key_action(journal: Journal, key: str) -> KeyAction:
+    """The key rule of ADR 0049 statement 5 for one key."""
+    events = journal.key_events(key)
+    if any(e.kind in TERMINAL_KINDS for e in events):
+        return KeyAction("none")
+    started = [e for e in events if e.kind == "turn.started"]
+    if not started:
+        return KeyAction("start")
+    turn = started[-1].turn
+    if turn is not None and any(e.kind in TERMINAL_KINDS for e in journal.turn_events(turn)):
+        return KeyAction("none")
+    return KeyAction("resume", turn)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do with the wakes due together: turns to resume, one turn to start."""
+
+    resume: tuple[str, ...]
+    start: tuple[Wake, ...]
+
+    @property
+    def cause(self) -> str | None:
+        """The new turn's ``cause``: the first of ``start`` in the spec's order."""
+        return self.start[0].cause if self.start else None
+
+
+def order(wakes: Iterable[Wake]) -> list[Wake]:
+    """Wakes in the spec's cause order (stable within a cause), each key once."""
+    unique: dict[str, Wake] = {}
+    for wake in wakes:
+        unique.setdefault(wake.key, wake)
+    return sorted(unique.values(), key=lambda w: CAUSES.index(w.cause))
+
+
+def coalesce(journal: Journal, wakes: Iterable[Wake]) -> Plan:
+    """Apply the key rule to each wake and coalesce the new ones into one turn."""
+    resume: list[str] = []
+    start: list[Wake] = []
+    for wake in order(wakes):
+        action = key_action(journal, wake.key)
+        if action.action == "resume" and action.turn and action.turn not in resume:
+            resume.append(action.turn)
+        elif action.action == "start":
+            start.append(wake)
+    return Plan(tuple(resume), tuple(start))

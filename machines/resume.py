@@ -1,0 +1,173 @@
+"""Starting, resuming, skipping and ending turns from outside: the resume rules.
+
+- `start_turn`: ``turn.started`` with the causes, keys and pins, then the steps.
+- `resume_turn`: fold the turn's own events (``journal.turn_events``, which reads
+  from the turn's start, never the whole spine); a final turn is left alone; a
+  turn past its timeout (running time only) ends abandoned ``timeout`` and is never
+  resumed; a turn interrupted more than ``max_resumes`` times ends abandoned
+  ``max-resumes`` with its step; otherwise ``turn.resumed{woken_by}`` is recorded
+  (``recovery`` after a crash, counted durably) and the steps continue from the
+  last checkpoint.
+- `skip_turn`: the one line of a turn that never runs (``turn.skipped``).
+- `supersede`: a waiting turn whose output another turn drafted ends abandoned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from machines.errors import MachineError
+from machines.fold import TurnState, fold
+from machines.journal import Body, Journal
+from machines.keys import Wake, order
+from machines.runner import Settings, TurnRun
+from machines.steps import Steps
+from machines.turn import TurnMachine
+from machines.vocabulary import SKIP_REASONS, VOCABULARY_VERSION, WOKEN_BY
+
+
+@dataclass(frozen=True, slots=True)
+class Pins:
+    """What a turn is pinned to (ADR 0049 statement 17)."""
+
+    contract_version: int | None = None
+    skills: Mapping[str, str] = field(default_factory=dict)
+    lessons_seq: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The ``pins`` object of ``turn.started``, with the vocabulary version."""
+        return {
+            "contract_version": self.contract_version,
+            "skills": dict(sorted(self.skills.items())),
+            "lessons_seq": self.lessons_seq,
+            "vocabulary": VOCABULARY_VERSION,
+        }
+
+
+def _causes(wakes: Sequence[Wake]) -> tuple[list[Wake], dict[str, Any]]:
+    ordered = order(wakes)
+    if not ordered:
+        raise MachineError("HZM005", "a turn needs at least one cause", "pass the wakes due")
+    data = {
+        "cause": ordered[0].cause,
+        "causes": [{"cause": w.cause, "key": w.key} for w in ordered],
+        "keys": [w.key for w in ordered],
+    }
+    return ordered, data
+
+
+def prepare_turn(
+    journal: Journal,
+    body: Body,
+    steps: Steps,
+    settings: Settings,
+    *,
+    turn: str,
+    wakes: Sequence[Wake],
+    pins: Pins,
+    data: Mapping[str, Any] | None = None,
+) -> TurnRun:
+    """Record ``turn.started`` and return the run, ready to `TurnRun.drive`."""
+    ordered, causes = _causes(wakes)
+    run = TurnRun(journal, body, steps, settings, TurnState(turn))
+    run.fire("start", {**(data or {}), **causes, "pins": pins.record()}, key=ordered[0].key)
+    return run
+
+
+async def start_turn(
+    journal: Journal,
+    body: Body,
+    steps: Steps,
+    settings: Settings,
+    *,
+    turn: str,
+    wakes: Sequence[Wake],
+    pins: Pins,
+    data: Mapping[str, Any] | None = None,
+) -> TurnState:
+    """Start a turn for ``wakes`` (coalesced: the first cause in the spec's order)."""
+    run = prepare_turn(journal, body, steps, settings, turn=turn, wakes=wakes, pins=pins, data=data)
+    return await run.drive()
+
+
+def prepare_resume(
+    journal: Journal,
+    body: Body | None,
+    steps: Steps | None,
+    settings: Settings,
+    *,
+    turn: str,
+    woken_by: str = "recovery",
+) -> TurnRun | None:
+    """Apply the resume rules; the run to drive, or None when the turn has ended."""
+    if woken_by not in WOKEN_BY:
+        raise MachineError("HZM006", f"{woken_by!r} is not a woken_by", ", ".join(WOKEN_BY))
+    state = fold(turn, journal.turn_events(turn))
+    if state.state == "new":
+        raise MachineError(
+            "HZM007",
+            f"turn {turn} has no events to resume",
+            "start it with start_turn, or pass the turn id its key resolved to",
+        )
+    if state.final:
+        return None
+    run = TurnRun(journal, body, steps, settings, state)
+    if run.over_time():
+        run.abandon("timeout")
+        return None
+    if state.state == "waiting":
+        if woken_by == "recovery":
+            return None
+        run.fire("resume", {"woken_by": woken_by, "step": state.waiting_step})
+        return run
+    if state.resumes >= settings.max_resumes:
+        error = f"interrupted {state.resumes + 1} times in {state.state}"
+        run.abandon("max-resumes", error=error)
+        return None
+    run.fire("resume", {"woken_by": "recovery", "step": state.state, "resumes": state.resumes + 1})
+    return run
+
+
+async def resume_turn(
+    journal: Journal,
+    body: Body,
+    steps: Steps,
+    settings: Settings,
+    *,
+    turn: str,
+    woken_by: str = "recovery",
+) -> TurnState:
+    """Resume ``turn`` after a crash (``recovery``) or a wait (what woke it)."""
+    run = prepare_resume(journal, body, steps, settings, turn=turn, woken_by=woken_by)
+    if run is None:
+        return fold(turn, journal.turn_events(turn))
+    return await run.drive()
+
+
+def skip_turn(
+    journal: Journal,
+    *,
+    turn: str,
+    wakes: Sequence[Wake],
+    reason: str,
+    moved: Sequence[str] = (),
+) -> TurnState:
+    """Record a turn that does not run: one ``turn.skipped`` line, no step work."""
+    if reason not in SKIP_REASONS:
+        raise MachineError("HZM008", f"{reason!r} is not a skip reason", ", ".join(SKIP_REASONS))
+    ordered, causes = _causes(wakes)
+    machine = TurnMachine(journal, turn)
+    machine.fire("skip", {**causes, "reason": reason, "moved": list(moved)}, key=ordered[0].key)
+    return fold(turn, journal.turn_events(turn))
+
+
+def supersede(journal: Journal, settings: Settings, *, turn: str) -> TurnState:
+    """End a waiting turn abandoned ``superseded`` (another turn drafted its output)."""
+    state = fold(turn, journal.turn_events(turn))
+    if state.state != "waiting":
+        return state
+    run = TurnRun(journal, None, None, settings, state)
+    run.abandon("superseded")
+    return run.state

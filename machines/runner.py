@@ -1,0 +1,274 @@
+"""The driver: start or resume a turn and walk its steps, checkpoint before work.
+
+`start_turn` appends ``turn.started`` and walks gather -> think -> outcome -> act ->
+finish. `resume_turn` folds the turn's own events, applies the resume rules
+(`machines.resume`) and continues from the last checkpoint. The live state is the
+fold of what was appended (a `_Tracking` journal applies each event as it is
+written), and after every transition the machine's state must equal the fold's:
+pi's fixed-point self-check, made permanent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from ledger.event import Clock, Event, format_ts, parse_ts
+from machines.context import TurnContext
+from machines.effects import EffectFailed, Sleep
+from machines.errors import MachineError
+from machines.fold import TurnState, apply_event
+from machines.journal import Body, Journal, content_hash
+from machines.steps import Acted, Fail, Skip, Steps, Wait
+from machines.table import NEXT_TRIGGER, RUNNING
+from machines.tools import ToolFailed
+from machines.turn import TurnMachine
+from machines.vocabulary import ACT_DISPOSITIONS, SKIP_REASONS
+from machines.waits import check_wait
+
+_log = structlog.get_logger("machines.runner")
+
+
+NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
+"""The step each step hands its result to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The host's knobs: the injected clock and sleep, and the limits of ADR 0049."""
+
+    clock: Clock
+    sleep: Sleep
+    max_resumes: int = 3
+    timeout: timedelta = timedelta(minutes=10)
+    max_wait: timedelta = timedelta(days=7)
+
+
+class _Tracking:
+    """A journal wrapper that folds every event it appends into the live state."""
+
+    def __init__(self, journal: Journal, state: TurnState) -> None:
+        self.inner = journal
+        self.state = state
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        short_text: Sequence[str] = (),
+    ) -> Event:
+        event = self.inner.append(kind, data, turn=turn, key=key, short_text=short_text)
+        if event.turn == self.state.turn:
+            apply_event(self.state, event)
+        return event
+
+    def turn_events(self, turn: str) -> list[Event]:
+        return self.inner.turn_events(turn)
+
+    def key_events(self, key: str) -> list[Event]:
+        return self.inner.key_events(key)
+
+
+def _body_gone(turn: str, step: str) -> MachineError:
+    return MachineError(
+        "HZM013",
+        f"turn {turn} cannot continue {step}: the body no longer holds its input",
+        "the turn body expired or was deleted; fork a new turn (hz heinzel retry)",
+    )
+
+
+class TurnRun:
+    """One process's hold on one turn: its machine, live state and running context."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        body: Body | None,
+        steps: Steps | None,
+        settings: Settings,
+        state: TurnState,
+    ) -> None:
+        self.state = state
+        self.journal = _Tracking(journal, state)
+        self.body = body
+        self.steps = steps
+        self.settings = settings
+        self.machine = TurnMachine(
+            self.journal, state.turn, state=state.state, waiting_step=state.waiting_step
+        )
+        self.context: TurnContext | None = None
+
+    @property
+    def turn(self) -> str:
+        """The turn id."""
+        return self.state.turn
+
+    def fire(
+        self,
+        trigger: str,
+        data: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        short_text: tuple[str, ...] = (),
+    ) -> Event:
+        """Take a transition and check the live state against the fold."""
+        event = self.machine.fire(trigger, data, key=key, short_text=short_text)
+        if self.machine.state != self.state.state:
+            raise MachineError(
+                "HZM012",
+                f"turn {self.turn}: the machine is in {self.machine.state!r} but its "
+                f"events fold to {self.state.state!r}",
+                "this is a bug in machines; report it with the turn's events",
+            )
+        return event
+
+    def _finished_data(self, disposition: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "disposition": disposition,
+            "cause": self.state.cause,
+            "keys": list(self.state.keys),
+            "usd": self.state.spend_usd,
+            "duration_ms": self.state.running_ms_at(self.settings.clock()),
+            **{k: v for k, v in extra.items() if v is not None},
+        }
+
+    def abandon(self, reason: str, *, error: str | None = None) -> Event:
+        """End the turn abandoned with ``reason`` (and the step it was in)."""
+        step = self.state.waiting_step if self.state.state == "waiting" else self.state.state
+        data = self._finished_data("abandoned", reason=reason, step=step, error=error)
+        return self.fire("abandon", data)
+
+    def fail(self, error: str) -> Event:
+        """End the turn failed in its current step."""
+        return self.fire("fail", self._finished_data("failed", step=self.state.state, error=error))
+
+    def over_time(self) -> bool:
+        """True when the turn's running time passed the timeout."""
+        limit = int(self.settings.timeout.total_seconds() * 1000)
+        return self.state.running_ms_at(self.settings.clock()) > limit
+
+    def _input(self, step: str) -> Any:
+        digest = self.state.inputs.get(step)
+        if digest is None:
+            return None
+        try:
+            return self._body().get(self.turn, digest)
+        except KeyError:
+            raise _body_gone(self.turn, step) from None
+
+    def _body(self) -> Body:
+        if self.body is None:
+            raise MachineError("HZM016", "this run has no body", "pass the turn body")
+        return self.body
+
+    async def _work(self, step: str, ctx: TurnContext) -> Any:
+        steps = self.steps
+        if steps is None:
+            raise MachineError("HZM016", "this run has no steps", "pass the host's steps")
+        if step == "gather":
+            return await steps.gather(ctx)
+        work = {"think": steps.think, "outcome": steps.outcome, "act": steps.act}
+        return await work[step](ctx, self._input(step))
+
+    def _advance(self, step: str, result: Any) -> None:
+        if isinstance(result, Wait):
+            until = result.until or format_ts(self.settings.clock() + self.settings.max_wait)
+            until = format_ts(parse_ts(until))
+            data: dict[str, Any] = {"step": step, "until": until}
+            if result.on is not None:
+                data["on"] = dict(result.on)
+            if result.output is not None:
+                data["output"] = result.output
+            self.fire("wait", data)
+        elif isinstance(result, Skip):
+            if result.reason not in SKIP_REASONS:
+                self.fail("HZM008")
+                return
+            self.fire(
+                "skip",
+                {
+                    "reason": result.reason,
+                    "causes": list(self.state.causes),
+                    "keys": list(self.state.keys),
+                    "moved": list(result.moved),
+                },
+            )
+        elif isinstance(result, Fail):
+            self.fail(result.error)
+        else:
+            value = (
+                {"disposition": result.disposition, **result.data}
+                if isinstance(result, Acted)
+                else result
+            )
+            if step == "act" and (
+                not isinstance(result, Acted) or result.disposition not in ACT_DISPOSITIONS
+            ):
+                self.fail("HZM014")
+                return
+            digest = content_hash(value)
+            self._body().put(self.turn, digest, value)
+            data = {"step": NEXT_STEP[step], "input": digest}
+            if isinstance(result, Acted):
+                data["disposition"] = result.disposition
+            self.fire(NEXT_TRIGGER[step], data)
+
+    def _conclude(self) -> None:
+        acted = self._input("finish") or {}
+        disposition = str(acted.get("disposition", "drafted"))
+        if self.state.effects and any(r.outcome is None for r in self.state.effects.values()):
+            self.fail("HZM015")
+            return
+        extra = {k: v for k, v in acted.items() if k != "disposition"}
+        self.fire("conclude", self._finished_data(disposition, **extra), short_text=("report",))
+
+    async def drive(self) -> TurnState:
+        """Walk the steps from the current state until the turn waits or ends."""
+        while self.state.state in RUNNING:
+            if self.over_time():
+                self.abandon("timeout")
+                break
+            step = self.state.state
+            if step == "finish":
+                self._conclude()
+                break
+            self.context = TurnContext(
+                journal=self.journal,
+                body=self._body(),
+                state=self.state,
+                step=step,
+                sleep=self.settings.sleep,
+            )
+            try:
+                result = await self._work(step, self.context)
+            except asyncio.CancelledError:
+                self.abandon("stopped")
+                break
+            except (EffectFailed, ToolFailed) as error:
+                self.fail(error.code)
+                break
+            except MachineError:
+                raise
+            except Exception as error:
+                _log.warning("step.failed", turn=self.turn, step=step, error=str(error))
+                self.fail(str(getattr(error, "code", "")) or type(error).__name__)
+                break
+            if isinstance(result, Wait):
+                try:
+                    check_wait(result.on, result.until)
+                except MachineError as error:
+                    self.fail(error.code)
+                    break
+            if isinstance(result, Skip) and step != "outcome":
+                self.fail("HZM001")
+                break
+            self._advance(step, result)
+        return self.state

@@ -1,0 +1,151 @@
+"""Single flight per session, steering, requests and stop (ADR 0049 statement 14).
+
+One `Session` per journal runs at most one turn at a time. A message that arrives
+while the turn is in gather or think becomes ``turn.steered{request_id, hash}`` and
+is handed to the host's next model request (`TurnContext.model`); one that arrives
+in outcome, act or finish (or any other wake while awake) becomes
+``turn.requested{cause, key}``, and after the turn `follow_up` gives every
+requested wake, for one follow-up turn. `stop` cancels the running step; the turn
+ends abandoned ``stopped``, and queued messages stay for the next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from machines.context import Steer
+from machines.errors import MachineError
+from machines.fold import TurnState
+from machines.journal import Body, Journal
+from machines.keys import Wake, coalesce
+from machines.resume import Pins, prepare_resume, prepare_turn
+from machines.runner import Settings, TurnRun
+from machines.steps import Steps
+
+Delivery = Literal["steered", "requested", "idle"]
+
+
+class Session:
+    """The one writer's view of a session: at most one running turn."""
+
+    def __init__(self, journal: Journal, body: Body, steps: Steps, settings: Settings) -> None:
+        self.journal = journal
+        self.body = body
+        self.steps = steps
+        self.settings = settings
+        self._run: TurnRun | None = None
+        self._task: asyncio.Task[TurnState] | None = None
+        self._requested: list[Wake] = []
+        self._leftover: list[Steer] = []
+
+    @property
+    def running(self) -> TurnRun | None:
+        """The running turn, if any."""
+        return self._run
+
+    def _claim(self) -> None:
+        if self._run is not None:
+            raise MachineError(
+                "HZM040",
+                f"turn {self._run.turn} is running in this session",
+                "send a message (it steers or is requested) instead of starting a turn",
+            )
+
+    async def _drive(self, run: TurnRun) -> TurnState:
+        self._run = run
+        self._task = asyncio.create_task(run.drive())
+        try:
+            return await self._task
+        finally:
+            self._leftover.extend(
+                Steer(str(s.get("request_id")), str(s.get("hash"))) for s in run.state.steered
+            )
+            self._run, self._task = None, None
+
+    async def start(
+        self,
+        turn: str,
+        wakes: Sequence[Wake],
+        pins: Pins,
+        data: Mapping[str, Any] | None = None,
+    ) -> TurnState:
+        """Start and drive a turn (refused while another runs: HZM040)."""
+        self._claim()
+        run = prepare_turn(
+            self.journal,
+            self.body,
+            self.steps,
+            self.settings,
+            turn=turn,
+            wakes=wakes,
+            pins=pins,
+            data=data,
+        )
+        return await self._drive(run)
+
+    async def resume(self, turn: str, woken_by: str = "recovery") -> TurnState | None:
+        """Resume a turn by the resume rules; None when there was nothing to run."""
+        self._claim()
+        run = prepare_resume(
+            self.journal, self.body, self.steps, self.settings, turn=turn, woken_by=woken_by
+        )
+        if run is None:
+            return None
+        return await self._drive(run)
+
+    async def wake(self, wakes: Sequence[Wake], *, turn: str, pins: Pins) -> list[TurnState]:
+        """Apply the key rule to wakes due together: while a turn runs each becomes a
+        request; otherwise open turns of their keys resume (recovery) and the new
+        wakes start one turn ``turn``, coalesced. The states of what ran."""
+        if self._run is not None:
+            for one in wakes:
+                self.request(one)
+            return []
+        plan = coalesce(self.journal, wakes)
+        ran = [state for t in plan.resume if (state := await self.resume(t)) is not None]
+        if plan.start:
+            ran.append(await self.start(turn, plan.start, pins))
+        return ran
+
+    def message(self, request_id: str, content_hash: str, key: str) -> Delivery:
+        """Deliver a chat message whose text is already in the host's inbox."""
+        run = self._run
+        if run is None:
+            return "idle"
+        if run.state.state in ("gather", "think"):
+            run.journal.append(
+                "turn.steered", {"request_id": request_id, "hash": content_hash}, turn=run.turn
+            )
+            if run.context is not None and run.context.step == run.state.state:
+                run.context.steer(Steer(request_id, content_hash))
+            return "steered"
+        return self.request(Wake("asked", key))
+
+    def request(self, wake: Wake) -> Delivery:
+        """Record a wake that found the session awake: it runs after this turn."""
+        run = self._run
+        if run is None:
+            return "idle"
+        run.journal.append("turn.requested", {"cause": wake.cause}, turn=run.turn, key=wake.key)
+        self._requested.append(wake)
+        return "requested"
+
+    def stop(self) -> bool:
+        """Cancel the running step; the turn ends abandoned ``stopped``. False if idle."""
+        if self._task is None or self._task.done():
+            return False
+        self._task.cancel()
+        return True
+
+    def follow_up(self) -> list[Wake]:
+        """The wakes requested during the last turn, for one follow-up turn (emptied)."""
+        wakes, self._requested = self._requested, []
+        return wakes
+
+    def leftover_steers(self) -> list[Steer]:
+        """Steering messages no model request received (a stop, or a turn that ended
+        first): the host gives them to the next turn (emptied)."""
+        steers, self._leftover = self._leftover, []
+        return steers

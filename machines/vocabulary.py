@@ -1,0 +1,103 @@
+"""The frozen vocabulary: event kinds, step names, dispositions and reasons.
+
+These names are compatibility data: spines written years ago are read with them.
+The lists only ever grow; a kind whose payload changes incompatibly gets a new
+name (``draft.placed.2``) and the old one is migrated in memory on read (see
+`machines.upgrades`). ``tests/machines/test_vocabulary.py`` pins every list.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+VOCABULARY_VERSION: Final = 1
+"""Recorded in ``turn.started`` (``pins.vocabulary``); bumped when a list below grows."""
+
+STEPS: Final = ("gather", "think", "outcome", "act", "finish")
+"""The five steps of a turn, in order."""
+
+Step = Literal["gather", "think", "outcome", "act", "finish"]
+
+SPEC_KINDS: Final = (
+    "turn.started",
+    "turn.waiting",
+    "turn.resumed",
+    "turn.steered",
+    "turn.requested",
+    "turn.skipped",
+    "turn.finished",
+    "effect.started",
+    "effect.done",
+    "effect.failed",
+    "draft.placed",
+    "question.asked",
+    "question.answered",
+    "approval.observed",
+    "lesson.recorded",
+    "lesson.dismissed",
+    "context.edit",
+    "usage",
+    "summary.written",
+    "contract.amended",
+    "amendment.declined",
+    "step.handoff",
+)
+"""The event kinds ADR 0049 and ADR 0050 name (design.md's list)."""
+
+MACHINE_KINDS: Final = (
+    "step.started",
+    "model.request",
+    "tool.called",
+    "tool.result",
+)
+"""The checkpoint kinds the turn machine adds, in the same style:
+
+- ``step.started {step, input}``: the turn entered a step; ``input`` is the hash of
+  the previous step's result (its content is in the turn body).
+- ``model.request {n, hash, usd, tokens}``: the n-th model request of the turn
+  completed; ``hash`` names its reply in the body; ``usd`` is its spend.
+- ``tool.called {call_id, tool, args, replay_safe}``: a tool call is about to run
+  (``args`` is the hash of its arguments).
+- ``tool.result {call_id, hash, status}``: its result (``status`` ok, error or
+  interrupted).
+"""
+
+KINDS: Final = SPEC_KINDS + MACHINE_KINDS
+"""Every event kind of vocabulary version 1."""
+
+TERMINAL_KINDS: Final = ("turn.finished", "turn.skipped")
+"""Kinds that end a turn and make its keys final."""
+
+DISPOSITIONS: Final = ("drafted", "asked", "learned", "proposed", "skipped", "failed", "abandoned")
+"""How a turn ended (``turn.finished.disposition``; ``skipped`` is ``turn.skipped``)."""
+
+ACT_DISPOSITIONS: Final = ("drafted", "asked", "learned", "proposed")
+"""What a completed act step may report."""
+
+SKIP_REASONS: Final = ("nothing-moved", "check-unmet", "done-when-unmet", "cap", "throttled")
+"""Why a turn was skipped (``turn.skipped.reason``)."""
+
+ABANDON_REASONS: Final = ("timeout", "max-resumes", "stopped", "superseded")
+"""Why a turn was abandoned (``turn.finished.reason`` when the disposition is abandoned)."""
+
+CAUSES: Final = (
+    "schedule",
+    "source-changed",
+    "discovered",
+    "asked",
+    "approval",
+    "created",
+    "retry",
+    "stale",
+)
+"""Wake causes, in the order that picks a coalesced turn's ``cause`` (ADR 0049 4, 13)."""
+
+WOKEN_BY: Final = ("timer", "source", "approval", "answer", "asked", "recovery")
+"""``turn.resumed.woken_by``: the five of ADR 0049 statement 12 for a wait, and
+``recovery`` for a resume after a crash (counted against ``max_resumes``)."""
+
+WAIT_ON: Final = ("source", "approval", "answer")
+"""``turn.waiting.on.kind``: what a waiting turn waits for besides its ``until``."""
+
+TOOL_STATUSES: Final = ("ok", "error", "interrupted")
+"""``tool.result.status``."""

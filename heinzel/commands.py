@@ -259,12 +259,21 @@ def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
         raise not_yet(f"`hz heinzel {verb}`", issue)
 
 
-_turn_command(
-    "wake",
-    "hz heinzel wake weekly-report --message 'draft now'",
-    "Start a new turn now (cause asked).",
-    "the turn engine",
-)
+@heinzel.command("wake")
+@click.argument("name")
+@click.option("--message", default=None, help="A message for the turn (its body gets the text).")
+@home_option
+@json_option
+def wake(name: str, message: str | None, home: str | None, as_json: bool) -> None:
+    """Start a new turn now (cause asked) and run it to its end or its wait.
+
+    \b
+    Example:
+      hz heinzel wake weekly-report --message 'draft now'
+    """
+    emit(open_service(home).wake(name, message), as_json, render.wake)
+
+
 _turn_command(
     "chat",
     "hz heinzel chat weekly-report 'keep it under ten lines'",

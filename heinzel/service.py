@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,14 @@ from heinzel.lifecycle import Lifecycle
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
 from heinzel.queries import Queries
+from heinzel.sources import TickFetch
+from heinzel.turns import TurnHost, default_adapters
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.files import ensure_private_dir
 from ledger.index import Index
 from ledger.spine import Spine, verify
+from machines import TurnState, Wake
 
 __all__ = ["Service"]
 
@@ -50,6 +54,7 @@ class Service:
         self.settings = settings
         self.owner = owner
         self._index: Index | None = None
+        self._held: dict[str, Spine] = {}
 
     @classmethod
     def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Service:
@@ -82,22 +87,44 @@ class Service:
     def queries(self) -> Queries:
         return Queries(self.index.db, self.clock)
 
-    def open_spine(self, heinzel_id: str) -> Spine:
-        """The session's spine for writing (its lock held), the index kept current."""
+    def open_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Spine:
+        """The session's spine for writing (its lock held), the index kept current;
+        ``on_durable`` hooks run after the index's (a crash hook last of all)."""
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
             lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
-            on_durable=[lambda event: self.index.apply(heinzel_id, event), _log_event(heinzel_id)],
+            on_durable=[
+                lambda event: self.index.apply(heinzel_id, event),
+                _log_event(heinzel_id),
+                *on_durable,
+            ],
         )
         self.index.catch_up(heinzel_id, spine.path)
         return spine
 
+    @contextmanager
+    def hold_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Iterator[Spine]:
+        """The spine opened for a turn: while held, `append` writes through it."""
+        with self.open_spine(heinzel_id, on_durable=on_durable) as spine:
+            self._held[heinzel_id] = spine
+            try:
+                yield spine
+            finally:
+                del self._held[heinzel_id]
+
     def append(
         self, heinzel_id: str, kind: str, data: Mapping[str, Any], *, short_text: Sequence[str] = ()
     ) -> Event:
+        held = self._held.get(heinzel_id)
+        if held is not None:
+            return held.append(kind, data, short_text=short_text)
         with self.open_spine(heinzel_id) as spine:
             return spine.append(kind, data, short_text=short_text)
 
@@ -363,6 +390,37 @@ class Service:
                 now=self.clock(), retention_days=days, ended=ended
             )
         return {"retention_days": days, "removed": removed}
+
+    # -- turns -------------------------------------------------------------------
+
+    def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: Sequence[Wake],
+        *,
+        adapters: Mapping[str, object],
+        staged: TickFetch | None = None,
+    ) -> list[TurnState]:
+        """Apply the key rule to ``wakes`` and run the turns due (inputs staged first)."""
+        return TurnHost(self).run_wakes(heinzel_id, wakes, adapters=adapters, staged=staged)
+
+    def resume_turn(
+        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
+    ) -> TurnState | None:
+        """Resume ``turn`` (``recovery`` after a crash, or what ended its wait)."""
+        return TurnHost(self).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
+
+    def wake(
+        self,
+        ref: str,
+        message: str | None = None,
+        *,
+        adapters: Mapping[str, object] | None = None,
+    ) -> dict[str, Any]:
+        """A turn of cause asked now, in this process; what happened."""
+        row = self.resolve(ref)
+        chosen = adapters if adapters is not None else default_adapters(self.settings)
+        return {"name": row["name"], **TurnHost(self).wake(row["id"], message, adapters=chosen)}
 
     def doctor(self) -> dict[str, Any]:
         from heinzel.doctor import diagnose

@@ -1,0 +1,306 @@
+"""The host: runs a Heinzelmännchen's turns on the machine, in-process, its lock held.
+
+`TurnHost` is what `Service.run_wakes`, `Service.resume_turn` and `Service.wake`
+call. For each run it stages the contract's inputs in the source cache (before any
+``turn.started``), opens the session's spine with the crash hook installed, builds
+the journal (`IndexedJournal`), the body (`SessionBody`) and the steps
+(`HeinzelSteps`), and lets `machines.Session` apply the key rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from heinzel.capabilities.documents import LocalDocuments
+from heinzel.capabilities.files import FilesCapability
+from heinzel.capabilities.fixture_sources import fixture_sources
+from heinzel.capabilities.git import GitCapability
+from heinzel.config import Settings as Config
+from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract.source import split
+from heinzel.engine import (
+    ContextSettings,
+    InputSpec,
+    LessonView,
+    Price,
+    Pricing,
+    SpineRecord,
+    SpineView,
+    resolve_model,
+)
+from heinzel.engine.models import ModelChoice, choose_model
+from heinzel.errors import HeinzelError
+from heinzel.ids import new_id
+from heinzel.sources import SourceCache, TickFetch
+from heinzel.turns.inputs import input_requests, stage
+from heinzel.turns.record import IndexedJournal, SessionBody
+from heinzel.turns.steps import HeinzelSteps, TurnEnv
+from heinzel.vocabulary import HOST_HIDDEN
+from ledger.bodies import Bodies
+from ledger.spine import Spine, read_events
+from machines import Pins, Session, TurnState, Wake, crash_hook, skip_turn
+from machines import Settings as MachineSettings
+
+if TYPE_CHECKING:
+    from heinzel.service import Service
+
+__all__ = ["TurnHost", "default_adapters"]
+
+
+def default_adapters(settings: Config, fixtures_dir: Path | None = None) -> dict[str, object]:
+    """The adapter map of a tick or a wake: files, git, documents (and the fixture sources)."""
+    approver = settings.heinzel.approver or "owner"
+    adapters: dict[str, object] = {
+        "files": FilesCapability(),
+        "git": GitCapability(),
+        "documents": LocalDocuments(approver),
+    }
+    if fixtures_dir is not None:
+        adapters.update(fixture_sources(fixtures_dir))
+    return adapters
+
+
+async def _no_sleep(_seconds: float) -> None:
+    """Effects retry at once inside a CLI turn (tenacity's sleep, injected)."""
+
+
+class TurnHost:
+    """Turns of the Heinzelmännchen of one service."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    # -- what a turn reads ---------------------------------------------------------
+
+    def _contract(self, heinzel_id: str, version: int) -> tuple[CompiledContract, str]:
+        text = self.service.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+        return compile_contract(text, source=f"v{version}"), split(text, source="contract").body
+
+    def _origin(self, heinzel_id: str) -> Path:
+        for event in read_events(self.service.home.spine_path(heinzel_id)):
+            if event.kind == "heinzel.created":
+                return Path(str(event.data.get("origin") or "."))
+        return Path()
+
+    def _view(self, spine: Spine) -> SpineView:
+        records = tuple(
+            SpineRecord(e.seq, e.turn, e.kind, e.data)
+            for e in read_events(spine.path)
+            if e.kind not in HOST_HIDDEN
+        )
+        return SpineView(records)
+
+    def _spent_today(self) -> Decimal:
+        day = self.service.clock().date().isoformat()
+        rows = self.service.index.db.query(
+            "SELECT COALESCE(SUM(cost_today), 0) AS usd FROM heinzel WHERE cost_day = ?", [day]
+        )
+        return Decimal(str(next(iter(rows))["usd"]))
+
+    def _env(
+        self,
+        heinzel_id: str,
+        spine: Spine,
+        cause: str,
+        adapters: Mapping[str, object],
+        *,
+        extra: Sequence[InputSpec],
+        slot: str,
+    ) -> TurnEnv:
+        service = self.service
+        row = service.queries.row(heinzel_id)
+        if row["contract_version"] is None:
+            raise HeinzelError(
+                "HZH162",
+                f"{row['name']} has no approved contract version to run",
+                "approve it first: `hz approve NAME`",
+            )
+        version = int(row["contract_version"])
+        contract, body = self._contract(heinzel_id, version)
+        origin = self._origin(heinzel_id)
+        config = service.settings.heinzel
+        choice = ModelChoice(model=config.model, model_fast=config.model_fast)
+        model = resolve_model(
+            choose_model(choice, cause, contract.hz.agent.model_class),  # type: ignore[arg-type]
+            base_url=config.base_url,
+        )
+        lessons = [
+            LessonView(str(one["seq"]), one["sentence"])
+            for one in service.queries.lessons(heinzel_id)
+            if not one["dismissed"]
+        ]
+        return TurnEnv(
+            heinzel_id=heinzel_id,
+            name=row["name"],
+            version=version,
+            contract=contract,
+            contract_body=body,
+            origin=origin,
+            requests=input_requests(heinzel_id, contract, origin),
+            cache=SourceCache.of(service.home),
+            body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
+            model=model,
+            clock=service.clock,
+            pricing=Pricing(
+                at=service.clock(),
+                overrides={
+                    name: Price(Decimal(str(p.input)), Decimal(str(p.output)))
+                    for name, p in config.prices.items()
+                },
+            ),
+            settings_max_usd=Decimal(str(config.max_usd)),
+            day_usd=Decimal(str(config.max_usd_per_day)),
+            spent_today=self._spent_today(),
+            context_settings=ContextSettings(
+                summary_after_turns=config.summary_after_turns,
+                summary_keep_turns=config.summary_keep_turns,
+            ),
+            view=self._view(spine),
+            lessons=lessons,
+            extra_inputs=tuple(extra),
+            slot=slot,
+            documents=adapters.get("documents"),
+            propose=lambda text, why: service.propose_amendment(
+                heinzel_id, text, by="heinzel", source="turn", reason=why
+            ),
+        )
+
+    def _machine_settings(self) -> MachineSettings:
+        config = self.service.settings.heinzel
+        return MachineSettings(
+            clock=self.service.clock,
+            sleep=_no_sleep,
+            max_resumes=config.max_resumes,
+            max_wait=config.max_wait,
+        )
+
+    # -- running -------------------------------------------------------------------
+
+    def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: Sequence[Wake],
+        *,
+        adapters: Mapping[str, object],
+        staged: TickFetch | None = None,
+        extra: Sequence[InputSpec] = (),
+    ) -> list[TurnState]:
+        """Stage the inputs, then apply the key rule to ``wakes`` and run what is due."""
+        service = self.service
+        if not wakes:
+            return []
+        row = service.queries.row(heinzel_id)
+        version = row["contract_version"]
+        requests = []
+        if version is not None:
+            contract, _ = self._contract(heinzel_id, int(version))
+            requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
+        if staged is None and requests:
+            staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
+        with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            turn = "tn-" + new_id(service.clock)[3:]
+            if version is not None and self._nothing_moved(wakes, heinzel_id, staged):
+                from machines.keys import coalesce
+
+                plan = coalesce(journal, wakes)
+                if not plan.start:
+                    return []
+                return [skip_turn(journal, turn=turn, wakes=plan.start, reason="nothing-moved")]
+            slot = wakes[0].key.split("@", 1)[1]
+            env = self._env(heinzel_id, spine, wakes[0].cause, adapters, extra=extra, slot=slot)
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
+            pins = Pins(
+                contract_version=env.version,
+                lessons_seq=max((int(one.id) for one in env.lessons), default=None),
+            )
+            return asyncio.run(session.wake(wakes, turn=turn, pins=pins))
+
+    def _nothing_moved(
+        self, wakes: Sequence[Wake], heinzel_id: str, staged: TickFetch | None
+    ) -> bool:
+        row = self.service.queries.row(heinzel_id)
+        frontmatter = json.loads(row["frontmatter"] or "{}")
+        if_moved = (
+            frontmatter.get("hz.render_on_schedule") == "if-moved"
+            or (frontmatter.get("hz", {}) if isinstance(frontmatter.get("hz"), dict) else {}).get(
+                "render_on_schedule"
+            )
+            == "if-moved"
+        )
+        if not if_moved or staged is None or any(w.cause != "schedule" for w in wakes):
+            return False
+        return not staged.moved().get(heinzel_id)
+
+    def resume_turn(
+        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
+    ) -> TurnState | None:
+        """Resume one turn (after a crash: ``recovery``; after a wait: what woke it)."""
+        service = self.service
+        with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            events = journal.turn_events(turn)
+            started = next((e for e in events if e.kind == "turn.started"), None)
+            if started is None:
+                raise HeinzelError(
+                    "HZH163",
+                    f"no turn {turn} in this session",
+                    "`hz heinzel show NAME` lists turns",
+                )
+            cause = str(started.data.get("cause"))
+            key = str(started.key)
+            slot = key.split("@", 1)[1]
+            extra = self.asked_inputs(heinzel_id, slot) if cause == "asked" else ()
+            env = self._env(heinzel_id, spine, cause, adapters, extra=extra, slot=slot)
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
+            return asyncio.run(session.resume(turn, woken_by))
+
+    # -- asked turns -----------------------------------------------------------------
+
+    def asked_inputs(self, heinzel_id: str, request: str) -> tuple[InputSpec, ...]:
+        """The message of request ``request`` from the inbox, as an input (none: no input)."""
+        path = self.service.home.inbox_dir(heinzel_id) / f"{request}.json"
+        try:
+            message = json.loads(path.read_text(encoding="utf-8")).get("message")
+        except FileNotFoundError:
+            return ()
+        return (InputSpec("message", str(message), "inbox"),) if message else ()
+
+    def wake(
+        self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
+    ) -> dict[str, Any]:
+        """A turn of cause asked: the message into the inbox first, then the turn."""
+        from ledger.files import ensure_private_dir, write_atomic
+
+        service = self.service
+        request = "rq-" + new_id(service.clock)[3:]
+        inbox = service.home.inbox_dir(heinzel_id)
+        ensure_private_dir(inbox)
+        record = {"request": request, "message": message, "at": service.clock().isoformat()}
+        write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
+        from machines import keys
+
+        wake = Wake("asked", keys.asked(heinzel_id, request))
+        states = self.run_wakes(
+            heinzel_id, [wake], adapters=adapters, extra=self.asked_inputs(heinzel_id, request)
+        )
+        return _summary(states)
+
+
+def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
+    if not states:
+        return {"turn": None, "state": "nothing to do"}
+    state = states[-1]
+    return {
+        "turn": state.turn,
+        "state": state.state,
+        "disposition": state.disposition,
+        "reason": state.reason,
+        "error": state.error,
+        "usd": state.spend_usd,
+    }

@@ -21,6 +21,7 @@ from heinzel.contract import CompiledContract
 from heinzel.engine import (
     Budget,
     ContextSettings,
+    EngineError,
     InputSpec,
     LessonView,
     Pricing,
@@ -124,16 +125,21 @@ class HeinzelSteps:
         recorder = EngineRecorder(ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0))
         budget = Budget(env.pricing, cap, env.day_usd, env.spent_today)
         services = TurnServices(view=env.view, lessons=env.lessons, runner=env.runner)
-        result = await think(
-            spec,
-            context,
-            model=env.model,
-            recorder=recorder,
-            budget=budget,
-            services=services,
-            history_body=env.body.records(ctx.turn),
-            compile_contract=env.compile_contract,
-        )
+        try:
+            result = await think(
+                spec,
+                context,
+                model=env.model,
+                recorder=recorder,
+                budget=budget,
+                services=services,
+                history_body=env.body.records(ctx.turn),
+                compile_contract=env.compile_contract,
+            )
+        except EngineError as error:
+            if error.code != "HZE005":
+                raise
+            return {"status": "cap", "error": error.code}
         return {
             "status": result.status,
             "disposition": asdict(result.disposition),

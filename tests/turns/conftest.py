@@ -40,7 +40,7 @@ A short digest of the notes at the end of the report.
 
 ### Done when
 
-- [ ] every item of `notes` is covered
+- [ ] {done_when}
 """
 
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
@@ -53,7 +53,9 @@ def make_service(tmp_path: Path) -> Callable[..., tuple[Service, str, Path]]:
     made = [0]
 
     def build(
-        notes: str = "ship the rounding fix\nwrite the release notes\n", render: str = "always"
+        notes: str = "ship the rounding fix\nwrite the release notes\n",
+        render: str = "always",
+        done_when: str = "every item of `notes` is covered",
     ) -> tuple[Service, str, Path]:
         made[0] += 1
         root = tmp_path / f"r{made[0]}"
@@ -61,7 +63,9 @@ def make_service(tmp_path: Path) -> Callable[..., tuple[Service, str, Path]]:
         folder.mkdir(parents=True)
         (folder / "notes.txt").write_text(notes, encoding="utf-8")
         (folder / "report.md").write_text("# Report\n\n## Earlier\n\n- done\n", encoding="utf-8")
-        (folder / "digest.prose.md").write_text(CONTRACT.format(render=render), encoding="utf-8")
+        (folder / "digest.prose.md").write_text(
+            CONTRACT.format(render=render, done_when=done_when), encoding="utf-8"
+        )
         settings = Settings(heinzel=HeinzelSettings(home=root / "home"))
         service = Service(Home(root / "home"), lambda: NOW, settings, owner="me")
         row = service.create_from_files([str(folder / "digest.prose.md")])[0]

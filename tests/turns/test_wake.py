@@ -35,6 +35,13 @@ class TestWake:
         assert len(files) == 1 and "draft now" in files[0].read_text(encoding="utf-8")
 
     def test_done_when_unmet_places_nothing(self, make_service: Callable[..., Any]) -> None:
+        """A Done-when item the draft fails: skipped done-when-unmet, nothing placed."""
+        service, heinzel_id, folder = make_service(done_when="the section has at most 1 lines")
+        result = service.wake(heinzel_id, None, adapters=default_adapters(service.settings))
+        assert (result["state"], result["reason"]) == ("skipped", "done-when-unmet"), result
+        assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")
+
+    def test_nothing_to_do_places_nothing(self, make_service: Callable[..., Any]) -> None:
         """No items in the input: the offline model has nothing, and nothing is placed."""
         service, heinzel_id, folder = make_service(notes="")
         result = service.wake(heinzel_id, None, adapters=default_adapters(service.settings))

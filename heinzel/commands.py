@@ -53,7 +53,9 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        raise not_yet("creating a contract from a sentence (a created turn)", "the turn engine")
+        created = open_service(home).create_from_sentence(sentence, namespace=namespace)
+        emit([created], as_json, render.created)
+        return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
     rows = open_service(home).create_from_files(list(files), name=name, namespace=namespace)

@@ -410,6 +410,14 @@ class Service:
         """Resume ``turn`` (``recovery`` after a crash, or what ended its wait)."""
         return TurnHost(self).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
 
+    def create_from_sentence(
+        self, sentence: str, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """A new Heinzelmännchen whose contract a created turn writes (state: proposed)."""
+        from heinzel.turns.created import run_created
+
+        return run_created(self, sentence, namespace=namespace or "me")
+
     def wake(
         self,
         ref: str,

@@ -79,7 +79,7 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
     disposition = decided["disposition"]["disposition"]
     if "place_draft" in acts:
         if env.documents is None:
-            return Fail("HZH161")
+            return Fail("HZH201")
         await _place(env, ctx, outcome)
     for n, lesson in enumerate(outcome.lessons, start=1):
         data = {"sentence": lesson.sentence[:200], "hunks": [_short(h) for h in lesson.hunks]}

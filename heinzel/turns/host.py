@@ -116,7 +116,7 @@ class TurnHost:
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
             raise HeinzelError(
-                "HZH162",
+                "HZH202",
                 f"{row['name']} has no approved contract version to run",
                 "approve it first: `hz approve NAME`",
             )
@@ -248,7 +248,7 @@ class TurnHost:
             started = next((e for e in events if e.kind == "turn.started"), None)
             if started is None:
                 raise HeinzelError(
-                    "HZH163",
+                    "HZH203",
                     f"no turn {turn} in this session",
                     "`hz heinzel show NAME` lists turns",
                 )

@@ -64,13 +64,13 @@ def render_input(result: Any) -> str:
 
 
 def read_staged(requests: Sequence[SourceRequest], cache: SourceCache) -> list[dict[str, str]]:
-    """The staged inputs, read from the cache only (HZH160 when one is missing)."""
+    """The staged inputs, read from the cache only (HZH200 when one is missing)."""
     out = []
     for request in requests:
         fetched = cache.get(request.key)
         if fetched is None:
             raise HeinzelError(
-                "HZH160",
+                "HZH200",
                 f"input {request.input} is not staged in the source cache",
                 "the cache was pruned under a running turn; retry the turn (hz heinzel retry)",
             )

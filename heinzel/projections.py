@@ -380,7 +380,7 @@ class HeinzelProjection:
         state = "rejected" if event.data.get("rejected") else "approved"
         db.execute(
             "UPDATE drafts SET state = ? WHERE key = ?",
-            [state, event.data.get("draft") or event.key],
+            [state, event.data.get("draft_key") or event.data.get("draft") or event.key],
         )
         self._settle(db, source)
 

@@ -37,6 +37,7 @@ from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.sources import SourceCache, TickFetch
+from heinzel.turns.approval import approval_inputs
 from heinzel.turns.inputs import input_requests, stage
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
@@ -111,6 +112,7 @@ class TurnHost:
         *,
         extra: Sequence[InputSpec],
         slot: str,
+        approval: Mapping[str, Any] | None = None,
     ) -> TurnEnv:
         service = self.service
         row = service.queries.row(heinzel_id)
@@ -141,7 +143,7 @@ class TurnHost:
             contract=contract,
             contract_body=body,
             origin=origin,
-            requests=input_requests(heinzel_id, contract, origin),
+            requests=[] if approval else input_requests(heinzel_id, contract, origin),
             cache=SourceCache.of(service.home),
             body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
             model=model,
@@ -164,6 +166,7 @@ class TurnHost:
             lessons=lessons,
             extra_inputs=tuple(extra),
             slot=slot,
+            approval=approval,
             documents=adapters.get("documents"),
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why
@@ -200,6 +203,13 @@ class TurnHost:
         if version is not None:
             contract, _ = self._contract(heinzel_id, int(version))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
+        approval = None
+        if wakes[0].cause == "approval":
+            found = approval_inputs(service, heinzel_id, wakes[0].key, adapters.get("documents"))
+            if found is None:
+                return []
+            extra, approval = found
+            requests = []
         if staged is None and requests:
             staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
@@ -213,7 +223,15 @@ class TurnHost:
                     return []
                 return [skip_turn(journal, turn=turn, wakes=plan.start, reason="nothing-moved")]
             slot = wakes[0].key.split("@", 1)[1]
-            env = self._env(heinzel_id, spine, wakes[0].cause, adapters, extra=extra, slot=slot)
+            env = self._env(
+                heinzel_id,
+                spine,
+                wakes[0].cause,
+                adapters,
+                extra=extra,
+                slot=slot,
+                approval=approval,
+            )
             session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
             pins = Pins(
                 contract_version=env.version,
@@ -256,7 +274,13 @@ class TurnHost:
             key = str(started.key)
             slot = key.split("@", 1)[1]
             extra = self.asked_inputs(heinzel_id, slot) if cause == "asked" else ()
-            env = self._env(heinzel_id, spine, cause, adapters, extra=extra, slot=slot)
+            approval = None
+            if cause == "approval":
+                found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
+                extra, approval = found if found else ((), {"key": key})
+            env = self._env(
+                heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
+            )
             session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
             return asyncio.run(session.resume(turn, woken_by))
 

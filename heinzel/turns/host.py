@@ -16,6 +16,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic_ai.models import Model
+
 from heinzel.capabilities.documents import LocalDocuments
 from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
@@ -36,15 +38,17 @@ from heinzel.engine import (
 from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.runners.base import AgentRunner
 from heinzel.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs
+from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import input_requests, stage
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
 from ledger.bodies import Bodies
 from ledger.spine import Spine, read_events
-from machines import Pins, Session, TurnState, Wake, crash_hook, skip_turn
+from machines import Journal, Pins, Session, TurnState, Wake, crash_hook, skip_turn
 from machines import Settings as MachineSettings
 
 if TYPE_CHECKING:
@@ -73,8 +77,17 @@ async def _no_sleep(_seconds: float) -> None:
 class TurnHost:
     """Turns of the Heinzelmännchen of one service."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(
+        self,
+        service: Service,
+        *,
+        model: Model | None = None,
+        runner: tuple[str, AgentRunner] | None = None,
+    ) -> None:
+        """``model`` and ``runner`` replace the configured ones (tests, embeddings)."""
         self.service = service
+        self.model = model
+        self.runner = runner
 
     # -- what a turn reads ---------------------------------------------------------
 
@@ -127,10 +140,21 @@ class TurnHost:
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         choice = ModelChoice(model=config.model, model_fast=config.model_fast)
-        model = resolve_model(
+        model = self.model or resolve_model(
             choose_model(choice, cause, contract.hz.agent.model_class),  # type: ignore[arg-type]
             base_url=config.base_url,
         )
+        bound = self.runner or bind_runner(service.settings.runners)
+        bodies = Bodies(service.home.session_dir(heinzel_id))
+
+        def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
+            if bound is None:
+                return None
+            timeout = contract.hz.timeout.total_seconds()
+            return BoundHandoff(
+                bound[0], bound[1], timeout_s=timeout, journal=journal, bodies=bodies, turn=turn
+            )
+
         lessons = [
             LessonView(str(one["seq"]), one["sentence"])
             for one in service.queries.lessons(heinzel_id)
@@ -145,7 +169,7 @@ class TurnHost:
             origin=origin,
             requests=[] if approval else input_requests(heinzel_id, contract, origin),
             cache=SourceCache.of(service.home),
-            body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
+            body=SessionBody(bodies),
             model=model,
             clock=service.clock,
             pricing=Pricing(
@@ -164,6 +188,7 @@ class TurnHost:
             ),
             view=self._view(spine),
             lessons=lessons,
+            runner=handoff if bound is not None else None,
             extra_inputs=tuple(extra),
             slot=slot,
             approval=approval,

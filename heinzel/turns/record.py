@@ -7,8 +7,8 @@ scan. `SessionBody` is the machine's `Body` over `ledger.bodies.Bodies` (step re
 are records ``{"kind": "value", "hash", "value"}`` beside the engine's own records).
 `EngineRecorder` is the engine's `Recorder` mapped onto the machine's vocabulary: a
 ``step.model`` checkpoint becomes ``model.request`` (so the machine counts the spend),
-``step.tool`` and ``step.handoff`` keep their names; nothing is written twice for one
-call.
+``step.tool`` and ``step.handoff`` keep their names (a handoff's line carries the
+runner's record, see `heinzel.turns.handoff`); nothing is written twice for one call.
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ class EngineRecorder:
         self.turn = turn
         self.cap_usd = cap_usd
         self.usd = Decimal(0)
+        self.handoff: dict[str, Any] | None = None
+        self.runner_name: str | None = None
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
         """``step.model`` -> ``model.request{n, hash, usd, tokens}``; the rest as named."""
@@ -124,6 +126,10 @@ class EngineRecorder:
             mapped["tokens"] = tokens
             self.journal.append("model.request", mapped, turn=self.turn)
             return
+        if kind == "step.handoff":
+            record = self.handoff or {"runner": self.runner_name, "status": "interrupted"}
+            self.handoff = None
+            data = {**record, **data}
         self.journal.append(kind, dict(data), turn=self.turn)
 
     def body(self, record: Mapping[str, Any]) -> str:

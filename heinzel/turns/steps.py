@@ -25,7 +25,6 @@ from heinzel.engine import (
     InputSpec,
     LessonView,
     Pricing,
-    Runner,
     SpineView,
     TurnServices,
     TurnSpec,
@@ -64,7 +63,8 @@ class TurnEnv:
     context_settings: ContextSettings
     view: SpineView = field(default_factory=SpineView)
     lessons: Sequence[LessonView] = ()
-    runner: Runner | None = None
+    runner: Any = None
+    """A `heinzel.turns.handoff.BoundHandoff` factory: ``(turn, journal) -> BoundHandoff``."""
     extra_inputs: Sequence[InputSpec] = ()
     slot: str = "now"
     approval: Mapping[str, Any] | None = None
@@ -124,7 +124,12 @@ class HeinzelSteps:
         )
         recorder = EngineRecorder(ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0))
         budget = Budget(env.pricing, cap, env.day_usd, env.spent_today)
-        services = TurnServices(view=env.view, lessons=env.lessons, runner=env.runner)
+        handoff = None
+        if env.runner is not None:
+            handoff = env.runner(ctx.turn, ctx.journal)
+            handoff.recorder = recorder
+            recorder.runner_name = handoff.name
+        services = TurnServices(view=env.view, lessons=env.lessons, runner=handoff)
         try:
             result = await think(
                 spec,

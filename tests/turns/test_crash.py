@@ -14,7 +14,6 @@ import pytest
 from heinzel.config import HeinzelSettings, Settings
 from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.turns import default_adapters
 from ledger.spine import read_events
 
 from .conftest import NOW
@@ -69,14 +68,16 @@ class TestCrashMatrix:
             service, heinzel_id, folder = _setup(make_service)
             code = _wake(service.home.root, f"append:{n}", base)
             assert code == 137, f"append:{n} exited {code}"
+            script = Path(__file__).parent / "resume_turn.py"
+            recovery = subprocess.run(
+                [sys.executable, str(script), str(service.home.root), heinzel_id],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert recovery.returncode == 0, recovery.stderr[-2000:]
             resumed = _fresh(service.home.root)
-            turn = _turn_lines(resumed, heinzel_id)[0].turn
-            for _ in range(4):
-                state = resumed.resume_turn(
-                    heinzel_id, turn, "recovery", adapters=default_adapters(resumed.settings)
-                )
-                if state is None or state.final:
-                    break
             lines = _turn_lines(resumed, heinzel_id)
             text = (folder / "report.md").read_text(encoding="utf-8")
             end = lines[-1]

@@ -6,7 +6,7 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
   markers (`find`), own event ``draft.placed{asset, output, contract_version}``;
 - record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, hunks}``;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
-- write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{hash}``;
+- write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
 - observe an approval: the approval wake's key, the journal, ``approval.observed{...}``.
 
 An amendment goes to ``propose`` (the service's ``propose_amendment(by="heinzel")``);
@@ -30,7 +30,10 @@ from machines.journal import content_hash
 if TYPE_CHECKING:
     from heinzel.turns.steps import TurnEnv
 
-__all__ = ["perform"]
+__all__ = ["SUMMARY_TEXTS", "perform", "write_summary"]
+
+SUMMARY_TEXTS = ("asset", "wants", "decisions", "open_questions", "next_deadline", "sources")
+"""The summary's fixed fields: short texts a user reads, so the context can chain them."""
 
 
 def _short(value: str) -> str:
@@ -72,6 +75,15 @@ async def _local(
     await ctx.effect(Effect(name, key, done, probe, event, data, short_text=short))
 
 
+async def write_summary(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
+    """``summary.written`` with the summary's fixed fields, once per turn (if asked for)."""
+    if outcome.summary is None:
+        return
+    key = f"{env.heinzel_id}@summary:{ctx.turn}"
+    summary = outcome.summary.model_dump(mode="json", exclude_none=True)
+    await _local(ctx, "write_summary", key, "summary.written", summary, short=SUMMARY_TEXTS)
+
+
 async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
     """Perform the acts of ``decided`` (the think result) and say how the turn ends."""
     outcome = Outcome.model_validate(decided["outcome"])
@@ -95,11 +107,7 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
                 ctx.journal.append(
                     "amendment.refused", {"code": error.code}, turn=ctx.turn, key=key
                 )
-    if outcome.summary is not None:
-        key = f"{env.heinzel_id}@summary:{ctx.turn}"
-        summary = outcome.summary.model_dump(mode="json", exclude_none=True)
-        await _local(ctx, "write_summary", key, "summary.written", {"hash": content_hash(summary)})
-        env.body.put(ctx.turn, content_hash(summary), summary)
+    await write_summary(env, ctx, outcome)
     if env.approval is not None:
         await _local(
             ctx,

@@ -32,8 +32,10 @@ from heinzel.engine import (
     think,
     turn_cap,
 )
+from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause
 from heinzel.sources import SourceCache, SourceRequest
+from heinzel.turns.act import perform, write_summary
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder, SessionBody
 from machines import Acted, Fail, Skip, TurnContext, Wait
@@ -164,12 +166,11 @@ class HeinzelSteps:
         if ctx.cause == "approval":
             return thought
         if disposition["disposition"] == "skipped":
+            await write_summary(self.env, ctx, Outcome.model_validate(thought["outcome"]))
             reason = disposition.get("reason")
             return Skip("done-when-unmet" if reason == "done-when-unmet" else "check-unmet")
         return thought
 
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
         """Perform the outcome's acts through the effect ledger (see `heinzel.turns.act`)."""
-        from heinzel.turns.act import perform
-
         return await perform(self.env, ctx, decided)

@@ -26,14 +26,12 @@ from heinzel.lifecycle import Lifecycle
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
 from heinzel.queries import Queries
-from heinzel.sources import TickFetch
-from heinzel.turns import TurnHost, default_adapters
+from heinzel.turns.api import TurnOperations
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.files import ensure_private_dir
 from ledger.index import Index
 from ledger.spine import Spine, verify
-from machines import TurnState, Wake
 
 __all__ = ["Service"]
 
@@ -45,8 +43,9 @@ LIFECYCLE_EVENTS = {
 }
 
 
-class Service:
-    """hz's operations over one home, with one clock and one configuration."""
+class Service(TurnOperations):
+    """hz's operations over one home, with one clock and one configuration (its turns:
+    `heinzel.turns.api.TurnOperations`)."""
 
     def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
         self.home = home
@@ -390,45 +389,6 @@ class Service:
                 now=self.clock(), retention_days=days, ended=ended
             )
         return {"retention_days": days, "removed": removed}
-
-    # -- turns -------------------------------------------------------------------
-
-    def run_wakes(
-        self,
-        heinzel_id: str,
-        wakes: Sequence[Wake],
-        *,
-        adapters: Mapping[str, object],
-        staged: TickFetch | None = None,
-    ) -> list[TurnState]:
-        """Apply the key rule to ``wakes`` and run the turns due (inputs staged first)."""
-        return TurnHost(self).run_wakes(heinzel_id, wakes, adapters=adapters, staged=staged)
-
-    def resume_turn(
-        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
-    ) -> TurnState | None:
-        """Resume ``turn`` (``recovery`` after a crash, or what ended its wait)."""
-        return TurnHost(self).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
-
-    def create_from_sentence(
-        self, sentence: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """A new Heinzelmännchen whose contract a created turn writes (state: proposed)."""
-        from heinzel.turns.created import run_created
-
-        return run_created(self, sentence, namespace=namespace or "me")
-
-    def wake(
-        self,
-        ref: str,
-        message: str | None = None,
-        *,
-        adapters: Mapping[str, object] | None = None,
-    ) -> dict[str, Any]:
-        """A turn of cause asked now, in this process; what happened."""
-        row = self.resolve(ref)
-        chosen = adapters if adapters is not None else default_adapters(self.settings)
-        return {"name": row["name"], **TurnHost(self).wake(row["id"], message, adapters=chosen)}
 
     def doctor(self) -> dict[str, Any]:
         from heinzel.doctor import diagnose

@@ -198,12 +198,14 @@ class TurnHost:
             ),
         )
 
-    def _machine_settings(self) -> MachineSettings:
+    def _machine_settings(self, env: TurnEnv) -> MachineSettings:
+        """The machine's limits: ``[heinzel]`` resumes and wait, the contract's timeout."""
         config = self.service.settings.heinzel
         return MachineSettings(
             clock=self.service.clock,
             sleep=_no_sleep,
             max_resumes=config.max_resumes,
+            timeout=env.contract.hz.timeout,
             max_wait=config.max_wait,
         )
 
@@ -257,7 +259,7 @@ class TurnHost:
                 slot=slot,
                 approval=approval,
             )
-            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
             pins = Pins(
                 contract_version=env.version,
                 lessons_seq=max((int(one.id) for one in env.lessons), default=None),
@@ -306,7 +308,7 @@ class TurnHost:
             env = self._env(
                 heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
             )
-            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings())
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
             return asyncio.run(session.resume(turn, woken_by))
 
     # -- asked turns -----------------------------------------------------------------

@@ -36,9 +36,10 @@ from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause
 from heinzel.sources import SourceCache, SourceRequest
 from heinzel.turns.act import perform, write_summary
+from heinzel.turns.handoff import BoundHandoff
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder, SessionBody
-from machines import Acted, Fail, Skip, TurnContext, Wait
+from machines import Acted, Fail, Journal, Skip, TurnContext, Wait
 
 __all__ = ["HeinzelSteps", "TurnEnv"]
 
@@ -65,8 +66,8 @@ class TurnEnv:
     context_settings: ContextSettings
     view: SpineView = field(default_factory=SpineView)
     lessons: Sequence[LessonView] = ()
-    runner: Any = None
-    """A `heinzel.turns.handoff.BoundHandoff` factory: ``(turn, journal) -> BoundHandoff``."""
+    runner: Callable[[str, Journal], BoundHandoff | None] | None = None
+    """Makes the turn's handoff runner (None: no runner is bound, no handoff tool)."""
     extra_inputs: Sequence[InputSpec] = ()
     slot: str = "now"
     approval: Mapping[str, Any] | None = None
@@ -129,8 +130,9 @@ class HeinzelSteps:
         handoff = None
         if env.runner is not None:
             handoff = env.runner(ctx.turn, ctx.journal)
-            handoff.recorder = recorder
-            recorder.runner_name = handoff.name
+            if handoff is not None:
+                handoff.recorder = recorder
+                recorder.runner_name = handoff.name
         services = TurnServices(view=env.view, lessons=env.lessons, runner=handoff)
         try:
             result = await think(

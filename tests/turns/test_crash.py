@@ -56,13 +56,14 @@ class TestCrashMatrix:
     def test_every_boundary(
         self, make_service: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory
     ) -> None:
-        """Killed after append n, a recovery resume ends drafted with exactly one section."""
+        """Killed after append n, recovery ends drafted: one section, no request made twice."""
         base = tmp_path_factory.mktemp("clean")
         service, heinzel_id, folder = _setup(make_service)
         assert _wake(service.home.root, None, base) == 0
         clean = _turn_lines(_fresh(service.home.root), heinzel_id)
         assert clean[-1].kind == "turn.finished"
         clean_usd = clean[-1].data["usd"]
+        clean_requests = sum(e.kind == "model.request" for e in clean)
         failures = []
         for n in range(1, len(clean)):
             service, heinzel_id, folder = _setup(make_service)
@@ -86,6 +87,7 @@ class TestCrashMatrix:
                 or end.kind != "turn.finished"
                 or end.data.get("disposition") != "drafted"
                 or end.data.get("usd") != clean_usd
+                or sum(e.kind == "model.request" for e in lines) != clean_requests
                 or not resumed.verify(heinzel_id)[0]["ok"]
             ):
                 failures.append((n, end.kind, end.data))

@@ -119,13 +119,19 @@ class Service(TurnOperations):
                 del self._held[heinzel_id]
 
     def append(
-        self, heinzel_id: str, kind: str, data: Mapping[str, Any], *, short_text: Sequence[str] = ()
+        self,
+        heinzel_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        short_text: Sequence[str] = (),
+        key: str | None = None,
     ) -> Event:
         held = self._held.get(heinzel_id)
         if held is not None:
-            return held.append(kind, data, short_text=short_text)
+            return held.append(kind, data, short_text=short_text, key=key)
         with self.open_spine(heinzel_id) as spine:
-            return spine.append(kind, data, short_text=short_text)
+            return spine.append(kind, data, short_text=short_text, key=key)
 
     # -- creation ----------------------------------------------------------------
 

@@ -6,6 +6,7 @@ turn's inputs are the draft as placed (from the drafting turn's body) and the te
 approved (the documents adapter's `draft_state`); the model (``model_fast``) turns the
 difference into lessons, and act records ``lesson.recorded`` for each and
 ``approval.observed{approver, share_changed, approved_fp, draft_key}``, never the text.
+A deleted section (rejected) is one ``approval.observed{rejected: true, draft_key}``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from heinzel.capabilities.protocols import Approved
+from heinzel.capabilities.protocols import Approved, Rejected
 from heinzel.engine import InputSpec
 from ledger.bodies import Bodies
 from ledger.event import sha256_hex
 
-__all__ = ["approval_inputs"]
+__all__ = ["approval_inputs", "observe_rejection"]
 
 
 def _draft_row(service: Any, heinzel_id: str, key: str) -> dict[str, Any] | None:
@@ -68,3 +69,22 @@ def approval_inputs(
     }
     inputs = (InputSpec("draft", placed, "body"), InputSpec("approved", state.text, "documents"))
     return inputs, observed
+
+
+def observe_rejection(service: Any, heinzel_id: str, key: str, documents: Any) -> bool:
+    """A draft whose section the user deleted: ``approval.observed{rejected, draft_key}``
+    under the approval key, once (no turn, no model call). True when it was rejected."""
+    row = _draft_row(service, heinzel_id, key)
+    if row is None or documents is None:
+        return False
+    if not isinstance(documents.draft_state(row["key"]), Rejected):
+        return False
+    seen = service.index.db.query(
+        "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind = 'approval.observed'",
+        [heinzel_id, key],
+    )
+    if not list(seen):
+        service.append(
+            heinzel_id, "approval.observed", {"rejected": True, "draft_key": row["key"]}, key=key
+        )
+    return True

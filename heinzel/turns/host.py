@@ -40,7 +40,7 @@ from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.runners.base import AgentRunner
 from heinzel.sources import SourceCache, TickFetch
-from heinzel.turns.approval import approval_inputs
+from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import input_requests, stage
 from heinzel.turns.record import IndexedJournal, SessionBody
@@ -232,8 +232,10 @@ class TurnHost:
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
         if wakes[0].cause == "approval":
-            found = approval_inputs(service, heinzel_id, wakes[0].key, adapters.get("documents"))
+            documents = adapters.get("documents")
+            found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
             if found is None:
+                observe_rejection(service, heinzel_id, wakes[0].key, documents)
                 return []
             extra, approval = found
             requests = []

@@ -10,6 +10,7 @@ nothing-moved skip take in the spine (targets: 1 KB and 300 bytes).
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from heinzel.engine import (
     offline_model,
 )
 from heinzel.home import Home
+from heinzel.logs import configure_logging
 from heinzel.service import Service
 from heinzel.sources import TickFetch
 from heinzel.turns import default_adapters
@@ -137,6 +139,7 @@ def turn_bytes(service: Service, heinzel_id: str) -> tuple[int, int, list[str], 
 
 
 def main() -> None:
+    configure_logging("cli", stream=sys.stderr, clock=lambda: AT, level="warning")
     with tempfile.TemporaryDirectory() as tmp:
         ours = hz_rounds(Path(tmp) / "a")
         bare = bare_rounds()

@@ -49,3 +49,19 @@ class TestApproval:
         shown = service.show(heinzel_id)
         assert [d["state"] for d in shown["drafts"]] == ["approved"]
         assert shown["lessons"]
+
+    def test_a_deleted_section_is_observed_rejected(self, make_service: Callable[..., Any]) -> None:
+        """The user deleted the draft: one approval.observed{rejected}, no turn, no lesson."""
+        service, heinzel_id, folder = make_service()
+        adapters = default_adapters(service.settings)
+        service.wake(heinzel_id, None, adapters=adapters)
+        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        (folder / "report.md").write_text("# Report\n", encoding="utf-8")
+        wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
+        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        events = list(read_events(service.home.spine_path(heinzel_id)))
+        observed = [e for e in events if e.kind == "approval.observed"]
+        assert [e.data["rejected"] for e in observed] == [True]
+        assert not [e for e in events if e.kind == "lesson.recorded"]
+        assert [d["state"] for d in service.show(heinzel_id)["drafts"]] == ["rejected"]

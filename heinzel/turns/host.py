@@ -192,6 +192,7 @@ class TurnHost:
             extra_inputs=tuple(extra),
             slot=slot,
             approval=approval,
+            inbox=service.home.inbox_dir(heinzel_id),
             documents=adapters.get("documents"),
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why
@@ -291,7 +292,8 @@ class TurnHost:
         service = self.service
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
-            events = journal.turn_events(turn)
+            known = journal.turn_offset(turn) is not None
+            events = journal.turn_events(turn) if known else []
             started = next((e for e in events if e.kind == "turn.started"), None)
             if started is None:
                 raise HeinzelError(

@@ -8,6 +8,7 @@ performs what the outcome asks through the machine's effect ledger (`heinzel.tur
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -74,6 +75,8 @@ class TurnEnv:
     documents: Any = None
     propose: Callable[[str, str], Mapping[str, Any]] | None = None
     compile_contract: Callable[[str], object] | None = None
+    inbox: Path | None = None
+    """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
 
 
 class HeinzelSteps:
@@ -134,6 +137,11 @@ class HeinzelSteps:
                 handoff.recorder = recorder
                 recorder.runner_name = handoff.name
         services = TurnServices(view=env.view, lessons=env.lessons, runner=handoff)
+
+        def steering() -> list[str]:
+            texts = [self._message(steer.request_id) for steer in ctx.take_steers()]
+            return [text for text in texts if text]
+
         try:
             result = await think(
                 spec,
@@ -143,6 +151,7 @@ class HeinzelSteps:
                 budget=budget,
                 services=services,
                 history_body=env.body.records(ctx.turn),
+                steering=steering,
                 compile_contract=env.compile_contract,
             )
         except EngineError as error:
@@ -156,6 +165,16 @@ class HeinzelSteps:
             "usd": str(result.usd),
             "error": result.error,
         }
+
+    def _message(self, request_id: str) -> str:
+        """A steering message's text from the inbox (empty when it is gone)."""
+        if self.env.inbox is None:
+            return ""
+        try:
+            path = self.env.inbox / f"{request_id}.json"
+            return str(json.loads(path.read_text(encoding="utf-8")).get("message") or "")
+        except (OSError, ValueError):
+            return ""
 
     async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
         """The engine's judgement as the machine's: a skip, a failure, or what to act on."""

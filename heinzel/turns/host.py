@@ -22,6 +22,7 @@ from heinzel.capabilities.documents import LocalDocuments
 from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.capabilities.git import GitCapability
+from heinzel.capabilities.protocols import Approved
 from heinzel.config import Settings as Config
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.contract.source import split
@@ -42,7 +43,7 @@ from heinzel.runners.base import AgentRunner
 from heinzel.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.handoff import BoundHandoff, bind_runner
-from heinzel.turns.inputs import input_requests, stage
+from heinzel.turns.inputs import input_requests, search_capabilities, stage
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -108,6 +109,20 @@ class TurnHost:
             if e.kind not in HOST_HIDDEN
         )
         return SpineView(records)
+
+    def _last_approved(self, heinzel_id: str, documents: Any) -> str | None:
+        """The text of the last approved draft as the document now has it (None: none)."""
+        rows = list(
+            self.service.index.db.query(
+                "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
+                "ORDER BY placed_at DESC LIMIT 1",
+                [heinzel_id],
+            )
+        )
+        if not rows or documents is None:
+            return None
+        state = documents.draft_state(rows[0]["key"])
+        return state.text if isinstance(state, Approved) else None
 
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
@@ -193,6 +208,8 @@ class TurnHost:
             slot=slot,
             approval=approval,
             inbox=service.home.inbox_dir(heinzel_id),
+            capabilities=search_capabilities(contract, adapters, service.clock()),
+            last_approved=self._last_approved(heinzel_id, adapters.get("documents")),
             documents=adapters.get("documents"),
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why

@@ -14,13 +14,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from heinzel.capabilities.protocols import ReadCapability
+from heinzel.capabilities.protocols import ReadCapability, Window
 from heinzel.contract import CompiledContract
-from heinzel.contract.types import split_method
+from heinzel.contract.types import parse_duration, split_method
+from heinzel.engine import ReadMethod
 from heinzel.errors import HeinzelError
 from heinzel.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
 
-__all__ = ["input_requests", "read_staged", "render_input", "stage"]
+__all__ = [
+    "SearchCapability",
+    "input_requests",
+    "read_staged",
+    "render_input",
+    "search_capabilities",
+    "stage",
+]
 
 
 def input_requests(
@@ -82,4 +90,52 @@ def read_staged(requests: Sequence[SourceRequest], cache: SourceCache) -> list[d
                 "fingerprint": fetched.fingerprint,
             }
         )
+    return out
+
+
+class SearchCapability:
+    """An adapter's window-taking read methods as the engine's ``search_<capability>`` tool.
+
+    Each search is a fresh fetch (read-only, replay-safe: its result is kept in the body
+    with the messages, so a resume does not search again).
+    """
+
+    def __init__(self, name: str, adapter: ReadCapability, now: datetime) -> None:
+        self._name = name
+        self._adapter = adapter
+        self._now = now
+
+    @property
+    def name(self) -> str:
+        """The capability's name (``git``, ``code-host``, ...)."""
+        return self._name
+
+    @property
+    def methods(self) -> Sequence[ReadMethod]:
+        """The adapter's methods that take a window."""
+        return [
+            ReadMethod(m.name, f"{self._name}.{m.name} over a window", "read", takes_window=True)
+            for m in self._adapter.methods.values()
+            if m.window
+        ]
+
+    async def search(self, method: str, args: Mapping[str, str], window: str) -> Any:
+        """Fetch ``method`` over the ``window`` ending now (``7d``); its result as text."""
+        span = Window.ending_at(self._now, parse_duration(window))
+        fetched = self._adapter.fetch(method, dict(args), span, now=self._now)
+        return render_input(fetched.result)
+
+
+def search_capabilities(
+    contract: CompiledContract, adapters: Mapping[str, object], now: datetime
+) -> list[SearchCapability]:
+    """A search capability per ``<cap>:read`` the contract requires that has an adapter."""
+    out = []
+    for requirement in contract.hz.requires:
+        name, _, mode = requirement.partition(":")
+        adapter = adapters.get(name)
+        if mode == "read" and adapter is not None and hasattr(adapter, "fetch"):
+            capability = SearchCapability(name, adapter, now)  # type: ignore[arg-type]
+            if capability.methods:
+                out.append(capability)
     return out

@@ -26,6 +26,7 @@ from heinzel.engine import (
     InputSpec,
     LessonView,
     Pricing,
+    ReadCapability,
     SpineView,
     TurnServices,
     TurnSpec,
@@ -75,6 +76,8 @@ class TurnEnv:
     documents: Any = None
     propose: Callable[[str, str], Mapping[str, Any]] | None = None
     compile_contract: Callable[[str], object] | None = None
+    capabilities: Sequence[ReadCapability] = ()
+    last_approved: str | None = None
     inbox: Path | None = None
     """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
 
@@ -125,6 +128,7 @@ class HeinzelSteps:
             spec,
             env.view,
             lessons=env.lessons,
+            last_approved=env.last_approved,
             handoff=env.runner is not None,
             settings=env.context_settings,
         )
@@ -136,7 +140,13 @@ class HeinzelSteps:
             if handoff is not None:
                 handoff.recorder = recorder
                 recorder.runner_name = handoff.name
-        services = TurnServices(view=env.view, lessons=env.lessons, runner=handoff)
+        services = TurnServices(
+            view=env.view,
+            last_approved=env.last_approved,
+            lessons=env.lessons,
+            capabilities=env.capabilities,
+            runner=handoff,
+        )
 
         def steering() -> list[str]:
             texts = [self._message(steer.request_id) for steer in ctx.take_steers()]

@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
 from heinzel.capabilities.documents import LocalDocuments
@@ -32,6 +33,7 @@ from heinzel.engine import (
     LessonView,
     Price,
     Pricing,
+    Saved,
     SpineRecord,
     SpineView,
     resolve_model,
@@ -110,6 +112,20 @@ class TurnHost:
         )
         return SpineView(records)
 
+    def _recent_bodies(
+        self, bodies: Bodies, view: SpineView, keep: int
+    ) -> dict[str, list[ModelMessage]]:
+        """The settled messages of the last ``keep`` turns whose bodies are still there."""
+        turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
+        out: dict[str, list[ModelMessage]] = {}
+        for turn in turns:
+            records = bodies.read(turn)
+            if records:
+                settled = Saved.fold(records).settled
+                if settled:
+                    out[turn] = list(settled)
+        return out
+
     def _last_approved(self, heinzel_id: str, documents: Any) -> str | None:
         """The text of the last approved draft as the document now has it (None: none)."""
         rows = list(
@@ -161,6 +177,7 @@ class TurnHost:
         )
         bound = self.runner or bind_runner(service.settings.runners)
         bodies = Bodies(service.home.session_dir(heinzel_id))
+        view = self._view(spine)
 
         def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
             if bound is None:
@@ -201,7 +218,8 @@ class TurnHost:
                 summary_after_turns=config.summary_after_turns,
                 summary_keep_turns=config.summary_keep_turns,
             ),
-            view=self._view(spine),
+            view=view,
+            recent=self._recent_bodies(bodies, view, config.summary_keep_turns),
             lessons=lessons,
             runner=handoff if bound is not None else None,
             extra_inputs=tuple(extra),

@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
 from heinzel.contract import CompiledContract
@@ -76,6 +77,8 @@ class TurnEnv:
     documents: Any = None
     propose: Callable[[str, str], Mapping[str, Any]] | None = None
     compile_contract: Callable[[str], object] | None = None
+    recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
+    """The settled messages of the last turns whose bodies are kept (the context shows them)."""
     capabilities: Sequence[ReadCapability] = ()
     last_approved: str | None = None
     inbox: Path | None = None
@@ -127,6 +130,7 @@ class HeinzelSteps:
         context = build_context(
             spec,
             env.view,
+            bodies=env.recent,
             lessons=env.lessons,
             last_approved=env.last_approved,
             handoff=env.runner is not None,

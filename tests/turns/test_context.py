@@ -83,3 +83,24 @@ class TestWhatTheModelSees:
         assert any("- one" in one for one in seen)
         body = Bodies(service.home.session_dir(heinzel_id)).read(state.turn) or []
         assert "Express checkout" in json.dumps(body)
+
+    def test_the_last_turns_bodies_are_in_the_context(self, make_service: Any) -> None:
+        """The second turn's context shows the first turn's body."""
+        service, heinzel_id, _ = make_service()
+        adapters = default_adapters(service.settings)
+        service.wake(heinzel_id, None, adapters=adapters)
+        prompts: list[str] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            prompts.extend(
+                str(p.content)
+                for m in messages
+                for p in getattr(m, "parts", ())
+                if p.part_kind == "user-prompt"
+            )
+            outcome = {"report": "nothing", "nothing_to_do": True, "reason": "seen it"}
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, outcome)])
+
+        host = TurnHost(service, model=FunctionModel(respond, model_name="offline"))
+        host.run_wakes(heinzel_id, [Wake("asked", keys.asked(heinzel_id, "r2"))], adapters=adapters)
+        assert any("<turn-body" in prompt for prompt in prompts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from heinzel.lifecycle import Lifecycle
 from heinzel.sources import TickFetch
 from heinzel.turns.created import run_created
 from heinzel.turns.host import TurnHost, default_adapters
@@ -60,9 +61,11 @@ class TurnOperations:
         *,
         adapters: Mapping[str, object] | None = None,
     ) -> dict[str, Any]:
-        """A turn of cause asked now, in this process; what happened."""
+        """A turn of cause asked now, in this process; what happened (HZH050 when its
+        state does not wake: proposed, paused, retired, or a turn already running)."""
         service = self._service
         row = service.resolve(ref)
+        Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = adapters if adapters is not None else default_adapters(service.settings)
         return {
             "name": row["name"],

@@ -53,7 +53,7 @@ class TestWakeCommand:
         assert (tmp_path / "report.md").read_text().count("hz:draft key=") == 1
 
     def test_wake_of_a_proposed_one_is_refused(self, run: Run, tmp_path: Path) -> None:
-        """No approved version: HZH202, exit 1, nothing appended to a turn."""
+        """A proposed one does not wake: HZH050, exit 1, no turn."""
         contract = tmp_path / "digest.prose.md"
         contract.write_text(
             CONTRACT.format(render="always", done_when="every item of `notes` is covered")
@@ -61,7 +61,7 @@ class TestWakeCommand:
         run("heinzel", "new", "--from", str(contract))
         result = run("heinzel", "wake", "notes-digest")
         assert result.exit_code == 1
-        assert result.stderr.startswith("HZH202: ")
+        assert result.stderr.startswith("HZH050: ")
         [spine] = (tmp_path / "home" / "heinzel").glob("hz-*/session.jsonl")
         assert not [e for e in read_events(spine) if e.turn]
 

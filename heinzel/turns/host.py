@@ -50,8 +50,19 @@ from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
 from ledger.bodies import Bodies
+from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import Spine, read_events
-from machines import Journal, Pins, Session, TurnState, Wake, crash_hook, skip_turn
+from machines import (
+    Journal,
+    Pins,
+    Session,
+    TurnState,
+    Wake,
+    coalesce,
+    crash_hook,
+    keys,
+    skip_turn,
+)
 from machines import Settings as MachineSettings
 
 if TYPE_CHECKING:
@@ -263,10 +274,13 @@ class TurnHost:
         row = service.queries.row(heinzel_id)
         version = row["contract_version"]
         requests = []
+        contract = None
         if version is not None:
             contract, _ = self._contract(heinzel_id, int(version))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
+        if wakes[0].cause == "asked" and not extra:
+            extra = self.asked_inputs(heinzel_id, wakes[0].key.split("@", 1)[1])
         if wakes[0].cause == "approval":
             documents = adapters.get("documents")
             found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
@@ -280,9 +294,7 @@ class TurnHost:
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             turn = "tn-" + new_id(service.clock)[3:]
-            if version is not None and self._nothing_moved(wakes, heinzel_id, staged):
-                from machines.keys import coalesce
-
+            if contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged):
                 plan = coalesce(journal, wakes)
                 if not plan.start:
                     return []
@@ -304,19 +316,14 @@ class TurnHost:
             )
             return asyncio.run(session.wake(wakes, turn=turn, pins=pins))
 
+    @staticmethod
     def _nothing_moved(
-        self, wakes: Sequence[Wake], heinzel_id: str, staged: TickFetch | None
+        contract: CompiledContract, wakes: Sequence[Wake], heinzel_id: str, staged: TickFetch | None
     ) -> bool:
-        row = self.service.queries.row(heinzel_id)
-        frontmatter = json.loads(row["frontmatter"] or "{}")
-        if_moved = (
-            frontmatter.get("hz.render_on_schedule") == "if-moved"
-            or (frontmatter.get("hz", {}) if isinstance(frontmatter.get("hz"), dict) else {}).get(
-                "render_on_schedule"
-            )
-            == "if-moved"
-        )
-        if not if_moved or staged is None or any(w.cause != "schedule" for w in wakes):
+        """A schedule wake of an ``if-moved`` contract whose inputs the tick saw unmoved."""
+        if contract.hz.render_on_schedule != "if-moved" or staged is None:
+            return False
+        if any(w.cause != "schedule" for w in wakes):
             return False
         return not staged.moved().get(heinzel_id)
 
@@ -357,7 +364,7 @@ class TurnHost:
         path = self.service.home.inbox_dir(heinzel_id) / f"{request}.json"
         try:
             message = json.loads(path.read_text(encoding="utf-8")).get("message")
-        except FileNotFoundError:
+        except (OSError, ValueError, AttributeError):
             return ()
         return (InputSpec("message", str(message), "inbox"),) if message else ()
 
@@ -365,20 +372,14 @@ class TurnHost:
         self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
     ) -> dict[str, Any]:
         """A turn of cause asked: the message into the inbox first, then the turn."""
-        from ledger.files import ensure_private_dir, write_atomic
-
         service = self.service
         request = "rq-" + new_id(service.clock)[3:]
         inbox = service.home.inbox_dir(heinzel_id)
         ensure_private_dir(inbox)
         record = {"request": request, "message": message, "at": service.clock().isoformat()}
         write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
-        from machines import keys
-
         wake = Wake("asked", keys.asked(heinzel_id, request))
-        states = self.run_wakes(
-            heinzel_id, [wake], adapters=adapters, extra=self.asked_inputs(heinzel_id, request)
-        )
+        states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
         return _summary(states)
 
 

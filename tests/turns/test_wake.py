@@ -28,11 +28,15 @@ class TestWake:
         assert service.verify(heinzel_id)[0]["ok"]
 
     def test_the_inbox_holds_the_message_first(self, make_service: Callable[..., Any]) -> None:
-        """The message is written to inbox/<req>.json before the turn."""
+        """The message is in inbox/<req>.json and the body, never in the spine."""
         service, heinzel_id, _ = make_service()
         service.wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
         files = list(service.home.inbox_dir(heinzel_id).glob("*.json"))
         assert len(files) == 1 and "draft now" in files[0].read_text(encoding="utf-8")
+        bodies = list(service.home.turns_dir(heinzel_id).glob("*.jsonl"))
+        assert "draft now" in bodies[0].read_text(encoding="utf-8")
+        spine = service.home.spine_path(heinzel_id).read_text(encoding="utf-8")
+        assert "draft now" not in spine
 
     def test_done_when_unmet_places_nothing(self, make_service: Callable[..., Any]) -> None:
         """A Done-when item the draft fails: skipped done-when-unmet, nothing placed."""

@@ -53,7 +53,9 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        raise not_yet("creating a contract from a sentence (a created turn)", "the turn engine")
+        created = open_service(home).create_from_sentence(sentence, namespace=namespace)
+        emit([created], as_json, render.created)
+        return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
     rows = open_service(home).create_from_files(list(files), name=name, namespace=namespace)
@@ -259,12 +261,21 @@ def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
         raise not_yet(f"`hz heinzel {verb}`", issue)
 
 
-_turn_command(
-    "wake",
-    "hz heinzel wake weekly-report --message 'draft now'",
-    "Start a new turn now (cause asked).",
-    "the turn engine",
-)
+@heinzel.command("wake")
+@click.argument("name")
+@click.option("--message", default=None, help="A message for the turn (its body gets the text).")
+@home_option
+@json_option
+def wake(name: str, message: str | None, home: str | None, as_json: bool) -> None:
+    """Start a new turn now (cause asked) and run it to its end or its wait.
+
+    \b
+    Example:
+      hz heinzel wake weekly-report --message 'draft now'
+    """
+    emit(open_service(home).wake(name, message), as_json, render.wake)
+
+
 _turn_command(
     "chat",
     "hz heinzel chat weekly-report 'keep it under ten lines'",

@@ -120,7 +120,8 @@ class TestCreated:
         text = fill_contract(SENTENCE).text
         for line in (
             'schedule: "0 15 * * FRI"',
-            "merged_prs: {from: code-host.merged_pull_requests, window: 7d}",
+            "merged_prs: {from: code-host.merged_pull_requests, args: {repo: your-org/your-repo}, "
+            "window: 7d}",
             "section: {",
             "approvers: [owner]",
             "name: weekly-report",

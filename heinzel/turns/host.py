@@ -79,8 +79,9 @@ def default_adapters(settings: Config, fixtures_dir: Path | None = None) -> dict
         "git": GitCapability(),
         "documents": LocalDocuments(approver),
     }
-    if fixtures_dir is not None:
-        adapters.update(fixture_sources(fixtures_dir))
+    folder = fixtures_dir or settings.heinzel.fixture_sources
+    if folder is not None:
+        adapters.update(fixture_sources(folder))
     return adapters
 
 
@@ -291,6 +292,8 @@ class TurnHost:
             requests = []
         if staged is None and requests:
             staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
+        if staged is not None:
+            _refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             turn = "tn-" + new_id(service.clock)[3:]
@@ -395,3 +398,10 @@ def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
         "error": state.error,
         "usd": state.spend_usd,
     }
+
+
+def _refuse_unfetched(staged: TickFetch, heinzel_id: str) -> None:
+    """An input that could not be fetched stops the wake before ``turn.started``."""
+    for item in staged.staged:
+        if item.request.watcher == heinzel_id and item.fetched is None and item.error:
+            raise item.error

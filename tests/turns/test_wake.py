@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from heinzel.capabilities.documents import TAG_PREFIX
 from heinzel.turns import default_adapters
+from ledger.errors import HzError
 from ledger.spine import read_events
 
 
@@ -59,3 +62,21 @@ class TestWake:
         shown = service.show(heinzel_id)
         assert [t["disposition"] for t in shown["turns"]] == ["drafted"]
         assert [d["state"] for d in shown["drafts"]] == ["pending"]
+
+
+class TestUnfetched:
+    """An input that cannot be fetched stops a wake before anything is written."""
+
+    def test_a_missing_file_refuses_the_wake_before_turn_started(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """The adapter's coded error reaches the caller; the spine gains no turn line."""
+        service, heinzel_id, folder = make_service()
+        (folder / "notes.txt").unlink()
+        before = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
+        with pytest.raises(HzError) as caught:
+            service.wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
+        assert caught.value.code.startswith("HZH1")
+        after = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
+        assert after == before
+        assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ from heinzel.lifecycle import Lifecycle
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
 from heinzel.queries import Queries
+from heinzel.tick_projection import TickProjection
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.files import ensure_private_dir
@@ -75,7 +76,9 @@ class Service:
     def index(self) -> Index:
         if self._index is None:
             ensure_private_dir(self.home.heinzel_dir)
-            self._index = Index(self.home.index_path, [HeinzelProjection(self.home)])
+            self._index = Index(
+                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
+            )
         return self._index
 
     @property

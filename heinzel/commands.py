@@ -265,25 +265,6 @@ _turn_command(
     "Start a new turn now (cause asked).",
     "the turn engine",
 )
-_turn_command(
-    "chat",
-    "hz heinzel chat weekly-report 'keep it under ten lines'",
-    "Send a message to its session (steers a running turn).",
-    "the tick",
-)
-_turn_command("resume", "hz heinzel resume weekly-report", "Resume a waiting turn now.", "the tick")
-_turn_command(
-    "stop",
-    "hz heinzel stop weekly-report",
-    "Stop the running turn (abandoned, reason stopped).",
-    "the tick",
-)
-_turn_command(
-    "retry",
-    "hz heinzel retry weekly-report shorter",
-    "Fork a turn from its checkpoint with a hint.",
-    "the tick",
-)
 
 
 @hz.command("approve")
@@ -334,32 +315,6 @@ def daemon() -> None:
     """
 
 
-@daemon.command("tick")
-@home_option
-@json_option
-def tick(home: str | None, as_json: bool) -> None:
-    """One tick (for cron, systemd or launchd).
-
-    \b
-    Example:
-      hz system daemon tick
-    """
-    raise not_yet("`hz system daemon tick`", "the tick")
-
-
-@daemon.command("run")
-@click.option("--interval", type=float, default=300.0, help="Seconds between ticks.")
-@home_option
-def run(interval: float, home: str | None) -> None:
-    """Tick in a loop.
-
-    \b
-    Example:
-      hz system daemon run --interval 300
-    """
-    raise not_yet("`hz system daemon run`", "the tick")
-
-
 @system.command("doctor")
 @home_option
 @json_option
@@ -383,3 +338,6 @@ def demo(home: str | None) -> None:
       hz demo
     """
     raise not_yet("`hz demo`", "the tick and the documents adapter")
+
+
+from heinzel import tick_commands  # noqa: E402, F401  (registers the tick and the verbs)

@@ -189,7 +189,13 @@ class Service:
     # -- versions and amendments -------------------------------------------------
 
     def approve(self, item: str) -> dict[str, Any]:
-        """Approve v1 of a proposed one, or its pending amendment."""
+        """Approve v1 of a proposed one, its pending amendment, or a local draft."""
+        from heinzel.verbs import approve_draft
+
+        if "@" in item:
+            by_key = approve_draft(self, item)
+            if by_key is not None:
+                return by_key
         row = self.resolve(item)
         pending = json.loads(row["pending"]) if row["pending"] else None
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
@@ -219,11 +225,9 @@ class Service:
                 **self.queries.row(row["id"]),
             }
         if pending and pending["kind"] == "draft":
-            raise HeinzelError(
-                "HZH090",
-                "approving a local draft is not available yet",
-                "it arrives with the tick and the documents adapter",
-            )
+            approved = approve_draft(self, str(row["id"]))
+            if approved is not None:
+                return approved
         raise HeinzelError(
             "HZH073",
             f"{row['name']} has nothing to approve",

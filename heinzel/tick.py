@@ -37,7 +37,7 @@ from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.waits import Facts, due_waits
 
-__all__ = ["Tick", "TickReport", "TurnRunner", "run_loop"]
+__all__ = ["Tick", "TickReport", "TurnRunner", "lock_held", "run_loop"]
 
 
 class TurnRunner(Protocol):
@@ -280,7 +280,7 @@ class Tick:
         """A turn the index shows running whose spine lock is free was left by a dead
         process: resume it (``recovery``). One whose lock is held is still running."""
         for row in due.running:
-            if not _lock_held(self.service.home.session_dir(row["heinzel"]) / "lock"):
+            if not lock_held(self.service.home.session_dir(row["heinzel"]) / "lock"):
                 plan.resume(row["heinzel"], row["id"], "recovery", row["started_at"] or "")
 
     # -- waking one ------------------------------------------------------------------
@@ -362,7 +362,7 @@ class Tick:
 _FINAL = ("finished", "skipped")
 
 
-def _lock_held(path: os.PathLike[str]) -> bool:
+def lock_held(path: os.PathLike[str]) -> bool:
     """Whether another process holds the flock on ``path`` (a missing file: no)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -4,7 +4,7 @@ reads it (ADR 0049 statement 14).
 A request file holds what the spine never does: the text of a chat message, a retry's
 hint, a stop request. It is written atomically and privately before any spine line names
 it, so a crash loses no message, and it is idempotent by request id: writing the same
-request again changes nothing, writing another text under a taken id is ``HZH210``. The
+request again changes nothing, writing another text under a taken id is ``HZH230``. The
 spine records only ``request_id`` and the text's ``hash``. A running turn belongs to the
 process that holds the spine's lock; that host reads `Inbox.pending` at its step
 boundaries (steers, a stop) and marks each request ``taken``. Files expire with the turn
@@ -40,7 +40,7 @@ class Request:
     request_id: str
     heinzel: str
     kind: str
-    text: str
+    message: str
     at: str
     hash: str
     taken: str | None = None
@@ -59,34 +59,34 @@ class Inbox:
     def path(self, request_id: str) -> Path:
         if not _ID.match(request_id):
             raise HeinzelError(
-                "HZH211",
+                "HZH231",
                 f"not a request id: {request_id!r}",
                 "a request id is rq- and up to 64 letters or digits",
             )
         return self.directory / f"{request_id}.json"
 
-    def write(self, request_id: str, kind: str, text: str, *, at: datetime) -> Request:
+    def write(self, request_id: str, kind: str, message: str, *, at: datetime) -> Request:
         """Write the request durably (or find it written); the same id with another
-        kind or text is HZH210."""
+        kind or text is HZH230."""
         if kind not in KINDS:
-            raise HeinzelError("HZH212", f"not a request kind: {kind!r}", ", ".join(KINDS))
-        digest = "sha256:" + sha256_hex(text.encode("utf-8"))
+            raise HeinzelError("HZH232", f"not a request kind: {kind!r}", ", ".join(KINDS))
+        digest = _digest(message)
         existing = self.read(request_id)
         if existing is not None:
             if (existing.kind, existing.hash) != (kind, digest):
                 raise HeinzelError(
-                    "HZH210",
+                    "HZH230",
                     f"request {request_id} was already sent with another message",
                     "send a new message without --request-id, or repeat the same one",
                 )
             return existing
-        request = Request(request_id, self.heinzel, kind, text, format_ts(at), digest)
+        request = Request(request_id, self.heinzel, kind, message, format_ts(at), digest)
         ensure_private_dir(self.directory)
         write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
         return request
 
     def read(self, request_id: str) -> Request | None:
-        """The request, or None when there is none (a link or a garbled file is HZH213)."""
+        """The request, or None when there is none (a link or a garbled file is HZH233)."""
         path = self.path(request_id)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -94,18 +94,17 @@ class Inbox:
             return None
         except OSError as error:
             raise HeinzelError(
-                "HZH213",
+                "HZH233",
                 f"cannot read the request {path}: {error.strerror or error}",
                 "it must be a file hz wrote; move it away",
             ) from None
         with os.fdopen(fd, "rb") as handle:
             try:
                 data = json.loads(handle.read().decode("utf-8"))
-                data.pop("v", None)
-                return Request(**data)
+                return _request(data, request_id, self.heinzel)
             except (ValueError, TypeError) as error:
                 raise HeinzelError(
-                    "HZH213",
+                    "HZH233",
                     f"the request {path} is not readable: {error}",
                     "move it away; the sender can send it again",
                 ) from None
@@ -115,7 +114,7 @@ class Inbox:
         found = self.read(request_id)
         if found is None:
             raise HeinzelError(
-                "HZH214", f"no request {request_id} in the inbox", "it may have expired"
+                "HZH234", f"no request {request_id} in the inbox", "it may have expired"
             )
         if found.taken is not None:
             return found
@@ -151,3 +150,18 @@ class Inbox:
                 entry.unlink()
                 deleted.append(entry.name)
         return deleted
+
+
+def _digest(message: str) -> str:
+    return "sha256:" + sha256_hex(message.encode("utf-8"))
+
+
+def _request(data: dict[str, Any], request_id: str, heinzel: str) -> Request:
+    """A request file as read: this module's form, or a bare ``{request, message, at}``
+    that ``hz heinzel wake --message`` writes (kind ``wake``)."""
+    if "request_id" not in data:
+        message = str(data.get("message") or "")
+        at = str(data.get("at", ""))
+        return Request(request_id, heinzel, "wake", message, at, _digest(message), at or None)
+    data.pop("v", None)
+    return Request(**data)

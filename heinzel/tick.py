@@ -115,7 +115,7 @@ class Tick:
         self.sleep = sleep
 
     def run(self) -> TickReport:
-        """Take the tick lock and tick once (HZH200 when another tick holds it)."""
+        """Take the tick lock and tick once (HZH220 when another tick holds it)."""
         home = self.service.home
         home.heinzel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         timeout = self.service.settings.heinzel.lock_timeout.total_seconds()
@@ -125,7 +125,7 @@ class Tick:
             if error.code != "HZL010":
                 raise
             raise HeinzelError(
-                "HZH200",
+                "HZH220",
                 f"another tick is running in {home.root} (waited {timeout:g} s)",
                 "let it finish; a timer that fires while one runs can skip this tick",
             ) from None

@@ -198,7 +198,7 @@ class TickProjection:
             )
 
     def _decided(self, db: Database, source: str, event: Event) -> None:
-        key = event.data.get("draft") or event.key
+        key = event.data.get("draft_key") or event.data.get("draft") or event.key
         found = db.execute(
             "SELECT d.output, o.valid_for_s FROM drafts d LEFT JOIN tick_outputs o "
             "ON o.heinzel = d.heinzel AND o.output = d.output WHERE d.key = ?",

@@ -59,9 +59,10 @@ class Verbs:
 
     # -- helpers -------------------------------------------------------------------
 
-    def _request(self, heinzel_id: str, kind: str, text: str, request_id: str | None) -> Request:
+    def _request(self, heinzel_id: str, kind: str, message: str, request_id: str | None) -> Request:
         rid = request_id or "rq-" + new_id(self.service.clock)[3:]
-        return Inbox(self.service.home, heinzel_id).write(rid, kind, text, at=self.service.clock())
+        inbox = Inbox(self.service.home, heinzel_id)
+        return inbox.write(rid, kind, message, at=self.service.clock())
 
     def _one(self, sql: str, heinzel_id: str) -> str | None:
         row = self.service.index.db.execute(sql, [heinzel_id]).fetchone()
@@ -79,13 +80,13 @@ class Verbs:
 
     # -- the verbs -----------------------------------------------------------------
 
-    def chat(self, ref: str, text: str, *, request_id: str | None = None) -> dict[str, Any]:
-        """Send ``text``: steer or queue for a running turn, else start an asked turn."""
-        if not text.strip():
-            raise HeinzelError("HZH215", "the message is empty", "say what you want changed")
+    def chat(self, ref: str, message: str, *, request_id: str | None = None) -> dict[str, Any]:
+        """Send ``message``: steer or queue for a running turn, else start an asked turn."""
+        if not message.strip():
+            raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
-        request = self._request(heinzel, "chat", text, request_id)
+        request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         turn = self._running(heinzel)
         if turn and self._elsewhere(heinzel):
@@ -123,7 +124,7 @@ class Verbs:
         )
         if turn is None:
             raise HeinzelError(
-                "HZH216",
+                "HZH236",
                 f"{row['name']} has no waiting turn",
                 "`hz heinzel wake NAME` starts a new one",
             )
@@ -137,7 +138,7 @@ class Verbs:
         turn = self._running(heinzel)
         if turn is None:
             raise HeinzelError(
-                "HZH217", f"{row['name']} has no running turn", "`hz heinzel show NAME`"
+                "HZH237", f"{row['name']} has no running turn", "`hz heinzel show NAME`"
             )
         if self._elsewhere(heinzel):
             request = self._request(heinzel, "stop", turn, None)
@@ -165,7 +166,7 @@ class Verbs:
         )
         if parent is None:
             raise HeinzelError(
-                "HZH218", f"{row['name']} has no ended turn to retry", "`hz heinzel wake NAME`"
+                "HZH238", f"{row['name']} has no ended turn to retry", "`hz heinzel wake NAME`"
             )
         request = self._request(heinzel, "retry", hint, request_id)
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
@@ -197,7 +198,7 @@ def approve_draft(service: Service, item: str) -> dict[str, Any] | None:
         lines = data.decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as error:
         raise HeinzelError(
-            "HZH219",
+            "HZH239",
             f"cannot read the draft's document {path}: {error}",
             "approve it by deleting the tag line yourself",
         ) from None
@@ -205,7 +206,7 @@ def approve_draft(service: Service, item: str) -> dict[str, Any] | None:
     at = [i for i, line in enumerate(lines) if line.strip() == marker]
     if len(at) != 1:
         raise HeinzelError(
-            "HZH219",
+            "HZH239",
             f"the draft {key} is not in {path} as placed",
             "put its markers back, or approve it by hand",
         )

@@ -270,7 +270,7 @@ class TestLock:
     def test_a_held_tick_lock_is_a_coded_error(
         self, service: Service, recorder: Recorder, adapters: dict[str, object]
     ) -> None:
-        """HZH200 after the bounded wait, with a hint."""
+        """HZH220 after the bounded wait, with a hint."""
         service.home.heinzel_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(service.home.tick_lock, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -279,7 +279,7 @@ class TestLock:
                 Tick(service, recorder, adapters, sleep=lambda s: None).run()
         finally:
             os.close(fd)
-        assert caught.value.code == "HZH200"
+        assert caught.value.code == "HZH220"
 
 
 class TestLoop:
@@ -293,7 +293,7 @@ class TestLoop:
         def tick() -> TickReport:
             if len(results) == 1:
                 results.append("error")
-                raise HeinzelError("HZH200", "busy", "later")
+                raise HeinzelError("HZH220", "busy", "later")
             results.append("ok")
             return TickReport(at="now")
 
@@ -306,7 +306,7 @@ class TestLoop:
             on_error=errors.append,
         )
         assert count == 3
-        assert [e.code for e in errors] == ["HZH200"]
+        assert [e.code for e in errors] == ["HZH220"]
 
 
 class TestScale:

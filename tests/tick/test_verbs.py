@@ -51,7 +51,7 @@ class TestInbox:
     """Request files: written first, private, idempotent by request id."""
 
     def test_write_is_idempotent_and_private(self, service: Service, clock: SteppingClock) -> None:
-        """The same request twice is one file (0600); another text under its id is HZH210."""
+        """The same request twice is one file (0600); another text under its id is HZH230."""
         inbox = Inbox(service.home, "hz-x")
         first = inbox.write("rq-1", "chat", "shorter please", at=clock())
         assert inbox.write("rq-1", "chat", "shorter please", at=clock()) == first
@@ -59,7 +59,7 @@ class TestInbox:
         assert first.hash.startswith("sha256:")
         with pytest.raises(HeinzelError) as caught:
             inbox.write("rq-1", "chat", "longer", at=clock())
-        assert caught.value.code == "HZH210"
+        assert caught.value.code == "HZH230"
 
     def test_pending_take_and_prune(self, service: Service, clock: SteppingClock) -> None:
         """Taken requests leave pending; prune deletes only expired ones."""
@@ -74,11 +74,11 @@ class TestInbox:
         assert inbox.prune(clock() + timedelta(days=5), 14) == []
 
     def test_bad_ids_and_files_are_coded(self, service: Service, clock: SteppingClock) -> None:
-        """A bad id is HZH211, a garbled file HZH213, a bad kind HZH212."""
+        """A bad id is HZH231, a garbled file HZH233, a bad kind HZH232."""
         inbox = Inbox(service.home, "hz-x")
         for call, code in (
-            (lambda: inbox.write("../x", "chat", "a", at=clock()), "HZH211"),
-            (lambda: inbox.write("rq-2", "shout", "a", at=clock()), "HZH212"),
+            (lambda: inbox.write("../x", "chat", "a", at=clock()), "HZH231"),
+            (lambda: inbox.write("rq-2", "shout", "a", at=clock()), "HZH232"),
         ):
             with pytest.raises(HeinzelError) as caught:
                 call()
@@ -87,7 +87,7 @@ class TestInbox:
         inbox.path("rq-3").write_text("{not json")
         with pytest.raises(HeinzelError) as caught:
             inbox.read("rq-3")
-        assert caught.value.code == "HZH213"
+        assert caught.value.code == "HZH233"
 
 
 class TestChat:
@@ -101,7 +101,7 @@ class TestChat:
         answer = Verbs(service, recorder, adapters).chat("chatty", "hello", request_id="rq-7")
         assert answer["delivered"] == "a new turn"
         assert [(w.cause, w.key) for w in recorder.calls[0][1]] == [("asked", f"{heinzel}@rq-7")]
-        assert Inbox(service.home, heinzel).read("rq-7").text == "hello"  # type: ignore[union-attr]
+        assert Inbox(service.home, heinzel).read("rq-7").message == "hello"  # type: ignore[union-attr]
 
     def test_a_running_turn_elsewhere_gets_it_through_the_inbox(
         self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
@@ -114,7 +114,7 @@ class TestChat:
             answer = Verbs(service, recorder, adapters).chat("busy", "shorter")
         assert answer["delivered"] == "queued for the running turn"
         assert service.home.spine_path(heinzel).read_bytes() == before
-        assert [r.text for r in Inbox(service.home, heinzel).pending("chat")] == ["shorter"]
+        assert [r.message for r in Inbox(service.home, heinzel).pending("chat")] == ["shorter"]
 
     @pytest.mark.parametrize(
         ("triggers", "kind"),
@@ -146,12 +146,12 @@ class TestResumeStopRetry:
     def test_resume_wakes_the_waiting_turn_as_asked(
         self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
     ) -> None:
-        """No waiting turn is HZH216; a waiting one resumes with woken_by asked."""
+        """No waiting turn is HZH236; a waiting one resumes with woken_by asked."""
         heinzel = approved(service, contract(tmp_path, "waiter", schedule=None))
         verbs = Verbs(service, recorder, adapters)
         with pytest.raises(HeinzelError) as caught:
             verbs.resume("waiter")
-        assert caught.value.code == "HZH216"
+        assert caught.value.code == "HZH236"
         with service.open_spine(heinzel) as spine:
             machine = TurnMachine(SpineJournal(spine, SpineIndex.scan(spine.path)), "t-w")
             machine.fire(
@@ -169,7 +169,7 @@ class TestResumeStopRetry:
         verbs = Verbs(service, recorder, adapters)
         with pytest.raises(HeinzelError) as caught:
             verbs.stop("stopper")
-        assert caught.value.code == "HZH217"
+        assert caught.value.code == "HZH237"
         turn = open_turn(service, heinzel, "gathered")
         with held(service, heinzel):
             assert verbs.stop("stopper")["stop"].startswith("requested")
@@ -181,16 +181,16 @@ class TestResumeStopRetry:
     def test_retry_forks_the_last_turn_with_the_hint(
         self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
     ) -> None:
-        """No ended turn is HZH218; then the key names the parent and the request."""
+        """No ended turn is HZH238; then the key names the parent and the request."""
         heinzel = approved(service, contract(tmp_path, "again", schedule=None))
         verbs = Verbs(service, recorder, adapters)
         with pytest.raises(HeinzelError) as caught:
             verbs.retry("again", "shorter")
-        assert caught.value.code == "HZH218"
+        assert caught.value.code == "HZH238"
         verbs.chat("again", "draft it")
         answer = verbs.retry("again", "shorter", request_id="rq-9")
         assert answer["key"] == f"{heinzel}@retry:t-0001:rq-9"
-        assert Inbox(service.home, heinzel).read("rq-9").text == "shorter"  # type: ignore[union-attr]
+        assert Inbox(service.home, heinzel).read("rq-9").message == "shorter"  # type: ignore[union-attr]
 
 
 class TestApproveDraft:

@@ -153,9 +153,11 @@ class Tick:
         self._running(due, plan)
         if not plan.ids():
             return report
+        # A key with any turn is not woken again: a final one is done, an open one is
+        # resumed above (recovery, a due wait) or is running in another process.
         taken = planner.taken(k.key for ws in plan.wakes.values() for k in ws)
         for heinzel, wakes in list(plan.wakes.items()):
-            plan.wakes[heinzel] = [w for w in wakes if taken.get(w.key) not in _FINAL]
+            plan.wakes[heinzel] = [w for w in wakes if w.key not in taken]
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
         heights = planner.heights(ids)
         ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
@@ -165,7 +167,6 @@ class Tick:
             self._wake(
                 heinzel,
                 plan=plan,
-                taken=taken,
                 staged=staged,
                 planner=planner,
                 now=now,
@@ -290,18 +291,16 @@ class Tick:
         heinzel: str,
         *,
         plan: _Plan,
-        taken: Mapping[str, str],
         staged: TickFetch,
         planner: Planner,
         now: datetime,
         report: TickReport,
     ) -> None:
         wakes = plan.wakes.get(heinzel, [])
-        fresh = [w for w in wakes if w.key not in taken]
         try:
-            if fresh and self._over_cap(heinzel, planner, now):
-                self._skip_cap(heinzel, fresh, planner, now, report)
-                wakes = [w for w in wakes if w.key in taken]
+            if wakes and self._over_cap(heinzel, planner, now):
+                self._skip_cap(heinzel, wakes, planner, now, report)
+                wakes = []
             for turn, woken_by in plan.resumes.get(heinzel, []):
                 self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
                 report.woken.append({"id": heinzel, "turn": turn, "woken_by": woken_by})
@@ -357,9 +356,6 @@ class Tick:
                     short_text=("message",),
                 )
                 report.notices.append(text)
-
-
-_FINAL = ("finished", "skipped")
 
 
 def lock_held(path: os.PathLike[str]) -> bool:

@@ -264,16 +264,18 @@ class Planner:
     # -- the tick's own bookkeeping --------------------------------------------------
 
     def checked(self, keys_next: Iterable[tuple[str, str]]) -> None:
-        """Record when each polled source is next due."""
-        self.db.conn.executemany(
-            "INSERT OR REPLACE INTO tick_sources VALUES (?, ?)", [list(k) for k in keys_next]
-        )
+        """Record when each polled source is next due (committed at once)."""
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO tick_sources VALUES (?, ?)", [list(k) for k in keys_next]
+            )
 
     def seen(self, rows: Iterable[tuple[str, str, str]]) -> None:
         """Record the fingerprint each woken watcher was handed, per input."""
-        self.db.conn.executemany(
-            "INSERT OR REPLACE INTO tick_seen VALUES (?, ?, ?)", [list(r) for r in rows]
-        )
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO tick_seen VALUES (?, ?, ?)", [list(r) for r in rows]
+            )
 
 
 def _read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:

@@ -42,6 +42,7 @@ class TestSchedule:
             (heinzel, [f"{heinzel}@2026-10-30T14:00:00.000Z"])
         ]
         assert report.fetches == 1
+        assert not service.index.db.conn.in_transaction  # what the tick wrote is committed
         assert tick().woken == []
         assert service.show(heinzel)["next_due"] == "2026-11-06T14:00:00.000Z"
 

@@ -328,16 +328,4 @@ def doctor(home: str | None, as_json: bool) -> None:
     emit(open_service(home).doctor(), as_json, render.doctor)
 
 
-@hz.command("demo")
-@home_option
-def demo(home: str | None) -> None:
-    """The worked example (Priya's weekly report), offline, narrated.
-
-    \b
-    Example:
-      hz demo
-    """
-    raise not_yet("`hz demo`", "the tick and the documents adapter")
-
-
 from heinzel import tick_commands  # noqa: E402, F401  (registers the tick and the verbs)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from heinzel.cli import emit, home_option, json_option, not_yet, open_service
+from heinzel.cli import emit, home_option, hz, json_option, not_yet, open_service
 from heinzel.commands import daemon, heinzel
 from heinzel.service import Service
 from heinzel.tick import TurnRunner
@@ -162,3 +162,21 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
       hz heinzel retry weekly-report shorter
     """
     emit(_verbs(home).retry(name, hint, request_id=request_id), as_json, render_verb)
+
+
+@hz.command("demo")
+@home_option
+def demo(home: str | None) -> None:
+    """The worked example (Priya's weekly report), offline, narrated, in a fresh home.
+
+    \b
+    Example:
+      hz demo
+      hz demo --home /tmp/priya
+    """
+    import tempfile
+
+    from heinzel.demo import run_demo
+
+    where = Path(home).expanduser().resolve() if home else Path(tempfile.mkdtemp(prefix="hz-demo-"))
+    run_demo(where, click.echo)

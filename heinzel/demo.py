@@ -62,8 +62,9 @@ class Step:
 class Week:
     """Priya's week in ``home``, one ``hz`` process per command."""
 
-    def __init__(self, home: Path, *, python: str = sys.executable) -> None:
+    def __init__(self, home: Path, *, crashes: bool = True, python: str = sys.executable) -> None:
         self.home = home
+        self.crashes = crashes
         self.work = home / "priya"
         self.python = python
         self.steps: list[Step] = []
@@ -159,8 +160,9 @@ class Week:
 
     def _friday(self, s: Step) -> None:
         tick = ("system", "daemon", "tick")
-        self.hz(s, "2026-10-30T14:05:00Z", *tick, crash="after:effect.started")
-        self.hz(s, "2026-10-30T14:07:00Z", *tick, crash="after:draft.placed")
+        if self.crashes:
+            self.hz(s, "2026-10-30T14:05:00Z", *tick, crash="after:effect.started")
+            self.hz(s, "2026-10-30T14:07:00Z", *tick, crash="after:draft.placed")
         self.hz(s, "2026-10-30T14:09:00Z", *tick)
 
     def _monday(self, s: Step) -> None:
@@ -177,8 +179,8 @@ class Week:
     def _next_friday(self, s: Step) -> None:
         self.hz(s, "2026-11-06T14:05:00Z", "system", "daemon", "tick")
 
-    def play(self, out: Callable[[Step], None] = lambda step: None) -> None:
-        """The whole week, each moment handed to ``out`` as it ends."""
+    def play(self, out: Callable[[Step], None] = lambda step: None, *, until: int = 5) -> None:
+        """The week (its first ``until`` moments), each handed to ``out`` as it ends."""
         moments: list[tuple[str, str, str, Callable[[Step], None]]] = [
             (
                 "Mon 26 Oct 10:00",
@@ -222,7 +224,7 @@ class Week:
                 self._next_friday,
             ),
         ]
-        for when, title, story, play in moments:
+        for when, title, story, play in moments[:until]:
             out(self.moment(when, title, story, play))
 
 

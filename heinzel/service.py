@@ -21,6 +21,7 @@ from heinzel.contracts_store import load_facts, store_version
 from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from heinzel.ids import new_id, validate_name
+from heinzel.inbox import Inbox
 from heinzel.lifecycle import Lifecycle
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
@@ -369,6 +370,7 @@ class Service:
             removed += Bodies(self.home.session_dir(heinzel_id)).prune(
                 now=self.clock(), retention_days=days, ended=ended
             )
+            removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
         return {"retention_days": days, "removed": removed}
 
     def doctor(self) -> dict[str, Any]:

@@ -234,3 +234,19 @@ class TestApproveDraft:
         assert isinstance(state, Approved)
         assert state.text == "Shipped."
         assert service.approve(key)["approved"] == key
+
+
+class TestPrune:
+    """Request files expire with the bodies."""
+
+    def test_hz_heinzel_prune_deletes_expired_requests(
+        self, tmp_path: Path, service: Service, clock: SteppingClock
+    ) -> None:
+        """A request older than retention_days goes; a fresh one stays."""
+        heinzel = approved(service, contract(tmp_path, "old", schedule=None))
+        inbox = Inbox(service.home, heinzel)
+        inbox.write("rq-old", "chat", "long ago", at=clock())
+        clock.step(days=100)
+        inbox.write("rq-new", "chat", "today", at=clock())
+        assert "rq-old.json" in service.prune()["removed"]
+        assert [r.request_id for r in inbox.pending()] == ["rq-new"]

@@ -15,14 +15,14 @@ user one ``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, w
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
+from heinzel.daemon import abandon_turn, lock_held
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.service import Service
@@ -37,7 +37,7 @@ from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.waits import Facts, due_waits
 
-__all__ = ["Tick", "TickReport", "TurnRunner", "lock_held", "run_loop"]
+__all__ = ["Tick", "TickReport", "TurnRunner"]
 
 
 class TurnRunner(Protocol):
@@ -302,6 +302,10 @@ class Tick:
                 self._skip_cap(heinzel, wakes, planner, now, report)
                 wakes = []
             for turn, woken_by in plan.resumes.get(heinzel, []):
+                if woken_by == "superseded":
+                    abandon_turn(self.service, heinzel, turn, "superseded")
+                    report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
+                    continue
                 self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
                 report.woken.append({"id": heinzel, "turn": turn, "woken_by": woken_by})
             if wakes:
@@ -356,39 +360,3 @@ class Tick:
                     short_text=("message",),
                 )
                 report.notices.append(text)
-
-
-def lock_held(path: os.PathLike[str]) -> bool:
-    """Whether another process holds the flock on ``path`` (a missing file: no)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def run_loop(
-    tick: Callable[[], TickReport],
-    *,
-    interval: float,
-    wait: Callable[[float], bool],
-    on_report: Callable[[TickReport], None],
-    on_error: Callable[[HzError], None],
-) -> int:
-    """Tick, then ``wait(interval)`` until it answers True (a stop was asked); a tick
-    that fails with a coded error is reported and the loop goes on. Returns the ticks."""
-    count = 0
-    while True:
-        try:
-            on_report(tick())
-        except HzError as error:
-            on_error(error)
-        count += 1
-        if wait(interval):
-            return count

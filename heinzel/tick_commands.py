@@ -69,7 +69,8 @@ def run(interval: float, home: str | None) -> None:
     Example:
       hz system daemon run --interval 300
     """
-    from heinzel.tick import Tick, run_loop
+    from heinzel.daemon import run_loop
+    from heinzel.tick import Tick
 
     service = open_service(home)
     runner, adapters = host(service)

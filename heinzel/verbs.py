@@ -26,17 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.capabilities.documents import TAG_PREFIX, asset_of_key
+from heinzel.daemon import abandon_turn, lock_held
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.inbox import Inbox, Request
 from heinzel.service import Service
-from heinzel.tick import TurnRunner, lock_held
+from heinzel.tick import TurnRunner
 from ledger.files import write_atomic
 from machines import keys
 from machines.fold import fold
 from machines.keys import Wake
-from machines.runner import Settings as MachineSettings
-from machines.runner import TurnRun
 from machines.spine_journal import SpineIndex, SpineJournal
 
 __all__ = ["Verbs", "approve_draft"]
@@ -148,11 +147,7 @@ class Verbs:
                 "stop": "requested: it ends at its next step",
                 "request_id": request.request_id,
             }
-        with self.service.open_spine(heinzel) as spine:
-            journal = SpineJournal(spine, SpineIndex.scan(spine.path))
-            settings = MachineSettings(clock=self.service.clock, sleep=_no_wait)
-            run = TurnRun(journal, None, None, settings, fold(turn, journal.turn_events(turn)))
-            run.abandon("stopped")
+        abandon_turn(self.service, heinzel, turn, "stopped")
         return {"name": row["name"], "turn": turn, "stop": "abandoned stopped"}
 
     def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:
@@ -172,10 +167,6 @@ class Verbs:
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
         self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
         return {"name": row["name"], "parent": parent, "key": wake.key}
-
-
-async def _no_wait(seconds: float) -> None:
-    """Abandoning a turn performs no effect, so nothing is ever retried or waited for."""
 
 
 def approve_draft(service: Service, item: str) -> dict[str, Any] | None:

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
+from heinzel.daemon import run_loop
 from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.tick import Tick, TickReport, run_loop
+from heinzel.tick import Tick, TickReport
 from ledger.errors import HzError
+from machines.spine_journal import SpineIndex, SpineJournal
+from machines.turn import TurnMachine
 
 from .conftest import PRS, Recorder, SteppingClock, approved, contract, populate
 
@@ -215,6 +218,36 @@ class TestWaitsAndCrashes:
         clock.step(days=1)
         tick()
         assert recorder.resumed == [(heinzel, "t-w", "timer")]
+
+    def test_a_wait_whose_output_another_turn_drafted_ends_superseded(
+        self,
+        tmp_path: Path,
+        service: Service,
+        recorder: Recorder,
+        tick: Callable[[], TickReport],
+    ) -> None:
+        """A later draft for the same output ends the waiting turn abandoned superseded."""
+        heinzel = approved(service, contract(tmp_path, "waiter", schedule=None))
+        with service.open_spine(heinzel) as spine:
+            journal = SpineJournal(spine, SpineIndex.scan(spine.path))
+            machine = TurnMachine(journal, "t-w")
+            machine.fire(
+                "start", {"cause": "asked", "keys": [f"{heinzel}@r1"]}, key=f"{heinzel}@r1"
+            )
+            machine.fire(
+                "wait", {"step": "gather", "until": "2026-12-01T00:00:00.000Z", "output": "section"}
+            )
+            spine.append(
+                "draft.placed",
+                {"output": "section", "asset": "file:/x.md", "hash": "sha256:1"},
+                turn="t-other",
+                key=f"{heinzel}@v1@s@file:/x.md",
+            )
+        report = tick()
+        assert report.skipped == [{"id": heinzel, "turn": "t-w", "reason": "superseded"}]
+        assert recorder.resumed == []
+        turns = {t["id"]: t for t in service.show(heinzel)["turns"]}
+        assert (turns["t-w"]["disposition"], turns["t-w"]["reason"]) == ("abandoned", "superseded")
 
     def test_a_running_turn_without_a_process_resumes_as_recovery(
         self,

@@ -458,3 +458,45 @@ class TestDrafts:
         assert [w.key for _, ws in recorder.calls for w in ws] == [
             f"{heinzel}@stale:section:2026-11-02T09:00:00.000Z"
         ]
+
+
+@pytest.mark.kill
+class TestStagedBeforeTheWake:
+    """A tick killed between staging and the first turn.started fetches nothing again."""
+
+    def test_the_rerun_reads_the_staged_inputs(
+        self,
+        tmp_path: Path,
+        make_service: Callable[..., Service],
+        clock: SteppingClock,
+        adapters: dict[str, object],
+    ) -> None:
+        """The killed tick staged the source; the tick after it at the same moment fetches
+        nothing and hands the staged input to the turn."""
+        import subprocess
+        import sys
+
+        path = contract(tmp_path, "report", inputs=PRS)
+        home = tmp_path / "home"
+        script = Path(__file__).with_name("killed_tick.py")
+        create = subprocess.run(
+            [sys.executable, str(script), str(home), str(path), "2026-10-26T09:00:00+00:00"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert create.stdout.splitlines()[-1] == "1"  # Monday: polled, nothing due
+        killed = subprocess.run(
+            [sys.executable, str(script), str(home), str(path), "2026-10-30T14:30:00+00:00"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert killed.returncode == 137
+        service = make_service()
+        recorder = Recorder(service)
+        clock.step(**FRIDAY)
+        report = Tick(service, recorder, adapters, sleep=lambda s: None).run()
+        assert report.fetches == 0
+        assert recorder.staged_seen == [[True]]
+        assert [w.cause for _, ws in recorder.calls for w in ws] == ["schedule"]

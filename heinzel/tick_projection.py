@@ -12,7 +12,10 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
   stale (``valid_until`` = approval time + the output's ``valid_for``);
 - ``tick_waits``: the seq and output of each ``turn.waiting`` (for supersession);
 - ``tick_drafts``: the latest draft per output as (turn, seq);
-- ``tick_answers``: answered question keys; ``tick_notices``: notices, once per key.
+- ``tick_answers``: answered question keys; ``tick_notices``: notices, once per key;
+- ``tick_sources``: when each source is next polled. A source gets its row, due at once,
+  when a contract naming it is approved; the tick moves it on and keeps it across a
+  rebuild (it is not a derived row, and losing it costs one refetch).
 
 It also advances ``heinzel.next_due`` past a schedule slot once a turn started or was
 skipped for it, so a slot is asked for once.
@@ -66,6 +69,8 @@ CREATE TABLE IF NOT EXISTS tick_notices (
     key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, reason TEXT, day TEXT, at TEXT
 );
 CREATE INDEX IF NOT EXISTS tick_notices_day ON tick_notices(reason, day);
+CREATE TABLE IF NOT EXISTS tick_sources (key TEXT PRIMARY KEY, next_check TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tick_sources_next ON tick_sources(next_check);
 """
 
 TABLES: Final = (
@@ -135,6 +140,7 @@ class TickProjection:
             capability, _, method = str(spec["from"]).partition(".")
             args = absolute_args(capability, method, spec.get("args") or {}, base)
             window = parse_duration(spec["window"]) if spec.get("window") else None
+            key = source_key(capability, method, args, window)
             db.execute(
                 "INSERT INTO tick_inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -146,9 +152,11 @@ class TickProjection:
                     _seconds(spec.get("window")),
                     _seconds(spec.get("recheck")) or 0,
                     spec.get("facet"),
-                    source_key(capability, method, args, window),
+                    key,
                 ],
             )
+            # a source not polled yet is due at once; the tick moves next_check on
+            db.execute("INSERT OR IGNORE INTO tick_sources VALUES (?, '')", [key])
         for name, spec in hz.get("outputs", {}).items():
             db.execute(
                 "INSERT INTO tick_outputs VALUES (?, ?, ?, ?)",

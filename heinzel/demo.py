@@ -24,7 +24,7 @@ from typing import Any
 
 from heinzel.errors import HeinzelError
 
-__all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
+__all__ = ["FIXTURES", "Week", "priya_edits", "run_demo", "without_section"]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "priya"
 NAME = "weekly-report"
@@ -44,6 +44,18 @@ def priya_edits(text: str) -> str:
     reordered = section[:prs] + section[board:calendar] + section[prs:board] + section[calendar:]
     kept = [line for line in reordered if "Payments partner sync" not in line]
     return "\n".join(lines[:tag] + kept + lines[end:])
+
+
+def without_section(text: str, key: str) -> str:
+    """The document with the draft section of ``key`` deleted (a rejection): its tag line,
+    its markers, what is between them, and the blank line before it."""
+    lines = text.split("\n")
+    start = lines.index(f"{MARK}{key} -->")
+    end = lines.index(f"<!-- hz:end key={key} -->")
+    first = start - 1 if start > 0 and lines[start - 1].startswith("🧝 DRAFT") else start
+    if first > 0 and not lines[first - 1].strip():
+        first -= 1
+    return "\n".join(lines[:first] + lines[end + 1 :])
 
 
 @dataclass
@@ -172,6 +184,9 @@ class Week:
     def _tuesday(self, s: Step) -> None:
         message = (self.work / "amendment-v2.message.txt").read_text("utf-8").strip()
         self.hz(s, "2026-11-03T09:00:00Z", "heinzel", "chat", NAME, message)
+        placed = [e["key"] for e in self.spine() if e["kind"] == "draft.placed"]
+        report = self.work / "weekly-report.md"
+        report.write_text(without_section(report.read_text("utf-8"), placed[-1]), "utf-8")
         v2 = "weekly-report.v2.prose.md"
         self.hz(s, "2026-11-03T09:05:00Z", "heinzel", "amend", NAME, "--from", v2)
         self.hz(s, "2026-11-03T09:06:00Z", "approve", NAME)
@@ -210,17 +225,19 @@ class Week:
             (
                 "Tue 3 Nov 10:00",
                 "chat, and the amendment to v2",
-                "Priya writes in its chat (the message goes to the inbox first; the offline "
-                "model, not being AI, answers with a fresh draft). She files the amendment "
-                "she wants, adding the on-call channel as an input: it widens the contract, "
-                "so only she may approve it, and she does: v2.",
+                "Priya writes in its chat (the message goes to the inbox first). The offline "
+                "model, not being AI, answers with a fresh draft rather than an amendment, "
+                "and she deletes that section (a rejection, observed at the next tick). "
+                "She files the amendment she wants, adding the on-call channel as an input: "
+                "it widens the contract, so only she may approve it, and she does: v2.",
                 self._tuesday,
             ),
             (
                 "Fri 6 Nov 15:05",
                 "the next draft, under v2 with both lessons",
-                "The tick wakes it for the next slot; the turn is pinned to v2 and to the "
-                "lessons so far, and the tag says v2.",
+                "The tick observes Tuesday's rejected section (one line, no turn) and wakes "
+                "it for the next slot; the turn is pinned to v2 and to the lessons so far, "
+                "and the tag says v2.",
                 self._next_friday,
             ),
         ]
@@ -269,8 +286,8 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     for tag in tags:
         echo(f"  {tag}")
     echo(
-        f"\nThe report now holds {sections} hz sections (one per drafting turn, never a second "
-        f"for the crashed Friday): {week.work / 'weekly-report.md'}"
+        f"\nThe report holds {sections} hz sections, one per Friday (the crashed Friday's "
+        f"placed once): {week.work / 'weekly-report.md'}"
     )
     echo(f"The home is {home}. Try:")
     echo(f"  hz heinzel show {NAME} --home {home}")

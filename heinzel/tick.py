@@ -308,15 +308,19 @@ class Tick:
                     continue
                 self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
                 report.woken.append({"id": heinzel, "turn": turn, "woken_by": woken_by})
-            if wakes:
-                mine = TickFetch(
-                    staged=[s for s in staged.staged if s.request.watcher == heinzel],
-                    fetches=0,
-                )
-                self.runner.run_wakes(heinzel, wakes, adapters=self.adapters, staged=mine)
+            mine = TickFetch(
+                staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
+            )
+            # each approval is its own learning turn, before the rest (so a draft due in
+            # the same tick already has its lessons); the rest coalesce into one turn
+            batches = [[w] for w in wakes if w.cause == "approval"]
+            batches += [rest] if (rest := [w for w in wakes if w.cause != "approval"]) else []
+            for batch in batches:
+                self.runner.run_wakes(heinzel, batch, adapters=self.adapters, staged=mine)
                 report.woken.append(
-                    {"id": heinzel, "wakes": [{"cause": w.cause, "key": w.key} for w in wakes]}
+                    {"id": heinzel, "wakes": [{"cause": w.cause, "key": w.key} for w in batch]}
                 )
+            if wakes:
                 planner.seen(
                     (heinzel, s.request.input, s.fingerprint)
                     for s in mine.staged

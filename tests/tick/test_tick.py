@@ -379,7 +379,12 @@ class TestDrafts:
     outputs wake again when they go stale."""
 
     def _placed(
-        self, service: Service, tmp_path: Path, adapters: dict[str, object]
+        self,
+        service: Service,
+        tmp_path: Path,
+        adapters: dict[str, object],
+        *,
+        schedule: bool = False,
     ) -> tuple[str, str, Path]:
         document = tmp_path / "report.md"
         document.write_text("# Report\n", encoding="utf-8")
@@ -388,7 +393,7 @@ class TestDrafts:
             contract(
                 tmp_path,
                 "drafter",
-                schedule=None,
+                schedule='"0 15 * * FRI"' if schedule else None,
                 requires="documents:write",
                 outputs="section: {asset: 'file:report.md', valid_for: 7d}",
             ),
@@ -436,6 +441,27 @@ class TestDrafts:
         assert [(h, [w.cause for w in ws]) for h, ws in recorder.calls] == [(heinzel, ["approval"])]
         tick()
         assert len(recorder.calls) == 1
+
+    def test_an_approval_runs_alone_and_before_a_slot_due_with_it(
+        self,
+        tmp_path: Path,
+        service: Service,
+        clock: SteppingClock,
+        recorder: Recorder,
+        adapters: dict[str, object],
+        tick: Callable[[], TickReport],
+    ) -> None:
+        """The learning turn is its own call, first; the slot's turn comes after it."""
+        heinzel, _key, document = self._placed(service, tmp_path, adapters, schedule=True)
+        text = document.read_text(encoding="utf-8")
+        lines = [x for x in text.splitlines() if not x.startswith("🧝")]
+        document.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        clock.step(**FRIDAY)
+        tick()
+        assert [(h, [w.cause for w in ws]) for h, ws in recorder.calls] == [
+            (heinzel, ["approval"]),
+            (heinzel, ["schedule"]),
+        ]
 
     def test_an_approved_output_goes_stale_after_valid_for(
         self,

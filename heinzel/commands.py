@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from heinzel import render
-from heinzel.cli import emit, home_option, hz, json_option, not_yet, open_service
+from heinzel.cli import emit, home_option, hz, json_option, open_service
 
 
 @hz.group()
@@ -53,7 +53,9 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        raise not_yet("creating a contract from a sentence (a created turn)", "the turn engine")
+        created = open_service(home).create_from_sentence(sentence, namespace=namespace)
+        emit([created], as_json, render.created)
+        return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
     rows = open_service(home).create_from_files(list(files), name=name, namespace=namespace)
@@ -246,25 +248,19 @@ def prune(home: str | None, as_json: bool) -> None:
     emit(open_service(home).prune(), as_json, render.prune)
 
 
-def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
-    @heinzel.command(
-        verb,
-        help=f"{help_text}\n\n\b\nExample:\n  {usage}",
-        context_settings={"ignore_unknown_options": True},
-    )
-    @click.argument("args", nargs=-1)
-    @click.option("--message", default=None, hidden=verb != "wake", help="A message for the turn.")
-    @home_option
-    def command(args: tuple[str, ...], message: str | None, home: str | None) -> None:
-        raise not_yet(f"`hz heinzel {verb}`", issue)
+@heinzel.command("wake")
+@click.argument("name")
+@click.option("--message", default=None, help="A message for the turn (its body gets the text).")
+@home_option
+@json_option
+def wake(name: str, message: str | None, home: str | None, as_json: bool) -> None:
+    """Start a new turn now (cause asked) and run it to its end or its wait.
 
-
-_turn_command(
-    "wake",
-    "hz heinzel wake weekly-report --message 'draft now'",
-    "Start a new turn now (cause asked).",
-    "the turn engine",
-)
+    \b
+    Example:
+      hz heinzel wake weekly-report --message 'draft now'
+    """
+    emit(open_service(home).wake(name, message), as_json, render.wake)
 
 
 @hz.command("approve")

@@ -64,6 +64,7 @@ ENV_KEYS: Mapping[str, str] = {
     "HZ_MAX_USD_PER_DAY": "max_usd_per_day",
     "HZ_RETENTION_DAYS": "retention_days",
     "HZ_APPROVER": "approver",
+    "HZ_FIXTURE_SOURCES": "fixture_sources",
 }
 """Environment variables and the ``[heinzel]`` key each sets."""
 
@@ -99,6 +100,7 @@ class HeinzelSettings(_Table):
     summary_after_turns: Positive = 20
     summary_keep_turns: Annotated[int, Field(ge=0)] = 5
     approver: str | None = None
+    fixture_sources: Path | None = None
     lock_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=10))
     prices: dict[str, Price] = Field(default_factory=dict)
 

@@ -105,7 +105,7 @@ class Week:
         env.update(
             HZ_HOME=str(self.home),
             HZ_NOW=now,
-            HZ_FIXTURES=str(self.work),
+            HZ_FIXTURE_SOURCES=str(self.work),
             HZ_MODEL="offline",
             HZ_MODEL_FAST="offline",
             HZ_MODEL_BEST="offline",

@@ -21,6 +21,7 @@ from heinzel.contracts_store import ContractFacts, load_facts
 from heinzel.home import Home
 from heinzel.schedule import next_slot
 from ledger.event import Event, parse_ts
+from machines.journal import keys_of
 
 __all__ = ["SCHEMA", "HeinzelProjection"]
 
@@ -65,9 +66,13 @@ CREATE TABLE IF NOT EXISTS waits (
     turn TEXT PRIMARY KEY, heinzel TEXT NOT NULL, step TEXT, until TEXT, wait_on TEXT
 );
 CREATE INDEX IF NOT EXISTS waits_until ON waits(until);
+CREATE TABLE IF NOT EXISTS keys (
+    heinzel TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
+    kind TEXT NOT NULL, PRIMARY KEY (heinzel, key, seq)
+);
 """
 
-TABLES: Final = ("heinzel_assets", "turns", "drafts", "lessons", "amendments", "waits")
+TABLES: Final = ("heinzel_assets", "turns", "drafts", "lessons", "amendments", "waits", "keys")
 FINAL_TURN_STATES: Final = ("finished", "skipped")
 
 
@@ -118,6 +123,11 @@ class HeinzelProjection:
             db.execute(f"DELETE FROM {table} WHERE heinzel = ?", [source])  # noqa: S608
 
     def apply(self, db: Database, source: str, event: Event) -> None:
+        for key in keys_of(event):
+            db.execute(
+                "INSERT OR REPLACE INTO keys VALUES (?, ?, ?, ?, ?)",
+                [source, key, event.seq, event.offset, event.kind],
+            )
         handler = self._handlers.get(event.kind)
         if handler is not None:
             handler(db, source, event)
@@ -299,7 +309,7 @@ class HeinzelProjection:
                 event.ts,
                 event.offset,
                 event.seq,
-                d.get("contract_version"),
+                (d.get("pins") or {}).get("contract_version", d.get("contract_version")),
                 d.get("parent_turn"),
             ],
         )
@@ -328,7 +338,7 @@ class HeinzelProjection:
 
     def _end_turn(self, db: Database, source: str, event: Event, state: str) -> None:
         d = event.data
-        usd = float(d.get("cost_usd") or 0.0)
+        usd = float(d.get("usd") or d.get("cost_usd") or 0.0)
         db.execute(
             "UPDATE turns SET state = ?, disposition = ?, reason = ?, ended_at = ?, "
             "cost_usd = cost_usd + ? WHERE id = ?",
@@ -387,7 +397,7 @@ class HeinzelProjection:
         state = "rejected" if event.data.get("rejected") else "approved"
         db.execute(
             "UPDATE drafts SET state = ? WHERE key = ?",
-            [state, event.data.get("draft") or event.key],
+            [state, event.data.get("draft_key") or event.data.get("draft") or event.key],
         )
         self._settle(db, source)
 

@@ -153,3 +153,11 @@ def doctor(data: dict[str, Any]) -> str:
         if not check["ok"] and check.get("fix"):
             lines.append(f"    fix: {check['fix']}")
     return "\n".join(lines)
+
+
+def wake(data: dict[str, Any]) -> str:
+    if data.get("turn") is None:
+        return f"{data['name']}: nothing to do"
+    ended = data.get("disposition") or data["state"]
+    why = f" ({data['reason'] or data['error']})" if data.get("reason") or data.get("error") else ""
+    return f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
 from heinzel.queries import Queries
 from heinzel.tick_projection import TickProjection
+from heinzel.turns.api import TurnOperations
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.files import ensure_private_dir
@@ -43,8 +45,9 @@ LIFECYCLE_EVENTS = {
 }
 
 
-class Service:
-    """hz's operations over one home, with one clock and one configuration."""
+class Service(TurnOperations):
+    """hz's operations over one home, with one clock and one configuration (its turns:
+    `heinzel.turns.api.TurnOperations`)."""
 
     def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
         self.home = home
@@ -52,6 +55,7 @@ class Service:
         self.settings = settings
         self.owner = owner
         self._index: Index | None = None
+        self._held: dict[str, Spine] = {}
 
     @classmethod
     def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Service:
@@ -86,24 +90,52 @@ class Service:
     def queries(self) -> Queries:
         return Queries(self.index.db, self.clock)
 
-    def open_spine(self, heinzel_id: str) -> Spine:
-        """The session's spine for writing (its lock held), the index kept current."""
+    def open_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Spine:
+        """The session's spine for writing (its lock held), the index kept current;
+        ``on_durable`` hooks run after the index's (a crash hook last of all)."""
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
             lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
-            on_durable=[lambda event: self.index.apply(heinzel_id, event), _log_event(heinzel_id)],
+            on_durable=[
+                lambda event: self.index.apply(heinzel_id, event),
+                _log_event(heinzel_id),
+                *on_durable,
+            ],
         )
         self.index.catch_up(heinzel_id, spine.path)
         return spine
 
+    @contextmanager
+    def hold_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Iterator[Spine]:
+        """The spine opened for a turn: while held, `append` writes through it."""
+        with self.open_spine(heinzel_id, on_durable=on_durable) as spine:
+            self._held[heinzel_id] = spine
+            try:
+                yield spine
+            finally:
+                del self._held[heinzel_id]
+
     def append(
-        self, heinzel_id: str, kind: str, data: Mapping[str, Any], *, short_text: Sequence[str] = ()
+        self,
+        heinzel_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        short_text: Sequence[str] = (),
+        key: str | None = None,
     ) -> Event:
+        held = self._held.get(heinzel_id)
+        if held is not None:
+            return held.append(kind, data, short_text=short_text, key=key)
         with self.open_spine(heinzel_id) as spine:
-            return spine.append(kind, data, short_text=short_text)
+            return spine.append(kind, data, short_text=short_text, key=key)
 
     # -- creation ----------------------------------------------------------------
 

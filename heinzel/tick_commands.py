@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -13,24 +12,18 @@ from typing import Any
 
 import click
 
-from heinzel.cli import emit, home_option, hz, json_option, not_yet, open_service
+from heinzel.cli import emit, home_option, hz, json_option, open_service
 from heinzel.commands import daemon, heinzel
 from heinzel.service import Service
 from heinzel.tick import TurnRunner
 
 
 def host(service: Service) -> tuple[TurnRunner, Mapping[str, object]]:
-    """The turn host and its adapters: `Service` runs turns (``HZ_FIXTURES`` adds the
-    worked example's file-backed sources, for the demo and the end-to-end test)."""
-    import heinzel.service as service_module
+    """The turn host (`Service`) and its adapters (``[heinzel] fixture_sources`` or
+    ``HZ_FIXTURE_SOURCES`` adds the worked example's file-backed sources)."""
+    from heinzel.turns import default_adapters
 
-    make = getattr(service_module, "default_adapters", None)
-    if make is None or not hasattr(service, "run_wakes"):
-        raise not_yet("running a turn", "the turn host")
-    fixtures = os.environ.get("HZ_FIXTURES")
-    adapters: Mapping[str, object] = make(service.settings, Path(fixtures) if fixtures else None)
-    runner: TurnRunner = service  # type: ignore[assignment]
-    return runner, adapters
+    return service, default_adapters(service.settings)
 
 
 def _verbs(home: str | None) -> Any:

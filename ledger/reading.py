@@ -100,10 +100,11 @@ def parse_event(body: bytes, offset: int) -> Event | None:
         return None
     if _envelope_problem(obj) is not None:
         return None
-    return _event(obj, sha256_hex(body), offset)
+    return event_from_object(obj, sha256_hex(body), offset)
 
 
-def _event(obj: dict[str, Any], digest: str, offset: int) -> Event:
+def event_from_object(obj: Mapping[str, Any], digest: str, offset: int) -> Event:
+    """The `Event` of a parsed line whose envelope was checked."""
     return Event(
         seq=obj["seq"],
         ts=obj["ts"],

@@ -40,7 +40,7 @@ from ledger.files import (
 )
 from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
 from ledger.lock import Sleep, take_lock
-from ledger.reading import KIND, Upgrades, check_line, read_events
+from ledger.reading import KIND, Upgrades, check_line, event_from_object, read_events
 from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
 
 __all__ = [
@@ -346,15 +346,5 @@ class Spine:
         return reason is not None or previous is None or obj["seq"] == previous["seq"] + 1
 
     def _read_event(self, obj: Mapping[str, Any], body: bytes, offset: int) -> Event:
-        event = Event(
-            seq=obj["seq"],
-            ts=obj["ts"],
-            prev=obj["prev"],
-            turn=obj["turn"],
-            kind=obj["kind"],
-            key=obj["key"],
-            data=obj["data"],
-            hash=sha256_hex(body),
-            offset=offset,
-        )
+        event = event_from_object(obj, sha256_hex(body), offset)
         return self._upgrades.upgrade(event) if self._upgrades else event

@@ -89,21 +89,51 @@ def parse_turn(messages: list[ModelMessage]) -> ParsedTurn | None:
 
 
 def draft_items(content: str) -> list[str]:
-    """An input's items: a JSON list's titles, or its non-empty lines without bullets."""
+    """An input's items: a JSON list's (or JSON lines') records described in a line each,
+    or its non-empty lines without bullets."""
+    records = _records(content)
+    if records is not None:
+        items = [" ".join(_describe(entry).split()) for entry in records]
+        return [i for i in items if i][:_MAX_ITEMS]
+    lines = (line.strip().lstrip("-*• ").strip() for line in content.splitlines())
+    return [line for line in lines if line and not line.startswith("#")][:_MAX_ITEMS]
+
+
+def _records(content: str) -> list[Any] | None:
+    """The records of a JSON list, or of JSON lines; None for plain text."""
     try:
         data = json.loads(content)
     except ValueError:
         data = None
     if isinstance(data, list):
-        items = []
-        for entry in data:
-            shown = entry
-            if isinstance(entry, dict):
-                shown = entry.get("title") or entry.get("name") or json.dumps(entry, sort_keys=True)
-            items.append(" ".join(str(shown).split()))
-        return [i for i in items if i][:_MAX_ITEMS]
-    lines = (line.strip().lstrip("-*• ").strip() for line in content.splitlines())
-    return [line for line in lines if line and not line.startswith("#")][:_MAX_ITEMS]
+        return data
+    rows = [line for line in content.splitlines() if line.strip()]
+    try:
+        parsed = [json.loads(line) for line in rows]
+    except ValueError:
+        return None
+    return parsed if rows and all(isinstance(r, dict) for r in parsed) else None
+
+
+def _describe(entry: Any) -> str:
+    """A record as a reader would say it: its title, then what identifies it."""
+    if not isinstance(entry, dict):
+        return str(entry)
+    title = next((str(entry[k]) for k in _TITLE_KEYS if entry.get(k)), None)
+    if title is None:
+        return json.dumps(entry, sort_keys=True, ensure_ascii=False)
+    details = [
+        f"#{entry['number']}" if entry.get("number") else None,
+        entry.get("key"),
+        entry.get("status"),
+        entry.get("epic"),
+        entry.get("author"),
+    ]
+    shown = ", ".join(str(d) for d in details if d)
+    return f"{title} ({shown})" if shown else title
+
+
+_TITLE_KEYS = ("title", "name", "subject", "summary", "text")
 
 
 def _check(item: str, draft: str, counts: dict[str, int]) -> dict[str, Any]:

@@ -51,6 +51,12 @@ SOURCES = (
 )
 """Phrases -> (input name, source, the capability it requires)."""
 
+_REQUIRED_ARGS = {
+    "code-host.merged_pull_requests": "repo: your-org/your-repo",
+    "chat.messages": "channel: your-channel",
+}
+"""The args a source needs, filled with a placeholder the user edits before approving."""
+
 _TEMPLATES = ("section", "digest")
 
 
@@ -101,6 +107,10 @@ def _slug(sentence: str, template: str) -> str:
     return f"my-{template}"
 
 
+def _args(source: str) -> str:
+    return f"args: {{{_REQUIRED_ARGS[source]}}}, " if source in _REQUIRED_ARGS else ""
+
+
 def fill_contract(sentence: str, attempt: int = 0) -> Filled:
     """The contract for ``sentence`` from template ``attempt`` (a retry takes the next one)."""
     template = _TEMPLATES[min(attempt, len(_TEMPLATES) - 1)]
@@ -113,7 +123,8 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
     name = _slug(sentence, template)
     output = "section" if "section" in lowered or template == "section" else "digest"
     requires = [s[3] for s in chosen] + ["documents:write"]
-    inputs = "\n".join(f"    {s[1]}: {{from: {s[2]}, window: 7d}}" for s in chosen)
+    inputs = "\n".join(f"    {s[1]}: {{from: {s[2]}, {_args(s[2])}window: 7d}}" for s in chosen)
+    assumed += [f"{_REQUIRED_ARGS[s[2]]} (edit it)" for s in chosen if s[2] in _REQUIRED_ARGS]
     lines = ["---", f"name: {name}", "kind: responsibility", "hz:", "  namespace: me"]
     if schedule:
         lines.append(f'  schedule: "{schedule}"')
@@ -124,7 +135,7 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
         "  inputs:",
         inputs,
         "  outputs:",
-        f'    {output}: {{asset: "doc:{name}", valid_for: 7d}}',
+        f'    {output}: {{asset: "file:{name}.md", valid_for: 7d}}',
         "  publishes: [documents.place_draft]",
         "  approvers: [owner]",
         "  agent: {max_usd: 0.5, model_class: standard}",
@@ -137,7 +148,7 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
         *[f"- `{s[1]}`: {s[2]}" for s in chosen],
         "",
         "### Done when",
-        *[f"- every item of `{s[1]}` is covered" for s in chosen],
+        *[f"- [ ] every item of `{s[1]}` is covered" for s in chosen],
         "",
     ]
     return Filled("\n".join(lines), template, tuple(assumed))

@@ -79,6 +79,17 @@ class TestDrafting:
         assert draft_items('[{"title": "a"}, "b", {"x": 1}]') == ["a", "b", '{"x": 1}']
         assert draft_items("# head\n- one\n* two\n\n") == ["one", "two"]
 
+    def test_json_lines_are_described_like_a_reader_would(self) -> None:
+        """Staged records (JSON lines) become a title with what identifies them."""
+        staged = (
+            '{"author": "Aylin Demir", "number": 402, "title": "One-tap button"}\n'
+            '{"key": "CHK-215", "status": "In review", "title": "Address autofill"}\n'
+        )
+        assert draft_items(staged) == [
+            "One-tap button (#402, Aylin Demir)",
+            "Address autofill (CHK-215, In review)",
+        ]
+
 
 class TestApproval:
     def test_lessons_from_the_diff(self, spec: Callable[..., TurnSpec]) -> None:
@@ -120,7 +131,8 @@ class TestCreated:
         text = fill_contract(SENTENCE).text
         for line in (
             'schedule: "0 15 * * FRI"',
-            "merged_prs: {from: code-host.merged_pull_requests, window: 7d}",
+            "merged_prs: {from: code-host.merged_pull_requests, args: {repo: your-org/your-repo}, "
+            "window: 7d}",
             "section: {",
             "approvers: [owner]",
             "name: weekly-report",

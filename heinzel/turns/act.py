@@ -1,0 +1,132 @@
+"""The act step: what an outcome asks, performed through the machine's effect ledger.
+
+Every act is an `Effect` with a key, so a crash never performs one twice:
+
+- place_draft: key ``<id>@v<version>@<slot>@<asset>``, probed by the document's
+  markers (`find`), own event ``draft.placed{asset, output, contract_version}``;
+- record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, hunks}``;
+- ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
+- write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
+- observe an approval: the approval wake's key, the journal, ``approval.observed{...}``.
+
+An amendment goes to ``propose`` (the service's ``propose_amendment(by="heinzel")``);
+a widening it refuses (HZC050) is recorded as ``amendment.refused{code}`` and the turn
+goes on. Text never enters the spine: hunks are hashes, the draft is in the document
+and the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from heinzel.capabilities.documents import absolute_asset, draft_tag
+from heinzel.engine.outcome import Outcome
+from ledger.errors import HzError
+from machines import Acted, Effect, Fail, LocalProbe, Presence, TurnContext, Wait, WorldProbe, keys
+from machines.effects import recorded_in
+from machines.journal import content_hash
+
+if TYPE_CHECKING:
+    from heinzel.turns.steps import TurnEnv
+
+__all__ = ["SUMMARY_TEXTS", "perform", "write_summary"]
+
+SUMMARY_TEXTS = ("asset", "wants", "decisions", "open_questions", "next_deadline", "sources")
+"""The summary's fixed fields: short texts a user reads, so the context can chain them."""
+
+
+def _short(value: str) -> str:
+    return content_hash(value).removeprefix("sha256:")[:12]
+
+
+async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
+    draft = outcome.draft
+    assert draft is not None
+    asset = absolute_asset(env.contract.hz.outputs[draft.output].asset, env.origin)
+    key = keys.place_draft(env.heinzel_id, env.version, env.slot, asset)
+    tag = draft_tag(env.name, env.version)
+    documents = env.documents
+
+    async def place(k: str) -> str:
+        return str(documents.place_draft(k, asset, draft.text, tag))
+
+    async def find(k: str) -> Presence:
+        return await asyncio.to_thread(documents.find, k)
+
+    data = {"asset": asset, "output": draft.output, "contract_version": env.version}
+    await ctx.effect(Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data))
+    env.body.put(ctx.turn, content_hash(draft.text), {"draft": key, "text": draft.text})
+
+
+async def _local(
+    ctx: TurnContext,
+    name: str,
+    key: str,
+    event: str,
+    data: dict[str, Any],
+    *,
+    short: tuple[str, ...] = (),
+) -> None:
+    async def done(k: str) -> dict[str, str]:
+        return {"recorded": k}
+
+    probe = LocalProbe(recorded_in(ctx.journal, event))
+    await ctx.effect(Effect(name, key, done, probe, event, data, short_text=short))
+
+
+async def write_summary(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
+    """``summary.written`` with the summary's fixed fields, once per turn (if asked for)."""
+    if outcome.summary is None:
+        return
+    key = f"{env.heinzel_id}@summary:{ctx.turn}"
+    summary = outcome.summary.model_dump(mode="json", exclude_none=True)
+    await _local(ctx, "write_summary", key, "summary.written", summary, short=SUMMARY_TEXTS)
+
+
+async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
+    """Perform the acts of ``decided`` (the think result) and say how the turn ends."""
+    outcome = Outcome.model_validate(decided["outcome"])
+    acts = decided["disposition"]["acts"]
+    disposition = decided["disposition"]["disposition"]
+    if "place_draft" in acts:
+        if env.documents is None:
+            return Fail("HZH201")
+        await _place(env, ctx, outcome)
+    for n, lesson in enumerate(outcome.lessons, start=1):
+        data = {"sentence": lesson.sentence[:200], "hunks": [_short(h) for h in lesson.hunks]}
+        key = f"{env.heinzel_id}@lesson:{ctx.turn}:{n}"
+        await _local(ctx, "record_lesson", key, "lesson.recorded", data, short=("sentence",))
+    if outcome.amendment is not None and env.propose is not None:
+        key = f"{env.heinzel_id}@amendment:{ctx.turn}"
+        if not ctx.journal.key_events(key):
+            try:
+                env.propose(outcome.amendment.text, outcome.amendment.why)
+                ctx.journal.append("amendment.filed", {}, turn=ctx.turn, key=key)
+            except HzError as error:
+                ctx.journal.append(
+                    "amendment.refused", {"code": error.code}, turn=ctx.turn, key=key
+                )
+    await write_summary(env, ctx, outcome)
+    if env.approval is not None:
+        await _local(
+            ctx,
+            "observe_approval",
+            str(env.approval["key"]),
+            "approval.observed",
+            {k: v for k, v in env.approval.items() if k != "key"},
+        )
+        disposition = "learned"
+    if outcome.question is not None and disposition == "asked":
+        key = keys.question(env.heinzel_id, ctx.turn, 1)
+        await _local(
+            ctx,
+            "ask",
+            key,
+            "question.asked",
+            {"question": outcome.question[:200]},
+            short=("question",),
+        )
+        if ctx.woken_by != "answer":
+            return Wait(on={"kind": "answer", "key": key})
+    return Acted(disposition, {"report": outcome.report[:200]})

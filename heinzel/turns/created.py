@@ -1,0 +1,178 @@
+"""The created turn (ADR 0049 statements 2 and 4): a contract written from a sentence.
+
+`hz heinzel new "every Friday at three, ..."` creates the Heinzelmännchen under a
+provisional name, then runs one turn of cause ``created`` (key ``<id>@created``):
+gather holds the sentence, think asks the model for a contract text (a compile error
+goes back to the model as a retry, at most ``retries`` times), and act stores it as
+version 1 and records ``contract.proposed{version: 1, fingerprint, by: heinzel}``
+through the effect ledger. The Heinzelmännchen is then ``proposed`` until
+``hz approve``; it takes the contract's name when that name is free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from heinzel.contract import compile_contract
+from heinzel.contracts_store import store_version
+from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
+from heinzel.engine.outcome import Outcome
+from heinzel.home import Home
+from heinzel.turns.record import EngineRecorder, SessionBody
+from machines import Acted, Effect, Fail, LocalProbe, TurnContext
+from machines.effects import recorded_in
+
+__all__ = ["CREATED_BODY", "CreatedSteps"]
+
+CREATED_BODY = """### Goal
+
+Write the contract of a new Heinzelmännchen from the user's sentence (the input
+`sentence`): a `.prose.md` text with YAML frontmatter and the sections Goal, Requires,
+Maintains and Done when. Return it as the outcome's amendment, with why.
+"""
+
+
+class CreatedSteps:
+    """gather -> think -> outcome -> act of a created turn."""
+
+    def __init__(
+        self,
+        *,
+        home: Home,
+        heinzel_id: str,
+        sentence: str,
+        body: SessionBody,
+        model: Model,
+        pricing: Pricing,
+        cap: Decimal | None,
+        clock: Callable[[], datetime],
+        retries: int = 2,
+    ) -> None:
+        self.home = home
+        self.heinzel_id = heinzel_id
+        self.sentence = sentence
+        self.body = body
+        self.model = model
+        self.pricing = pricing
+        self.cap = cap
+        self.clock = clock
+        self.retries = retries
+
+    async def gather(self, ctx: TurnContext) -> Any:
+        """The sentence, into the body."""
+        return {"sentence": self.sentence, "started_at": self.clock().isoformat()}
+
+    async def think(self, ctx: TurnContext, gathered: Any) -> Any:
+        """The engine writes a contract text; the compiler checks it (errors are retries)."""
+        spec = TurnSpec(
+            turn=ctx.turn,
+            cause="created",
+            contract_name="new",
+            contract_version=1,
+            body=CREATED_BODY,
+            started_at=datetime.fromisoformat(gathered["started_at"]),
+            inputs=(InputSpec("sentence", gathered["sentence"], "user"),),
+        )
+        recorder = EngineRecorder(
+            ctx.journal, self.body.bodies, ctx.turn, cap_usd=self.cap or Decimal(0)
+        )
+        result = await think(
+            spec,
+            build_context(spec, SpineView()),
+            model=self.model,
+            recorder=recorder,
+            budget=Budget(self.pricing, self.cap),
+            history_body=self.body.records(ctx.turn),
+            compile_contract=lambda text: compile_contract(text, source="created turn"),
+            retries=self.retries,
+        )
+        outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
+        return {"status": result.status, "outcome": outcome, "error": result.error}
+
+    async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
+        """A contract text, or the turn fails."""
+        outcome = thought["outcome"]
+        if thought["status"] != "outcome" or not outcome or not outcome.get("amendment"):
+            return Fail("no-contract")
+        return outcome
+
+    async def act(self, ctx: TurnContext, decided: Any) -> Acted | Fail:
+        """Store version 1 and record ``contract.proposed`` (once, by key)."""
+        outcome = Outcome.model_validate(decided)
+        assert outcome.amendment is not None
+        text = outcome.amendment.text
+        compiled = compile_contract(text, source="created turn")
+
+        async def propose(_key: str) -> str:
+            return store_version(self.home, self.heinzel_id, 1, text, compiled).fingerprint
+
+        key = f"{self.heinzel_id}@created:v1"
+        data = {"version": 1, "fingerprint": compiled.fingerprint, "by": "heinzel"}
+        probe = LocalProbe(recorded_in(ctx.journal, "contract.proposed"))
+        await ctx.effect(Effect("propose_contract", key, propose, probe, "contract.proposed", data))
+        return Acted("proposed", {"report": outcome.report[:200]})
+
+
+def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
+    """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
+    import asyncio
+    from pathlib import Path
+
+    from heinzel.engine import resolve_model
+    from heinzel.ids import new_id, validate_name
+    from heinzel.turns.record import IndexedJournal
+    from ledger.bodies import Bodies
+    from machines import Pins, Session, Wake, crash_hook, keys
+    from machines import Settings as MachineSettings
+
+    heinzel_id = new_id(service.clock)
+    config = service.settings.heinzel
+    provisional = validate_name("new-" + heinzel_id[-8:].lower())
+    with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+        spine.append(
+            "heinzel.created",
+            {
+                "name": provisional,
+                "namespace": namespace,
+                "owner": service.owner,
+                "origin": str(Path.cwd()),
+            },
+        )
+        journal = IndexedJournal(spine, service.index.db, heinzel_id)
+        steps = CreatedSteps(
+            home=service.home,
+            heinzel_id=heinzel_id,
+            sentence=sentence,
+            body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
+            model=resolve_model(config.model, base_url=config.base_url),
+            pricing=Pricing(at=service.clock()),
+            cap=Decimal(str(config.max_usd)),
+            clock=service.clock,
+        )
+
+        async def no_sleep(_seconds: float) -> None:
+            """Effects retry at once here."""
+
+        session = Session(
+            journal, steps.body, steps, MachineSettings(clock=service.clock, sleep=no_sleep)
+        )
+        turn = "tn-" + new_id(service.clock)[3:]
+        wake = Wake("created", keys.created(heinzel_id))
+        state = asyncio.run(session.start(turn, [wake], Pins()))
+        row = service.queries.row(heinzel_id)
+        if state.disposition == "proposed" and row["contract_name"]:
+            wanted = validate_name(row["contract_name"])
+            if not service.queries.find_by_name(namespace, wanted):
+                spine.append("heinzel.renamed", {"name": wanted})
+    shown = service.queries.row(heinzel_id)
+    return {
+        **shown,
+        "turn": state.turn,
+        "disposition": state.disposition,
+        "turn_error": state.error,
+    }

@@ -1,0 +1,407 @@
+"""The host: runs a Heinzelmännchen's turns on the machine, in-process, its lock held.
+
+`TurnHost` is what `Service.run_wakes`, `Service.resume_turn` and `Service.wake`
+call. For each run it stages the contract's inputs in the source cache (before any
+``turn.started``), opens the session's spine with the crash hook installed, builds
+the journal (`IndexedJournal`), the body (`SessionBody`) and the steps
+(`HeinzelSteps`), and lets `machines.Session` apply the key rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+
+from heinzel.capabilities.documents import LocalDocuments
+from heinzel.capabilities.files import FilesCapability
+from heinzel.capabilities.fixture_sources import fixture_sources
+from heinzel.capabilities.git import GitCapability
+from heinzel.capabilities.protocols import Approved
+from heinzel.config import Settings as Config
+from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract.source import split
+from heinzel.engine import (
+    ContextSettings,
+    InputSpec,
+    LessonView,
+    Price,
+    Pricing,
+    Saved,
+    SpineRecord,
+    SpineView,
+    resolve_model,
+)
+from heinzel.engine.models import ModelChoice, choose_model
+from heinzel.errors import HeinzelError
+from heinzel.ids import new_id
+from heinzel.runners.base import AgentRunner
+from heinzel.sources import SourceCache, TickFetch
+from heinzel.turns.approval import approval_inputs, observe_rejection
+from heinzel.turns.handoff import BoundHandoff, bind_runner
+from heinzel.turns.inputs import input_requests, search_capabilities, stage
+from heinzel.turns.record import IndexedJournal, SessionBody
+from heinzel.turns.steps import HeinzelSteps, TurnEnv
+from heinzel.vocabulary import HOST_HIDDEN
+from ledger.bodies import Bodies
+from ledger.files import ensure_private_dir, write_atomic
+from ledger.spine import Spine, read_events
+from machines import (
+    Journal,
+    Pins,
+    Session,
+    TurnState,
+    Wake,
+    coalesce,
+    crash_hook,
+    keys,
+    skip_turn,
+)
+from machines import Settings as MachineSettings
+
+if TYPE_CHECKING:
+    from heinzel.service import Service
+
+__all__ = ["TurnHost", "default_adapters"]
+
+
+def default_adapters(settings: Config, fixtures_dir: Path | None = None) -> dict[str, object]:
+    """The adapter map of a tick or a wake: files, git, documents (and the fixture sources)."""
+    approver = settings.heinzel.approver or "owner"
+    adapters: dict[str, object] = {
+        "files": FilesCapability(),
+        "git": GitCapability(),
+        "documents": LocalDocuments(approver),
+    }
+    folder = fixtures_dir or settings.heinzel.fixture_sources
+    if folder is not None:
+        adapters.update(fixture_sources(folder))
+    return adapters
+
+
+async def _no_sleep(_seconds: float) -> None:
+    """Effects retry at once inside a CLI turn (tenacity's sleep, injected)."""
+
+
+class TurnHost:
+    """Turns of the Heinzelmännchen of one service."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        model: Model | None = None,
+        runner: tuple[str, AgentRunner] | None = None,
+    ) -> None:
+        """``model`` and ``runner`` replace the configured ones (tests, embeddings)."""
+        self.service = service
+        self.model = model
+        self.runner = runner
+
+    # -- what a turn reads ---------------------------------------------------------
+
+    def _contract(self, heinzel_id: str, version: int) -> tuple[CompiledContract, str]:
+        text = self.service.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+        return compile_contract(text, source=f"v{version}"), split(text, source="contract").body
+
+    def _origin(self, heinzel_id: str) -> Path:
+        for event in read_events(self.service.home.spine_path(heinzel_id)):
+            if event.kind == "heinzel.created":
+                return Path(str(event.data.get("origin") or "."))
+        return Path()
+
+    def _view(self, spine: Spine) -> SpineView:
+        records = tuple(
+            SpineRecord(e.seq, e.turn, e.kind, e.data)
+            for e in read_events(spine.path)
+            if e.kind not in HOST_HIDDEN
+        )
+        return SpineView(records)
+
+    def _recent_bodies(
+        self, bodies: Bodies, view: SpineView, keep: int
+    ) -> dict[str, list[ModelMessage]]:
+        """The settled messages of the last ``keep`` turns whose bodies are still there."""
+        turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
+        out: dict[str, list[ModelMessage]] = {}
+        for turn in turns:
+            records = bodies.read(turn)
+            if records:
+                settled = Saved.fold(records).settled
+                if settled:
+                    out[turn] = list(settled)
+        return out
+
+    def _last_approved(self, heinzel_id: str, documents: Any) -> str | None:
+        """The text of the last approved draft as the document now has it (None: none)."""
+        rows = list(
+            self.service.index.db.query(
+                "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
+                "ORDER BY placed_at DESC LIMIT 1",
+                [heinzel_id],
+            )
+        )
+        if not rows or documents is None:
+            return None
+        state = documents.draft_state(rows[0]["key"])
+        return state.text if isinstance(state, Approved) else None
+
+    def _spent_today(self) -> Decimal:
+        day = self.service.clock().date().isoformat()
+        rows = self.service.index.db.query(
+            "SELECT COALESCE(SUM(cost_today), 0) AS usd FROM heinzel WHERE cost_day = ?", [day]
+        )
+        return Decimal(str(next(iter(rows))["usd"]))
+
+    def _env(
+        self,
+        heinzel_id: str,
+        spine: Spine,
+        cause: str,
+        adapters: Mapping[str, object],
+        *,
+        extra: Sequence[InputSpec],
+        slot: str,
+        approval: Mapping[str, Any] | None = None,
+    ) -> TurnEnv:
+        service = self.service
+        row = service.queries.row(heinzel_id)
+        if row["contract_version"] is None:
+            raise HeinzelError(
+                "HZH202",
+                f"{row['name']} has no approved contract version to run",
+                "approve it first: `hz approve NAME`",
+            )
+        version = int(row["contract_version"])
+        contract, body = self._contract(heinzel_id, version)
+        origin = self._origin(heinzel_id)
+        config = service.settings.heinzel
+        choice = ModelChoice(model=config.model, model_fast=config.model_fast)
+        model = self.model or resolve_model(
+            choose_model(choice, cause, contract.hz.agent.model_class),  # type: ignore[arg-type]
+            base_url=config.base_url,
+        )
+        bound = self.runner or bind_runner(service.settings.runners)
+        bodies = Bodies(service.home.session_dir(heinzel_id))
+        view = self._view(spine)
+
+        def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
+            if bound is None:
+                return None
+            timeout = contract.hz.timeout.total_seconds()
+            return BoundHandoff(
+                bound[0], bound[1], timeout_s=timeout, journal=journal, bodies=bodies, turn=turn
+            )
+
+        lessons = [
+            LessonView(str(one["seq"]), one["sentence"])
+            for one in service.queries.lessons(heinzel_id)
+            if not one["dismissed"]
+        ]
+        return TurnEnv(
+            heinzel_id=heinzel_id,
+            name=row["name"],
+            version=version,
+            contract=contract,
+            contract_body=body,
+            origin=origin,
+            requests=[] if approval else input_requests(heinzel_id, contract, origin),
+            cache=SourceCache.of(service.home),
+            body=SessionBody(bodies),
+            model=model,
+            clock=service.clock,
+            pricing=Pricing(
+                at=service.clock(),
+                overrides={
+                    name: Price(Decimal(str(p.input)), Decimal(str(p.output)))
+                    for name, p in config.prices.items()
+                },
+            ),
+            settings_max_usd=Decimal(str(config.max_usd)),
+            day_usd=Decimal(str(config.max_usd_per_day)),
+            spent_today=self._spent_today(),
+            context_settings=ContextSettings(
+                summary_after_turns=config.summary_after_turns,
+                summary_keep_turns=config.summary_keep_turns,
+            ),
+            view=view,
+            recent=self._recent_bodies(bodies, view, config.summary_keep_turns),
+            lessons=lessons,
+            runner=handoff if bound is not None else None,
+            extra_inputs=tuple(extra),
+            slot=slot,
+            approval=approval,
+            inbox=service.home.inbox_dir(heinzel_id),
+            capabilities=search_capabilities(contract, adapters, service.clock()),
+            last_approved=self._last_approved(heinzel_id, adapters.get("documents")),
+            documents=adapters.get("documents"),
+            propose=lambda text, why: service.propose_amendment(
+                heinzel_id, text, by="heinzel", source="turn", reason=why
+            ),
+        )
+
+    def _machine_settings(self, env: TurnEnv) -> MachineSettings:
+        """The machine's limits: ``[heinzel]`` resumes and wait, the contract's timeout."""
+        config = self.service.settings.heinzel
+        return MachineSettings(
+            clock=self.service.clock,
+            sleep=_no_sleep,
+            max_resumes=config.max_resumes,
+            timeout=env.contract.hz.timeout,
+            max_wait=config.max_wait,
+        )
+
+    # -- running -------------------------------------------------------------------
+
+    def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: Sequence[Wake],
+        *,
+        adapters: Mapping[str, object],
+        staged: TickFetch | None = None,
+        extra: Sequence[InputSpec] = (),
+    ) -> list[TurnState]:
+        """Stage the inputs, then apply the key rule to ``wakes`` and run what is due."""
+        service = self.service
+        if not wakes:
+            return []
+        row = service.queries.row(heinzel_id)
+        version = row["contract_version"]
+        requests = []
+        contract = None
+        if version is not None:
+            contract, _ = self._contract(heinzel_id, int(version))
+            requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
+        approval = None
+        if wakes[0].cause == "asked" and not extra:
+            extra = self.asked_inputs(heinzel_id, wakes[0].key.split("@", 1)[1])
+        if wakes[0].cause == "approval":
+            documents = adapters.get("documents")
+            found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
+            if found is None:
+                observe_rejection(service, heinzel_id, wakes[0].key, documents)
+                return []
+            extra, approval = found
+            requests = []
+        if staged is None and requests:
+            staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
+        if staged is not None:
+            _refuse_unfetched(staged, heinzel_id)
+        with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            turn = "tn-" + new_id(service.clock)[3:]
+            if contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged):
+                plan = coalesce(journal, wakes)
+                if not plan.start:
+                    return []
+                return [skip_turn(journal, turn=turn, wakes=plan.start, reason="nothing-moved")]
+            slot = wakes[0].key.split("@", 1)[1]
+            env = self._env(
+                heinzel_id,
+                spine,
+                wakes[0].cause,
+                adapters,
+                extra=extra,
+                slot=slot,
+                approval=approval,
+            )
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
+            pins = Pins(
+                contract_version=env.version,
+                lessons_seq=max((int(one.id) for one in env.lessons), default=None),
+            )
+            return asyncio.run(session.wake(wakes, turn=turn, pins=pins))
+
+    @staticmethod
+    def _nothing_moved(
+        contract: CompiledContract, wakes: Sequence[Wake], heinzel_id: str, staged: TickFetch | None
+    ) -> bool:
+        """A schedule wake of an ``if-moved`` contract whose inputs the tick saw unmoved."""
+        if contract.hz.render_on_schedule != "if-moved" or staged is None:
+            return False
+        if any(w.cause != "schedule" for w in wakes):
+            return False
+        return not staged.moved().get(heinzel_id)
+
+    def resume_turn(
+        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
+    ) -> TurnState | None:
+        """Resume one turn (after a crash: ``recovery``; after a wait: what woke it)."""
+        service = self.service
+        with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            known = journal.turn_offset(turn) is not None
+            events = journal.turn_events(turn) if known else []
+            started = next((e for e in events if e.kind == "turn.started"), None)
+            if started is None:
+                raise HeinzelError(
+                    "HZH203",
+                    f"no turn {turn} in this session",
+                    "`hz heinzel show NAME` lists turns",
+                )
+            cause = str(started.data.get("cause"))
+            key = str(started.key)
+            slot = key.split("@", 1)[1]
+            extra = self.asked_inputs(heinzel_id, slot) if cause == "asked" else ()
+            approval = None
+            if cause == "approval":
+                found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
+                extra, approval = found if found else ((), {"key": key})
+            env = self._env(
+                heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
+            )
+            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
+            return asyncio.run(session.resume(turn, woken_by))
+
+    # -- asked turns -----------------------------------------------------------------
+
+    def asked_inputs(self, heinzel_id: str, request: str) -> tuple[InputSpec, ...]:
+        """The message of request ``request`` from the inbox, as an input (none: no input)."""
+        path = self.service.home.inbox_dir(heinzel_id) / f"{request}.json"
+        try:
+            message = json.loads(path.read_text(encoding="utf-8")).get("message")
+        except (OSError, ValueError, AttributeError):
+            return ()
+        return (InputSpec("message", str(message), "inbox"),) if message else ()
+
+    def wake(
+        self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
+    ) -> dict[str, Any]:
+        """A turn of cause asked: the message into the inbox first, then the turn."""
+        service = self.service
+        request = "rq-" + new_id(service.clock)[3:]
+        inbox = service.home.inbox_dir(heinzel_id)
+        ensure_private_dir(inbox)
+        record = {"request": request, "message": message, "at": service.clock().isoformat()}
+        write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
+        wake = Wake("asked", keys.asked(heinzel_id, request))
+        states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
+        return _summary(states)
+
+
+def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
+    if not states:
+        return {"turn": None, "state": "nothing to do"}
+    state = states[-1]
+    return {
+        "turn": state.turn,
+        "state": state.state,
+        "disposition": state.disposition,
+        "reason": state.reason,
+        "error": state.error,
+        "usd": state.spend_usd,
+    }
+
+
+def _refuse_unfetched(staged: TickFetch, heinzel_id: str) -> None:
+    """An input that could not be fetched stops the wake before ``turn.started``."""
+    for item in staged.staged:
+        if item.request.watcher == heinzel_id and item.fetched is None and item.error:
+            raise item.error

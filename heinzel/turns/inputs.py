@@ -1,0 +1,141 @@
+"""A turn's inputs: the contract's declared inputs as source requests, staged first.
+
+Inputs are fetched through the adapters into the source cache (`heinzel.sources`)
+before ``turn.started`` is written, with local paths made absolute against the
+contract's origin folder (``heinzel.created``'s ``origin``). The gather step then only
+reads the cache, so a resumed turn never fetches again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from heinzel.capabilities.protocols import ReadCapability, Window
+from heinzel.contract import CompiledContract
+from heinzel.contract.types import parse_duration, split_method
+from heinzel.engine import ReadMethod
+from heinzel.errors import HeinzelError
+from heinzel.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
+
+__all__ = [
+    "SearchCapability",
+    "input_requests",
+    "read_staged",
+    "render_input",
+    "search_capabilities",
+    "stage",
+]
+
+
+def input_requests(
+    heinzel_id: str, contract: CompiledContract, origin: Path
+) -> list[SourceRequest]:
+    """One `SourceRequest` per declared input, paths made absolute against ``origin``."""
+    requests = []
+    for name, spec in contract.hz.inputs.items():
+        capability, method = split_method(spec.from_)
+        requests.append(
+            SourceRequest(
+                watcher=heinzel_id,
+                input=name,
+                capability=capability,
+                method=method,
+                args=absolute_args(capability, method, spec.args, origin),
+                window=spec.window,
+                facet=spec.facet,
+            )
+        )
+    return requests
+
+
+def stage(
+    requests: Sequence[SourceRequest],
+    adapters: Mapping[str, ReadCapability],
+    now: datetime,
+    cache: SourceCache,
+) -> TickFetch:
+    """Fetch every request once into the cache (before any ``turn.started``)."""
+    return fetch_once(requests, adapters, now, cache=cache)
+
+
+def render_input(result: Any) -> str:
+    """An input's content as the engine reads it: text as is, anything else as JSON lines."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list):
+        return "\n".join(json.dumps(item, sort_keys=True, ensure_ascii=False) for item in result)
+    return json.dumps(result, sort_keys=True, ensure_ascii=False)
+
+
+def read_staged(requests: Sequence[SourceRequest], cache: SourceCache) -> list[dict[str, str]]:
+    """The staged inputs, read from the cache only (HZH200 when one is missing)."""
+    out = []
+    for request in requests:
+        fetched = cache.get(request.key)
+        if fetched is None:
+            raise HeinzelError(
+                "HZH200",
+                f"input {request.input} is not staged in the source cache",
+                "the cache was pruned under a running turn; retry the turn (hz heinzel retry)",
+            )
+        out.append(
+            {
+                "name": request.input,
+                "source": f"{request.capability}.{request.method}",
+                "content": render_input(fetched.result),
+                "fingerprint": fetched.fingerprint,
+            }
+        )
+    return out
+
+
+class SearchCapability:
+    """An adapter's window-taking read methods as the engine's ``search_<capability>`` tool.
+
+    Each search is a fresh fetch (read-only, replay-safe: its result is kept in the body
+    with the messages, so a resume does not search again).
+    """
+
+    def __init__(self, name: str, adapter: ReadCapability, now: datetime) -> None:
+        self._name = name
+        self._adapter = adapter
+        self._now = now
+
+    @property
+    def name(self) -> str:
+        """The capability's name (``git``, ``code-host``, ...)."""
+        return self._name
+
+    @property
+    def methods(self) -> Sequence[ReadMethod]:
+        """The adapter's methods that take a window."""
+        return [
+            ReadMethod(m.name, f"{self._name}.{m.name} over a window", "read", takes_window=True)
+            for m in self._adapter.methods.values()
+            if m.window
+        ]
+
+    async def search(self, method: str, args: Mapping[str, str], window: str) -> Any:
+        """Fetch ``method`` over the ``window`` ending now (``7d``); its result as text."""
+        span = Window.ending_at(self._now, parse_duration(window))
+        fetched = self._adapter.fetch(method, dict(args), span, now=self._now)
+        return render_input(fetched.result)
+
+
+def search_capabilities(
+    contract: CompiledContract, adapters: Mapping[str, object], now: datetime
+) -> list[SearchCapability]:
+    """A search capability per ``<cap>:read`` the contract requires that has an adapter."""
+    out = []
+    for requirement in contract.hz.requires:
+        name, _, mode = requirement.partition(":")
+        adapter = adapters.get(name)
+        if mode == "read" and adapter is not None and hasattr(adapter, "fetch"):
+            capability = SearchCapability(name, adapter, now)  # type: ignore[arg-type]
+            if capability.methods:
+                out.append(capability)
+    return out

@@ -1,0 +1,137 @@
+"""Where a Heinzelmännchen's turn writes: its journal, its body and the engine's recorder.
+
+`IndexedJournal` is the machine's `SpineJournal` over the session's spine whose turn
+offsets and keyed events come from the heinzel index (the ``turns`` and ``keys``
+tables), so a resume reads only the turn's own lines and the key rule needs no spine
+scan. `SessionBody` is the machine's `Body` over `ledger.bodies.Bodies` (step results
+are records ``{"kind": "value", "hash", "value"}`` beside the engine's own records).
+`EngineRecorder` is the engine's `Recorder` mapped onto the machine's vocabulary: a
+``step.model`` checkpoint becomes ``model.request`` (so the machine counts the spend),
+``step.tool`` and ``step.handoff`` keep their names (a handoff's line carries the
+runner's record, see `heinzel.turns.handoff`); nothing is written twice for one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from sqlite_utils import Database
+
+from ledger.bodies import Bodies
+from ledger.event import Event
+from ledger.spine import Spine, read_events
+from machines import Journal, SpineIndex, SpineJournal
+
+__all__ = ["EngineRecorder", "IndexedJournal", "SessionBody"]
+
+
+class IndexedJournal(SpineJournal):
+    """A `SpineJournal` whose index is the heinzel index (no spine scan)."""
+
+    def __init__(self, spine: Spine, db: Database, heinzel_id: str) -> None:
+        super().__init__(spine, SpineIndex())
+        self.db = db
+        self.heinzel_id = heinzel_id
+
+    def turn_offset(self, turn: str) -> int | None:
+        """The turn's first offset, from what this process appended or the index."""
+        known = self.index.turn_offsets.get(turn)
+        if known is not None:
+            return known
+        rows = list(
+            self.db.query(
+                "SELECT start_offset FROM turns WHERE id = ? AND heinzel = ?",
+                [turn, self.heinzel_id],
+            )
+        )
+        if rows and rows[0]["start_offset"] is not None:
+            offset = int(rows[0]["start_offset"])
+            self.index.turn_offsets[turn] = offset
+            return offset
+        return None
+
+    def turn_events(self, turn: str) -> list[Event]:
+        """The turn's events, read from its first line (offset from the index)."""
+        self.turn_offset(turn)
+        return super().turn_events(turn)
+
+    def key_events(self, key: str) -> list[Event]:
+        """Every event that speaks for ``key``: the lines the ``keys`` table points at."""
+        rows = self.db.query(
+            "SELECT line_offset FROM keys WHERE heinzel = ? AND key = ? ORDER BY seq",
+            [self.heinzel_id, key],
+        )
+        events = []
+        for row in rows:
+            for event in read_events(self.spine.path, from_offset=int(row["line_offset"])):
+                events.append(event)
+                break
+        return events
+
+
+class SessionBody:
+    """The machine's `Body` over the session's turn bodies."""
+
+    def __init__(self, bodies: Bodies) -> None:
+        self.bodies = bodies
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def _load(self, turn: str) -> None:
+        for record in self.bodies.read(turn) or []:
+            if record.get("kind") == "value":
+                self._cache[(turn, str(record.get("hash")))] = record.get("value")
+
+    def put(self, turn: str, digest: str, value: Any) -> None:
+        """Keep ``value`` under ``digest`` (once per turn and digest)."""
+        if (turn, digest) not in self._cache:
+            self._load(turn)
+        if (turn, digest) in self._cache:
+            return
+        self.bodies.append(turn, {"kind": "value", "hash": digest, "value": value})
+        self._cache[(turn, digest)] = value
+
+    def get(self, turn: str, digest: str) -> Any:
+        """The value under ``digest``; `KeyError` when the body no longer has it."""
+        if (turn, digest) not in self._cache:
+            self._load(turn)
+        return self._cache[(turn, digest)]
+
+    def records(self, turn: str) -> list[dict[str, Any]]:
+        """Every record of the turn's body (the engine folds its own kinds)."""
+        return self.bodies.read(turn) or []
+
+
+class EngineRecorder:
+    """The engine's `Recorder` for one turn, writing the machine's vocabulary."""
+
+    def __init__(self, journal: Journal, bodies: Bodies, turn: str, *, cap_usd: Decimal) -> None:
+        self.journal = journal
+        self.bodies = bodies
+        self.turn = turn
+        self.cap_usd = cap_usd
+        self.usd = Decimal(0)
+        self.handoff: dict[str, Any] | None = None
+        self.runner_name: str | None = None
+
+    def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
+        """``step.model`` -> ``model.request{n, hash, usd, tokens}``; the rest as named."""
+        if kind == "step.model":
+            raw = data.get("usd")
+            usd = self.cap_usd if raw == "cap" else Decimal(str(raw or 0))
+            self.usd += usd
+            tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
+            mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
+            mapped["tokens"] = tokens
+            self.journal.append("model.request", mapped, turn=self.turn)
+            return
+        if kind == "step.handoff":
+            record = self.handoff or {"runner": self.runner_name, "status": "interrupted"}
+            self.handoff = None
+            data = {**record, **data}
+        self.journal.append(kind, dict(data), turn=self.turn)
+
+    def body(self, record: Mapping[str, Any]) -> str:
+        """Append a body record; its hash."""
+        return self.bodies.append(self.turn, record)

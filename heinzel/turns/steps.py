@@ -1,0 +1,211 @@
+"""`HeinzelSteps`: gather -> think -> outcome -> act for one Heinzelmännchen's turn.
+
+gather reads the staged inputs from the source cache (never fetching), think runs
+`heinzel.engine.think` with the turn pinned and writes through `EngineRecorder`,
+outcome turns the engine's judgement into the machine's Skip/Fail/value, and act
+performs what the outcome asks through the machine's effect ledger (`heinzel.turns.act`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+
+from heinzel.contract import CompiledContract
+from heinzel.engine import (
+    Budget,
+    ContextSettings,
+    EngineError,
+    InputSpec,
+    LessonView,
+    Pricing,
+    ReadCapability,
+    SpineView,
+    TurnServices,
+    TurnSpec,
+    build_context,
+    think,
+    turn_cap,
+)
+from heinzel.engine.outcome import Outcome
+from heinzel.engine.spec import Cause
+from heinzel.sources import SourceCache, SourceRequest
+from heinzel.turns.act import perform, write_summary
+from heinzel.turns.handoff import BoundHandoff
+from heinzel.turns.inputs import read_staged
+from heinzel.turns.record import EngineRecorder, SessionBody
+from machines import Acted, Fail, Journal, Skip, TurnContext, Wait
+
+__all__ = ["HeinzelSteps", "TurnEnv"]
+
+
+@dataclass
+class TurnEnv:
+    """Everything one turn of one Heinzelmännchen reads, gathered by the host."""
+
+    heinzel_id: str
+    name: str
+    version: int
+    contract: CompiledContract
+    contract_body: str
+    origin: Path
+    requests: Sequence[SourceRequest]
+    cache: SourceCache
+    body: SessionBody
+    model: Model
+    clock: Callable[[], datetime]
+    pricing: Pricing
+    settings_max_usd: Decimal | None
+    day_usd: Decimal | None
+    spent_today: Decimal
+    context_settings: ContextSettings
+    view: SpineView = field(default_factory=SpineView)
+    lessons: Sequence[LessonView] = ()
+    runner: Callable[[str, Journal], BoundHandoff | None] | None = None
+    """Makes the turn's handoff runner (None: no runner is bound, no handoff tool)."""
+    extra_inputs: Sequence[InputSpec] = ()
+    slot: str = "now"
+    approval: Mapping[str, Any] | None = None
+    documents: Any = None
+    propose: Callable[[str, str], Mapping[str, Any]] | None = None
+    compile_contract: Callable[[str], object] | None = None
+    recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
+    """The settled messages of the last turns whose bodies are kept (the context shows them)."""
+    capabilities: Sequence[ReadCapability] = ()
+    last_approved: str | None = None
+    inbox: Path | None = None
+    """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
+
+
+class HeinzelSteps:
+    """The host's steps of a turn (the machine's `Steps` protocol)."""
+
+    def __init__(self, env: TurnEnv) -> None:
+        self.env = env
+
+    def _cap(self) -> Decimal | None:
+        agent = self.env.contract.hz.agent
+        contract_cap = None if agent.max_usd is None else Decimal(str(agent.max_usd))
+        return turn_cap(contract_cap, self.env.settings_max_usd)
+
+    async def gather(self, ctx: TurnContext) -> Any:
+        """The staged inputs (from the cache) and this wake's own inputs, into the body."""
+        staged = read_staged(self.env.requests, self.env.cache)
+        extra = [
+            {"name": i.name, "source": i.source, "content": i.content}
+            for i in self.env.extra_inputs
+        ]
+        return {"inputs": [*staged, *extra], "started_at": self.env.clock().isoformat()}
+
+    async def think(self, ctx: TurnContext, gathered: Any) -> Any:
+        """One engine run (or its resume from the body), checkpointed into the spine."""
+        env = self.env
+        inputs = tuple(
+            InputSpec(i["name"], i["content"], i.get("source", "")) for i in gathered["inputs"]
+        )
+        spec = TurnSpec(
+            turn=ctx.turn,
+            cause=cast(Cause, ctx.cause or "asked"),
+            contract_name=env.name,
+            contract_version=env.version,
+            body=env.contract_body,
+            started_at=datetime.fromisoformat(gathered["started_at"]),
+            inputs=inputs,
+            outputs=tuple(env.contract.hz.outputs),
+            done_when=tuple(env.contract.body.done_when),
+            max_usd=None
+            if env.contract.hz.agent.max_usd is None
+            else Decimal(str(env.contract.hz.agent.max_usd)),
+            model_class=env.contract.hz.agent.model_class,
+        )
+        cap = self._cap()
+        context = build_context(
+            spec,
+            env.view,
+            bodies=env.recent,
+            lessons=env.lessons,
+            last_approved=env.last_approved,
+            handoff=env.runner is not None,
+            settings=env.context_settings,
+        )
+        recorder = EngineRecorder(ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0))
+        budget = Budget(env.pricing, cap, env.day_usd, env.spent_today)
+        handoff = None
+        if env.runner is not None:
+            handoff = env.runner(ctx.turn, ctx.journal)
+            if handoff is not None:
+                handoff.recorder = recorder
+                recorder.runner_name = handoff.name
+        services = TurnServices(
+            view=env.view,
+            last_approved=env.last_approved,
+            lessons=env.lessons,
+            capabilities=env.capabilities,
+            runner=handoff,
+        )
+
+        def steering() -> list[str]:
+            texts = [self._message(steer.request_id) for steer in ctx.take_steers()]
+            return [text for text in texts if text]
+
+        try:
+            result = await think(
+                spec,
+                context,
+                model=env.model,
+                recorder=recorder,
+                budget=budget,
+                services=services,
+                history_body=env.body.records(ctx.turn),
+                steering=steering,
+                compile_contract=env.compile_contract,
+            )
+        except EngineError as error:
+            if error.code != "HZE005":
+                raise
+            return {"status": "cap", "error": error.code}
+        return {
+            "status": result.status,
+            "disposition": asdict(result.disposition),
+            "outcome": None if result.outcome is None else result.outcome.model_dump(mode="json"),
+            "usd": str(result.usd),
+            "error": result.error,
+        }
+
+    def _message(self, request_id: str) -> str:
+        """A steering message's text from the inbox (empty when it is gone)."""
+        if self.env.inbox is None:
+            return ""
+        try:
+            path = self.env.inbox / f"{request_id}.json"
+            return str(json.loads(path.read_text(encoding="utf-8")).get("message") or "")
+        except (OSError, ValueError):
+            return ""
+
+    async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
+        """The engine's judgement as the machine's: a skip, a failure, or what to act on."""
+        status = thought["status"]
+        if status == "cap":
+            return Skip("cap")
+        if status != "outcome" or thought["outcome"] is None:
+            return Fail("invalid-outcome" if status == "failed" else status)
+        disposition = thought["disposition"]
+        if ctx.cause == "approval":
+            return thought
+        if disposition["disposition"] == "skipped":
+            await write_summary(self.env, ctx, Outcome.model_validate(thought["outcome"]))
+            reason = disposition.get("reason")
+            return Skip("done-when-unmet" if reason == "done-when-unmet" else "check-unmet")
+        return thought
+
+    async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
+        """Perform the outcome's acts through the effect ledger (see `heinzel.turns.act`)."""
+        return await perform(self.env, ctx, decided)

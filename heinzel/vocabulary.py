@@ -1,0 +1,40 @@
+"""heinzel's own event kinds, frozen beside `machines.vocabulary` (additive only).
+
+``tests/test_vocabulary_heinzel.py`` pins these lists; a kind whose payload changes
+incompatibly gets a new name, never a new meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from machines.vocabulary import MACHINE_KINDS
+
+LIFECYCLE_KINDS: Final = (
+    "heinzel.created",
+    "heinzel.renamed",
+    "heinzel.paused",
+    "heinzel.unpaused",
+    "heinzel.retired",
+    "heinzel.unretired",
+    "contract.proposed",
+    "contract.approved",
+    "amendment.proposed",
+)
+"""A Heinzelmännchen's life outside its turns (creation, approval of v1, pause, ...)."""
+
+TURN_KINDS: Final = (
+    "step.tool",
+    "amendment.filed",
+    "amendment.refused",
+)
+"""What heinzel's turns add to the machine's kinds: ``step.tool{tool, id, h, ok?}`` (a
+read-only tool call of the think step; ``step.handoff`` is the spec's), and the
+amendment an outcome asked for: filed with the service, or refused (``code``, HZC050)."""
+
+TICK_KINDS: Final = ("notice.posted",)
+"""What the tick adds: ``notice.posted{reason, day, message}``, the user told once a day
+(key ``<id>@notice:<reason>:<day>``) that the daily cap skipped wakes."""
+
+HOST_HIDDEN: Final = frozenset(MACHINE_KINDS) | {"amendment.filed"}
+"""Kinds the context builder never renders (checkpoints, not events a user reads)."""

@@ -255,9 +255,11 @@ def _line(event: dict[str, Any]) -> str:
     pins = data.get("pins") or {}
     if pins:
         shown.append(f"pinned to v{pins.get('contract_version')}")
-        shown.append(f"lessons up to seq {pins.get('lessons_seq')}")
-    if event["kind"] in ("effect.started", "draft.placed") and event.get("key"):
-        shown.append("key " + "@".join(str(event["key"]).split("@")[1:3]) + "@...")
+        seq = pins.get("lessons_seq")
+        shown.append("and no lessons yet" if seq is None else f"and the lessons up to seq {seq}")
+    parts = str(event.get("key") or "").split("@")
+    if event["kind"] in ("effect.started", "draft.placed") and parts[1:2] and parts[1][:1] == "v":
+        shown.append(f"draft key <id>@{parts[1]}@{parts[2]}@<file>")
     return f"    {event['seq']:>3} {event['kind']:<18} {' '.join(shown)}".rstrip()
 
 

@@ -70,17 +70,6 @@ class HzGroup(click.Group):
             ctx.exit(1)
 
 
-def not_yet(what: str, issue: str) -> HzError:
-    """The coded answer of a command whose machinery has not landed yet."""
-    from heinzel.errors import HeinzelError
-
-    return HeinzelError(
-        "HZH090",
-        f"{what} is not available yet",
-        f"it arrives with {issue}; nothing was changed",
-    )
-
-
 @click.group(cls=HzGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="heinzel", prog_name="hz")
 def hz() -> None:

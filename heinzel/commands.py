@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from heinzel import render
-from heinzel.cli import emit, home_option, hz, json_option, not_yet, open_service
+from heinzel.cli import emit, home_option, hz, json_option, open_service
 
 
 @hz.group()
@@ -248,19 +248,6 @@ def prune(home: str | None, as_json: bool) -> None:
     emit(open_service(home).prune(), as_json, render.prune)
 
 
-def _turn_command(verb: str, usage: str, help_text: str, issue: str) -> None:
-    @heinzel.command(
-        verb,
-        help=f"{help_text}\n\n\b\nExample:\n  {usage}",
-        context_settings={"ignore_unknown_options": True},
-    )
-    @click.argument("args", nargs=-1)
-    @click.option("--message", default=None, hidden=verb != "wake", help="A message for the turn.")
-    @home_option
-    def command(args: tuple[str, ...], message: str | None, home: str | None) -> None:
-        raise not_yet(f"`hz heinzel {verb}`", issue)
-
-
 @heinzel.command("wake")
 @click.argument("name")
 @click.option("--message", default=None, help="A message for the turn (its body gets the text).")
@@ -274,27 +261,6 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
       hz heinzel wake weekly-report --message 'draft now'
     """
     emit(open_service(home).wake(name, message), as_json, render.wake)
-
-
-_turn_command(
-    "chat",
-    "hz heinzel chat weekly-report 'keep it under ten lines'",
-    "Send a message to its session (steers a running turn).",
-    "the tick",
-)
-_turn_command("resume", "hz heinzel resume weekly-report", "Resume a waiting turn now.", "the tick")
-_turn_command(
-    "stop",
-    "hz heinzel stop weekly-report",
-    "Stop the running turn (abandoned, reason stopped).",
-    "the tick",
-)
-_turn_command(
-    "retry",
-    "hz heinzel retry weekly-report shorter",
-    "Fork a turn from its checkpoint with a hint.",
-    "the tick",
-)
 
 
 @hz.command("approve")
@@ -345,32 +311,6 @@ def daemon() -> None:
     """
 
 
-@daemon.command("tick")
-@home_option
-@json_option
-def tick(home: str | None, as_json: bool) -> None:
-    """One tick (for cron, systemd or launchd).
-
-    \b
-    Example:
-      hz system daemon tick
-    """
-    raise not_yet("`hz system daemon tick`", "the tick")
-
-
-@daemon.command("run")
-@click.option("--interval", type=float, default=300.0, help="Seconds between ticks.")
-@home_option
-def run(interval: float, home: str | None) -> None:
-    """Tick in a loop.
-
-    \b
-    Example:
-      hz system daemon run --interval 300
-    """
-    raise not_yet("`hz system daemon run`", "the tick")
-
-
 @system.command("doctor")
 @home_option
 @json_option
@@ -384,13 +324,4 @@ def doctor(home: str | None, as_json: bool) -> None:
     emit(open_service(home).doctor(), as_json, render.doctor)
 
 
-@hz.command("demo")
-@home_option
-def demo(home: str | None) -> None:
-    """The worked example (Priya's weekly report), offline, narrated.
-
-    \b
-    Example:
-      hz demo
-    """
-    raise not_yet("`hz demo`", "the tick and the documents adapter")
+from heinzel import tick_commands  # noqa: E402, F401  (registers the tick and the verbs)

@@ -352,6 +352,23 @@ class HeinzelProjection:
         self._end_turn(db, source, event, "finished")
 
     def _apply_turn_skipped(self, db: Database, source: str, event: Event) -> None:
+        """A skip is often a turn's only line (nothing moved, a cap): it gets its row."""
+        d = event.data
+        db.execute(
+            "INSERT OR IGNORE INTO turns (id, heinzel, cause, causes, key, keys, state, "
+            "started_at, start_offset, start_seq) VALUES (?, ?, ?, ?, ?, ?, 'skipped', ?, ?, ?)",
+            [
+                event.turn,
+                source,
+                d.get("cause"),
+                json.dumps(d.get("causes") or [d.get("cause")]),
+                event.key,
+                json.dumps(d.get("keys") or [event.key]),
+                event.ts,
+                event.offset,
+                event.seq,
+            ],
+        )
         self._end_turn(db, source, event, "skipped")
 
     def _apply_draft_placed(self, db: Database, source: str, event: Event) -> None:

@@ -22,10 +22,12 @@ from heinzel.contracts_store import load_facts, store_version
 from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from heinzel.ids import new_id, validate_name
+from heinzel.inbox import Inbox
 from heinzel.lifecycle import Lifecycle
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.projections import HeinzelProjection
 from heinzel.queries import Queries
+from heinzel.tick_projection import TickProjection
 from heinzel.turns.api import TurnOperations
 from ledger.bodies import Bodies
 from ledger.event import Event
@@ -79,7 +81,9 @@ class Service(TurnOperations):
     def index(self) -> Index:
         if self._index is None:
             ensure_private_dir(self.home.heinzel_dir)
-            self._index = Index(self.home.index_path, [HeinzelProjection(self.home)])
+            self._index = Index(
+                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
+            )
         return self._index
 
     @property
@@ -218,7 +222,13 @@ class Service(TurnOperations):
     # -- versions and amendments -------------------------------------------------
 
     def approve(self, item: str) -> dict[str, Any]:
-        """Approve v1 of a proposed one, or its pending amendment."""
+        """Approve v1 of a proposed one, its pending amendment, or a local draft."""
+        from heinzel.verbs import approve_draft
+
+        if "@" in item:
+            by_key = approve_draft(self, item)
+            if by_key is not None:
+                return by_key
         row = self.resolve(item)
         pending = json.loads(row["pending"]) if row["pending"] else None
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
@@ -248,11 +258,9 @@ class Service(TurnOperations):
                 **self.queries.row(row["id"]),
             }
         if pending and pending["kind"] == "draft":
-            raise HeinzelError(
-                "HZH090",
-                "approving a local draft is not available yet",
-                "it arrives with the tick and the documents adapter",
-            )
+            approved = approve_draft(self, str(row["id"]))
+            if approved is not None:
+                return approved
         raise HeinzelError(
             "HZH073",
             f"{row['name']} has nothing to approve",
@@ -394,6 +402,7 @@ class Service(TurnOperations):
             removed += Bodies(self.home.session_dir(heinzel_id)).prune(
                 now=self.clock(), retention_days=days, ended=ended
             )
+            removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
         return {"retention_days": days, "removed": removed}
 
     def doctor(self) -> dict[str, Any]:

@@ -32,5 +32,9 @@ TURN_KINDS: Final = (
 read-only tool call of the think step; ``step.handoff`` is the spec's), and the
 amendment an outcome asked for: filed with the service, or refused (``code``, HZC050)."""
 
+TICK_KINDS: Final = ("notice.posted",)
+"""What the tick adds: ``notice.posted{reason, day, message}``, the user told once a day
+(key ``<id>@notice:<reason>:<day>``) that the daily cap skipped wakes."""
+
 HOST_HIDDEN: Final = frozenset(MACHINE_KINDS) | {"amendment.filed"}
 """Kinds the context builder never renders (checkpoints, not events a user reads)."""

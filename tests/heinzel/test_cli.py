@@ -65,12 +65,6 @@ class TestCommands:
         """A missing argument is bad usage."""
         assert run("heinzel", "show").exit_code == 2
 
-    def test_not_yet_available_is_coded(self, run: object) -> None:
-        """A command whose machinery has not landed says so and changes nothing."""
-        result = run("system", "daemon", "tick")
-        assert result.exit_code == 1
-        assert result.stderr.startswith("HZH090: ")
-
     def test_verify_exits_1_on_a_break(self, run: object, tmp_path: Path) -> None:
         """A hand-edited line is named with its file and seq, and the status is 1."""
         run("heinzel", "new", "--from", str(GOOD / "weekly-report.prose.md"))

@@ -1,0 +1,298 @@
+"""``hz demo``: the worked example of ADR 0049 (Priya's weekly report), played for real.
+
+A fresh home, a copy of ``fixtures/priya`` beside it, and a week of ``hz`` commands, each a
+separate process with ``HZ_NOW`` set to its moment, so the clock, the locks and the crashes
+are real: created and approved on Monday; Friday 15:00's scheduled draft, killed once right
+after ``effect.started`` and once right after ``draft.placed`` and finished by the next
+ticks with one section and no second model call; Monday's approval with Priya's edits and
+two lessons; Tuesday's chat and her amendment to v2; the next Friday's draft under v2 with
+both lessons. The model is the built-in ``offline`` one (not AI, and it says so). `Week` is
+also what ``tests/e2e/test_priya.py`` drives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heinzel.errors import HeinzelError
+
+__all__ = ["FIXTURES", "Week", "priya_edits", "run_demo", "without_section"]
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "priya"
+NAME = "weekly-report"
+MARK = "<!-- hz:draft key="
+
+
+def priya_edits(text: str) -> str:
+    """What Priya does to the first pending draft on Monday: deletes the tag line (that is
+    the approval), moves the board (where the risks are) above the merged PRs, and
+    deletes a meeting line she does not want in the report."""
+    lines = text.split("\n")
+    tag = next(i for i, line in enumerate(lines) if line.startswith("🧝 DRAFT"))
+    del lines[tag]
+    end = next(i for i in range(tag, len(lines)) if lines[i].startswith("<!-- hz:end"))
+    section = lines[tag:end]
+    prs, board, calendar = (section.index(f"### {h}") for h in ("merged_prs", "board", "calendar"))
+    reordered = section[:prs] + section[board:calendar] + section[prs:board] + section[calendar:]
+    kept = [line for line in reordered if "Payments partner sync" not in line]
+    return "\n".join(lines[:tag] + kept + lines[end:])
+
+
+def without_section(text: str, key: str) -> str:
+    """The document with the draft section of ``key`` deleted (a rejection): its tag line,
+    its markers, what is between them, and the blank line before it."""
+    lines = text.split("\n")
+    start = lines.index(f"{MARK}{key} -->")
+    end = lines.index(f"<!-- hz:end key={key} -->")
+    first = start - 1 if start > 0 and lines[start - 1].startswith("🧝 DRAFT") else start
+    if first > 0 and not lines[first - 1].strip():
+        first -= 1
+    return "\n".join(lines[:first] + lines[end + 1 :])
+
+
+@dataclass
+class Step:
+    """One moment of the week: what ran, what the spine gained, what it cost."""
+
+    when: str
+    title: str
+    story: str
+    commands: list[str] = field(default_factory=list)
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    usd: float = 0.0
+    exits: list[int] = field(default_factory=list)
+
+
+class Week:
+    """Priya's week in ``home``, one ``hz`` process per command."""
+
+    def __init__(self, home: Path, *, crashes: bool = True, python: str = sys.executable) -> None:
+        self.home = home
+        self.crashes = crashes
+        self.work = home / "priya"
+        self.python = python
+        self.steps: list[Step] = []
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """A fresh home and the fixtures copied beside it (HZH240, HZH241 otherwise)."""
+        if not FIXTURES.is_dir():
+            raise HeinzelError(
+                "HZH240",
+                f"the demo's fixtures are missing ({FIXTURES})",
+                "run hz demo from a clone of the repository (make demo)",
+            )
+        if self.home.exists() and any(self.home.iterdir()):
+            raise HeinzelError(
+                "HZH241",
+                f"{self.home} is not empty; the demo plays in a fresh home",
+                "give --home a new folder, or leave it out for a temporary one",
+            )
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.copytree(FIXTURES, self.work)
+
+    def env(self, now: str, crash: str | None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+        env.update(
+            HZ_HOME=str(self.home),
+            HZ_NOW=now,
+            HZ_FIXTURE_SOURCES=str(self.work),
+            HZ_MODEL="offline",
+            HZ_MODEL_FAST="offline",
+            HZ_MODEL_BEST="offline",
+            HZ_APPROVER="priya",
+            HZ_USER="priya",
+            HZ_LOG_LEVEL="error",
+            XDG_CONFIG_HOME=str(self.home / "config"),
+        )
+        if crash:
+            env["HZ_CRASH_AT"] = crash
+        return env
+
+    def hz(self, step: Step, now: str, *args: str, crash: str | None = None) -> str:
+        """Run ``hz ARGS`` at ``now`` (killed at ``crash``); its output."""
+        done = subprocess.run(
+            [self.python, "-m", "heinzel", *args],
+            env=self.env(now, crash),
+            cwd=self.work,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        shown = " ".join(a if " " not in a else repr(a) for a in args)
+        step.commands.append(f"HZ_NOW={now}{f' HZ_CRASH_AT={crash}' if crash else ''} hz {shown}")
+        step.exits.append(done.returncode)
+        if done.returncode not in (0, 137) or (done.returncode == 137 and not crash):
+            raise HeinzelError(
+                "HZH242",
+                f"the demo's `hz {shown}` failed: {done.stderr.strip()[-300:]}",
+                f"the home is kept at {self.home} to look into",
+            )
+        return done.stdout
+
+    def spine(self) -> list[dict[str, Any]]:
+        """Every line of Priya's one session, parsed."""
+        paths = sorted((self.home / "heinzel").glob("hz-*/session.jsonl"))
+        if not paths:
+            return []
+        return [json.loads(line) for line in paths[0].read_text("utf-8").splitlines()]
+
+    def report(self) -> str:
+        return (self.work / "weekly-report.md").read_text(encoding="utf-8")
+
+    def spent(self) -> float:
+        return sum(
+            float(e["data"].get("usd") or 0) for e in self.spine() if e["kind"] == "model.request"
+        )
+
+    def moment(self, when: str, title: str, story: str, play: Callable[[Step], None]) -> Step:
+        """Play one moment and keep what it added."""
+        step = Step(when, title, story)
+        before, usd = len(self.spine()), self.spent()
+        play(step)
+        step.lines = self.spine()[before:]
+        step.usd = self.spent() - usd
+        self.steps.append(step)
+        return step
+
+    # -- the week ------------------------------------------------------------------
+
+    def _created(self, s: Step) -> None:
+        self.hz(s, "2026-10-26T09:00:00Z", "heinzel", "new", "--from", "weekly-report.prose.md")
+        self.hz(s, "2026-10-26T09:01:00Z", "approve", NAME)
+
+    def _friday(self, s: Step) -> None:
+        tick = ("system", "daemon", "tick")
+        if self.crashes:
+            self.hz(s, "2026-10-30T14:05:00Z", *tick, crash="after:effect.started")
+            self.hz(s, "2026-10-30T14:07:00Z", *tick, crash="after:draft.placed")
+        self.hz(s, "2026-10-30T14:09:00Z", *tick)
+
+    def _monday(self, s: Step) -> None:
+        (self.work / "weekly-report.md").write_text(priya_edits(self.report()), encoding="utf-8")
+        self.hz(s, "2026-11-02T08:00:00Z", "system", "daemon", "tick")
+
+    def _tuesday(self, s: Step) -> None:
+        message = (self.work / "amendment-v2.message.txt").read_text("utf-8").strip()
+        self.hz(s, "2026-11-03T09:00:00Z", "heinzel", "chat", NAME, message)
+        placed = [e["key"] for e in self.spine() if e["kind"] == "draft.placed"]
+        report = self.work / "weekly-report.md"
+        report.write_text(without_section(report.read_text("utf-8"), placed[-1]), "utf-8")
+        v2 = "weekly-report.v2.prose.md"
+        self.hz(s, "2026-11-03T09:05:00Z", "heinzel", "amend", NAME, "--from", v2)
+        self.hz(s, "2026-11-03T09:06:00Z", "approve", NAME)
+
+    def _next_friday(self, s: Step) -> None:
+        self.hz(s, "2026-11-06T14:05:00Z", "system", "daemon", "tick")
+
+    def play(self, out: Callable[[Step], None] = lambda step: None, *, until: int = 5) -> None:
+        """The week (its first ``until`` moments), each handed to ``out`` as it ends."""
+        moments: list[tuple[str, str, str, Callable[[Step], None]]] = [
+            (
+                "Mon 26 Oct 10:00",
+                "created",
+                "Priya creates weekly-report from her contract file and approves v1: it is "
+                "asleep and will wake every Friday at 15:00 Berlin time.",
+                self._created,
+            ),
+            (
+                "Fri 30 Oct 15:05",
+                "the scheduled draft, and two crashes",
+                "The tick wakes it for the 15:00 slot: inputs fetched once and staged, one "
+                "think, a draft placed under its tag. The first tick is killed right after "
+                "effect.started (the draft not yet written), the second right after "
+                "draft.placed (before turn.finished). Each next tick resumes the same turn "
+                "by its key: the ledger places the section once, nothing is thought twice.",
+                self._friday,
+            ),
+            (
+                "Mon 2 Nov 09:00",
+                "approval and two lessons",
+                "Priya edits the draft in her document: she deletes the tag line (that is "
+                "the approval), moves the board above the merged PRs and drops a meeting. "
+                "The tick reads the document, and the learning turn records what it learned.",
+                self._monday,
+            ),
+            (
+                "Tue 3 Nov 10:00",
+                "chat, and the amendment to v2",
+                "Priya writes in its chat (the message goes to the inbox first). The offline "
+                "model, not being AI, answers with a fresh draft rather than an amendment, "
+                "and she deletes that section (a rejection, observed at the next tick). "
+                "She files the amendment she wants, adding the on-call channel as an input: "
+                "it widens the contract, so only she may approve it, and she does: v2.",
+                self._tuesday,
+            ),
+            (
+                "Fri 6 Nov 15:05",
+                "the next draft, under v2 with both lessons",
+                "The tick observes Tuesday's rejected section (one line, no turn) and wakes "
+                "it for the next slot; the turn is pinned to v2 and to the lessons so far, "
+                "and the tag says v2.",
+                self._next_friday,
+            ),
+        ]
+        for when, title, story, play in moments[:until]:
+            out(self.moment(when, title, story, play))
+
+
+def _line(event: dict[str, Any]) -> str:
+    """One spine line, short: seq, kind, and the fields a newcomer cares about."""
+    data = event["data"]
+    keys = ("cause", "step", "woken_by", "disposition", "reason", "version", "share_changed")
+    shown = [f"{k}={data[k]}" for k in keys if k in data]
+    if "sentence" in data:
+        shown.append(f"{str(data['sentence'])[:60]!r}")
+    pins = data.get("pins") or {}
+    if pins:
+        shown.append(f"pinned to v{pins.get('contract_version')}")
+        seq = pins.get("lessons_seq")
+        shown.append("and no lessons yet" if seq is None else f"and the lessons up to seq {seq}")
+    parts = str(event.get("key") or "").split("@")
+    if event["kind"] in ("effect.started", "draft.placed") and parts[1:2] and parts[1][:1] == "v":
+        shown.append(f"draft key <id>@{parts[1]}@{parts[2]}@<file>")
+    return f"    {event['seq']:>3} {event['kind']:<18} {' '.join(shown)}".rstrip()
+
+
+def render_step(step: Step) -> str:
+    """A moment as a newcomer reads it."""
+    lines = [f"\n== {step.when}: {step.title} ==", step.story, ""]
+    lines += [
+        f"  $ {command}" + ("   -> killed (137)" if code == 137 else "")
+        for command, code in zip(step.commands, step.exits, strict=True)
+    ]
+    lines.append(f"  the spine gained {len(step.lines)} lines:")
+    lines += [_line(e) for e in step.lines]
+    lines.append(f"  cost: {step.usd:.2f} USD (the offline model is free)")
+    return "\n".join(lines)
+
+
+def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
+    """Play the week in ``home`` and narrate it through ``echo``."""
+    week = Week(home)
+    week.setup()
+    echo(f"hz demo: Priya's weekly report (ADR 0049), in {home}")
+    week.play(lambda step: echo(render_step(step)))
+    sections = week.report().count(MARK)
+    tags = [line for line in week.report().splitlines() if line.startswith("🧝 DRAFT")]
+    echo("\nThe tags waiting in the report now:")
+    for tag in tags:
+        echo(f"  {tag}")
+    echo(
+        f"\nThe report holds {sections} hz sections, one per Friday (the crashed Friday's "
+        f"placed once): {week.work / 'weekly-report.md'}"
+    )
+    echo(f"The home is {home}. Try:")
+    echo(f"  hz heinzel show {NAME} --home {home}")
+    echo(f"  hz heinzel lessons {NAME} --home {home}")
+    echo(f"  hz drafts --home {home}")
+    return week

@@ -1,0 +1,167 @@
+"""The inbox: ``<id>/inbox/<request id>.json``, every user message written before anything
+reads it (ADR 0049 statement 14).
+
+A request file holds what the spine never does: the text of a chat message, a retry's
+hint, a stop request. It is written atomically and privately before any spine line names
+it, so a crash loses no message, and it is idempotent by request id: writing the same
+request again changes nothing, writing another text under a taken id is ``HZH230``. The
+spine records only ``request_id`` and the text's ``hash``. A running turn belongs to the
+process that holds the spine's lock; that host reads `Inbox.pending` at its step
+boundaries (steers, a stop) and marks each request ``taken``. Files expire with the turn
+bodies under ``retention_days`` (`Inbox.prune`), never as a side effect of a read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from heinzel.errors import HeinzelError
+from heinzel.home import Home
+from ledger.event import canonical, format_ts, parse_ts, sha256_hex
+from ledger.files import ensure_private_dir, write_atomic
+
+__all__ = ["KINDS", "Inbox", "Request"]
+
+KINDS: Final = ("chat", "stop", "retry", "wake")
+_NAME: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
+_ID: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One message to a Heinzelmännchen: a chat text, a stop, a retry with its hint."""
+
+    request_id: str
+    heinzel: str
+    kind: str
+    message: str
+    at: str
+    hash: str
+    taken: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"v": 1, **asdict(self)}
+
+
+class Inbox:
+    """The request files of one Heinzelmännchen."""
+
+    def __init__(self, home: Home, heinzel_id: str) -> None:
+        self.heinzel = heinzel_id
+        self.directory = home.inbox_dir(heinzel_id)
+
+    def path(self, request_id: str) -> Path:
+        if not _ID.match(request_id):
+            raise HeinzelError(
+                "HZH231",
+                f"not a request id: {request_id!r}",
+                "a request id is rq- and up to 64 letters or digits",
+            )
+        return self.directory / f"{request_id}.json"
+
+    def write(self, request_id: str, kind: str, message: str, *, at: datetime) -> Request:
+        """Write the request durably (or find it written); the same id with another
+        kind or text is HZH230."""
+        if kind not in KINDS:
+            raise HeinzelError("HZH232", f"not a request kind: {kind!r}", ", ".join(KINDS))
+        digest = _digest(message)
+        existing = self.read(request_id)
+        if existing is not None:
+            if (existing.kind, existing.hash) != (kind, digest):
+                raise HeinzelError(
+                    "HZH230",
+                    f"request {request_id} was already sent with another message",
+                    "send a new message without --request-id, or repeat the same one",
+                )
+            return existing
+        request = Request(request_id, self.heinzel, kind, message, format_ts(at), digest)
+        ensure_private_dir(self.directory)
+        write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
+        return request
+
+    def read(self, request_id: str) -> Request | None:
+        """The request, or None when there is none (a link or a garbled file is HZH233)."""
+        path = self.path(request_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise HeinzelError(
+                "HZH233",
+                f"cannot read the request {path}: {error.strerror or error}",
+                "it must be a file hz wrote; move it away",
+            ) from None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                data = json.loads(handle.read().decode("utf-8"))
+                return _request(data, request_id, self.heinzel)
+            except (ValueError, TypeError) as error:
+                raise HeinzelError(
+                    "HZH233",
+                    f"the request {path} is not readable: {error}",
+                    "move it away; the sender can send it again",
+                ) from None
+
+    def take(self, request_id: str, *, at: datetime) -> Request:
+        """Mark a request taken (its spine line is written); taking twice changes nothing."""
+        found = self.read(request_id)
+        if found is None:
+            raise HeinzelError(
+                "HZH234", f"no request {request_id} in the inbox", "it may have expired"
+            )
+        if found.taken is not None:
+            return found
+        taken = Request(**{**asdict(found), "taken": format_ts(at)})
+        write_atomic(self.path(request_id), (canonical(taken.to_json()) + "\n").encode())
+        return taken
+
+    def pending(self, kind: str | None = None) -> list[Request]:
+        """Requests not yet taken, oldest first (ids are ULIDs, so names sort by time)."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for entry in sorted(self.directory.iterdir()):
+            if not _NAME.match(entry.name) or entry.is_symlink():
+                continue
+            request = self.read(entry.name.removesuffix(".json"))
+            if request and request.taken is None and (kind is None or request.kind == kind):
+                found.append(request)
+        return found
+
+    def prune(self, now: datetime, retention_days: int) -> list[str]:
+        """Delete requests sent more than ``retention_days`` before ``now`` (0 keeps all);
+        only names hz writes, never through a link. Returns the names deleted."""
+        if retention_days <= 0 or not self.directory.is_dir():
+            return []
+        cutoff = now - timedelta(days=retention_days)
+        deleted = []
+        for entry in sorted(self.directory.iterdir()):
+            if not _NAME.match(entry.name) or entry.is_symlink():
+                continue
+            request = self.read(entry.name.removesuffix(".json"))
+            if request is not None and parse_ts(request.at) < cutoff:
+                entry.unlink()
+                deleted.append(entry.name)
+        return deleted
+
+
+def _digest(message: str) -> str:
+    return "sha256:" + sha256_hex(message.encode("utf-8"))
+
+
+def _request(data: dict[str, Any], request_id: str, heinzel: str) -> Request:
+    """A request file as read: this module's form, or a bare ``{request, message, at}``
+    that ``hz heinzel wake --message`` writes (kind ``wake``)."""
+    if "request_id" not in data:
+        message = str(data.get("message") or "")
+        at = str(data.get("at", ""))
+        return Request(request_id, heinzel, "wake", message, at, _digest(message), at or None)
+    data.pop("v", None)
+    return Request(**data)

@@ -1,0 +1,366 @@
+"""The tick: find what is due from the index, stage every input, wake what moved.
+
+`Tick.run()` takes the tick lock (``<home>/heinzel/tick.lock``), asks the index what is
+due (`heinzel.tick_plan.Planner`), reads the state of every placed draft from the
+documents adapter, fetches each source whose recheck is due exactly once and stages it in
+the source cache (`heinzel.sources.fetch_once`) before any turn starts, and builds the
+wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
+Heinzelmännchen without a schedule, waits that are due, and turns a dead process left
+running. Keys the index already has a final turn for are dropped. Heinzelmännchen are
+woken by graph height, then oldest due, at most ``max_wakes_per_tick``; one whose new
+wakes would cross the daily cap gets one ``turn.skipped{reason: cap}`` instead, and the
+user one ``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, which
+`heinzel.service.Service` satisfies): it coalesces by the key rule and decides if-moved.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol, cast
+
+from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
+from heinzel.daemon import abandon_turn, lock_held
+from heinzel.errors import HeinzelError
+from heinzel.ids import new_id
+from heinzel.service import Service
+from heinzel.sources import SourceCache, SourceRequest, TickFetch, fetch_once
+from heinzel.tick_plan import Due, Planner, latest_slot
+from ledger.errors import HzError, LedgerError
+from ledger.event import format_ts, parse_ts
+from ledger.lock import Sleep, take_lock
+from machines import keys
+from machines.keys import Wake, coalesce
+from machines.resume import skip_turn
+from machines.spine_journal import SpineIndex, SpineJournal
+from machines.waits import Facts, due_waits
+
+__all__ = ["Tick", "TickReport", "TurnRunner"]
+
+
+class TurnRunner(Protocol):
+    """The host that runs turns: `heinzel.service.Service` once the turns land."""
+
+    def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: Sequence[Wake],
+        *,
+        adapters: Mapping[str, object],
+        staged: TickFetch | None = None,
+    ) -> Sequence[object]:
+        """Start, coalesce or resume turns for ``wakes`` by the key rule."""
+        ...
+
+    def resume_turn(
+        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
+    ) -> object | None:
+        """Resume one turn (a due wait, or a crashed turn with ``recovery``)."""
+        ...
+
+
+@dataclass(slots=True)
+class TickReport:
+    """What one tick did, for the log, ``--json`` and the tests."""
+
+    at: str
+    woken: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    fetches: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class _Plan:
+    wakes: dict[str, list[Wake]] = field(default_factory=dict)
+    resumes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    since: dict[str, str] = field(default_factory=dict)
+
+    def wake(self, heinzel: str, wake: Wake, since: str) -> None:
+        self.wakes.setdefault(heinzel, []).append(wake)
+        self._since(heinzel, since)
+
+    def resume(self, heinzel: str, turn: str, woken_by: str, since: str) -> None:
+        self.resumes.setdefault(heinzel, []).append((turn, woken_by))
+        self._since(heinzel, since)
+
+    def _since(self, heinzel: str, since: str) -> None:
+        self.since[heinzel] = min(self.since.get(heinzel, since), since)
+
+    def ids(self) -> set[str]:
+        return set(self.wakes) | set(self.resumes)
+
+
+class Tick:
+    """One tick over a home: the index asked, the sources staged, the wakes run."""
+
+    def __init__(
+        self,
+        service: Service,
+        runner: TurnRunner,
+        adapters: Mapping[str, object],
+        *,
+        sleep: Sleep,
+    ) -> None:
+        self.service = service
+        self.runner = runner
+        self.adapters = adapters
+        self.sleep = sleep
+
+    def run(self) -> TickReport:
+        """Take the tick lock and tick once (HZH220 when another tick holds it)."""
+        home = self.service.home
+        home.heinzel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        timeout = self.service.settings.heinzel.lock_timeout.total_seconds()
+        try:
+            fd = take_lock(home.tick_lock, timeout, self.sleep)
+        except LedgerError as error:
+            if error.code != "HZL010":
+                raise
+            raise HeinzelError(
+                "HZH220",
+                f"another tick is running in {home.root} (waited {timeout:g} s)",
+                "let it finish; a timer that fires while one runs can skip this tick",
+            ) from None
+        try:
+            return self._tick()
+        finally:
+            os.close(fd)
+
+    # -- one tick ------------------------------------------------------------------
+
+    def _tick(self) -> TickReport:
+        now = self.service.clock()
+        planner = Planner(self.service.index.db)
+        due = planner.due(now)
+        report = TickReport(at=format_ts(now))
+        plan = _Plan()
+        decided = self._drafts(due, plan)
+        staged = self._stage(due, planner, now, report)
+        self._slots(due, plan, now)
+        for row in due.stale:
+            wake = Wake("stale", keys.stale(row["heinzel"], row["output"], row["valid_until"]))
+            plan.wake(row["heinzel"], wake, row["valid_until"])
+        self._moved(due, staged, plan, report)
+        self._waits(due, staged=staged, decided=decided, planner=planner, plan=plan, now=now)
+        self._running(due, plan)
+        if not plan.ids():
+            return report
+        # A key with any turn is not woken again: a final one is done, an open one is
+        # resumed above (recovery, a due wait) or is running in another process.
+        taken = planner.taken(k.key for ws in plan.wakes.values() for k in ws)
+        for heinzel, wakes in list(plan.wakes.items()):
+            plan.wakes[heinzel] = [w for w in wakes if w.key not in taken]
+        ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
+        heights = planner.heights(ids)
+        ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
+        limit = self.service.settings.heinzel.max_wakes_per_tick
+        report.deferred = ids[limit:]
+        for heinzel in ids[:limit]:
+            self._wake(
+                heinzel,
+                plan=plan,
+                staged=staged,
+                planner=planner,
+                now=now,
+                report=report,
+            )
+        return report
+
+    def _drafts(self, due: Due, plan: _Plan) -> set[str]:
+        """Ask the documents adapter for each placed draft; decided ones wake the learning
+        turn (the approval key is once per placed draft)."""
+        documents = self.adapters.get("documents")
+        decided: set[str] = set()
+        if documents is None:
+            return decided
+        for row in due.drafts:
+            state = documents.draft_state(row["key"])  # type: ignore[attr-defined]
+            if isinstance(state, Approved | Rejected):
+                decided.add(row["key"])
+                output = row["output"] or "output"
+                digest = row["hash"] or "unhashed"
+                wake = Wake("approval", keys.approval(row["heinzel"], output, digest))
+                plan.wake(row["heinzel"], wake, row["placed_at"] or "")
+        return decided
+
+    def _stage(self, due: Due, planner: Planner, now: datetime, report: TickReport) -> TickFetch:
+        """Fetch every source whose recheck is due once, staged before any turn starts."""
+        if not due.inputs:
+            return TickFetch(staged=[], fetches=0)
+        requests = [
+            SourceRequest(
+                watcher=row.heinzel,
+                input=row.input,
+                capability=row.capability,
+                method=row.method,
+                args=row.args,
+                window=None if row.window_s is None else timedelta(seconds=row.window_s),
+                recheck=timedelta(seconds=row.recheck_s),
+                facet=row.facet,
+                last_seen=row.last_seen,
+            )
+            for row in due.inputs
+        ]
+        readers = cast(Mapping[str, ReadCapability], self.adapters)
+        fetched = fetch_once(requests, readers, now, cache=SourceCache.of(self.service.home))
+        report.fetches = fetched.fetches
+        shortest: dict[str, int] = {}
+        for row in due.inputs:
+            shortest[row.source_key] = min(
+                shortest.get(row.source_key, row.recheck_s), row.recheck_s
+            )
+        planner.checked(
+            (key, format_ts(now + timedelta(seconds=seconds))) for key, seconds in shortest.items()
+        )
+        for item in fetched.staged:
+            if item.error is not None:
+                report.errors.append(
+                    {
+                        "id": item.request.watcher,
+                        "input": item.request.input,
+                        "code": item.error.code,
+                    }
+                )
+        return fetched
+
+    def _slots(self, due: Due, plan: _Plan, now: datetime) -> None:
+        for row in due.slots:
+            slot = latest_slot(row["schedule"], row["timezone"], parse_ts(row["next_due"]), now)
+            wake = Wake("schedule", keys.schedule(row["id"], format_ts(slot)))
+            plan.wake(row["id"], wake, row["next_due"])
+
+    def _moved(self, due: Due, staged: TickFetch, plan: _Plan, report: TickReport) -> None:
+        """An input that moved wakes a Heinzelmännchen without a schedule; one with a
+        schedule renders at its slot from the staged input instead."""
+        scheduled = {row.heinzel for row in due.inputs if row.scheduled}
+        for item in staged.staged:
+            watcher = item.request.watcher
+            if watcher in scheduled or not item.moved or item.fingerprint is None:
+                continue
+            key = keys.source_changed(watcher, item.request.input, item.fingerprint)
+            plan.wake(watcher, Wake("source-changed", key), report.at)
+
+    def _waits(
+        self,
+        due: Due,
+        *,
+        staged: TickFetch,
+        decided: set[str],
+        planner: Planner,
+        plan: _Plan,
+        now: datetime,
+    ) -> None:
+        if not due.waits:
+            return
+        answers = planner.answers(h for h, _ in due.waits)
+        for heinzel in sorted({h for h, _ in due.waits}):
+            fingerprints = {
+                s.request.input: s.fingerprint
+                for s in staged.staged
+                if s.request.watcher == heinzel and s.fingerprint is not None
+            }
+            facts = Facts(
+                fingerprints=fingerprints,
+                approvals=frozenset(decided),
+                answers=answers,
+                drafts=planner.latest_drafts(heinzel),
+            )
+            waits = [w for h, w in due.waits if h == heinzel]
+            for found in due_waits(now, waits, facts):
+                plan.resume(heinzel, found.turn, found.woken_by, format_ts(now))
+
+    def _running(self, due: Due, plan: _Plan) -> None:
+        """A turn the index shows running whose spine lock is free was left by a dead
+        process: resume it (``recovery``). One whose lock is held is still running."""
+        for row in due.running:
+            if not lock_held(self.service.home.session_dir(row["heinzel"]) / "lock"):
+                plan.resume(row["heinzel"], row["id"], "recovery", row["started_at"] or "")
+
+    # -- waking one ------------------------------------------------------------------
+
+    def _wake(
+        self,
+        heinzel: str,
+        *,
+        plan: _Plan,
+        staged: TickFetch,
+        planner: Planner,
+        now: datetime,
+        report: TickReport,
+    ) -> None:
+        wakes = plan.wakes.get(heinzel, [])
+        try:
+            if wakes and self._over_cap(heinzel, planner, now):
+                self._skip_cap(heinzel, wakes, planner, now, report)
+                wakes = []
+            for turn, woken_by in plan.resumes.get(heinzel, []):
+                if woken_by == "superseded":
+                    abandon_turn(self.service, heinzel, turn, "superseded")
+                    report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
+                    continue
+                self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
+                report.woken.append({"id": heinzel, "turn": turn, "woken_by": woken_by})
+            mine = TickFetch(
+                staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
+            )
+            # each approval is its own learning turn, before the rest (so a draft due in
+            # the same tick already has its lessons); the rest coalesce into one turn
+            batches = [[w] for w in wakes if w.cause == "approval"]
+            batches += [rest] if (rest := [w for w in wakes if w.cause != "approval"]) else []
+            for batch in batches:
+                self.runner.run_wakes(heinzel, batch, adapters=self.adapters, staged=mine)
+                report.woken.append(
+                    {"id": heinzel, "wakes": [{"cause": w.cause, "key": w.key} for w in batch]}
+                )
+            if wakes:
+                planner.seen(
+                    (heinzel, s.request.input, s.fingerprint)
+                    for s in mine.staged
+                    if s.fingerprint is not None
+                )
+        except HzError as error:
+            report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
+
+    def _over_cap(self, heinzel: str, planner: Planner, now: datetime) -> bool:
+        settings = self.service.settings.heinzel
+        cap = planner.turn_cap(heinzel)
+        expected = settings.max_usd if cap is None else min(cap, settings.max_usd)
+        return planner.spent_today(now) + expected > settings.max_usd_per_day
+
+    def _skip_cap(
+        self,
+        heinzel: str,
+        wakes: Sequence[Wake],
+        planner: Planner,
+        now: datetime,
+        report: TickReport,
+    ) -> None:
+        """One ``turn.skipped{reason: cap}`` for the new wakes, and the day's notice."""
+        day = format_ts(now)[:10]
+        with self.service.open_spine(heinzel) as spine:
+            journal = SpineJournal(spine, SpineIndex.scan(spine.path))
+            start = coalesce(journal, wakes).start
+            if start:
+                turn = "t-" + new_id(self.service.clock)[3:]
+                skip_turn(journal, turn=turn, wakes=start, reason="cap")
+                report.skipped.append(
+                    {"id": heinzel, "turn": turn, "reason": "cap", "keys": [w.key for w in start]}
+                )
+            if start and not planner.noticed("cap", day):
+                cap = self.service.settings.heinzel.max_usd_per_day
+                text = f"the daily cap of {cap:g} USD is reached; more wakes are skipped today"
+                spine.append(
+                    "notice.posted",
+                    {"reason": "cap", "day": day, "message": text},
+                    key=f"{heinzel}@notice:cap:{day}",
+                    short_text=("message",),
+                )
+                report.notices.append(text)

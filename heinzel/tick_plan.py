@@ -1,0 +1,292 @@
+"""What is due at a tick, asked of the index alone (never a spine).
+
+`Planner.due(now)` answers with a handful of queries whatever the number of
+Heinzelmännchen: schedule slots whose ``next_due`` passed, waiting turns, placed
+drafts (whose state the documents adapter then reads), approved outputs past their
+``valid_until``, turns left running by a dead process, and the watched inputs whose
+recheck is due (or whose owner is due anyway, so gather reads them staged). Retired and
+paused ones (``hold``) are never asked for. The follow-up queries (keys already taken,
+spend today, graph height) run only when something is due.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+from heinzel.schedule import next_slot
+from ledger.event import format_ts
+from machines.waits import PendingWait
+
+__all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "latest_slot"]
+
+TICK_STATE = """
+CREATE TABLE IF NOT EXISTS tick_seen (
+    heinzel TEXT NOT NULL, input TEXT NOT NULL, fingerprint TEXT, PRIMARY KEY (heinzel, input)
+);
+"""
+"""The tick's own bookkeeping beside the derived tables: the fingerprint each watcher's
+last woken turn was handed (with ``tick_sources``, when each source is next polled). Losing
+it (a new index file) costs a cache read and at most one render if-moved would have
+skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputRow:
+    """One watched input as the index holds it."""
+
+    heinzel: str
+    input: str
+    capability: str
+    method: str
+    args: dict[str, Any]
+    window_s: int | None
+    recheck_s: int
+    facet: str | None
+    source_key: str
+    last_seen: str | None
+    scheduled: bool
+
+
+@dataclass(slots=True)
+class Due:
+    """Everything the index says is due at one tick."""
+
+    slots: list[dict[str, Any]] = field(default_factory=list)
+    waits: list[tuple[str, PendingWait]] = field(default_factory=list)
+    drafts: list[dict[str, Any]] = field(default_factory=list)
+    stale: list[dict[str, Any]] = field(default_factory=list)
+    running: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[InputRow] = field(default_factory=list)
+
+
+def latest_slot(schedule: str, timezone: str | None, due: datetime, now: datetime) -> datetime:
+    """The latest slot at or before ``now``, starting from the first missed one ``due``:
+    a laptop that slept through three Fridays renders once, for the last."""
+    slot = due
+    for _ in range(10_000):
+        following = next_slot(schedule, timezone, slot)
+        if following is None or following > now:
+            return slot
+        slot = following
+    return slot
+
+
+class Planner:
+    """The tick's queries over one index database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.db.executescript(TICK_STATE)
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.db.execute(sql, list(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def due(self, now: datetime) -> Due:
+        """One pass of the tick's questions at ``now``."""
+        at = format_ts(now)
+        found = Due()
+        found.slots = self._rows(
+            "SELECT h.id, h.name, h.next_due, h.schedule, h.timezone FROM heinzel h "
+            "WHERE h.next_due <= ? AND "
+            "h.hold IS NULL AND h.contract_version IS NOT NULL ORDER BY h.next_due",
+            [at],
+        )
+        for row in self._rows(
+            "SELECT w.turn, w.heinzel, w.step, w.until, w.wait_on, tw.seq, tw.output "
+            "FROM waits w JOIN heinzel h ON h.id = w.heinzel "
+            "LEFT JOIN tick_waits tw ON tw.turn = w.turn WHERE "
+            "h.hold IS NULL AND h.contract_version IS NOT NULL"
+        ):
+            found.waits.append(
+                (
+                    row["heinzel"],
+                    PendingWait(
+                        turn=row["turn"],
+                        step=row["step"] or "",
+                        until=row["until"] or at,
+                        seq=int(row["seq"] or 0),
+                        on=json.loads(row["wait_on"]) if row["wait_on"] else None,
+                        output=row["output"],
+                    ),
+                )
+            )
+        found.drafts = self._rows(
+            "SELECT d.key, d.heinzel, d.output, d.hash, d.asset, d.placed_at FROM drafts d "
+            "JOIN heinzel h ON h.id = d.heinzel WHERE d.state = 'pending' AND "
+            "h.hold IS NULL AND h.contract_version IS NOT NULL "
+            "ORDER BY d.placed_at"
+        )
+        found.stale = self._rows(
+            "SELECT c.key, c.heinzel, c.output, c.valid_until FROM tick_decisions c "
+            "JOIN heinzel h ON h.id = c.heinzel JOIN drafts d ON d.key = c.key "
+            "WHERE c.state = 'approved' AND c.valid_until <= ? AND "
+            "h.hold IS NULL AND h.contract_version IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM drafts n WHERE n.heinzel = d.heinzel "
+            "AND n.output = d.output AND n.placed_at > d.placed_at)",
+            [at],
+        )
+        found.running = self._rows(
+            "SELECT t.id, t.heinzel, t.started_at FROM turns t JOIN heinzel h "
+            "ON h.id = t.heinzel WHERE t.state = 'running' AND "
+            "h.hold IS NULL AND h.contract_version IS NOT NULL"
+        )
+        found.inputs = [
+            InputRow(
+                heinzel=r["heinzel"],
+                input=r["input"],
+                capability=r["capability"],
+                method=r["method"],
+                args=json.loads(r["args"]),
+                window_s=r["window_s"],
+                recheck_s=int(r["recheck_s"] or 0),
+                facet=r["facet"],
+                source_key=r["source_key"],
+                last_seen=r["fingerprint"],
+                scheduled=bool(r["schedule"]),
+            )
+            for r in self._rows(
+                # three index lookups, so nothing due costs the same over 10 or 10,000
+                "WITH due(heinzel, input) AS ("
+                "SELECT i.heinzel, i.input FROM tick_sources c "
+                "JOIN tick_inputs i ON i.source_key = c.key WHERE c.next_check <= ? "
+                "UNION SELECT i.heinzel, i.input FROM heinzel h "
+                "JOIN tick_inputs i ON i.heinzel = h.id WHERE h.next_due <= ? "
+                "UNION SELECT i.heinzel, i.input FROM waits w "
+                "JOIN tick_inputs i ON i.heinzel = w.heinzel) "
+                "SELECT i.*, h.schedule, s.fingerprint FROM due "
+                "JOIN tick_inputs i ON i.heinzel = due.heinzel AND i.input = due.input "
+                "JOIN heinzel h ON h.id = i.heinzel "
+                "LEFT JOIN tick_seen s ON s.heinzel = i.heinzel AND s.input = i.input "
+                "WHERE h.hold IS NULL AND h.contract_version IS NOT NULL",
+                [at, at],
+            )
+        ]
+        return found
+
+    # -- follow-ups, only when something is due ------------------------------------
+
+    def taken(self, keys: Iterable[str]) -> dict[str, str]:
+        """The state of the turn each key already has (``running``, ``waiting``,
+        ``finished``, ``skipped``); keys with no turn are absent."""
+        wanted = sorted(set(keys))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.db.execute(
+            f"SELECT j.value, t.state FROM turns t, json_each(t.keys) j "  # noqa: S608
+            f"WHERE j.value IN ({marks})",
+            wanted,
+        ).fetchall()
+        states: dict[str, str] = {}
+        for key, state in rows:
+            if states.get(key) not in ("finished", "skipped"):
+                states[key] = state
+        return states
+
+    def answers(self, heinzel_ids: Iterable[str]) -> frozenset[str]:
+        """Answered question keys of these Heinzelmännchen."""
+        ids = sorted(set(heinzel_ids))
+        if not ids:
+            return frozenset()
+        marks = ", ".join("?" for _ in ids)
+        rows = self.db.execute(
+            f"SELECT key FROM tick_answers WHERE heinzel IN ({marks})",  # noqa: S608
+            ids,
+        ).fetchall()
+        return frozenset(r[0] for r in rows)
+
+    def latest_drafts(self, heinzel_id: str) -> dict[str, tuple[str, int]]:
+        """The latest draft per output of one Heinzelmännchen, as (turn, seq)."""
+        rows = self.db.execute(
+            "SELECT output, turn, seq FROM tick_drafts WHERE heinzel = ?", [heinzel_id]
+        ).fetchall()
+        return {r[0]: (r[1], int(r[2])) for r in rows}
+
+    def spent_today(self, now: datetime) -> float:
+        """What every Heinzelmännchen of this home spent on ``now``'s UTC day."""
+        row = self.db.execute(
+            "SELECT COALESCE(SUM(cost_today), 0) FROM heinzel WHERE cost_day = ?",
+            [format_ts(now)[:10]],
+        ).fetchone()
+        return float(row[0] or 0.0)
+
+    def turn_cap(self, heinzel_id: str) -> float | None:
+        """The contract's ``agent.max_usd``, if it sets one."""
+        row = self.db.execute(
+            "SELECT frontmatter FROM heinzel WHERE id = ?", [heinzel_id]
+        ).fetchone()
+        value = json.loads(row[0]).get("hz.agent.max_usd") if row and row[0] else None
+        return float(value) if value is not None else None
+
+    def noticed(self, reason: str, day: str) -> bool:
+        """Whether the user was already told of ``reason`` on ``day``."""
+        row = self.db.execute(
+            "SELECT 1 FROM tick_notices WHERE reason = ? AND day = ? LIMIT 1", [reason, day]
+        ).fetchone()
+        return row is not None
+
+    def heights(self, heinzel_ids: Sequence[str]) -> dict[str, int]:
+        """Graph height among ``heinzel_ids``: 0 for one no other due one feeds, else one
+        more than the highest that writes an asset it reads (cycles are cut)."""
+        ids = sorted(set(heinzel_ids))
+        if len(ids) < 2:
+            return dict.fromkeys(ids, 0)
+        marks = ", ".join("?" for _ in ids)
+        writes: dict[str, set[str]] = {}
+        for heinzel, asset in self.db.execute(
+            f"SELECT heinzel, asset FROM tick_outputs WHERE heinzel IN ({marks})",  # noqa: S608
+            ids,
+        ).fetchall():
+            writes.setdefault(str(asset), set()).add(heinzel)
+        reads: dict[str, set[str]] = {}
+        for heinzel, capability, method, args in self.db.execute(
+            f"SELECT heinzel, capability, method, args FROM tick_inputs "  # noqa: S608
+            f"WHERE heinzel IN ({marks})",
+            ids,
+        ).fetchall():
+            asset = _read_asset(capability, method, json.loads(args))
+            for writer in writes.get(asset or "", ()):
+                if writer != heinzel:
+                    reads.setdefault(heinzel, set()).add(writer)
+        memo: dict[str, int] = {}
+
+        def height(node: str, path: frozenset[str]) -> int:
+            if node not in memo:
+                ups = [u for u in reads.get(node, ()) if u not in path]
+                memo[node] = 1 + max((height(u, path | {node}) for u in ups), default=-1)
+            return memo[node]
+
+        return {i: height(i, frozenset()) for i in ids}
+
+    # -- the tick's own bookkeeping --------------------------------------------------
+
+    def checked(self, keys_next: Iterable[tuple[str, str]]) -> None:
+        """Record when each polled source is next due (committed at once)."""
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO tick_sources VALUES (?, ?)", [list(k) for k in keys_next]
+            )
+
+    def seen(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Record the fingerprint each woken watcher was handed, per input."""
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO tick_seen VALUES (?, ?, ?)", [list(r) for r in rows]
+            )
+
+
+def _read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:
+    """The asset an input reads (paths in the index are absolute already)."""
+    if (capability, method) == ("documents", "read") and args.get("doc"):
+        return str(args["doc"])
+    if (capability, method) == ("files", "read") and args.get("path"):
+        return "file:" + str(args["path"])
+    return None

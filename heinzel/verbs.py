@@ -1,0 +1,213 @@
+"""The user's verbs on a Heinzelmännchen: chat, resume, stop, retry, and approving a draft.
+
+Each message is first a request file (`heinzel.inbox`), then a spine line or a turn:
+
+- ``chat`` while a turn runs in another process (its spine lock is held): the request
+  waits in the inbox and that turn's host takes it at its next step boundary (a steer in
+  gather or think, a follow-up request after). While a turn a dead process left is open:
+  ``turn.steered{request_id, hash}`` in gather/think, else ``turn.requested{cause: asked}``
+  keyed ``<id>@<request id>``; the tick's recovery delivers it. Otherwise: a new turn of
+  cause asked, run here.
+- ``resume``: the waiting turn now, ``woken_by: asked``.
+- ``stop``: a turn running elsewhere gets a stop request in the inbox, honoured at its next
+  step boundary; a turn a dead process left open ends ``abandoned stopped`` here.
+- ``retry``: a turn of cause retry keyed ``<id>@retry:<parent>:<request id>``, the hint in
+  the inbox; the host forks it after the parent's gather and supersedes its draft.
+- ``approve`` of a local draft deletes its tag line in the document, as the user would;
+  the next tick reads the approval and wakes the learning turn.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from heinzel.capabilities.documents import TAG_PREFIX, asset_of_key
+from heinzel.daemon import abandon_turn, lock_held
+from heinzel.errors import HeinzelError
+from heinzel.ids import new_id
+from heinzel.inbox import Inbox, Request
+from heinzel.service import Service
+from heinzel.tick import TurnRunner
+from ledger.files import write_atomic
+from machines import keys
+from machines.fold import fold
+from machines.keys import Wake
+from machines.spine_journal import SpineIndex, SpineJournal
+
+__all__ = ["Verbs", "approve_draft"]
+
+STEERABLE = ("gather", "think")
+
+
+class Verbs:
+    """chat, resume, stop and retry over one home, with the host that runs turns."""
+
+    def __init__(
+        self,
+        service: Service,
+        runner: TurnRunner,
+        adapters: Mapping[str, object],
+    ) -> None:
+        self.service = service
+        self.runner = runner
+        self.adapters = adapters
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _request(self, heinzel_id: str, kind: str, message: str, request_id: str | None) -> Request:
+        rid = request_id or "rq-" + new_id(self.service.clock)[3:]
+        inbox = Inbox(self.service.home, heinzel_id)
+        return inbox.write(rid, kind, message, at=self.service.clock())
+
+    def _one(self, sql: str, heinzel_id: str) -> str | None:
+        row = self.service.index.db.execute(sql, [heinzel_id]).fetchone()
+        return str(row[0]) if row else None
+
+    def _running(self, heinzel_id: str) -> str | None:
+        return self._one(
+            "SELECT id FROM turns WHERE heinzel = ? AND state = 'running' "
+            "ORDER BY started_at DESC LIMIT 1",
+            heinzel_id,
+        )
+
+    def _elsewhere(self, heinzel_id: str) -> bool:
+        return lock_held(self.service.home.session_dir(heinzel_id) / "lock")
+
+    # -- the verbs -----------------------------------------------------------------
+
+    def chat(self, ref: str, message: str, *, request_id: str | None = None) -> dict[str, Any]:
+        """Send ``message``: steer or queue for a running turn, else start an asked turn."""
+        if not message.strip():
+            raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
+        row = self.service.resolve(ref)
+        heinzel = str(row["id"])
+        request = self._request(heinzel, "chat", message, request_id)
+        base = {"name": row["name"], "request_id": request.request_id}
+        turn = self._running(heinzel)
+        if turn and self._elsewhere(heinzel):
+            return {**base, "turn": turn, "delivered": "queued for the running turn"}
+        if turn:
+            with self.service.open_spine(heinzel) as spine:
+                journal = SpineJournal(spine, SpineIndex.scan(spine.path))
+                step = fold(turn, journal.turn_events(turn)).state
+                if step in STEERABLE:
+                    journal.append(
+                        "turn.steered",
+                        {"request_id": request.request_id, "hash": request.hash},
+                        turn=turn,
+                    )
+                    how = "steered"
+                else:
+                    journal.append(
+                        "turn.requested",
+                        {"cause": "asked"},
+                        turn=turn,
+                        key=keys.asked(heinzel, request.request_id),
+                    )
+                    how = "requested"
+            Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
+            return {**base, "turn": turn, "delivered": how}
+        wake = Wake("asked", keys.asked(heinzel, request.request_id))
+        self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        return {**base, "delivered": "a new turn", "key": wake.key}
+
+    def resume(self, ref: str) -> dict[str, Any]:
+        """Resume the waiting turn now (``woken_by: asked``)."""
+        row = self.service.resolve(ref)
+        turn = self._one(
+            "SELECT turn FROM waits WHERE heinzel = ? ORDER BY turn DESC LIMIT 1", row["id"]
+        )
+        if turn is None:
+            raise HeinzelError(
+                "HZH236",
+                f"{row['name']} has no waiting turn",
+                "`hz heinzel wake NAME` starts a new one",
+            )
+        self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
+        return {"name": row["name"], "turn": turn, "woken_by": "asked"}
+
+    def stop(self, ref: str) -> dict[str, Any]:
+        """End the running turn ``abandoned stopped`` (or ask its host to, at its next step)."""
+        row = self.service.resolve(ref)
+        heinzel = str(row["id"])
+        turn = self._running(heinzel)
+        if turn is None:
+            raise HeinzelError(
+                "HZH237", f"{row['name']} has no running turn", "`hz heinzel show NAME`"
+            )
+        if self._elsewhere(heinzel):
+            request = self._request(heinzel, "stop", turn, None)
+            return {
+                "name": row["name"],
+                "turn": turn,
+                "stop": "requested: it ends at its next step",
+                "request_id": request.request_id,
+            }
+        abandon_turn(self.service, heinzel, turn, "stopped")
+        return {"name": row["name"], "turn": turn, "stop": "abandoned stopped"}
+
+    def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:
+        """Fork the last ended turn after its gather, with the user's hint."""
+        row = self.service.resolve(ref)
+        heinzel = str(row["id"])
+        parent = self._one(
+            "SELECT id FROM turns WHERE heinzel = ? AND state IN ('finished', 'skipped') "
+            "ORDER BY started_at DESC, id DESC LIMIT 1",
+            heinzel,
+        )
+        if parent is None:
+            raise HeinzelError(
+                "HZH238", f"{row['name']} has no ended turn to retry", "`hz heinzel wake NAME`"
+            )
+        request = self._request(heinzel, "retry", hint, request_id)
+        wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
+        self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        return {"name": row["name"], "parent": parent, "key": wake.key}
+
+
+def approve_draft(service: Service, item: str) -> dict[str, Any] | None:
+    """Approve a pending local draft (by key, or the named one's latest) by deleting its
+    tag line, as the user would; None when ``item`` names no pending draft."""
+    drafts = service.drafts()
+    found = [d for d in drafts if d["key"] == item]
+    if not found:
+        try:
+            heinzel = service.resolve(item)["id"]
+        except HeinzelError:
+            return None
+        found = [d for d in drafts if d["heinzel"] == heinzel]
+    if not found:
+        return None
+    key = str(found[-1]["key"])
+    path = Path(asset_of_key(key).partition(":")[2])
+    try:
+        data = path.read_bytes()
+        lines = data.decode("utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise HeinzelError(
+            "HZH239",
+            f"cannot read the draft's document {path}: {error}",
+            "approve it by deleting the tag line yourself",
+        ) from None
+    marker = f"<!-- hz:draft key={key} -->"
+    at = [i for i, line in enumerate(lines) if line.strip() == marker]
+    if len(at) != 1:
+        raise HeinzelError(
+            "HZH239",
+            f"the draft {key} is not in {path} as placed",
+            "put its markers back, or approve it by hand",
+        )
+    if at[0] > 0 and lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
+        del lines[at[0] - 1]
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        write_atomic(path, "\n".join(lines).encode("utf-8"))
+        os.chmod(path, mode)
+    return {
+        "approved": key,
+        "file": str(path),
+        "state": "approved in place; the next tick learns from your edits",
+    }

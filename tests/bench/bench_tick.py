@@ -1,0 +1,244 @@
+"""Figures for the tick: asleep costs a few index queries, and if-moved saves model calls.
+
+1. A tick over 1,000 asleep Heinzelmännchen with nothing due, against one over 10: the
+   time of each (best of seven), the ratio, and the SQL statements each ran (a SQLite
+   trace callback), which must be the same.
+2. A simulated month of daily slots for 200 Heinzelmännchen whose input (a file) moves on
+   one slot in five: the model calls with ``render_on_schedule: if-moved`` against the same
+   with ``always``. The tick is the real one (index, staging, moved); the turn runner
+   applies the host's rule (a slot where no staged input moved is one ``turn.skipped``
+   and no model call) and folds its lines straight into the index.
+
+Rows are built cheaply, as tests/bench/bench_heinzel.py does: contract files and events
+folded into the index, no spines.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from heinzel.capabilities.files import FilesCapability
+from heinzel.clock import Clock
+from heinzel.config import load_settings
+from heinzel.contract import load_contract
+from heinzel.contracts_store import store_version
+from heinzel.home import Home
+from heinzel.ids import new_id
+from heinzel.service import Service
+from heinzel.sources import TickFetch
+from heinzel.tick import Tick
+from ledger.event import format_ts, make_event
+from machines.keys import Wake
+
+START = datetime(2026, 11, 2, 9, tzinfo=UTC)
+
+
+class Now:
+    """The bench's clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def write_contract(folder: Path, name: str, render: str, recheck: str) -> Path:
+    path = folder / f"{name}.prose.md"
+    path.write_text(
+        "\n".join(
+            [
+                "---",
+                f"name: {name}",
+                "kind: responsibility",
+                "hz:",
+                '  schedule: "0 15 * * *"',
+                "  timezone: Europe/Berlin",
+                f"  render_on_schedule: {render}",
+                "  requires: [files:read]",
+                "  inputs:",
+                f"    notes: {{from: files.read, args: {{path: notes.txt}}{recheck}}}",
+                "---",
+                "",
+                "### Goal",
+                "",
+                "Keep the notes summarised.",
+                "",
+                "### Done when",
+                "",
+                "- [ ] the summary is current",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def populate(
+    service: Service, root: Path, count: int, render: str, recheck: str
+) -> dict[str, tuple[int, str]]:
+    """``count`` approved ones, each in its own folder with its own ``notes.txt``; their
+    last (seq, hash), for folding more lines."""
+    ids: dict[str, tuple[int, str]] = {}
+    ts = format_ts(service.clock())
+    for i in range(count):
+        folder = root / f"c{i:04d}"
+        folder.mkdir(parents=True)
+        (folder / "notes.txt").write_text("v0\n", encoding="utf-8")
+        path = write_contract(folder, f"notes-{i:04d}", render, recheck)
+        heinzel_id = new_id(service.clock)
+        facts = store_version(service.home, heinzel_id, 1, path.read_text(), load_contract(path))
+        events = (
+            ("heinzel.created", {"name": f"n-{i:04d}", "namespace": "me", "origin": str(folder)}),
+            ("contract.proposed", {"version": 1, "fingerprint": facts.fingerprint, "by": "user"}),
+            ("contract.approved", {"version": 1, "fingerprint": facts.fingerprint}),
+        )
+        prev = None
+        for seq, (kind, data) in enumerate(events, start=1):
+            event = make_event(seq=seq, ts=ts, prev=prev, kind=kind, data=data)
+            service.index.apply(heinzel_id, event)
+            prev = event.hash
+        ids[heinzel_id] = (3, event.hash)
+    return ids
+
+
+class Host:
+    """The turn host's rule for the bench: render (one model call) unless the contract is
+    if-moved and no staged input moved; either way, the turn's lines go to the index."""
+
+    def __init__(self, service: Service, if_moved: bool, last: dict[str, tuple[int, str]]) -> None:
+        self.service = service
+        self.if_moved = if_moved
+        self.model_calls = 0
+        self.last = dict(last)
+
+    def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: Sequence[Wake],
+        *,
+        adapters: Mapping[str, object],
+        staged: TickFetch | None = None,
+    ) -> list[Any]:
+        moved = any(s.moved for s in (staged.staged if staged else []))
+        data = {
+            "cause": wakes[0].cause,
+            "causes": [{"cause": w.cause, "key": w.key} for w in wakes],
+            "keys": [w.key for w in wakes],
+        }
+        if self.if_moved and not moved:
+            self._fold(heinzel_id, "turn.skipped", {**data, "reason": "nothing-moved"}, wakes)
+        else:
+            self.model_calls += 1
+            self._fold(heinzel_id, "turn.started", data, wakes)
+            self._fold(heinzel_id, "turn.finished", {"disposition": "drafted"}, wakes)
+        return []
+
+    def _fold(
+        self, heinzel_id: str, kind: str, data: dict[str, Any], wakes: Sequence[Wake]
+    ) -> None:
+        seq, prev = self.last[heinzel_id]
+        seq += 1
+        event = make_event(
+            seq=seq,
+            ts=format_ts(self.service.clock()),
+            prev=prev,
+            kind=kind,
+            data=data,
+            turn=f"t-{heinzel_id[-8:]}-{seq}",
+            key=wakes[0].key,
+        )
+        self.service.index.apply(heinzel_id, event)
+        self.last[heinzel_id] = (seq, event.hash)
+
+    def resume_turn(
+        self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
+    ) -> None:
+        """No turn waits in this bench."""
+
+
+def make_service(root: Path, clock: Clock, max_wakes: int) -> Service:
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "hz.toml"
+    config.write_text(f"[heinzel]\nmax_wakes_per_tick = {max_wakes}\n", encoding="utf-8")
+    settings = load_settings(
+        env={"HZ_CONFIG": str(config)}, cwd=root, site=None, user=None, data_dir=root
+    ).settings
+    return Service(Home(root / "home"), clock, settings, owner="bench")
+
+
+def asleep(base: Path, count: int) -> tuple[float, int]:
+    """Best-of-seven ms of a tick with nothing due over ``count``, and its statements."""
+    clock = Now()
+    service = make_service(base / f"asleep{count}", clock, 10)
+    last = populate(
+        service, base / f"asleep{count}" / "contracts", count, "always", ", recheck: 1d"
+    )
+    host = Host(service, False, last)
+    adapters = {"files": FilesCapability()}
+    Tick(service, host, adapters, sleep=time.sleep).run()  # the first poll of every input
+    clock.now += timedelta(minutes=5)
+    times = []
+    for _ in range(7):
+        started = time.perf_counter()
+        Tick(service, host, adapters, sleep=time.sleep).run()
+        times.append((time.perf_counter() - started) * 1000)
+    statements: list[str] = []
+    service.index.db.conn.set_trace_callback(statements.append)
+    Tick(service, host, adapters, sleep=time.sleep).run()
+    service.index.db.conn.set_trace_callback(None)
+    assert host.model_calls == 0
+    return min(times), len(statements)
+
+
+def month(base: Path, render: str, count: int = 200, days: int = 30) -> tuple[int, int]:
+    """Model calls and slots over ``days`` daily slots for ``count`` Heinzelmännchen whose
+    notes move on one slot in five."""
+    clock = Now()
+    root = base / f"month-{render}"
+    service = make_service(root, clock, count)
+    ids = populate(service, root / "contracts", count, render, "")
+    host = Host(service, render == "if-moved", ids)
+    adapters = {"files": FilesCapability()}
+    clock.now = START.replace(hour=14, minute=30)
+    for day in range(days):
+        for i in range(len(ids)):
+            if (day + i) % 5 == 0:
+                notes = root / "contracts" / f"c{i:04d}" / "notes.txt"
+                notes.write_text(f"v{day}\n", encoding="utf-8")
+        report = Tick(service, host, adapters, sleep=time.sleep).run()
+        assert not report.errors and not report.deferred, report
+        clock.now += timedelta(days=1)
+    return host.model_calls, count * days
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        small_ms, small_sql = asleep(base, 10)
+        large_ms, large_sql = asleep(base, 1000)
+        print(
+            f"tick, nothing due, over    10 asleep: {small_ms:8.2f} ms  {small_sql} SQL statements"
+        )
+        print(
+            f"tick, nothing due, over 1,000 asleep: {large_ms:8.2f} ms  {large_sql} SQL statements"
+        )
+        print(
+            f"ratio 1,000 / 10: {large_ms / small_ms:.2f}x time, {large_sql / small_sql:.2f}x SQL"
+        )
+        always, slots = month(base, "always")
+        moved, _ = month(base, "if-moved")
+        print(f"a month, 200 with daily slots ({slots} slots), inputs moving one slot in five:")
+        print(f"  model calls, render_on_schedule always:   {always:6d}")
+        print(f"  model calls, render_on_schedule if-moved: {moved:6d}")
+        print(f"  ratio if-moved / always: {moved / always:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Priya's week (ADR 0049's worked example) end to end: one ``hz`` process per moment,
+the Friday turn killed twice by ``HZ_CRASH_AT`` and finished by the next ticks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heinzel.demo import MARK, Week
+
+
+def kinds(lines: list[dict[str, Any]]) -> list[str]:
+    return [e["kind"] for e in lines]
+
+
+@pytest.mark.kill
+@pytest.mark.slow
+class TestPriyasWeek:
+    """The timeline of the worked example, with both crash variants by real kills."""
+
+    def test_the_week(self, tmp_path: Path) -> None:
+        """Created, Friday's draft through two kills with one section and no second spend,
+        Monday's two lessons, Tuesday's v2, and the next Friday's v2 draft with both
+        lessons pinned."""
+        clean = Week(tmp_path / "clean", crashes=False)
+        clean.setup()
+        clean.play(until=2)
+        week = Week(tmp_path / "home")
+        week.setup()
+        week.play()
+        created, friday, monday, tuesday, later = week.steps
+
+        assert kinds(created.lines) == ["heinzel.created", "contract.proposed", "contract.approved"]
+
+        assert friday.exits == [137, 137, 0]
+        assert [e["data"]["woken_by"] for e in friday.lines if e["kind"] == "turn.resumed"] == [
+            "recovery",
+            "recovery",
+        ]
+        assert kinds(friday.lines).count("effect.started") == 1
+        assert kinds(friday.lines).count("draft.placed") == 1
+        assert friday.lines[-1]["kind"] == "turn.finished"
+        assert friday.lines[-1]["data"]["disposition"] == "drafted"
+        [placed] = [e for e in friday.lines if e["kind"] == "draft.placed"]
+        assert week.report().count(f"{MARK}{placed['key']} -->") == 1
+        # no second spend: the same model requests as the run that never crashed
+        assert kinds(friday.lines).count("model.request") == kinds(clean.steps[1].lines).count(
+            "model.request"
+        )
+        assert friday.usd == clean.steps[1].usd
+
+        lessons = [e for e in monday.lines if e["kind"] == "lesson.recorded"]
+        assert len(lessons) == 2
+        [observed] = [e for e in monday.lines if e["kind"] == "approval.observed"]
+        assert observed["data"]["approver"] == "priya"
+        assert 0 < observed["data"]["share_changed"] < 1
+
+        assert [e["data"]["version"] for e in tuesday.lines if e["kind"] == "contract.amended"] == [
+            2
+        ]
+
+        [rejected] = [e for e in later.lines if e["kind"] == "approval.observed"]
+        assert rejected["data"]["rejected"] is True  # Tuesday's chat draft, deleted
+        [started] = [e for e in later.lines if e["kind"] == "turn.started"]
+        assert started["data"]["pins"]["contract_version"] == 2
+        assert started["data"]["pins"]["lessons_seq"] >= lessons[-1]["seq"]
+        [placed_v2] = [e for e in later.lines if e["kind"] == "draft.placed"]
+        assert "@v2@2026-11-06T14:00:00.000Z@" in placed_v2["key"]
+        assert [x for x in week.report().splitlines() if x.startswith("🧝 DRAFT")] == [
+            "🧝 DRAFT (weekly-report v2): edit, then delete this line to approve"
+        ]
+        assert week.report().count(MARK) == 2  # one section per Friday

@@ -1,0 +1,59 @@
+"""``hz system daemon tick|run`` as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def env(home: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    return {
+        **clean,
+        "HZ_HOME": str(home),
+        "HZ_NOW": "2026-10-30T14:05:00Z",
+        "HZ_MODEL": "offline",
+        "XDG_CONFIG_HOME": str(home / "config"),
+    }
+
+
+class TestDaemonCommands:
+    """One tick prints its report; the loop ends cleanly on SIGTERM."""
+
+    def test_tick_json_over_an_empty_home(self, tmp_path: Path) -> None:
+        """Nothing to wake: an empty report, exit 0."""
+        done = subprocess.run(
+            [sys.executable, "-m", "heinzel", "system", "daemon", "tick", "--json"],
+            env=env(tmp_path / "home"),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report = json.loads(done.stdout)
+        assert (report["woken"], report["fetches"], report["at"]) == (
+            [],
+            0,
+            "2026-10-30T14:05:00.000Z",
+        )
+
+    @pytest.mark.kill
+    def test_run_stops_on_sigterm_after_the_tick_in_progress(self, tmp_path: Path) -> None:
+        """The first tick's line arrives, SIGTERM ends the loop with status 0."""
+        with subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "system", "daemon", "run", "--interval", "600"],
+            env=env(tmp_path / "home"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        ) as process:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            assert first.startswith("tick at 2026-10-30T14:05:00.000Z")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0

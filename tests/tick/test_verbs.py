@@ -1,0 +1,252 @@
+"""The inbox and the user's verbs: chat, resume, stop, retry, and approving a local draft."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from heinzel.capabilities.protocols import Approved
+from heinzel.errors import HeinzelError
+from heinzel.inbox import Inbox
+from heinzel.service import Service
+from heinzel.verbs import Verbs
+from machines.spine_journal import SpineIndex, SpineJournal
+from machines.turn import TurnMachine
+
+from .conftest import Recorder, SteppingClock, approved, contract
+
+
+@contextmanager
+def held(service: Service, heinzel: str) -> Iterator[None]:
+    """Another process's turn: its spine lock held."""
+    fd = os.open(service.home.session_dir(heinzel) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def open_turn(service: Service, heinzel: str, *triggers: str) -> str:
+    """A turn left open by a dead process, walked through ``triggers`` after start."""
+    with service.open_spine(heinzel) as spine:
+        machine = TurnMachine(SpineJournal(spine, SpineIndex.scan(spine.path)), "t-open")
+        machine.fire(
+            "start", {"cause": "asked", "keys": [f"{heinzel}@rq-1"]}, key=f"{heinzel}@rq-1"
+        )
+        steps = {"gathered": "think", "thought": "outcome", "decided": "act"}
+        for trigger in triggers:
+            machine.fire(trigger, {"step": steps[trigger]})
+    return "t-open"
+
+
+class TestInbox:
+    """Request files: written first, private, idempotent by request id."""
+
+    def test_write_is_idempotent_and_private(self, service: Service, clock: SteppingClock) -> None:
+        """The same request twice is one file (0600); another text under its id is HZH230."""
+        inbox = Inbox(service.home, "hz-x")
+        first = inbox.write("rq-1", "chat", "shorter please", at=clock())
+        assert inbox.write("rq-1", "chat", "shorter please", at=clock()) == first
+        assert stat.S_IMODE(inbox.path("rq-1").stat().st_mode) == 0o600
+        assert first.hash.startswith("sha256:")
+        with pytest.raises(HeinzelError) as caught:
+            inbox.write("rq-1", "chat", "longer", at=clock())
+        assert caught.value.code == "HZH230"
+
+    def test_pending_take_and_prune(self, service: Service, clock: SteppingClock) -> None:
+        """Taken requests leave pending; prune deletes only expired ones."""
+        inbox = Inbox(service.home, "hz-x")
+        inbox.write("rq-1", "chat", "a", at=clock())
+        clock.step(days=10)
+        inbox.write("rq-2", "stop", "", at=clock())
+        assert [r.request_id for r in inbox.pending()] == ["rq-1", "rq-2"]
+        inbox.take("rq-1", at=clock())
+        assert [r.request_id for r in inbox.pending()] == ["rq-2"]
+        assert inbox.prune(clock() + timedelta(days=5), 14) == ["rq-1.json"]
+        assert inbox.prune(clock() + timedelta(days=5), 14) == []
+
+    def test_bad_ids_and_files_are_coded(self, service: Service, clock: SteppingClock) -> None:
+        """A bad id is HZH231, a garbled file HZH233, a bad kind HZH232."""
+        inbox = Inbox(service.home, "hz-x")
+        for call, code in (
+            (lambda: inbox.write("../x", "chat", "a", at=clock()), "HZH231"),
+            (lambda: inbox.write("rq-2", "shout", "a", at=clock()), "HZH232"),
+        ):
+            with pytest.raises(HeinzelError) as caught:
+                call()
+            assert caught.value.code == code
+        inbox.write("rq-3", "chat", "a", at=clock())
+        inbox.path("rq-3").write_text("{not json")
+        with pytest.raises(HeinzelError) as caught:
+            inbox.read("rq-3")
+        assert caught.value.code == "HZH233"
+
+
+class TestChat:
+    """A message steers, queues or starts a turn, and is on disk before any of that."""
+
+    def test_asleep_starts_an_asked_turn_keyed_by_the_request(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """The new turn's key is <id>@<request id> and the text is in the inbox."""
+        heinzel = approved(service, contract(tmp_path, "chatty", schedule=None))
+        answer = Verbs(service, recorder, adapters).chat("chatty", "hello", request_id="rq-7")
+        assert answer["delivered"] == "a new turn"
+        assert [(w.cause, w.key) for w in recorder.calls[0][1]] == [("asked", f"{heinzel}@rq-7")]
+        assert Inbox(service.home, heinzel).read("rq-7").message == "hello"  # type: ignore[union-attr]
+
+    def test_a_running_turn_elsewhere_gets_it_through_the_inbox(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """With the spine lock held, nothing is appended and the request waits."""
+        heinzel = approved(service, contract(tmp_path, "busy", schedule=None))
+        open_turn(service, heinzel, "gathered")
+        before = service.home.spine_path(heinzel).read_bytes()
+        with held(service, heinzel):
+            answer = Verbs(service, recorder, adapters).chat("busy", "shorter")
+        assert answer["delivered"] == "queued for the running turn"
+        assert service.home.spine_path(heinzel).read_bytes() == before
+        assert [r.message for r in Inbox(service.home, heinzel).pending("chat")] == ["shorter"]
+
+    @pytest.mark.parametrize(
+        ("triggers", "kind"),
+        [(("gathered",), "turn.steered"), (("gathered", "thought", "decided"), "turn.requested")],
+    )
+    def test_an_open_turn_is_steered_in_think_and_requested_in_act(
+        self,
+        tmp_path: Path,
+        service: Service,
+        recorder: Recorder,
+        adapters: dict[str, object],
+        triggers: tuple[str, ...],
+        kind: str,
+    ) -> None:
+        """In think the message is a turn.steered line; in act a turn.requested line."""
+        heinzel = approved(service, contract(tmp_path, "open", schedule=None))
+        open_turn(service, heinzel, *triggers)
+        answer = Verbs(service, recorder, adapters).chat("open", "shorter")
+        last = service.home.spine_path(heinzel).read_text().splitlines()[-1]
+        assert f'"kind":"{kind}"' in last
+        assert "shorter" not in last
+        assert answer["delivered"] in {"steered", "requested"}
+        assert Inbox(service.home, heinzel).pending() == []
+
+
+class TestResumeStopRetry:
+    """resume, stop and retry, and their coded refusals."""
+
+    def test_resume_wakes_the_waiting_turn_as_asked(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """No waiting turn is HZH236; a waiting one resumes with woken_by asked."""
+        heinzel = approved(service, contract(tmp_path, "waiter", schedule=None))
+        verbs = Verbs(service, recorder, adapters)
+        with pytest.raises(HeinzelError) as caught:
+            verbs.resume("waiter")
+        assert caught.value.code == "HZH236"
+        with service.open_spine(heinzel) as spine:
+            machine = TurnMachine(SpineJournal(spine, SpineIndex.scan(spine.path)), "t-w")
+            machine.fire(
+                "start", {"cause": "asked", "keys": [f"{heinzel}@rq-1"]}, key=f"{heinzel}@rq-1"
+            )
+            machine.fire("wait", {"step": "gather", "until": "2026-11-30T00:00:00.000Z"})
+        verbs.resume("waiter")
+        assert recorder.resumed == [(heinzel, "t-w", "asked")]
+
+    def test_stop_ends_an_open_turn_and_asks_a_running_one(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """Running elsewhere: a stop request in the inbox; left open: abandoned stopped."""
+        heinzel = approved(service, contract(tmp_path, "stopper", schedule=None))
+        verbs = Verbs(service, recorder, adapters)
+        with pytest.raises(HeinzelError) as caught:
+            verbs.stop("stopper")
+        assert caught.value.code == "HZH237"
+        turn = open_turn(service, heinzel, "gathered")
+        with held(service, heinzel):
+            assert verbs.stop("stopper")["stop"].startswith("requested")
+        assert [r.kind for r in Inbox(service.home, heinzel).pending()] == ["stop"]
+        verbs.stop("stopper")
+        [row] = service.show(heinzel)["turns"]
+        assert (row["id"], row["disposition"], row["reason"]) == (turn, "abandoned", "stopped")
+
+    def test_retry_forks_the_last_turn_with_the_hint(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """No ended turn is HZH238; then the key names the parent and the request."""
+        heinzel = approved(service, contract(tmp_path, "again", schedule=None))
+        verbs = Verbs(service, recorder, adapters)
+        with pytest.raises(HeinzelError) as caught:
+            verbs.retry("again", "shorter")
+        assert caught.value.code == "HZH238"
+        verbs.chat("again", "draft it")
+        answer = verbs.retry("again", "shorter", request_id="rq-9")
+        assert answer["key"] == f"{heinzel}@retry:t-0001:rq-9"
+        assert Inbox(service.home, heinzel).read("rq-9").message == "shorter"  # type: ignore[union-attr]
+
+
+class TestApproveDraft:
+    """hz approve of a local draft deletes its tag line, as the user would."""
+
+    def test_approve_by_name_and_by_key(
+        self,
+        tmp_path: Path,
+        service: Service,
+        adapters: dict[str, object],
+    ) -> None:
+        """The tag line goes, the text stays, the adapter reads Approved; unknown: HZH073."""
+        document = tmp_path / "report.md"
+        document.write_text("# Report\n", encoding="utf-8")
+        heinzel = approved(
+            service,
+            contract(
+                tmp_path,
+                "drafter",
+                schedule=None,
+                requires="documents:write",
+                outputs="section: {asset: 'file:report.md'}",
+            ),
+        )
+        docs = adapters["documents"]
+        key = f"{heinzel}@v1@2026-10-30T14:00:00.000Z@file:{document}"
+        tag = "🧝 DRAFT (drafter v1): edit, then delete this line to approve"
+        digest = docs.place_draft(key, f"file:{document}", "Shipped.", tag)  # type: ignore[attr-defined]
+        with service.open_spine(heinzel) as spine:
+            spine.append(
+                "draft.placed",
+                {"asset": f"file:{document}", "output": "section", "hash": digest},
+                turn="t-d",
+                key=key,
+            )
+        assert service.drafts()[0]["key"] == key
+        answer = service.approve("drafter")
+        assert answer["approved"] == key
+        assert "🧝" not in document.read_text(encoding="utf-8")
+        state = docs.draft_state(key)  # type: ignore[attr-defined]
+        assert isinstance(state, Approved)
+        assert state.text == "Shipped."
+        assert service.approve(key)["approved"] == key
+
+
+class TestPrune:
+    """Request files expire with the bodies."""
+
+    def test_hz_heinzel_prune_deletes_expired_requests(
+        self, tmp_path: Path, service: Service, clock: SteppingClock
+    ) -> None:
+        """A request older than retention_days goes; a fresh one stays."""
+        heinzel = approved(service, contract(tmp_path, "old", schedule=None))
+        inbox = Inbox(service.home, heinzel)
+        inbox.write("rq-old", "chat", "long ago", at=clock())
+        clock.step(days=100)
+        inbox.write("rq-new", "chat", "today", at=clock())
+        assert "rq-old.json" in service.prune()["removed"]
+        assert [r.request_id for r in inbox.pending()] == ["rq-new"]

@@ -86,6 +86,16 @@ class TestChatGate:
         inbox = service.home.inbox_dir(heinzel_id) / "answer-w1.json"
         assert json.loads(inbox.read_text())["approved"] is False
 
+    def test_a_wait_past_its_time_is_a_denial(self, make_service: Callable[..., Any]) -> None:
+        """Woken by its timer with no answer, the write is not done and the model is told."""
+        service, heinzel_id, host, state = _asked(make_service)
+        adapters = default_adapters(service.settings)
+        ended = host.resume_turn(heinzel_id, state.turn, "timer", adapters=adapters)
+        assert ended is not None and ended.disposition == "drafted"
+        assert _kinds(service, heinzel_id, "heinzel.paused") == []
+        (finished,) = _kinds(service, heinzel_id, "turn.finished")
+        assert finished.data["report"] == "pause: no answer came in time: pause was not done"
+
     def test_a_turn_not_asked_has_no_write_tools(self, make_service: Callable[..., Any]) -> None:
         """A schedule turn's model sees no pause or retire; an asked turn's does."""
         service, heinzel_id, _ = make_service()

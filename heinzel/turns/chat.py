@@ -16,7 +16,7 @@ tool's return; a denied one gives the model the denial.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from heinzel.engine import Answer, Saved
 from heinzel.engine.chat import proposals
 from heinzel.errors import HeinzelError
 from heinzel.lifecycle import Lifecycle
+from ledger.event import Event
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
 from machines import Effect, LocalProbe, TurnContext, Wait, crash_hook
@@ -165,7 +166,7 @@ async def settle(
     return answers
 
 
-def _open_questions(host: TurnHost, heinzel_id: str) -> list[Any]:
+def _open_questions(host: TurnHost, heinzel_id: str) -> list[Event]:
     """The chat proposals asked and not yet answered (their ``question.asked`` events)."""
     service = host.service
     rows = list(
@@ -192,7 +193,7 @@ def answer(
     approved: bool,
     proposal: str | None,
     *,
-    adapters: Any,
+    adapters: Mapping[str, object],
 ) -> dict[str, Any]:
     """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes."""
     service = host.service

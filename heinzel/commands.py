@@ -263,6 +263,22 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     emit(open_service(home).wake(name, message), as_json, render.wake)
 
 
+@heinzel.command("answer")
+@click.argument("name")
+@click.argument("said", type=click.Choice(["yes", "no"]))
+@click.option("--proposal", default=None, help="Which proposal (when several wait).")
+@home_option
+@json_option
+def answer(name: str, said: str, proposal: str | None, home: str | None, as_json: bool) -> None:
+    """Answer a write it proposed in a chat turn; the turn goes on at once.
+
+    \b
+    Example:
+      hz heinzel answer weekly-report yes
+    """
+    emit(open_service(home).answer(name, said == "yes", proposal), as_json, render.wake)
+
+
 @hz.command("approve")
 @click.argument("items", nargs=-1, required=True)
 @home_option

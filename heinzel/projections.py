@@ -154,7 +154,9 @@ class HeinzelProjection:
             "SELECT state FROM turns WHERE heinzel = ? AND state IN ('running', 'waiting')",
             [source],
         ).fetchall()
-        pending = self._pending(db, source, row)
+        pending = self._pending(db, source, row) or (
+            self._question(db, source) if running else None
+        )
         if row["contract_version"] is None:
             activity = "proposed"
         elif any(s == "running" for (s,) in running):
@@ -183,6 +185,16 @@ class HeinzelProjection:
             if found:
                 return {"kind": kind, "ref": found[0]}
         return None
+
+    def _question(self, db: Database, source: str) -> dict[str, Any] | None:
+        """A question a running or waiting turn asked that has no answer yet."""
+        found = db.execute(
+            "SELECT a.key FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
+            "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel "
+            "AND b.key = a.key AND b.kind = 'question.answered') ORDER BY a.seq LIMIT 1",
+            [source],
+        ).fetchone()
+        return {"kind": "question", "ref": found[0]} if found else None
 
     def _facts(self, source: str, event: Event) -> ContractFacts:
         return load_facts(

@@ -1,8 +1,8 @@
 """The turn operations of `heinzel.service.Service` (a mixin, so the service stays small).
 
 `run_wakes` and `resume_turn` are what the tick calls; `wake` is ``hz heinzel wake``;
-`create_from_sentence` is ``hz heinzel new "a sentence"``. Each runs in this process with
-the session's lock held (see docs/turns-in-hz.md).
+`create_from_sentence` is ``hz heinzel new "a sentence"``; `answer` is ``hz heinzel
+answer``. Each runs in this process with the session's lock held (docs/turns-in-hz.md).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from heinzel.lifecycle import Lifecycle
 from heinzel.sources import TickFetch
+from heinzel.turns.chat import answer
 from heinzel.turns.created import run_created
 from heinzel.turns.host import TurnHost, default_adapters
 from machines import TurnState, Wake
@@ -71,3 +72,18 @@ class TurnOperations:
             "name": row["name"],
             **TurnHost(self._service).wake(row["id"], message, adapters=chosen),
         }
+
+    def answer(
+        self,
+        ref: str,
+        approved: bool,
+        proposal: str | None = None,
+        *,
+        adapters: Mapping[str, object] | None = None,
+    ) -> dict[str, Any]:
+        """Answer a chat turn's proposed write (``hz heinzel answer``) and resume its turn:
+        an approved write happens once; a denied one is told to the model (HZH210-212)."""
+        service = self._service
+        row = service.resolve(ref)
+        chosen = adapters if adapters is not None else default_adapters(service.settings)
+        return answer(TurnHost(service), row["id"], approved, proposal, adapters=chosen)

@@ -44,6 +44,7 @@ from heinzel.ids import new_id
 from heinzel.runners.base import AgentRunner
 from heinzel.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
+from heinzel.turns.chat import ChatWrites
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import input_requests, search_capabilities, stage
 from heinzel.turns.record import IndexedJournal, SessionBody
@@ -244,6 +245,14 @@ class TurnHost:
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why
             ),
+            writes=ChatWrites(
+                heinzel_id,
+                row["name"],
+                lambda: str(service.queries.row(heinzel_id)["state"]),
+                service.home.inbox_dir(heinzel_id),
+            )
+            if cause == "asked"
+            else None,
         )
 
     def _machine_settings(self, env: TurnEnv) -> MachineSettings:

@@ -13,7 +13,7 @@ runner's record, see `heinzel.turns.handoff`); nothing is written twice for one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -114,6 +114,8 @@ class EngineRecorder:
         self.usd = Decimal(0)
         self.handoff: dict[str, Any] | None = None
         self.runner_name: str | None = None
+        self.question_key: Callable[[str], str] | None = None
+        """A chat turn's question key of a proposal id (`heinzel.turns.chat.question_key`)."""
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
         """``step.model`` -> ``model.request{n, hash, usd, tokens}``; the rest as named."""
@@ -125,6 +127,11 @@ class EngineRecorder:
             mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
             mapped["tokens"] = tokens
             self.journal.append("model.request", mapped, turn=self.turn)
+            return
+        if kind == "question.asked" and self.question_key is not None:
+            key = self.question_key(str(data.get("proposal")))
+            if not any(e.kind == kind for e in self.journal.key_events(key)):
+                self.journal.append(kind, dict(data), turn=self.turn, key=key)
             return
         if kind == "step.handoff":
             record = self.handoff or {"runner": self.runner_name, "status": "interrupted"}

@@ -39,6 +39,7 @@ from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause
 from heinzel.sources import SourceCache, SourceRequest
 from heinzel.turns.act import perform, write_summary
+from heinzel.turns.chat import ChatWrites, question_key, settle, write_tools
 from heinzel.turns.handoff import BoundHandoff
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder, SessionBody
@@ -83,6 +84,8 @@ class TurnEnv:
     last_approved: str | None = None
     inbox: Path | None = None
     """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
+    writes: ChatWrites | None = None
+    """The chat write gate of an asked turn (None: no write tools)."""
 
 
 class HeinzelSteps:
@@ -106,7 +109,8 @@ class HeinzelSteps:
         return {"inputs": [*staged, *extra], "started_at": self.env.clock().isoformat()}
 
     async def think(self, ctx: TurnContext, gathered: Any) -> Any:
-        """One engine run (or its resume from the body), checkpointed into the spine."""
+        """One engine run (or its resume from the body), checkpointed into the spine; a
+        chat turn's run paused on proposals waits for their answers (`heinzel.turns.chat`)."""
         env = self.env
         inputs = tuple(
             InputSpec(i["name"], i["content"], i.get("source", "")) for i in gathered["inputs"]
@@ -156,22 +160,34 @@ class HeinzelSteps:
             texts = [self._message(steer.request_id) for steer in ctx.take_steers()]
             return [text for text in texts if text]
 
-        try:
-            result = await think(
-                spec,
-                context,
-                model=env.model,
-                recorder=recorder,
-                budget=budget,
-                services=services,
-                history_body=env.body.records(ctx.turn),
-                steering=steering,
-                compile_contract=env.compile_contract,
-            )
-        except EngineError as error:
-            if error.code != "HZE005":
-                raise
-            return {"status": "cap", "error": error.code}
+        writes = env.writes if ctx.cause == "asked" else None
+        if writes is not None:
+            recorder.question_key = lambda call_id: question_key(env.heinzel_id, ctx.turn, call_id)
+        while True:
+            history = env.body.records(ctx.turn)
+            answers = await settle(writes, ctx, history) if writes is not None else None
+            if isinstance(answers, Wait):
+                return answers
+            try:
+                result = await think(
+                    spec,
+                    context,
+                    model=env.model,
+                    recorder=recorder,
+                    budget=budget,
+                    services=services,
+                    history_body=history,
+                    steering=steering,
+                    write_tools=write_tools() if writes is not None else None,
+                    answers=answers,
+                    compile_contract=env.compile_contract,
+                )
+            except EngineError as error:
+                if error.code != "HZE005":
+                    raise
+                return {"status": "cap", "error": error.code}
+            if result.status != "deferred":
+                break
         return {
             "status": result.status,
             "disposition": asdict(result.disposition),

@@ -1,0 +1,251 @@
+"""The chat turns' write gate: hz's writes proposed by the model, asked, answered, done once.
+
+Only a turn of cause asked gets write tools (`write_tools`: ``pause(reason)`` and
+``retire(reason)``, ADR 0050 statement 12). The engine never runs them: a call ends
+the think run deferred; each proposal is one ``question.asked{proposal, tool, hash}``
+under its question key ``<id>@question:<turn>:<call id>`` (the arguments stay in the
+body) and the turn waits on ``{kind: answer, key}``. `answer` (``hz heinzel answer``)
+writes the answer to ``inbox/answer-<call id>.json`` first, then
+``question.answered{approved}`` under the key, then resumes the turn. The think step
+(`settle`) reads the answers from the spine or the inbox; an approved write is
+performed by the host through the effect ledger (key: the question key, probed by
+its own lifecycle event under that key) and its result goes back to the model as the
+tool's return; a denied one gives the model the denial.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai import FunctionToolset
+from pydantic_ai.messages import ToolCallPart
+
+from heinzel.engine import Answer, Saved
+from heinzel.engine.chat import proposals
+from heinzel.errors import HeinzelError
+from heinzel.lifecycle import Lifecycle
+from ledger.event import Event
+from ledger.files import ensure_private_dir, write_atomic
+from ledger.spine import read_events
+from machines import Effect, LocalProbe, TurnContext, Wait, crash_hook
+from machines.effects import recorded_in
+
+if TYPE_CHECKING:
+    from heinzel.turns.host import TurnHost
+
+__all__ = ["ChatWrites", "answer", "question_key", "settle", "write_tools"]
+
+WRITES = {"pause": ("heinzel.paused", "paused"), "retire": ("heinzel.retired", "retired")}
+"""Each write tool: its lifecycle event (the effect's own event) and the word for its result."""
+
+
+def question_key(heinzel_id: str, turn: str, call_id: str) -> str:
+    """``<id>@question:<turn>:<call id>``: one question per proposed write."""
+    return f"{heinzel_id}@question:{turn}:{call_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatWrites:
+    """What the gate needs of the service: whose turn, its lifecycle state now, the inbox."""
+
+    heinzel_id: str
+    name: str
+    state: Callable[[], str]
+    inbox: Path
+
+
+def _host_only(tool: str) -> str:
+    raise HeinzelError(
+        "HZH213",
+        f"the chat write {tool} ran inside the model's run",
+        "chat writes are performed by hz's host after an answer; this is a bug in hz",
+    )
+
+
+def write_tools() -> FunctionToolset[None]:
+    """The write tools of a turn of cause asked (each needs the user's yes)."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    def pause(reason: str) -> str:
+        """Pause this Heinzelmännchen: it wakes no more until the user unpauses it.
+
+        Args:
+            reason: why, in one short sentence the user reads.
+        """
+        return _host_only("pause")
+
+    def retire(reason: str) -> str:
+        """Retire this Heinzelmännchen for good (the user can unretire it).
+
+        Args:
+            reason: why, in one short sentence the user reads.
+        """
+        return _host_only("retire")
+
+    for fn in (pause, retire):
+        toolset.add_function(fn, metadata={"replay_safe": False})
+    return toolset
+
+
+def _inbox_answer(inbox: Path, call_id: str) -> bool | None:
+    try:
+        return bool(json.loads((inbox / f"answer-{call_id}.json").read_bytes())["approved"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _recorded(writes: ChatWrites, ctx: TurnContext, call_id: str, key: str) -> bool | None:
+    """The answer to one proposal: from the spine, else from the inbox (then recorded)."""
+    for event in ctx.journal.key_events(key):
+        if event.kind == "question.answered":
+            return bool(event.data.get("approved"))
+    approved = _inbox_answer(writes.inbox, call_id)
+    if approved is not None:
+        ctx.journal.append("question.answered", {"approved": approved}, turn=ctx.turn, key=key)
+    return approved
+
+
+def ask(ctx: TurnContext, key: str, data: dict[str, Any]) -> None:
+    """``question.asked{proposal, tool, hash}`` under ``key``, once per key."""
+    if not any(e.kind == "question.asked" for e in ctx.journal.key_events(key)):
+        ctx.journal.append("question.asked", data, turn=ctx.turn, key=key)
+
+
+async def _perform(writes: ChatWrites, ctx: TurnContext, call: ToolCallPart, key: str) -> str:
+    """The approved write, once, through the effect ledger; the result the model reads."""
+    event, word = WRITES[call.tool_name]
+    if not any(e.kind in (event, "effect.started") for e in ctx.journal.key_events(key)):
+        try:
+            Lifecycle(writes.state()).fire(call.tool_name, writes.name)
+        except HeinzelError as error:
+            return f"not done: {error.message}"
+
+    async def done(k: str) -> dict[str, str]:
+        return {"done": call.tool_name, "key": k}
+
+    probe = LocalProbe(recorded_in(ctx.journal, event))
+    await ctx.effect(Effect(call.tool_name, key, done, probe, event))
+    return f"done: {writes.name} is {word}"
+
+
+async def settle(
+    writes: ChatWrites, ctx: TurnContext, history: list[dict[str, Any]]
+) -> dict[str, Answer] | Wait | None:
+    """The answers that resume a paused chat run (writes performed), a `Wait` while one
+    is missing, or None when the run is not paused on proposals."""
+    deferred = Saved.fold(history).deferred
+    requests = deferred.deferred_tool_requests if deferred is not None else None
+    if requests is None or not requests.approvals:
+        return None
+    keys = {
+        c.tool_call_id: question_key(writes.heinzel_id, ctx.turn, c.tool_call_id)
+        for c in requests.approvals
+    }
+    for proposal in proposals(requests):
+        data = {"proposal": proposal.call_id, "tool": proposal.tool, "hash": proposal.hash}
+        ask(ctx, keys[proposal.call_id], data)
+    approved = {cid: _recorded(writes, ctx, cid, key) for cid, key in keys.items()}
+    missing = [cid for cid, said in approved.items() if said is None]
+    if missing and ctx.woken_by != "timer":
+        return Wait(on={"kind": "answer", "key": keys[missing[0]]})
+    answers: dict[str, Answer] = {}
+    for call in requests.approvals:
+        cid = call.tool_call_id
+        if approved[cid]:
+            answers[cid] = Answer(True, await _perform(writes, ctx, call, keys[cid]))
+        elif approved[cid] is None:
+            answers[cid] = Answer(
+                False, message=f"no answer came in time: {call.tool_name} was not done"
+            )
+        else:
+            answers[cid] = Answer(False, message=f"the user said no: {call.tool_name} was not done")
+    return answers
+
+
+def _open_questions(host: TurnHost, heinzel_id: str) -> list[Event]:
+    """The chat proposals asked and not yet answered (their ``question.asked`` events)."""
+    service = host.service
+    rows = list(
+        service.index.db.query(
+            "SELECT a.key, a.line_offset FROM keys a WHERE a.heinzel = ? "
+            "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
+            "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
+            "ORDER BY a.seq",
+            [heinzel_id],
+        )
+    )
+    path = service.home.spine_path(heinzel_id)
+    found = []
+    for row in rows:
+        event = next(iter(read_events(path, from_offset=int(row["line_offset"]))), None)
+        if event is not None and event.data.get("proposal"):
+            found.append(event)
+    return found
+
+
+def answer(
+    host: TurnHost,
+    heinzel_id: str,
+    approved: bool,
+    proposal: str | None,
+    *,
+    adapters: Mapping[str, object],
+) -> dict[str, Any]:
+    """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes."""
+    service = host.service
+    name = str(service.queries.row(heinzel_id)["name"])
+    waiting = _open_questions(host, heinzel_id)
+    if not waiting:
+        raise HeinzelError(
+            "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
+        )
+    ids = [str(e.data["proposal"]) for e in waiting]
+    if proposal is None and len(waiting) > 1:
+        raise HeinzelError(
+            "HZH211",
+            f"{name} has {len(waiting)} questions waiting: {', '.join(ids)}",
+            "name one with --proposal ID",
+        )
+    chosen = (
+        waiting[0]
+        if proposal is None
+        else next((e for e in waiting if e.data["proposal"] == proposal), None)
+    )
+    if chosen is None:
+        raise HeinzelError(
+            "HZH212",
+            f"{name} has no open proposal {proposal}",
+            f"open proposals: {', '.join(ids)}",
+        )
+    call_id, key, turn = str(chosen.data["proposal"]), str(chosen.key), str(chosen.turn)
+    inbox = service.home.inbox_dir(heinzel_id)
+    ensure_private_dir(inbox)
+    first = _inbox_answer(inbox, call_id)
+    if first is None:
+        record = {
+            "proposal": call_id,
+            "key": key,
+            "approved": approved,
+            "at": service.clock().isoformat(),
+        }
+        write_atomic(inbox / f"answer-{call_id}.json", json.dumps(record).encode("utf-8"))
+    else:
+        approved = first
+    with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+        spine.append("question.answered", {"approved": approved}, turn=turn, key=key)
+    state = host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
+    return {
+        "name": name,
+        "proposal": call_id,
+        "approved": approved,
+        "turn": turn,
+        "state": state.state if state else "ended",
+        "disposition": state.disposition if state else None,
+        "reason": state.reason if state else None,
+        "error": state.error if state else None,
+        "usd": state.spend_usd if state else 0.0,
+    }

@@ -8,14 +8,16 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from heinzel.cli import emit, home_option, hz, json_option, open_service
 from heinzel.commands import daemon, heinzel
-from heinzel.service import Service
-from heinzel.tick import TurnRunner
+
+if TYPE_CHECKING:
+    from heinzel.service import Service
+    from heinzel.tick import TurnRunner
 
 
 def host(service: Service) -> tuple[TurnRunner, Mapping[str, object]]:

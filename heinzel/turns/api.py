@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from heinzel.lifecycle import Lifecycle
-from heinzel.sources import TickFetch
-from heinzel.turns.chat import answer
-from heinzel.turns.created import run_created
-from heinzel.turns.host import TurnHost, default_adapters
-from machines import TurnState, Wake
 
 if TYPE_CHECKING:
     from heinzel.service import Service
+    from heinzel.sources import TickFetch
+    from machines import TurnState, Wake
+
+# The turn host, the engine and pydantic-ai load only when a turn runs, so that
+# `hz --help`, `hz heinzel list` and the other index-only commands start fast.
 
 __all__ = ["TurnOperations"]
 
@@ -39,6 +39,8 @@ class TurnOperations:
         staged: TickFetch | None = None,
     ) -> list[TurnState]:
         """Apply the key rule to ``wakes`` and run the turns due (inputs staged first)."""
+        from heinzel.turns.host import TurnHost
+
         return TurnHost(self._service).run_wakes(
             heinzel_id, wakes, adapters=adapters, staged=staged
         )
@@ -47,12 +49,16 @@ class TurnOperations:
         self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]
     ) -> TurnState | None:
         """Resume ``turn`` (``recovery`` after a crash, or what ended its wait)."""
+        from heinzel.turns.host import TurnHost
+
         return TurnHost(self._service).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
 
     def create_from_sentence(
         self, sentence: str, *, namespace: str | None = None
     ) -> dict[str, Any]:
         """A new Heinzelmännchen whose contract a created turn writes (state: proposed)."""
+        from heinzel.turns.created import run_created
+
         return run_created(self._service, sentence, namespace=namespace or "me")
 
     def wake(
@@ -64,6 +70,8 @@ class TurnOperations:
     ) -> dict[str, Any]:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
         state does not wake: proposed, paused, retired, or a turn already running)."""
+        from heinzel.turns.host import TurnHost, default_adapters
+
         service = self._service
         row = service.resolve(ref)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
@@ -83,6 +91,9 @@ class TurnOperations:
     ) -> dict[str, Any]:
         """Answer a chat turn's proposed write (``hz heinzel answer``) and resume its turn:
         an approved write happens once; a denied one is told to the model (HZH210-212)."""
+        from heinzel.turns.chat import answer
+        from heinzel.turns.host import TurnHost, default_adapters
+
         service = self._service
         row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)

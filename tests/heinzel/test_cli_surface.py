@@ -86,3 +86,17 @@ def _expand(heading: str) -> list[str]:
     first, *rest = [p.strip() for p in heading.split("/")]
     prefix = first.rsplit(" ", 1)[0] + " " if " " in first else ""
     return [first] + [prefix + r for r in rest]
+
+
+def test_index_only_commands_do_not_load_the_engine() -> None:
+    """The CLI, the service and the tick import no pydantic-ai: it loads when a turn runs."""
+    code = (
+        "import sys, heinzel.commands, heinzel.service, heinzel.tick, heinzel.verbs; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic_ai', 'anthropic', 'openai') or m.startswith('heinzel.engine')))"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -154,7 +154,7 @@ class Tick:
         self._moved(due, staged, plan, report)
         self._waits(due, staged=staged, decided=decided, planner=planner, plan=plan, now=now)
         self._running(due, plan)
-        self._inbox(due, plan, planner)
+        self._inbox(due, plan, planner, report)
         if not plan.ids():
             return report
         # A key with any turn is not woken again: a final one is done, an open one is
@@ -288,16 +288,21 @@ class Tick:
             if not lock_held(self.service.home.session_dir(row["heinzel"]) / "lock"):
                 plan.resume(row["heinzel"], row["id"], "recovery", row["started_at"] or "")
 
-    def _inbox(self, due: Due, plan: _Plan, planner: Planner) -> None:
+    def _inbox(self, due: Due, plan: _Plan, planner: Planner, report: TickReport) -> None:
         """A chat still pending for a Heinzelmännchen no process runs a turn of (it came
         after that turn's last poll, or its process died after ``turn.requested``) is an
         asked wake keyed ``<id>@<request id>``; a request a turn already has, or that
-        some turn was steered with, is only taken, so each is delivered once."""
+        some turn was steered with, is only taken, so each is delivered once. An
+        unreadable inbox (HZH233) is reported and skips that Heinzelmännchen."""
         home = self.service.home
         awake = {row["heinzel"] for row in due.running}
         for heinzel in home.session_ids():
             inbox = Inbox(home, heinzel)
-            pending = inbox.pending("chat")
+            try:
+                pending = inbox.pending("chat")
+            except HeinzelError as error:
+                report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
+                continue
             if not pending or heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
                 continue
             steered = {

@@ -26,6 +26,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import structlog
+
+from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from heinzel.inbox import Inbox, Request
 from ledger.event import Clock
@@ -34,6 +37,8 @@ from machines.keys import order
 from machines.steps import Acted, Fail, Steps, Wait
 
 __all__ = ["DeliveringSteps", "Delivery"]
+
+_log = structlog.get_logger("heinzel.turns.delivery")
 
 TURN_KINDS = frozenset({"turn.started", "turn.skipped"})
 """A key with one of these has a turn: its request is delivered."""
@@ -60,6 +65,15 @@ class Delivery:
         key = keys.asked(self.heinzel, request.request_id)
         return {e.kind for e in self.journal.key_events(key)}
 
+    def _pending(self) -> list[Request]:
+        """The pending requests; an unreadable inbox file (HZH233) never fails the turn:
+        it is logged and the inbox is read again at the next boundary."""
+        try:
+            return self.inbox.pending()
+        except HeinzelError as error:
+            _log.warning("inbox.unreadable", heinzel=self.heinzel, code=error.code)
+            return []
+
     def _take(self, request: Request) -> None:
         self.inbox.take(request.request_id, at=self.clock())
 
@@ -70,7 +84,7 @@ class Delivery:
         run = self.session.running if self.session is not None else None
         if run is None:
             return
-        pending = self.inbox.pending()
+        pending = self._pending()
         if not pending:
             return
         steered = self._steered(run.turn)
@@ -109,7 +123,7 @@ class Delivery:
                 Wake("asked", keys.asked(self.heinzel, s.request_id))
                 for s in self.session.leftover_steers()
             ]
-        for request in self.inbox.pending():
+        for request in self._pending():
             stale = request.kind == "stop" and request.message in ended
             if stale or (request.kind == "chat" and self._kinds(request) & TURN_KINDS):
                 self._take(request)

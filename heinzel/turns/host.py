@@ -4,7 +4,9 @@
 call. For each run it stages the contract's inputs in the source cache (before any
 ``turn.started``), opens the session's spine with the crash hook installed, builds
 the journal (`IndexedJournal`), the body (`SessionBody`) and the steps
-(`HeinzelSteps`), and lets `machines.Session` apply the key rule.
+(`HeinzelSteps`, wrapped so the inbox is delivered at each step boundary:
+`heinzel.turns.delivery`), and lets `machines.Session` apply the key rule. When the turn
+ends it runs one follow-up turn with every requested cause, and so on until none is left.
 """
 
 from __future__ import annotations
@@ -16,10 +18,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from heinzel.capabilities.protocols import Approved
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.contract.source import split
 from heinzel.engine import (
@@ -28,7 +28,6 @@ from heinzel.engine import (
     LessonView,
     Price,
     Pricing,
-    Saved,
     SpineRecord,
     SpineView,
     resolve_model,
@@ -46,6 +45,8 @@ from heinzel.turns.inputs import (
     asked_inputs,
     default_adapters,
     input_requests,
+    last_approved,
+    recent_bodies,
     refuse_unfetched,
     search_capabilities,
     stage,
@@ -113,34 +114,6 @@ class TurnHost:
             if e.kind not in HOST_HIDDEN
         )
         return SpineView(records)
-
-    def _recent_bodies(
-        self, bodies: Bodies, view: SpineView, keep: int
-    ) -> dict[str, list[ModelMessage]]:
-        """The settled messages of the last ``keep`` turns whose bodies are still there."""
-        turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
-        out: dict[str, list[ModelMessage]] = {}
-        for turn in turns:
-            records = bodies.read(turn)
-            if records:
-                settled = Saved.fold(records).settled
-                if settled:
-                    out[turn] = list(settled)
-        return out
-
-    def _last_approved(self, heinzel_id: str, documents: Any) -> str | None:
-        """The text of the last approved draft as the document now has it (None: none)."""
-        rows = list(
-            self.service.index.db.query(
-                "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
-                "ORDER BY placed_at DESC LIMIT 1",
-                [heinzel_id],
-            )
-        )
-        if not rows or documents is None:
-            return None
-        state = documents.draft_state(rows[0]["key"])
-        return state.text if isinstance(state, Approved) else None
 
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
@@ -221,7 +194,7 @@ class TurnHost:
                 summary_keep_turns=config.summary_keep_turns,
             ),
             view=view,
-            recent=self._recent_bodies(bodies, view, config.summary_keep_turns),
+            recent=recent_bodies(bodies, view, config.summary_keep_turns),
             lessons=lessons,
             runner=handoff if bound is not None else None,
             extra_inputs=tuple(extra),
@@ -229,7 +202,7 @@ class TurnHost:
             approval=approval,
             inbox=service.home.inbox_dir(heinzel_id),
             capabilities=search_capabilities(contract, adapters, service.clock()),
-            last_approved=self._last_approved(heinzel_id, adapters.get("documents")),
+            last_approved=last_approved(service.index.db, heinzel_id, adapters.get("documents")),
             documents=adapters.get("documents"),
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why

@@ -3,7 +3,9 @@
 Inputs are fetched through the adapters into the source cache (`heinzel.sources`)
 before ``turn.started`` is written, with local paths made absolute against the
 contract's origin folder (``heinzel.created``'s ``origin``). The gather step then only
-reads the cache, so a resumed turn never fetches again.
+reads the cache, so a resumed turn never fetches again. The rest of what a turn reads
+is here too: the default adapters, an asked turn's messages from the inbox, the settled
+messages of recent turns, and the last approved draft as the document has it.
 """
 
 from __future__ import annotations
@@ -14,25 +16,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic_ai.messages import ModelMessage
+from sqlite_utils import Database
+
 from heinzel.capabilities.documents import LocalDocuments
 from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.capabilities.git import GitCapability
-from heinzel.capabilities.protocols import ReadCapability, Window
+from heinzel.capabilities.protocols import Approved, ReadCapability, Window
 from heinzel.config import Settings
 from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
-from heinzel.engine import InputSpec, ReadMethod
+from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.home import Home
 from heinzel.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
+from ledger.bodies import Bodies
 
 __all__ = [
     "SearchCapability",
     "asked_inputs",
     "default_adapters",
     "input_requests",
+    "last_approved",
     "read_staged",
+    "recent_bodies",
     "refuse_unfetched",
     "render_input",
     "search_capabilities",
@@ -68,6 +76,34 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
             name = "message" if not found else f"message-{len(found) + 1}"
             found.append(InputSpec(name, str(message), "inbox"))
     return tuple(found)
+
+
+def recent_bodies(bodies: Bodies, view: SpineView, keep: int) -> dict[str, list[ModelMessage]]:
+    """The settled messages of the last ``keep`` turns whose bodies are still there."""
+    turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
+    out: dict[str, list[ModelMessage]] = {}
+    for turn in turns:
+        records = bodies.read(turn)
+        if records:
+            settled = Saved.fold(records).settled
+            if settled:
+                out[turn] = list(settled)
+    return out
+
+
+def last_approved(db: Database, heinzel_id: str, documents: Any) -> str | None:
+    """The text of the last approved draft as the document now has it (None: none)."""
+    rows = list(
+        db.query(
+            "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
+            "ORDER BY placed_at DESC LIMIT 1",
+            [heinzel_id],
+        )
+    )
+    if not rows or documents is None:
+        return None
+    state = documents.draft_state(rows[0]["key"])
+    return state.text if isinstance(state, Approved) else None
 
 
 def input_requests(

@@ -19,6 +19,7 @@ from heinzel.tick import Tick
 from heinzel.turns import default_adapters
 from heinzel.verbs import Verbs
 from ledger.spine import read_events
+from machines import Wake, keys
 
 from .conftest import NOW
 
@@ -173,3 +174,18 @@ class TestTickInbox:
         body = (service.home.turns_dir(heinzel_id) / f"{turn}.jsonl").read_text()
         assert TEXT in body
         assert Inbox(service.home, heinzel_id).pending() == []
+
+    def test_an_unreadable_inbox_file_is_reported_not_fatal(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """A garbled request: the tick reports HZH233, and a running turn still finishes."""
+        service, heinzel_id, _ = make_service()
+        inbox = service.home.inbox_dir(heinzel_id)
+        inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (inbox / "rq-bad.json").write_text("{not json", encoding="utf-8")
+        adapters = default_adapters(service.settings)
+        report = Tick(service, service, adapters, sleep=lambda _s: None).run()
+        assert {"id": heinzel_id, "code": "HZH233"}.items() <= report.errors[-1].items()
+        wake = Wake("asked", keys.asked(heinzel_id, "rq-ok"))
+        [state] = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        assert state.disposition == "drafted"

@@ -292,18 +292,24 @@ class Tick:
         """A chat still pending for a Heinzelmännchen no process runs a turn of (it came
         after that turn's last poll, or its process died after ``turn.requested``) is an
         asked wake keyed ``<id>@<request id>``; a request a turn already has, or that
-        some turn was steered with, is only taken, so each is delivered once. An
-        unreadable inbox (HZH233) is reported and skips that Heinzelmännchen."""
+        some turn was steered with, is only taken, so each is delivered once. Chats are
+        found by their marks (`Inbox.marked`), dropped once taken. An unreadable request
+        (HZH233) is reported and skips that Heinzelmännchen."""
         home = self.service.home
         awake = {row["heinzel"] for row in due.running}
-        for heinzel in home.session_ids():
+        for heinzel, marked in Inbox.marked(home).items():
+            if heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
+                continue
             inbox = Inbox(home, heinzel)
             try:
-                pending = inbox.pending("chat")
+                found = [(rid, inbox.read(rid)) for rid in marked]
             except HeinzelError as error:
                 report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
                 continue
-            if not pending or heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
+            pending = [r for _, r in found if r is not None and r.taken is None]
+            for rid in (rid for rid, r in found if r is None or r.taken is not None):
+                inbox.unmark(rid)
+            if not pending:
                 continue
             steered = {
                 str(e.data.get("request_id"))
@@ -315,6 +321,7 @@ class Tick:
                 key = keys.asked(heinzel, request.request_id)
                 if request.request_id in steered or key in taken:
                     inbox.take(request.request_id, at=self.service.clock())
+                    inbox.unmark(request.request_id)
                 else:
                     plan.wake(heinzel, Wake("asked", key), request.at)
 

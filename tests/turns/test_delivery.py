@@ -162,7 +162,8 @@ class TestTickInbox:
 
     def test_a_pending_chat_wakes_once(self, make_service: Callable[..., Any]) -> None:
         """Two ticks: one turn has the request's key (coalesced with what else was due)
-        and its message as an input; the request is taken and never woken again."""
+        and its message as an input; the request is taken, its mark dropped, and it is
+        never woken again."""
         service, heinzel_id, _ = make_service()
         Inbox(service.home, heinzel_id).write("rq-late", "chat", TEXT, at=NOW)
         adapters = default_adapters(service.settings)
@@ -174,6 +175,7 @@ class TestTickInbox:
         body = (service.home.turns_dir(heinzel_id) / f"{turn}.jsonl").read_text()
         assert TEXT in body
         assert Inbox(service.home, heinzel_id).pending() == []
+        assert Inbox.marked(service.home) == {}
 
     def test_an_unreadable_inbox_file_is_reported_not_fatal(
         self, make_service: Callable[..., Any]
@@ -183,6 +185,9 @@ class TestTickInbox:
         inbox = service.home.inbox_dir(heinzel_id)
         inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
         (inbox / "rq-bad.json").write_text("{not json", encoding="utf-8")
+        marks = Inbox(service.home, heinzel_id).marks
+        marks.mkdir(mode=0o700)
+        (marks / f"{heinzel_id}@rq-bad").touch()
         adapters = default_adapters(service.settings)
         report = Tick(service, service, adapters, sleep=lambda _s: None).run()
         assert {"id": heinzel_id, "code": "HZH233"}.items() <= report.errors[-1].items()

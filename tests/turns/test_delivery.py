@@ -157,8 +157,9 @@ class TestDelivery:
         assert Inbox(service.home, heinzel_id).pending() == []
 
 
-class TestTickInbox:
-    """A chat left pending with no turn running becomes one asked turn, by the tick."""
+class TestLeftRequests:
+    """Requests no running turn takes: a chat left pending (the tick wakes it once), an
+    unreadable file, a stop for a turn that already ended."""
 
     def test_a_pending_chat_wakes_once(self, make_service: Callable[..., Any]) -> None:
         """Two ticks: one turn has the request's key (coalesced with what else was due)
@@ -194,3 +195,12 @@ class TestTickInbox:
         wake = Wake("asked", keys.asked(heinzel_id, "rq-ok"))
         [state] = service.run_wakes(heinzel_id, [wake], adapters=adapters)
         assert state.disposition == "drafted"
+
+    def test_a_stop_for_an_ended_turn_is_stale(self, make_service: Callable[..., Any]) -> None:
+        """A stop naming another turn is only taken; the running turn goes on to its draft."""
+        service, heinzel_id, _ = make_service()
+        Inbox(service.home, heinzel_id).write("rq-stop", "stop", "tn-ended", at=NOW)
+        wake = Wake("asked", keys.asked(heinzel_id, "rq-go"))
+        [state] = service.run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
+        assert state.disposition == "drafted"
+        assert Inbox(service.home, heinzel_id).pending() == []

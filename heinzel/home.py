@@ -7,6 +7,7 @@ heinzel/<id>/session.jsonl       the spine
 heinzel/<id>/lock                one writer per spine
 heinzel/<id>/turns/<turn>.jsonl  turn bodies
 heinzel/<id>/inbox/<req>.json    chat messages
+heinzel/pending/<id>@<req>       empty marks of chats the tick checks until a turn has them
 heinzel/<id>/contract/v<n>.prose.md (+ v<n>.json, the compiled form)
 ```
 """

@@ -9,6 +9,9 @@ spine records only ``request_id`` and the text's ``hash``. A running turn belong
 process that holds the spine's lock; that host reads `Inbox.pending` at its step
 boundaries (steers, a stop) and marks each request ``taken``. Files expire with the turn
 bodies under ``retention_days`` (`Inbox.prune`), never as a side effect of a read.
+A chat also leaves an empty mark ``<home>/heinzel/pending/<id>@<request id>``, written
+after its file, so the tick finds chats nobody took with one directory listing
+(`Inbox.marked`) and drops the mark once a turn has the request.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class Inbox:
     def __init__(self, home: Home, heinzel_id: str) -> None:
         self.heinzel = heinzel_id
         self.directory = home.inbox_dir(heinzel_id)
+        self.marks = home.heinzel_dir / "pending"
+        """``<heinzel>@<request id>``: a chat the tick checks until a turn has it."""
 
     def path(self, request_id: str) -> Path:
         if not _ID.match(request_id):
@@ -83,7 +88,28 @@ class Inbox:
         request = Request(request_id, self.heinzel, kind, message, format_ts(at), digest)
         ensure_private_dir(self.directory)
         write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
+        if kind == "chat":
+            ensure_private_dir(self.marks)
+            write_atomic(self.marks / f"{self.heinzel}@{request_id}", b"")
         return request
+
+    def unmark(self, request_id: str) -> None:
+        """Forget the tick's mark of a chat that a turn has (or that is gone)."""
+        (self.marks / f"{self.heinzel}@{request_id}").unlink(missing_ok=True)
+
+    @staticmethod
+    def marked(home: Home) -> dict[str, list[str]]:
+        """The chats marked for the tick, request ids by Heinzelmännchen: one directory
+        listing, however many Heinzelmännchen there are."""
+        found: dict[str, list[str]] = {}
+        directory = home.heinzel_dir / "pending"
+        if not directory.is_dir():
+            return found
+        for entry in sorted(directory.iterdir()):
+            heinzel, _, request_id = entry.name.partition("@")
+            if _ID.match(request_id) and not entry.is_symlink():
+                found.setdefault(heinzel, []).append(request_id)
+        return found
 
     def read(self, request_id: str) -> Request | None:
         """The request, or None when there is none (a link or a garbled file is HZH233)."""

@@ -5,11 +5,12 @@ due (`heinzel.tick_plan.Planner`), reads the state of every placed draft from th
 documents adapter, fetches each source whose recheck is due exactly once and stages it in
 the source cache (`heinzel.sources.fetch_once`) before any turn starts, and builds the
 wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
-Heinzelmännchen without a schedule, waits that are due, and turns a dead process left
-running. Keys the index already has a final turn for are dropped. Heinzelmännchen are
-woken by graph height, then oldest due, at most ``max_wakes_per_tick``; one whose new
-wakes would cross the daily cap gets one ``turn.skipped{reason: cap}`` instead, and the
-user one ``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, which
+Heinzelmännchen without a schedule, waits that are due, turns a dead process left
+running, and chats still pending in an inbox with no turn to take them. Keys the index
+already has a final turn for are dropped. Heinzelmännchen are woken by graph height,
+then oldest due, at most ``max_wakes_per_tick``; one whose new wakes would cross the
+daily cap gets one ``turn.skipped{reason: cap}`` instead, and the user one
+``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, which
 `heinzel.service.Service` satisfies): it coalesces by the key rule and decides if-moved.
 """
 
@@ -25,12 +26,14 @@ from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
 from heinzel.daemon import abandon_turn, lock_held
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.inbox import Inbox
 from heinzel.service import Service
 from heinzel.sources import SourceCache, SourceRequest, TickFetch, fetch_once
 from heinzel.tick_plan import Due, Planner, latest_slot
 from ledger.errors import HzError, LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
+from ledger.spine import read_events
 from machines import keys
 from machines.keys import Wake, coalesce
 from machines.resume import skip_turn
@@ -151,6 +154,7 @@ class Tick:
         self._moved(due, staged, plan, report)
         self._waits(due, staged=staged, decided=decided, planner=planner, plan=plan, now=now)
         self._running(due, plan)
+        self._inbox(due, plan, planner, report)
         if not plan.ids():
             return report
         # A key with any turn is not woken again: a final one is done, an open one is
@@ -283,6 +287,43 @@ class Tick:
         for row in due.running:
             if not lock_held(self.service.home.session_dir(row["heinzel"]) / "lock"):
                 plan.resume(row["heinzel"], row["id"], "recovery", row["started_at"] or "")
+
+    def _inbox(self, due: Due, plan: _Plan, planner: Planner, report: TickReport) -> None:
+        """A chat still pending for a Heinzelmännchen no process runs a turn of (it came
+        after that turn's last poll, or its process died after ``turn.requested``) is an
+        asked wake keyed ``<id>@<request id>``; a request a turn already has, or that
+        some turn was steered with, is only taken, so each is delivered once. Chats are
+        found by their marks (`Inbox.marked`), dropped once taken. An unreadable request
+        (HZH233) is reported and skips that Heinzelmännchen."""
+        home = self.service.home
+        awake = {row["heinzel"] for row in due.running}
+        for heinzel, marked in Inbox.marked(home).items():
+            if heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
+                continue
+            inbox = Inbox(home, heinzel)
+            try:
+                found = [(rid, inbox.read(rid)) for rid in marked]
+            except HeinzelError as error:
+                report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
+                continue
+            pending = [r for _, r in found if r is not None and r.taken is None]
+            for rid in (rid for rid, r in found if r is None or r.taken is not None):
+                inbox.unmark(rid)
+            if not pending:
+                continue
+            steered = {
+                str(e.data.get("request_id"))
+                for e in read_events(home.spine_path(heinzel))
+                if e.kind == "turn.steered"
+            }
+            taken = planner.taken(keys.asked(heinzel, r.request_id) for r in pending)
+            for request in pending:
+                key = keys.asked(heinzel, request.request_id)
+                if request.request_id in steered or key in taken:
+                    inbox.take(request.request_id, at=self.service.clock())
+                    inbox.unmark(request.request_id)
+                else:
+                    plan.wake(heinzel, Wake("asked", key), request.at)
 
     # -- waking one ------------------------------------------------------------------
 

@@ -3,11 +3,12 @@
 Each message is first a request file (`heinzel.inbox`), then a spine line or a turn:
 
 - ``chat`` while a turn runs in another process (its spine lock is held): the request
-  waits in the inbox and that turn's host takes it at its next step boundary (a steer in
-  gather or think, a follow-up request after). While a turn a dead process left is open:
-  ``turn.steered{request_id, hash}`` in gather/think, else ``turn.requested{cause: asked}``
-  keyed ``<id>@<request id>``; the tick's recovery delivers it. Otherwise: a new turn of
-  cause asked, run here.
+  waits in the inbox and that turn's host delivers it at its next step boundary
+  (`heinzel.turns.delivery`: a steer in gather or think, a follow-up request after). While
+  a turn a dead process left is open: ``turn.steered{request_id, hash}`` in gather/think,
+  else ``turn.requested{cause: asked}`` keyed ``<id>@<request id>`` (the request stays
+  pending until a turn has that key); the tick's recovery delivers it. Otherwise: a new
+  turn of cause asked, run here.
 - ``resume``: the waiting turn now, ``woken_by: asked``.
 - ``stop``: a turn running elsewhere gets a stop request in the inbox, honoured at its next
   step boundary; a turn a dead process left open ends ``abandoned stopped`` here.
@@ -101,6 +102,8 @@ class Verbs:
                         turn=turn,
                     )
                     how = "steered"
+                    inbox = Inbox(self.service.home, heinzel)
+                    inbox.take(request.request_id, at=self.service.clock())
                 else:
                     journal.append(
                         "turn.requested",
@@ -108,8 +111,7 @@ class Verbs:
                         turn=turn,
                         key=keys.asked(heinzel, request.request_id),
                     )
-                    how = "requested"
-            Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
+                    how = "requested"  # pending until a turn has its key
             return {**base, "turn": turn, "delivered": how}
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
         self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)

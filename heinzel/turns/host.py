@@ -4,27 +4,22 @@
 call. For each run it stages the contract's inputs in the source cache (before any
 ``turn.started``), opens the session's spine with the crash hook installed, builds
 the journal (`IndexedJournal`), the body (`SessionBody`) and the steps
-(`HeinzelSteps`), and lets `machines.Session` apply the key rule.
+(`HeinzelSteps`, wrapped so the inbox is delivered at each step boundary:
+`heinzel.turns.delivery`), and lets `machines.Session` apply the key rule. When the turn
+ends it runs one follow-up turn with every requested cause, and so on until none is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from heinzel.capabilities.documents import LocalDocuments
-from heinzel.capabilities.files import FilesCapability
-from heinzel.capabilities.fixture_sources import fixture_sources
-from heinzel.capabilities.git import GitCapability
-from heinzel.capabilities.protocols import Approved
-from heinzel.config import Settings as Config
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.contract.source import split
 from heinzel.engine import (
@@ -33,7 +28,6 @@ from heinzel.engine import (
     LessonView,
     Price,
     Pricing,
-    Saved,
     SpineRecord,
     SpineView,
     resolve_model,
@@ -45,8 +39,18 @@ from heinzel.runners.base import AgentRunner
 from heinzel.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
+from heinzel.turns.delivery import DeliveringSteps, Delivery
 from heinzel.turns.handoff import BoundHandoff, bind_runner
-from heinzel.turns.inputs import input_requests, search_capabilities, stage
+from heinzel.turns.inputs import (
+    asked_inputs,
+    default_adapters,
+    input_requests,
+    last_approved,
+    recent_bodies,
+    refuse_unfetched,
+    search_capabilities,
+    stage,
+)
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -70,20 +74,6 @@ if TYPE_CHECKING:
     from heinzel.service import Service
 
 __all__ = ["TurnHost", "default_adapters"]
-
-
-def default_adapters(settings: Config, fixtures_dir: Path | None = None) -> dict[str, object]:
-    """The adapter map of a tick or a wake: files, git, documents (and the fixture sources)."""
-    approver = settings.heinzel.approver or "owner"
-    adapters: dict[str, object] = {
-        "files": FilesCapability(),
-        "git": GitCapability(),
-        "documents": LocalDocuments(approver),
-    }
-    folder = fixtures_dir or settings.heinzel.fixture_sources
-    if folder is not None:
-        adapters.update(fixture_sources(folder))
-    return adapters
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -124,34 +114,6 @@ class TurnHost:
             if e.kind not in HOST_HIDDEN
         )
         return SpineView(records)
-
-    def _recent_bodies(
-        self, bodies: Bodies, view: SpineView, keep: int
-    ) -> dict[str, list[ModelMessage]]:
-        """The settled messages of the last ``keep`` turns whose bodies are still there."""
-        turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
-        out: dict[str, list[ModelMessage]] = {}
-        for turn in turns:
-            records = bodies.read(turn)
-            if records:
-                settled = Saved.fold(records).settled
-                if settled:
-                    out[turn] = list(settled)
-        return out
-
-    def _last_approved(self, heinzel_id: str, documents: Any) -> str | None:
-        """The text of the last approved draft as the document now has it (None: none)."""
-        rows = list(
-            self.service.index.db.query(
-                "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
-                "ORDER BY placed_at DESC LIMIT 1",
-                [heinzel_id],
-            )
-        )
-        if not rows or documents is None:
-            return None
-        state = documents.draft_state(rows[0]["key"])
-        return state.text if isinstance(state, Approved) else None
 
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
@@ -232,7 +194,7 @@ class TurnHost:
                 summary_keep_turns=config.summary_keep_turns,
             ),
             view=view,
-            recent=self._recent_bodies(bodies, view, config.summary_keep_turns),
+            recent=recent_bodies(bodies, view, config.summary_keep_turns),
             lessons=lessons,
             runner=handoff if bound is not None else None,
             extra_inputs=tuple(extra),
@@ -240,7 +202,7 @@ class TurnHost:
             approval=approval,
             inbox=service.home.inbox_dir(heinzel_id),
             capabilities=search_capabilities(contract, adapters, service.clock()),
-            last_approved=self._last_approved(heinzel_id, adapters.get("documents")),
+            last_approved=last_approved(service.index.db, heinzel_id, adapters.get("documents")),
             documents=adapters.get("documents"),
             propose=lambda text, why: service.propose_amendment(
                 heinzel_id, text, by="heinzel", source="turn", reason=why
@@ -289,8 +251,9 @@ class TurnHost:
             contract, _ = self._contract(heinzel_id, int(version))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
-        if wakes[0].cause == "asked" and not extra:
-            extra = self.asked_inputs(heinzel_id, wakes[0].key.split("@", 1)[1])
+        if not extra:
+            asked = [w.key for w in wakes if w.cause == "asked"]
+            extra = asked_inputs(service.home, heinzel_id, asked)
         if wakes[0].cause == "approval":
             documents = adapters.get("documents")
             found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
@@ -302,7 +265,7 @@ class TurnHost:
         if staged is None and requests:
             staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
         if staged is not None:
-            _refuse_unfetched(staged, heinzel_id)
+            refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             turn = "tn-" + new_id(service.clock)[3:]
@@ -321,12 +284,29 @@ class TurnHost:
                 slot=slot,
                 approval=approval,
             )
-            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
             pins = Pins(
                 contract_version=env.version,
                 lessons_seq=max((int(one.id) for one in env.lessons), default=None),
             )
-            return asyncio.run(session.wake(wakes, turn=turn, pins=pins))
+            states, follow = self._drive(
+                env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins)
+            )
+        return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
+
+    def _drive(
+        self,
+        env: TurnEnv,
+        journal: Journal,
+        run: Callable[[Session], Coroutine[Any, Any, list[TurnState]]],
+    ) -> tuple[list[TurnState], list[Wake]]:
+        """Run a session whose steps deliver the inbox; what ran and the follow-up wakes."""
+        delivery = Delivery(self.service.home, env.heinzel_id, journal, self.service.clock)
+        env.poll = delivery.poll
+        steps = DeliveringSteps(HeinzelSteps(env), delivery)
+        session = Session(journal, env.body, steps, self._machine_settings(env))
+        delivery.session = session
+        states = asyncio.run(run(session))
+        return states, delivery.follow_ups(states)
 
     @staticmethod
     def _nothing_moved(
@@ -358,7 +338,9 @@ class TurnHost:
             cause = str(started.data.get("cause"))
             key = str(started.key)
             slot = key.split("@", 1)[1]
-            extra = self.asked_inputs(heinzel_id, slot) if cause == "asked" else ()
+            causes = started.data.get("causes") or [{"cause": cause, "key": key}]
+            asked = [str(c.get("key")) for c in causes if c.get("cause") == "asked"]
+            extra = asked_inputs(service.home, heinzel_id, asked)
             approval = None
             if cause == "approval":
                 found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
@@ -366,19 +348,16 @@ class TurnHost:
             env = self._env(
                 heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
             )
-            session = Session(journal, env.body, HeinzelSteps(env), self._machine_settings(env))
-            return asyncio.run(session.resume(turn, woken_by))
+
+            async def resume(session: Session) -> list[TurnState]:
+                state = await session.resume(turn, woken_by)
+                return [] if state is None else [state]
+
+            states, follow = self._drive(env, journal, resume)
+        self.run_wakes(heinzel_id, follow, adapters=adapters)
+        return states[0] if states else None
 
     # -- asked turns -----------------------------------------------------------------
-
-    def asked_inputs(self, heinzel_id: str, request: str) -> tuple[InputSpec, ...]:
-        """The message of request ``request`` from the inbox, as an input (none: no input)."""
-        path = self.service.home.inbox_dir(heinzel_id) / f"{request}.json"
-        try:
-            message = json.loads(path.read_text(encoding="utf-8")).get("message")
-        except (OSError, ValueError, AttributeError):
-            return ()
-        return (InputSpec("message", str(message), "inbox"),) if message else ()
 
     def wake(
         self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
@@ -407,10 +386,3 @@ def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
         "error": state.error,
         "usd": state.spend_usd,
     }
-
-
-def _refuse_unfetched(staged: TickFetch, heinzel_id: str) -> None:
-    """An input that could not be fetched stops the wake before ``turn.started``."""
-    for item in staged.staged:
-        if item.request.watcher == heinzel_id and item.fetched is None and item.error:
-            raise item.error

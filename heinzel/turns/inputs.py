@@ -3,7 +3,9 @@
 Inputs are fetched through the adapters into the source cache (`heinzel.sources`)
 before ``turn.started`` is written, with local paths made absolute against the
 contract's origin folder (``heinzel.created``'s ``origin``). The gather step then only
-reads the cache, so a resumed turn never fetches again.
+reads the cache, so a resumed turn never fetches again. The rest of what a turn reads
+is here too: the default adapters, an asked turn's messages from the inbox, the settled
+messages of recent turns, and the last approved draft as the document has it.
 """
 
 from __future__ import annotations
@@ -14,21 +16,94 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from heinzel.capabilities.protocols import ReadCapability, Window
+from pydantic_ai.messages import ModelMessage
+from sqlite_utils import Database
+
+from heinzel.capabilities.documents import LocalDocuments
+from heinzel.capabilities.files import FilesCapability
+from heinzel.capabilities.fixture_sources import fixture_sources
+from heinzel.capabilities.git import GitCapability
+from heinzel.capabilities.protocols import Approved, ReadCapability, Window
+from heinzel.config import Settings
 from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
-from heinzel.engine import ReadMethod
+from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
 from heinzel.errors import HeinzelError
+from heinzel.home import Home
 from heinzel.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
+from ledger.bodies import Bodies
 
 __all__ = [
     "SearchCapability",
+    "asked_inputs",
+    "default_adapters",
     "input_requests",
+    "last_approved",
     "read_staged",
+    "recent_bodies",
+    "refuse_unfetched",
     "render_input",
     "search_capabilities",
     "stage",
 ]
+
+
+def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> dict[str, object]:
+    """The adapter map of a tick or a wake: files, git, documents (and the fixture sources)."""
+    approver = settings.heinzel.approver or "owner"
+    adapters: dict[str, object] = {
+        "files": FilesCapability(),
+        "git": GitCapability(),
+        "documents": LocalDocuments(approver),
+    }
+    folder = fixtures_dir or settings.heinzel.fixture_sources
+    if folder is not None:
+        adapters.update(fixture_sources(folder))
+    return adapters
+
+
+def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple[InputSpec, ...]:
+    """The messages of an asked turn's keys ``<id>@<request id>`` from the inbox, as
+    inputs ``message``, ``message-2``... (a key with no readable message: no input)."""
+    found: list[InputSpec] = []
+    for key in wake_keys:
+        path = home.inbox_dir(heinzel_id) / f"{key.split('@', 1)[-1]}.json"
+        try:
+            message = json.loads(path.read_text(encoding="utf-8")).get("message")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if message:
+            name = "message" if not found else f"message-{len(found) + 1}"
+            found.append(InputSpec(name, str(message), "inbox"))
+    return tuple(found)
+
+
+def recent_bodies(bodies: Bodies, view: SpineView, keep: int) -> dict[str, list[ModelMessage]]:
+    """The settled messages of the last ``keep`` turns whose bodies are still there."""
+    turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
+    out: dict[str, list[ModelMessage]] = {}
+    for turn in turns:
+        records = bodies.read(turn)
+        if records:
+            settled = Saved.fold(records).settled
+            if settled:
+                out[turn] = list(settled)
+    return out
+
+
+def last_approved(db: Database, heinzel_id: str, documents: Any) -> str | None:
+    """The text of the last approved draft as the document now has it (None: none)."""
+    rows = list(
+        db.query(
+            "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
+            "ORDER BY placed_at DESC LIMIT 1",
+            [heinzel_id],
+        )
+    )
+    if not rows or documents is None:
+        return None
+    state = documents.draft_state(rows[0]["key"])
+    return state.text if isinstance(state, Approved) else None
 
 
 def input_requests(
@@ -139,3 +214,10 @@ def search_capabilities(
             if capability.methods:
                 out.append(capability)
     return out
+
+
+def refuse_unfetched(staged: TickFetch, heinzel_id: str) -> None:
+    """An input that could not be fetched stops the wake before ``turn.started``."""
+    for item in staged.staged:
+        if item.request.watcher == heinzel_id and item.fetched is None and item.error:
+            raise item.error

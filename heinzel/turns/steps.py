@@ -86,6 +86,8 @@ class TurnEnv:
     """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
     writes: ChatWrites | None = None
     """The chat write gate of an asked turn (None: no write tools)."""
+    poll: Callable[[], None] | None = None
+    """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
 
 
 class HeinzelSteps:
@@ -157,6 +159,8 @@ class HeinzelSteps:
         )
 
         def steering() -> list[str]:
+            if env.poll is not None:
+                env.poll()
             texts = [self._message(steer.request_id) for steer in ctx.take_steers()]
             return [text for text in texts if text]
 

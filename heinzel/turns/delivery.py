@@ -1,0 +1,164 @@
+"""Delivery: the inbox's requests handed to the turn this process runs (ADR 0049 statement 14).
+
+A chat or a stop sent while another process runs the turn is only a request file
+(`heinzel.inbox`); this process holds the spine's lock, so it is the one writer that turns
+the request into a spine line, at its next step boundary and before each model request
+(`Delivery.poll`, called by `DeliveringSteps` and by the think step's ``steering()``):
+
+- a chat during gather or think: `machines.Session.message` writes
+  ``turn.steered{request_id, hash}``, the text reaches the next model request, and the
+  request is taken; during outcome, act or finish it writes ``turn.requested{cause:
+  asked}`` keyed ``<id>@<request id>`` and the request stays pending until a turn has
+  that key (so a crash before the follow-up turn loses nothing: the tick wakes it);
+- a stop naming this turn: the running step is cancelled and the turn ends abandoned
+  ``stopped``; a stop naming another turn is stale and only taken.
+
+Idempotent by request id: a request whose key a turn already has, or that this turn
+already steered, is taken and never journalled again. After the turn, `follow_ups`
+gives every requested cause (from the fold, so a resumed turn keeps those requested
+before a crash), the steers no model request received, and the chats that came after the
+last poll, for one follow-up turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import structlog
+
+from heinzel.errors import HeinzelError
+from heinzel.home import Home
+from heinzel.inbox import Inbox, Request
+from ledger.event import Clock
+from machines import Journal, Session, TurnContext, TurnState, Wake, keys
+from machines.keys import order
+from machines.steps import Acted, Fail, Steps, Wait
+
+__all__ = ["DeliveringSteps", "Delivery"]
+
+_log = structlog.get_logger("heinzel.turns.delivery")
+
+TURN_KINDS = frozenset({"turn.started", "turn.skipped"})
+"""A key with one of these has a turn: its request is delivered."""
+
+
+class Delivery:
+    """The pending requests of one Heinzelmännchen, delivered to its running turn."""
+
+    def __init__(self, home: Home, heinzel_id: str, journal: Journal, clock: Clock) -> None:
+        self.inbox = Inbox(home, heinzel_id)
+        self.heinzel = heinzel_id
+        self.journal = journal
+        self.clock = clock
+        self.session: Session | None = None
+
+    def _steered(self, turn: str) -> set[str]:
+        return {
+            str(e.data.get("request_id"))
+            for e in self.journal.turn_events(turn)
+            if e.kind == "turn.steered"
+        }
+
+    def _kinds(self, request: Request) -> set[str]:
+        key = keys.asked(self.heinzel, request.request_id)
+        return {e.kind for e in self.journal.key_events(key)}
+
+    def _pending(self) -> list[Request]:
+        """The pending requests; an unreadable inbox file (HZH233) never fails the turn:
+        it is logged and the inbox is read again at the next boundary."""
+        try:
+            return self.inbox.pending()
+        except HeinzelError as error:
+            _log.warning("inbox.unreadable", heinzel=self.heinzel, code=error.code)
+            return []
+
+    def _take(self, request: Request) -> None:
+        self.inbox.take(request.request_id, at=self.clock())
+
+    def poll(self, *, stop: bool = True) -> None:
+        """Deliver what the inbox holds to the running turn; with ``stop``, a stop for it
+        raises `asyncio.CancelledError`, which the machine ends as ``abandoned stopped``
+        (without, as after a step's work is done, the stop waits for the next boundary)."""
+        run = self.session.running if self.session is not None else None
+        if run is None:
+            return
+        pending = self._pending()
+        if not pending:
+            return
+        steered = self._steered(run.turn)
+        for request in pending:
+            if request.kind == "stop":
+                if request.message not in ("", run.turn):
+                    self._take(request)
+                elif stop:
+                    raise asyncio.CancelledError(f"stopped by {request.request_id}")
+                continue
+            if request.kind != "chat":
+                continue
+            kinds = self._kinds(request)
+            if request.request_id in steered or kinds & TURN_KINDS:
+                self._take(request)
+            elif "turn.requested" in kinds:
+                continue
+            else:
+                key = keys.asked(self.heinzel, request.request_id)
+                assert self.session is not None
+                if self.session.message(request.request_id, request.hash, key) == "steered":
+                    self._take(request)
+
+    def follow_ups(self, states: Sequence[TurnState]) -> list[Wake]:
+        """The wakes for one follow-up turn after ``states`` ended: requested causes,
+        undelivered steers and chats that came after the last poll; stops of these turns
+        are taken, and chats whose key a turn already has too."""
+        wakes: list[Wake] = []
+        steered: set[str] = set()
+        ended = {state.turn for state in states}
+        for state in states:
+            wakes += [Wake(str(r["cause"]), str(r["key"])) for r in state.requested if r["key"]]
+            steered |= self._steered(state.turn)
+        if self.session is not None:
+            wakes += [
+                Wake("asked", keys.asked(self.heinzel, s.request_id))
+                for s in self.session.leftover_steers()
+            ]
+        for request in self._pending():
+            stale = request.kind == "stop" and request.message in ended
+            if stale or (request.kind == "chat" and self._kinds(request) & TURN_KINDS):
+                self._take(request)
+            elif request.kind == "chat" and request.request_id not in steered:
+                wakes.append(Wake("asked", keys.asked(self.heinzel, request.request_id)))
+        return [
+            w
+            for w in order(wakes)
+            if not {e.kind for e in self.journal.key_events(w.key)} & TURN_KINDS
+        ]
+
+
+class DeliveringSteps:
+    """The host's steps with the inbox polled at each step boundary: before a step's work
+    (a stop cancels it) and after it (a chat that came during act is requested)."""
+
+    def __init__(self, steps: Steps, delivery: Delivery) -> None:
+        self.steps = steps
+        self.delivery = delivery
+
+    async def _around(self, work: Callable[[], Awaitable[Any]]) -> Any:
+        self.delivery.poll()
+        result = await work()
+        self.delivery.poll(stop=False)
+        return result
+
+    async def gather(self, ctx: TurnContext) -> Any:
+        return await self._around(lambda: self.steps.gather(ctx))
+
+    async def think(self, ctx: TurnContext, gathered: Any) -> Any:
+        return await self._around(lambda: self.steps.think(ctx, gathered))
+
+    async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
+        return await self._around(lambda: self.steps.outcome(ctx, thought))
+
+    async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
+        result: Acted | Wait | Fail = await self._around(lambda: self.steps.act(ctx, decided))
+        return result

@@ -1,0 +1,206 @@
+"""A chat or a stop sent while another process runs the turn, delivered by that process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heinzel.inbox import Inbox
+from heinzel.service import Service
+from heinzel.tick import Tick
+from heinzel.turns import default_adapters
+from heinzel.verbs import Verbs
+from ledger.spine import read_events
+from machines import Wake, keys
+
+from .conftest import NOW
+
+SCRIPT = Path(__file__).parent / "delivery_turn.py"
+TEXT = "keep it under ten lines"
+
+
+class Child:
+    """``delivery_turn.py`` in its own process, met at its FIFO rendezvous."""
+
+    def __init__(self, service: Service, heinzel_id: str, sync: Path, where: str) -> None:
+        os.mkfifo(sync / "ready")
+        os.mkfifo(sync / "go")
+        self.sync = sync
+        Inbox(service.home, heinzel_id).write("rq-first", "chat", "draft it", at=NOW)
+        command = [sys.executable, str(SCRIPT), str(service.home.root), heinzel_id, str(sync)]
+        self.proc = subprocess.Popen(
+            [*command, where], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def ready(self) -> None:
+        """Block until the child is at its rendezvous (fail if it dies first)."""
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append((self.sync / "ready").read_text()))
+        reader.start()
+        reader.join(60)
+        if reader.is_alive():
+            self.proc.kill()
+            with (self.sync / "ready").open("w"):
+                pass
+            reader.join()
+            raise AssertionError(self.proc.communicate()[1])
+
+    def go(self) -> list[list[Any]]:
+        """Let the child go on; the states it ran (turn, state, disposition, reason)."""
+        with (self.sync / "go").open("w") as go:
+            go.write("go\n")
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        result: list[list[Any]] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+
+def _events(service: Service, heinzel_id: str, kind: str) -> list[Any]:
+    return [e for e in read_events(service.home.spine_path(heinzel_id)) if e.kind == kind]
+
+
+def _verbs(service: Service) -> Verbs:
+    return Verbs(service, service, default_adapters(service.settings))
+
+
+@pytest.mark.kill
+class TestDelivery:
+    """The running host takes the inbox at its step boundaries and before model requests."""
+
+    def test_a_chat_during_think_reaches_the_next_model_request(
+        self, make_service: Callable[..., Any], tmp_path: Path
+    ) -> None:
+        """The text is in the model's second request, not its first; one turn.steered."""
+        service, heinzel_id, _ = make_service()
+        child = Child(service, heinzel_id, tmp_path, "think")
+        child.ready()
+        answer = _verbs(service).chat("notes-digest", TEXT)
+        assert answer["delivered"] == "queued for the running turn"
+        states = child.go()
+        assert [s[2] for s in states] == ["drafted"]
+        assert TEXT not in (tmp_path / "request-1.json").read_text()
+        assert TEXT in (tmp_path / "request-2.json").read_text()
+        steered = _events(service, heinzel_id, "turn.steered")
+        assert [e.data["request_id"] for e in steered] == [answer["request_id"]]
+        assert TEXT not in service.home.spine_path(heinzel_id).read_text()
+        assert Inbox(service.home, heinzel_id).pending() == []
+
+    def test_a_chat_during_act_becomes_one_follow_up_turn(
+        self, make_service: Callable[..., Any], tmp_path: Path
+    ) -> None:
+        """turn.requested once, then one asked turn keyed by the request, after the first."""
+        service, heinzel_id, _ = make_service()
+        child = Child(service, heinzel_id, tmp_path, "act")
+        child.ready()
+        request = _verbs(service).chat("notes-digest", TEXT)["request_id"]
+        states = child.go()
+        assert [s[2] for s in states] == ["drafted", "drafted"]
+        key = f"{heinzel_id}@{request}"
+        [requested] = _events(service, heinzel_id, "turn.requested")
+        assert (requested.turn, requested.key) == (states[0][0], key)
+        started = _events(service, heinzel_id, "turn.started")
+        assert [(e.turn, e.data["cause"], e.key) for e in started][1:] == [
+            (states[1][0], "asked", key)
+        ]
+        assert _events(service, heinzel_id, "turn.steered") == []
+        assert Inbox(service.home, heinzel_id).pending() == []
+
+    def test_a_stop_ends_the_turn_abandoned_stopped(
+        self, make_service: Callable[..., Any], tmp_path: Path
+    ) -> None:
+        """The stop is honoured before the next model request; nothing runs after."""
+        service, heinzel_id, _ = make_service()
+        child = Child(service, heinzel_id, tmp_path, "think")
+        child.ready()
+        assert _verbs(service).stop("notes-digest")["stop"].startswith("requested")
+        [[turn, state, disposition, reason]] = child.go()
+        assert (state, disposition, reason) == ("abandoned", "abandoned", "stopped")
+        [finished] = _events(service, heinzel_id, "turn.finished")
+        assert (finished.turn, finished.data["reason"], finished.data["step"]) == (
+            turn,
+            "stopped",
+            "think",
+        )
+        assert not (tmp_path / "request-2.json").exists()
+        assert Inbox(service.home, heinzel_id).pending() == []
+
+    def test_a_message_queued_to_a_killed_process_is_delivered_once(
+        self, make_service: Callable[..., Any], tmp_path: Path
+    ) -> None:
+        """Killed in think with the chat queued: the tick's recovery steers it, once (the
+        tick may wake other causes too, never the request's key)."""
+        service, heinzel_id, _ = make_service()
+        child = Child(service, heinzel_id, tmp_path, "think")
+        child.ready()
+        request = _verbs(service).chat("notes-digest", TEXT)["request_id"]
+        child.proc.kill()
+        child.proc.communicate(timeout=60)
+        adapters = default_adapters(service.settings)
+        for _ in range(2):
+            Tick(service, service, adapters, sleep=lambda _s: None).run()
+        steered = _events(service, heinzel_id, "turn.steered")
+        assert [e.data["request_id"] for e in steered] == [request]
+        started, *others = _events(service, heinzel_id, "turn.started")
+        assert all(f"{heinzel_id}@{request}" not in e.data["keys"] for e in others)
+        finished = _events(service, heinzel_id, "turn.finished")[0]
+        assert (finished.turn, finished.data["disposition"]) == (started.turn, "drafted")
+        body = (service.home.turns_dir(heinzel_id) / f"{started.turn}.jsonl").read_text()
+        assert TEXT in body
+        assert Inbox(service.home, heinzel_id).pending() == []
+
+
+class TestLeftRequests:
+    """Requests no running turn takes: a chat left pending (the tick wakes it once), an
+    unreadable file, a stop for a turn that already ended."""
+
+    def test_a_pending_chat_wakes_once(self, make_service: Callable[..., Any]) -> None:
+        """Two ticks: one turn has the request's key (coalesced with what else was due)
+        and its message as an input; the request is taken, its mark dropped, and it is
+        never woken again."""
+        service, heinzel_id, _ = make_service()
+        Inbox(service.home, heinzel_id).write("rq-late", "chat", TEXT, at=NOW)
+        adapters = default_adapters(service.settings)
+        for _ in range(2):
+            Tick(service, service, adapters, sleep=lambda _s: None).run()
+        started = _events(service, heinzel_id, "turn.started")
+        asked = [(e.turn, c["key"]) for e in started for c in e.data["causes"]]
+        [(turn, _)] = [a for a in asked if a[1] == f"{heinzel_id}@rq-late"]
+        body = (service.home.turns_dir(heinzel_id) / f"{turn}.jsonl").read_text()
+        assert TEXT in body
+        assert Inbox(service.home, heinzel_id).pending() == []
+        assert Inbox.marked(service.home) == {}
+
+    def test_an_unreadable_inbox_file_is_reported_not_fatal(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """A garbled request: the tick reports HZH233, and a running turn still finishes."""
+        service, heinzel_id, _ = make_service()
+        inbox = service.home.inbox_dir(heinzel_id)
+        inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (inbox / "rq-bad.json").write_text("{not json", encoding="utf-8")
+        marks = Inbox(service.home, heinzel_id).marks
+        marks.mkdir(mode=0o700)
+        (marks / f"{heinzel_id}@rq-bad").touch()
+        adapters = default_adapters(service.settings)
+        report = Tick(service, service, adapters, sleep=lambda _s: None).run()
+        assert {"id": heinzel_id, "code": "HZH233"}.items() <= report.errors[-1].items()
+        wake = Wake("asked", keys.asked(heinzel_id, "rq-ok"))
+        [state] = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        assert state.disposition == "drafted"
+
+    def test_a_stop_for_an_ended_turn_is_stale(self, make_service: Callable[..., Any]) -> None:
+        """A stop naming another turn is only taken; the running turn goes on to its draft."""
+        service, heinzel_id, _ = make_service()
+        Inbox(service.home, heinzel_id).write("rq-stop", "stop", "tn-ended", at=NOW)
+        wake = Wake("asked", keys.asked(heinzel_id, "rq-go"))
+        [state] = service.run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
+        assert state.disposition == "drafted"
+        assert Inbox(service.home, heinzel_id).pending() == []

@@ -44,6 +44,8 @@ _ITEM = re.compile(r"<item>(.*?)</item>", re.S)
 _DUE = re.compile(r'<summary-due previous="(\w+)"/>')
 _LINES = re.compile(r"(?:at most|under|no more than) (\d+) lines")
 _MAX_ITEMS = 20
+_FROM_USER = re.compile(r"^(message(-\d+)?|hint)$")
+"""Inputs that carry the user's words (a chat message, a retry's hint): read, not drafted from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,8 @@ def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
     counts: dict[str, int] = {}
     lines = [f"## {turn.contract}", ""]
     for name, content in turn.inputs.items():
+        if _FROM_USER.match(name):
+            continue
         items = draft_items(content)
         counts[name] = len(items)
         if items:

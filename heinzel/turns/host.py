@@ -252,7 +252,7 @@ class TurnHost:
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
         if not extra:
-            asked = [w.key for w in wakes if w.cause == "asked"]
+            asked = [w.key for w in wakes if w.cause in ("asked", "retry")]
             extra = asked_inputs(service.home, heinzel_id, asked)
         if wakes[0].cause == "approval":
             documents = adapters.get("documents")
@@ -339,7 +339,7 @@ class TurnHost:
             key = str(started.key)
             slot = key.split("@", 1)[1]
             causes = started.data.get("causes") or [{"cause": cause, "key": key}]
-            asked = [str(c.get("key")) for c in causes if c.get("cause") == "asked"]
+            asked = [str(c.get("key")) for c in causes if c.get("cause") in ("asked", "retry")]
             extra = asked_inputs(service.home, heinzel_id, asked)
             approval = None
             if cause == "approval":

@@ -63,18 +63,23 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
 
 
 def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple[InputSpec, ...]:
-    """The messages of an asked turn's keys ``<id>@<request id>`` from the inbox, as
-    inputs ``message``, ``message-2``... (a key with no readable message: no input)."""
+    """The user's words for a turn from the inbox: the messages of asked keys
+    ``<id>@<request id>`` as inputs ``message``, ``message-2``..., and a retry's hint
+    (key ``<id>@retry:<parent>:<request id>``) as ``hint``; an unreadable one: no input."""
     found: list[InputSpec] = []
     for key in wake_keys:
-        path = home.inbox_dir(heinzel_id) / f"{key.split('@', 1)[-1]}.json"
+        tail = key.split("@", 1)[-1]
+        retry = tail.startswith("retry:")
+        path = home.inbox_dir(heinzel_id) / f"{tail.rsplit(':', 1)[-1] if retry else tail}.json"
         try:
             message = json.loads(path.read_text(encoding="utf-8")).get("message")
         except (OSError, ValueError, AttributeError):
             continue
-        if message:
-            name = "message" if not found else f"message-{len(found) + 1}"
-            found.append(InputSpec(name, str(message), "inbox"))
+        if not message:
+            continue
+        asked = [i for i in found if i.name.startswith("message")]
+        name = "hint" if retry else ("message" if not asked else f"message-{len(asked) + 1}")
+        found.append(InputSpec(name, str(message), "inbox"))
     return tuple(found)
 
 

@@ -80,3 +80,22 @@ class TestUnfetched:
         after = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
         assert after == before
         assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")
+
+
+class TestUserWords:
+    """A chat message or a retry's hint reaches the model as input, never as draft text."""
+
+    def test_a_retry_hands_its_hint_to_the_model(self, make_service: Callable[..., Any]) -> None:
+        """The forked turn's body holds the hint; the offline draft is not made of it."""
+        from heinzel.verbs import Verbs
+
+        service, heinzel_id, folder = make_service()
+        adapters = default_adapters(service.settings)
+        service.wake(heinzel_id, "draft now", adapters=adapters)
+        answer = Verbs(service, service, adapters).retry(heinzel_id, "fewer words, please")
+        turns = service.show(heinzel_id)["turns"]
+        assert [t["cause"] for t in turns] == ["asked", "retry"], answer
+        body = service.home.turns_dir(heinzel_id) / f"{turns[-1]['id']}.jsonl"
+        assert "fewer words, please" in body.read_text(encoding="utf-8")
+        report = (folder / "report.md").read_text(encoding="utf-8")
+        assert "fewer words" not in report and "draft now" not in report

@@ -85,6 +85,12 @@ class Queries:
         )
         return rows[0] if rows else None
 
+    def declined_amendments(self, heinzel_id: str) -> list[dict[str, Any]]:
+        return self._rows(
+            "SELECT * FROM amendments WHERE heinzel = ? AND state = 'declined' ORDER BY version",
+            [heinzel_id],
+        )
+
     def amendment(self, amendment_id: str) -> dict[str, Any]:
         return self._rows("SELECT * FROM amendments WHERE id = ?", [amendment_id])[0]
 

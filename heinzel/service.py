@@ -297,6 +297,8 @@ class Service(TurnOperations):
         check_amendment(
             old, new, proposed_by="heinzel" if by == "heinzel" else "user", source=source
         )
+        if by == "heinzel":
+            self._refuse_declined(row, old, new)
         widens = bool(widenings(old, new))
         version = self.queries.next_version(row["id"])
         facts = store_version(self.home, row["id"], version, text, new)
@@ -315,6 +317,25 @@ class Service(TurnOperations):
             short_text=("reason",),
         )
         return self.queries.amendment(amendment)
+
+    def _refuse_declined(
+        self, row: Mapping[str, Any], old: CompiledContract, new: CompiledContract
+    ) -> None:
+        """HZH079: the Heinzelmännchen proposes again what the user declined: the same
+        contract, or an input that only a declined amendment had."""
+        declined = self.queries.declined_amendments(row["id"])
+        offered = set(new.hz.inputs) - set(old.hz.inputs)
+        for amendment in declined:
+            facts = load_facts(self.home, row["id"], amendment["version"], amendment["fingerprint"])
+            again = offered & (set(facts.inputs) - set(old.hz.inputs))
+            if facts.fingerprint == new.fingerprint or again:
+                what = f"input {sorted(again)[0]}" if again else "this amendment"
+                raise HeinzelError(
+                    "HZH079",
+                    f"{row['name']} proposed {what} again after the user declined it "
+                    f"(v{amendment['version']})",
+                    "a declined source is never proposed again; the user may still amend",
+                )
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
         try:

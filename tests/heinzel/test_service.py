@@ -202,3 +202,23 @@ class TestRecord:
         before = service.listing()
         service.reindex()
         assert service.listing() == before
+
+
+class TestDeclinedIsNotProposedAgain:
+    def test_a_declined_amendment_is_refused_from_the_heinzel_but_not_the_user(
+        self, service: Service, weekly: Path
+    ) -> None:
+        """After a decline, the same text from the Heinzelmännchen is HZH079; the user may."""
+        [row] = service.create_from_files([str(weekly)])
+        service.approve(row["id"])
+        narrower = variant(weekly, "max_usd: 0.5", "max_usd: 0.3", "v2.prose.md")
+        service.propose_amendment(
+            "weekly-report", narrower.read_text(), by="heinzel", source="outcome"
+        )
+        service.decline("weekly-report")
+        with pytest.raises(HeinzelError) as caught:
+            service.propose_amendment(
+                "weekly-report", narrower.read_text(), by="heinzel", source="outcome"
+            )
+        assert caught.value.code == "HZH079"
+        assert service.amend("weekly-report", str(narrower))["state"] == "proposed"

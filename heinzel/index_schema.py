@@ -1,0 +1,60 @@
+"""The index's tables for the heinzel projection: one row per Heinzelmännchen, and rows per
+asset, turn, draft, lesson, amendment, wait and key (`heinzel.projections` folds events
+into them; `heinzel.queries` reads them). The index is derived: a schema change is a
+``hz heinzel reindex``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["SCHEMA", "TABLES"]
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS heinzel (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, namespace TEXT NOT NULL, owner TEXT,
+    state TEXT NOT NULL, hold TEXT, activity TEXT NOT NULL,
+    contract_name TEXT, contract_version INTEGER, fingerprint TEXT, proposed_version INTEGER,
+    assets TEXT NOT NULL DEFAULT '[]', frontmatter TEXT NOT NULL DEFAULT '{}',
+    schedule TEXT, timezone TEXT, next_due TEXT, watched TEXT NOT NULL DEFAULT '{}',
+    last_turn TEXT, pending TEXT, cost_day TEXT, cost_today REAL NOT NULL DEFAULT 0,
+    cost_total REAL NOT NULL DEFAULT 0, created_at TEXT, updated_at TEXT
+);
+CREATE INDEX IF NOT EXISTS heinzel_name ON heinzel(namespace, name);
+CREATE INDEX IF NOT EXISTS heinzel_state ON heinzel(state);
+CREATE INDEX IF NOT EXISTS heinzel_contract ON heinzel(contract_name, contract_version);
+CREATE INDEX IF NOT EXISTS heinzel_next_due ON heinzel(next_due);
+CREATE TABLE IF NOT EXISTS heinzel_assets (heinzel TEXT NOT NULL, asset TEXT NOT NULL,
+    PRIMARY KEY (asset, heinzel));
+CREATE TABLE IF NOT EXISTS turns (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, cause TEXT, causes TEXT, key TEXT, keys TEXT,
+    state TEXT NOT NULL, disposition TEXT, reason TEXT, started_at TEXT, ended_at TEXT,
+    cost_usd REAL NOT NULL DEFAULT 0, start_offset INTEGER, start_seq INTEGER,
+    contract_version INTEGER, parent_turn TEXT
+);
+CREATE INDEX IF NOT EXISTS turns_heinzel ON turns(heinzel, started_at);
+CREATE INDEX IF NOT EXISTS turns_state ON turns(state);
+CREATE TABLE IF NOT EXISTS drafts (
+    key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, turn TEXT, asset TEXT, output TEXT,
+    contract_version INTEGER, state TEXT NOT NULL, placed_at TEXT, hash TEXT
+);
+CREATE INDEX IF NOT EXISTS drafts_state ON drafts(state);
+CREATE TABLE IF NOT EXISTS lessons (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, seq INTEGER NOT NULL, turn TEXT,
+    sentence TEXT NOT NULL, dismissed INTEGER NOT NULL DEFAULT 0, recorded_at TEXT
+);
+CREATE TABLE IF NOT EXISTS amendments (
+    id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, version INTEGER, fingerprint TEXT, by TEXT,
+    widens INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, reason TEXT, proposed_at TEXT
+);
+CREATE TABLE IF NOT EXISTS waits (
+    turn TEXT PRIMARY KEY, heinzel TEXT NOT NULL, step TEXT, until TEXT, wait_on TEXT
+);
+CREATE INDEX IF NOT EXISTS waits_until ON waits(until);
+CREATE TABLE IF NOT EXISTS keys (
+    heinzel TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
+    kind TEXT NOT NULL, PRIMARY KEY (heinzel, key, seq)
+);
+"""
+
+TABLES: Final = ("heinzel_assets", "turns", "drafts", "lessons", "amendments", "waits", "keys")

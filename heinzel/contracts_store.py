@@ -66,7 +66,7 @@ def store_version(
     home: Home, heinzel_id: str, version: int, text: str, compiled: CompiledContract
 ) -> ContractFacts:
     """Write ``v<n>.prose.md`` and ``v<n>.json``; refuse to overwrite a different version."""
-    directory = ensure_private_dir(home.contract_dir(heinzel_id))
+    ensure_private_dir(home.contract_dir(heinzel_id))
     facts = facts_of(compiled, version)
     json_path = home.contract_json_path(heinzel_id, version)
     if json_path.exists():
@@ -81,7 +81,6 @@ def store_version(
     write_atomic(home.contract_text_path(heinzel_id, version), text.encode("utf-8"))
     payload = {"facts": asdict(facts), "compiled": json.loads(compiled.to_json())}
     write_atomic(json_path, json.dumps(payload, sort_keys=True, indent=1).encode("utf-8"))
-    del directory
     return facts
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -21,12 +21,10 @@ from heinzel.contracts_store import ContractFacts, load_facts
 from heinzel.home import Home
 from heinzel.index_schema import SCHEMA, TABLES
 from heinzel.schedule import next_slot
-from ledger.event import Event, parse_ts
+from ledger.event import Event, format_ts, parse_ts
 from machines.journal import keys_of
 
 __all__ = ["SCHEMA", "TABLES", "HeinzelProjection"]
-
-FINAL_TURN_STATES: Final = ("finished", "skipped")
 
 
 class HeinzelProjection:
@@ -396,6 +394,4 @@ class HeinzelProjection:
 
 
 def _iso(moment: datetime | None) -> str | None:
-    from ledger.event import format_ts
-
     return format_ts(moment) if moment else None

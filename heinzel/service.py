@@ -203,7 +203,7 @@ class Service(TurnOperations):
 
     def lifecycle(self, ref: str, verb: str) -> dict[str, Any]:
         row = self.resolve(ref)
-        Lifecycle(_lifecycle_state(row)).fire(verb, row["name"])
+        Lifecycle(str(row["state"])).fire(verb, row["name"])
         self.append(row["id"], LIFECYCLE_EVENTS[verb], {})
         return self.queries.row(row["id"])
 
@@ -430,10 +430,6 @@ class Service(TurnOperations):
         from heinzel.doctor import diagnose
 
         return diagnose(self)
-
-
-def _lifecycle_state(row: Mapping[str, Any]) -> str:
-    return str(row["state"])
 
 
 def _log_event(heinzel_id: str) -> Callable[[Event], None]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.event import parse_ts
+from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import Spine, verify
 from machines.crash import CRASH_EXIT, crash_hook
 from machines.effects import Presence
@@ -92,23 +93,14 @@ class FileBody:
     """A body kept as one private file per hash (written atomically, fsynced)."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory = ensure_private_dir(directory)
 
     def _path(self, turn: str, digest: str) -> Path:
         return self.directory / f"{turn}-{digest.replace(':', '-')}.json"
 
     def put(self, turn: str, digest: str, value: Any) -> None:
         """Keep ``value`` durably before the journal records its hash."""
-        path = self._path(turn, digest)
-        temp = path.with_suffix(".tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, json.dumps(value).encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
+        write_atomic(self._path(turn, digest), json.dumps(value).encode("utf-8"))
 
     def get(self, turn: str, digest: str) -> Any:
         """The value kept under ``digest`` (KeyError when missing)."""

@@ -8,18 +8,17 @@ spine records. The machine never opens a file: the host hands it both.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ledger.event import Clock, Event, canonical, format_ts, make_event
+from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
 
 OnDurable = Callable[[Event], None]
 
 
 def content_hash(value: Any) -> str:
     """``sha256:`` and the hex SHA-256 of the canonical JSON of ``value``."""
-    return "sha256:" + hashlib.sha256(canonical(value).encode("utf-8")).hexdigest()
+    return "sha256:" + sha256_hex(canonical(value).encode("utf-8"))
 
 
 def keys_of(event: Event) -> list[str]:

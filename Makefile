@@ -40,7 +40,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP) $(CLAUDE_STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 ## make bench: performance figures, each against a baseline measured in the same run.
 bench: $(STAMP)

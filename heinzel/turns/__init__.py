@@ -1,7 +1,7 @@
 """Turns in hz: the host that runs a Heinzelmännchen's turn on the machine (docs/turns-in-hz.md).
 
-The names below load on first use (PEP 562), so importing `heinzel.turns.api` (which the
-service does) does not import the engine or pydantic-ai.
+The names below load on first use (PEP 562), so importing `heinzel.turns` (which the
+surfaces do, through `heinzel.app`) does not import the engine or pydantic-ai.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from heinzel.turns.host import TurnHost, default_adapters
+    from heinzel.turns.operations import Turns
     from heinzel.turns.record import EngineRecorder, IndexedJournal, SessionBody
     from heinzel.turns.steps import HeinzelSteps, TurnEnv
 
@@ -21,11 +22,13 @@ __all__ = [
     "SessionBody",
     "TurnEnv",
     "TurnHost",
+    "Turns",
     "default_adapters",
 ]
 
 _WHERE = {
     "TurnHost": "heinzel.turns.host",
+    "Turns": "heinzel.turns.operations",
     "default_adapters": "heinzel.turns.host",
     "EngineRecorder": "heinzel.turns.record",
     "IndexedJournal": "heinzel.turns.record",

@@ -28,7 +28,7 @@ from machines.effects import recorded_in
 from machines.journal import content_hash
 
 if TYPE_CHECKING:
-    from heinzel.turns.steps import TurnEnv
+    from heinzel.turns.env import TurnEnv
 
 __all__ = ["SUMMARY_TEXTS", "perform", "write_summary"]
 

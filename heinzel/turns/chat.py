@@ -4,7 +4,7 @@ Only a turn of cause asked gets write tools (`write_tools`: ``pause(reason)`` an
 ``retire(reason)``, ADR 0050 statement 12). The engine never runs them: a call ends
 the think run deferred; each proposal is one ``question.asked{proposal, tool, hash}``
 under its question key ``<id>@question:<turn>:<call id>`` (the arguments stay in the
-body) and the turn waits on ``{kind: answer, key}``. `answer` (``hz heinzel answer``)
+body) and the turn waits on ``{kind: answer, key}``. `heinzel.turns.answer` (``hz heinzel answer``)
 writes the answer to ``inbox/answer-<call id>.json`` first, then
 ``question.answered{approved}`` under the key, then resumes the turn. The think step
 (`settle`) reads the answers from the spine or the inbox; an approved write is
@@ -16,10 +16,10 @@ tool's return; a denied one gives the model the denial.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai import FunctionToolset
 from pydantic_ai.messages import ToolCallPart
@@ -27,17 +27,11 @@ from pydantic_ai.messages import ToolCallPart
 from heinzel.engine import Answer, Saved
 from heinzel.engine.chat import proposals
 from heinzel.errors import HeinzelError
-from heinzel.lifecycle import Lifecycle
-from ledger.event import Event
-from ledger.files import ensure_private_dir, write_atomic
-from ledger.spine import read_events
-from machines import Effect, LocalProbe, TurnContext, Wait, crash_hook
+from heinzel.store.lifecycle import Lifecycle
+from machines import Effect, LocalProbe, TurnContext, Wait
 from machines.effects import recorded_in
 
-if TYPE_CHECKING:
-    from heinzel.turns.host import TurnHost
-
-__all__ = ["ChatWrites", "answer", "question_key", "settle", "write_tools"]
+__all__ = ["ChatWrites", "inbox_answer", "question_key", "settle", "write_tools"]
 
 WRITES = {"pause": ("heinzel.paused", "paused"), "retire": ("heinzel.retired", "retired")}
 """Each write tool: its lifecycle event (the effect's own event) and the word for its result."""
@@ -91,7 +85,7 @@ def write_tools() -> FunctionToolset[None]:
     return toolset
 
 
-def _inbox_answer(inbox: Path, call_id: str) -> bool | None:
+def inbox_answer(inbox: Path, call_id: str) -> bool | None:
     try:
         return bool(json.loads((inbox / f"answer-{call_id}.json").read_bytes())["approved"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -103,7 +97,7 @@ def _recorded(writes: ChatWrites, ctx: TurnContext, call_id: str, key: str) -> b
     for event in ctx.journal.key_events(key):
         if event.kind == "question.answered":
             return bool(event.data.get("approved"))
-    approved = _inbox_answer(writes.inbox, call_id)
+    approved = inbox_answer(writes.inbox, call_id)
     if approved is not None:
         ctx.journal.append("question.answered", {"approved": approved}, turn=ctx.turn, key=key)
     return approved
@@ -164,88 +158,3 @@ async def settle(
         else:
             answers[cid] = Answer(False, message=f"the user said no: {call.tool_name} was not done")
     return answers
-
-
-def _open_questions(host: TurnHost, heinzel_id: str) -> list[Event]:
-    """The chat proposals asked and not yet answered (their ``question.asked`` events)."""
-    service = host.service
-    rows = list(
-        service.index.db.query(
-            "SELECT a.key, a.line_offset FROM keys a WHERE a.heinzel = ? "
-            "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
-            "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
-            "ORDER BY a.seq",
-            [heinzel_id],
-        )
-    )
-    path = service.home.spine_path(heinzel_id)
-    found = []
-    for row in rows:
-        event = next(iter(read_events(path, from_offset=int(row["line_offset"]))), None)
-        if event is not None and event.data.get("proposal"):
-            found.append(event)
-    return found
-
-
-def answer(
-    host: TurnHost,
-    heinzel_id: str,
-    approved: bool,
-    proposal: str | None,
-    *,
-    adapters: Mapping[str, object],
-) -> dict[str, Any]:
-    """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes."""
-    service = host.service
-    name = str(service.queries.row(heinzel_id)["name"])
-    waiting = _open_questions(host, heinzel_id)
-    if not waiting:
-        raise HeinzelError(
-            "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
-        )
-    ids = [str(e.data["proposal"]) for e in waiting]
-    if proposal is None and len(waiting) > 1:
-        raise HeinzelError(
-            "HZH211",
-            f"{name} has {len(waiting)} questions waiting: {', '.join(ids)}",
-            "name one with --proposal ID",
-        )
-    chosen = (
-        waiting[0]
-        if proposal is None
-        else next((e for e in waiting if e.data["proposal"] == proposal), None)
-    )
-    if chosen is None:
-        raise HeinzelError(
-            "HZH212",
-            f"{name} has no open proposal {proposal}",
-            f"open proposals: {', '.join(ids)}",
-        )
-    call_id, key, turn = str(chosen.data["proposal"]), str(chosen.key), str(chosen.turn)
-    inbox = service.home.inbox_dir(heinzel_id)
-    ensure_private_dir(inbox)
-    first = _inbox_answer(inbox, call_id)
-    if first is None:
-        record = {
-            "proposal": call_id,
-            "key": key,
-            "approved": approved,
-            "at": service.clock().isoformat(),
-        }
-        write_atomic(inbox / f"answer-{call_id}.json", json.dumps(record).encode("utf-8"))
-    else:
-        approved = first
-    with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
-        spine.append("question.answered", {"approved": approved}, turn=turn, key=key)
-    state = host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
-    return {
-        "name": name,
-        "proposal": call_id,
-        "approved": approved,
-        "turn": turn,
-        "state": state.state if state else "ended",
-        "disposition": state.disposition if state else None,
-        "reason": state.reason if state else None,
-        "error": state.error if state else None,
-        "usd": state.spend_usd if state else 0.0,
-    }

@@ -19,10 +19,10 @@ from typing import Any
 from pydantic_ai.models import Model
 
 from heinzel.contract import compile_contract
-from heinzel.contracts_store import store_version
 from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
 from heinzel.engine.outcome import Outcome
-from heinzel.home import Home
+from heinzel.store.contracts import store_version
+from heinzel.store.home import Home
 from heinzel.turns.record import EngineRecorder, SessionBody
 from machines import Acted, Effect, Fail, LocalProbe, TurnContext
 from machines.effects import recorded_in

@@ -1,7 +1,7 @@
 """Delivery: the inbox's requests handed to the turn this process runs (ADR 0049 statement 14).
 
 A chat or a stop sent while another process runs the turn is only a request file
-(`heinzel.inbox`); this process holds the spine's lock, so it is the one writer that turns
+(`heinzel.store.inbox`); this process holds the spine's lock, so it is the one writer that turns
 the request into a spine line, at its next step boundary and before each model request
 (`Delivery.poll`, called by `DeliveringSteps` and by the think step's ``steering()``):
 
@@ -29,8 +29,8 @@ from typing import Any
 import structlog
 
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
-from heinzel.inbox import Inbox, Request
+from heinzel.store.home import Home
+from heinzel.store.inbox import Inbox, Request
 from ledger.event import Clock
 from machines import Journal, Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order

@@ -1,7 +1,7 @@
 """The host: runs a Heinzelmännchen's turns on the machine, in-process, its lock held.
 
-`TurnHost` is what `Service.run_wakes`, `Service.resume_turn` and `Service.wake`
-call. For each run it stages the contract's inputs in the source cache (before any
+`TurnHost` is what `heinzel.turns.Turns.run_wakes`, `resume_turn` and `wake` call. For
+each run it stages the contract's inputs in the source cache (before any
 ``turn.started``), opens the session's spine with the crash hook installed, builds
 the journal (`IndexedJournal`), the body (`SessionBody`) and the steps
 (`HeinzelSteps`, wrapped so the inbox is delivered at each step boundary:
@@ -36,7 +36,8 @@ from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.runners.base import AgentRunner
-from heinzel.sources import SourceCache, TickFetch
+from heinzel.session.amendments import propose_amendment
+from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery
@@ -71,7 +72,7 @@ from machines import (
 from machines import Settings as MachineSettings
 
 if TYPE_CHECKING:
-    from heinzel.service import Service
+    from heinzel.session.sessions import Sessions
 
 __all__ = ["TurnHost", "default_adapters"]
 
@@ -81,11 +82,11 @@ async def _no_sleep(_seconds: float) -> None:
 
 
 class TurnHost:
-    """Turns of the Heinzelmännchen of one service."""
+    """Turns of the Heinzelmännchen of one home (its `Sessions`)."""
 
     def __init__(
         self,
-        service: Service,
+        service: Sessions,
         *,
         model: Model | None = None,
         runner: tuple[str, AgentRunner] | None = None,
@@ -204,8 +205,8 @@ class TurnHost:
             capabilities=search_capabilities(contract, adapters, service.clock()),
             last_approved=last_approved(service.index.db, heinzel_id, adapters.get("documents")),
             documents=adapters.get("documents"),
-            propose=lambda text, why: service.propose_amendment(
-                heinzel_id, text, by="heinzel", source="turn", reason=why
+            propose=lambda text, why: propose_amendment(
+                service, heinzel_id, text, by="heinzel", source="turn", reason=why
             ),
             writes=ChatWrites(
                 heinzel_id,

@@ -1,6 +1,6 @@
 """A turn's inputs: the contract's declared inputs as source requests, staged first.
 
-Inputs are fetched through the adapters into the source cache (`heinzel.sources`)
+Inputs are fetched through the adapters into the source cache (`heinzel.store.sources`)
 before ``turn.started`` is written, with local paths made absolute against the
 contract's origin folder (``heinzel.created``'s ``origin``). The gather step then only
 reads the cache, so a resumed turn never fetches again. The rest of what a turn reads
@@ -29,8 +29,8 @@ from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
 from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
-from heinzel.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
+from heinzel.store.home import Home
+from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
 from ledger.bodies import Bodies
 
 __all__ = [

@@ -9,26 +9,15 @@ performs what the outcome asks through the machine's effect ledger (`heinzel.tur
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, cast
 
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models import Model
-
-from heinzel.contract import CompiledContract
 from heinzel.engine import (
     Budget,
-    ContextSettings,
     EngineError,
     InputSpec,
-    LessonView,
-    Pricing,
-    ReadCapability,
-    SpineView,
     TurnServices,
     TurnSpec,
     build_context,
@@ -37,57 +26,14 @@ from heinzel.engine import (
 )
 from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause
-from heinzel.sources import SourceCache, SourceRequest
 from heinzel.turns.act import perform, write_summary
-from heinzel.turns.chat import ChatWrites, question_key, settle, write_tools
-from heinzel.turns.handoff import BoundHandoff
+from heinzel.turns.chat import question_key, settle, write_tools
+from heinzel.turns.env import TurnEnv
 from heinzel.turns.inputs import read_staged
-from heinzel.turns.record import EngineRecorder, SessionBody
-from machines import Acted, Fail, Journal, Skip, TurnContext, Wait
+from heinzel.turns.record import EngineRecorder
+from machines import Acted, Fail, Skip, TurnContext, Wait
 
 __all__ = ["HeinzelSteps", "TurnEnv"]
-
-
-@dataclass
-class TurnEnv:
-    """Everything one turn of one Heinzelmännchen reads, gathered by the host."""
-
-    heinzel_id: str
-    name: str
-    version: int
-    contract: CompiledContract
-    contract_body: str
-    origin: Path
-    requests: Sequence[SourceRequest]
-    cache: SourceCache
-    body: SessionBody
-    model: Model
-    clock: Callable[[], datetime]
-    pricing: Pricing
-    settings_max_usd: Decimal | None
-    day_usd: Decimal | None
-    spent_today: Decimal
-    context_settings: ContextSettings
-    view: SpineView = field(default_factory=SpineView)
-    lessons: Sequence[LessonView] = ()
-    runner: Callable[[str, Journal], BoundHandoff | None] | None = None
-    """Makes the turn's handoff runner (None: no runner is bound, no handoff tool)."""
-    extra_inputs: Sequence[InputSpec] = ()
-    slot: str = "now"
-    approval: Mapping[str, Any] | None = None
-    documents: Any = None
-    propose: Callable[[str, str], Mapping[str, Any]] | None = None
-    compile_contract: Callable[[str], object] | None = None
-    recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
-    """The settled messages of the last turns whose bodies are kept (the context shows them)."""
-    capabilities: Sequence[ReadCapability] = ()
-    last_approved: str | None = None
-    inbox: Path | None = None
-    """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
-    writes: ChatWrites | None = None
-    """The chat write gate of an asked turn (None: no write tools)."""
-    poll: Callable[[], None] | None = None
-    """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
 
 
 class HeinzelSteps:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
-from heinzel.sources import SourceCache, SourceRequest, fetch_once
+from heinzel.store.sources import SourceCache, SourceRequest, fetch_once
 
 
 class Counted:

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = [
     *sorted((ROOT / "heinzel" / "capabilities").glob("*.py")),
-    ROOT / "heinzel" / "sources.py",
+    ROOT / "heinzel" / "store" / "sources.py",
 ]
 CODE = re.compile(r"HZH1\d\d")
 

@@ -12,7 +12,7 @@ from heinzel.capabilities.documents import LocalDocuments, absolute_asset, draft
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.capabilities.protocols import Approved, Pending, ReadCapability
 from heinzel.contract import load_contract
-from heinzel.sources import SourceCache, SourceRequest, absolute_args, fetch_once
+from heinzel.store.sources import SourceCache, SourceRequest, absolute_args, fetch_once
 
 PRIYA = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 HZ_ID = "hz-01JB8ZQ6N5R7T9V1X3Z5B7D9F1"

@@ -25,8 +25,8 @@ from heinzel.capabilities.protocols import (
     check_call,
     fetched,
 )
-from heinzel.home import Home
-from heinzel.sources import (
+from heinzel.store.home import Home
+from heinzel.store.sources import (
     SourceCache,
     SourceRequest,
     absolute_args,

@@ -13,10 +13,10 @@ from pathlib import Path
 from heinzel.clock import fixed_clock
 from heinzel.config import load_settings
 from heinzel.contract import load_contract
-from heinzel.contracts_store import store_version
-from heinzel.home import Home
 from heinzel.ids import new_id
 from heinzel.service import Service
+from heinzel.store.contracts import store_version
+from heinzel.store.home import Home
 from ledger.event import make_event
 
 ROOT = Path(__file__).resolve().parents[2]

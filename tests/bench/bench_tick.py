@@ -26,11 +26,11 @@ from heinzel.capabilities.files import FilesCapability
 from heinzel.clock import Clock
 from heinzel.config import load_settings
 from heinzel.contract import load_contract
-from heinzel.contracts_store import store_version
-from heinzel.home import Home
 from heinzel.ids import new_id
 from heinzel.service import Service
-from heinzel.sources import TickFetch
+from heinzel.store.contracts import store_version
+from heinzel.store.home import Home
+from heinzel.store.sources import TickFetch
 from heinzel.tick import Tick
 from ledger.event import format_ts, make_event
 from machines.keys import Wake

@@ -29,11 +29,11 @@ from heinzel.engine import (
     build_toolset,
     offline_model,
 )
-from heinzel.home import Home
 from heinzel.logs import configure_logging
 from heinzel.service import Service
-from heinzel.sources import TickFetch
-from heinzel.turns import default_adapters
+from heinzel.store.home import Home
+from heinzel.store.sources import TickFetch
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 
@@ -86,7 +86,7 @@ def hz_rounds(root: Path) -> float:
     start = time.perf_counter()
     for n in range(ROUNDS):
         wake = Wake("schedule", keys.schedule(heinzel_id, f"slot{n}"))
-        (state,) = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        (state,) = Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters)
         assert state.disposition == "drafted", state
     return (time.perf_counter() - start) / ROUNDS
 
@@ -148,13 +148,13 @@ def main() -> None:
         print(f"ratio:                     {ours / bare:7.2f}x")
         service, heinzel_id = setup(Path(tmp) / "b")
         wake = Wake("schedule", keys.schedule(heinzel_id, "slot"))
-        service.run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
+        Turns(service).run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
         total, count, kinds, think = turn_bytes(service, heinzel_id)
         print(f"drafted turn spine bytes:  {total:7d} B for {count} lines ({', '.join(kinds)})")
         verdict = "ok" if total <= 1024 else "OVER"
         print(f"  target 1024 B -> {verdict}; the think step's lines alone: {think} B")
         service, heinzel_id = setup(Path(tmp) / "c", render="if-moved")
-        service.run_wakes(
+        Turns(service).run_wakes(
             heinzel_id,
             [Wake("schedule", keys.schedule(heinzel_id, "slot"))],
             adapters=default_adapters(service.settings),

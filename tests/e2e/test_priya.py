@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from heinzel.demo import MARK, Week
+from heinzel.cli.demo import MARK, Week
 
 
 def kinds(lines: list[dict[str, Any]]) -> list[str]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from heinzel.config import load_settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "fixtures" / "contracts" / "good"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from heinzel import commands  # noqa: F401
-from heinzel.cli import hz
+from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
+from heinzel.cli.base import hz
 from tests.heinzel.conftest import GOOD
 
 NOW = "2026-10-26T09:00:00Z"

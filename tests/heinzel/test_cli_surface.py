@@ -9,8 +9,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from heinzel import commands  # noqa: F401  (registers the subcommands)
-from heinzel.cli import hz
+from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
+from heinzel.cli.base import hz
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN_COMMANDS = [
@@ -91,7 +91,7 @@ def _expand(heading: str) -> list[str]:
 def test_index_only_commands_do_not_load_the_engine() -> None:
     """The CLI, the service and the tick import no pydantic-ai: it loads when a turn runs."""
     code = (
-        "import sys, heinzel.commands, heinzel.service, heinzel.tick, heinzel.verbs; "
+        "import sys, heinzel.cli.commands, heinzel.service, heinzel.tick, heinzel.tick.verbs; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('pydantic_ai', 'anthropic', 'openai') or m.startswith('heinzel.engine')))"
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from heinzel.errors import HeinzelError
-from heinzel.projections import TABLES
+from heinzel.index.projection import TABLES
 from heinzel.service import Service
 from tests.heinzel.conftest import GOOD, SteppingClock, variant
 

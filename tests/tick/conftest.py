@@ -14,9 +14,9 @@ from heinzel.capabilities.documents import LocalDocuments
 from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.config import load_settings
-from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.sources import SourceCache, TickFetch
+from heinzel.store.home import Home
+from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.tick import Tick
 from machines.keys import Wake
 
@@ -185,8 +185,8 @@ def populate(service: Service, path: Path, count: int, *, prefix: str = "bulk") 
     """``count`` approved Heinzelmännchen of ``path`` folded straight into the index (no
     spines: the tick must not need them), as tests/bench/bench_heinzel.py builds them."""
     from heinzel.contract import load_contract
-    from heinzel.contracts_store import store_version
     from heinzel.ids import new_id
+    from heinzel.store.contracts import store_version
     from ledger.event import format_ts, make_event
 
     compiled = load_contract(path)

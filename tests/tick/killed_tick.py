@@ -17,9 +17,9 @@ from pathlib import Path
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.clock import fixed_clock
 from heinzel.config import load_settings
-from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.sources import TickFetch
+from heinzel.store.home import Home
+from heinzel.store.sources import TickFetch
 from heinzel.tick import Tick
 from machines.keys import Wake
 

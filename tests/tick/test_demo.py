@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from heinzel.demo import Week, priya_edits
+from heinzel.cli.demo import Week, priya_edits
 from heinzel.errors import HeinzelError
 
 DRAFT = """# Weekly report

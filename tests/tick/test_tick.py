@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from heinzel.daemon import run_loop
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 from heinzel.tick import Tick, TickReport
+from heinzel.tick.daemon import run_loop
 from ledger.errors import HzError
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.turn import TurnMachine

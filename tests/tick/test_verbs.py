@@ -14,9 +14,9 @@ import pytest
 
 from heinzel.capabilities.protocols import Approved
 from heinzel.errors import HeinzelError
-from heinzel.inbox import Inbox
 from heinzel.service import Service
-from heinzel.verbs import Verbs
+from heinzel.store.inbox import Inbox
+from heinzel.tick.verbs import Verbs
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.turn import TurnMachine
 

@@ -15,10 +15,10 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 from heinzel.turns import TurnHost, default_adapters
-from heinzel.turns.chat import answer
+from heinzel.turns.answer import answer
 from machines import Wake, keys
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

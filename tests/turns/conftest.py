@@ -10,8 +10,8 @@ import pydantic_ai.models
 import pytest
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 

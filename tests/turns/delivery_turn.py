@@ -21,8 +21,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from heinzel.capabilities.documents import LocalDocuments
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 from heinzel.turns import TurnHost, default_adapters
 from machines import Wake, keys
 

@@ -17,9 +17,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.runners.base import AgentResult
 from heinzel.service import Service
+from heinzel.store.home import Home
 from heinzel.turns import TurnHost, default_adapters
 from machines import Wake, keys
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pydantic_ai.models
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.turns import default_adapters
+from heinzel.store.home import Home
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -28,7 +28,7 @@ def main(home: Path, heinzel_id: str) -> None:
     turn = next(e.turn for e in read_events(service.home.spine_path(heinzel_id)) if e.turn)
     state = None
     for _ in range(4):
-        state = service.resume_turn(
+        state = Turns(service).resume_turn(
             heinzel_id, str(turn), "recovery", adapters=default_adapters(settings)
         )
         if state is None or state.final:

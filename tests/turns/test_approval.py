@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from heinzel.capabilities.documents import TAG_PREFIX
-from heinzel.turns import default_adapters
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 
@@ -32,12 +32,12 @@ class TestApproval:
         """A removed line becomes a lesson; approval.observed has no text; the draft is approved."""
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
-        service.wake(heinzel_id, None, adapters=adapters)
+        Turns(service).wake(heinzel_id, None, adapters=adapters)
         draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
         wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
-        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
         _approve_with_edit(folder / "report.md")
-        states = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        states = Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters)
         assert [s.disposition for s in states] == ["learned"], states
         events = list(read_events(service.home.spine_path(heinzel_id)))
         lessons = [e for e in events if e.kind == "lesson.recorded"]
@@ -54,12 +54,12 @@ class TestApproval:
         """The user deleted the draft: one approval.observed{rejected}, no turn, no lesson."""
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
-        service.wake(heinzel_id, None, adapters=adapters)
+        Turns(service).wake(heinzel_id, None, adapters=adapters)
         draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
         (folder / "report.md").write_text("# Report\n", encoding="utf-8")
         wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
-        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
-        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
         events = list(read_events(service.home.spine_path(heinzel_id)))
         observed = [e for e in events if e.kind == "approval.observed"]
         assert [e.data["rejected"] for e in observed] == [True]

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from heinzel import commands  # noqa: F401
-from heinzel.cli import hz
+from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
+from heinzel.cli.base import hz
 from heinzel.errors import HeinzelError
 from heinzel.service import Service
-from heinzel.turns import TurnHost, default_adapters
-from heinzel.turns.chat import answer, write_tools
+from heinzel.turns import TurnHost, Turns, default_adapters
+from heinzel.turns.answer import answer
+from heinzel.turns.chat import write_tools
 from ledger.spine import read_events
 from machines import TurnState, Wake, keys
 
@@ -126,7 +127,7 @@ class TestChatGate:
         """An answer with no open question is HZH210, and `hz heinzel answer` says so."""
         service, heinzel_id, _ = make_service()
         with pytest.raises(HeinzelError) as refused:
-            service.answer(heinzel_id, True)
+            Turns(service).answer(heinzel_id, True)
         assert refused.value.code == "HZH210"
         env = {
             "HZ_HOME": str(service.home.root),

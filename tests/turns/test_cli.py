@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from heinzel import commands  # noqa: F401
-from heinzel.cli import hz
+from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
+from heinzel.cli.base import hz
 from ledger.spine import read_events
 from tests.turns.conftest import CONTRACT
 

@@ -10,9 +10,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.turns import TurnHost, default_adapters
+from heinzel.store.home import Home
+from heinzel.turns import TurnHost, Turns, default_adapters
 from ledger.bodies import Bodies
 from machines import Wake, keys
 
@@ -66,14 +66,14 @@ class TestWhatTheModelSees:
         heinzel_id = service.create_from_files([str(tmp_path / "c.prose.md")])[0]["id"]
         service.approve(heinzel_id)
         adapters: dict[str, Any] = default_adapters(settings, fixtures_dir=PRIYA)
-        service.wake(heinzel_id, None, adapters=adapters)
+        Turns(service).wake(heinzel_id, None, adapters=adapters)
         report = tmp_path / "report.md"
         report.write_text(
             "\n".join(line for line in report.read_text().split("\n") if "DRAFT" not in line)
         )
         draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
         approval = Wake("approval", keys.approval(heinzel_id, "section", draft))
-        service.run_wakes(heinzel_id, [approval], adapters=adapters)
+        Turns(service).run_wakes(heinzel_id, [approval], adapters=adapters)
         seen: list[str] = []
         host = TurnHost(service, model=searching(seen))
         wake = Wake("asked", keys.asked(heinzel_id, "r2"))
@@ -88,7 +88,7 @@ class TestWhatTheModelSees:
         """The second turn's context shows the first turn's body."""
         service, heinzel_id, _ = make_service()
         adapters = default_adapters(service.settings)
-        service.wake(heinzel_id, None, adapters=adapters)
+        Turns(service).wake(heinzel_id, None, adapters=adapters)
         prompts: list[str] = []
 
         def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
 from ledger.spine import read_events
 
 from .conftest import NOW

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from heinzel.config import HeinzelSettings, Settings
-from heinzel.home import Home
 from heinzel.service import Service
+from heinzel.store.home import Home
+from heinzel.turns import Turns
 from ledger.spine import read_events
 
 from .conftest import NOW
@@ -23,7 +24,7 @@ class TestCreated:
         """The offline model fills a template; v1 is stored and proposed by heinzel."""
         settings = Settings(heinzel=HeinzelSettings(home=tmp_path))
         service = Service(Home(tmp_path), lambda: NOW, settings, owner="me")
-        row = service.create_from_sentence(SENTENCE)
+        row = Turns(service).create_from_sentence(SENTENCE)
         assert row["disposition"] == "proposed", row
         assert row["state"] == "proposed"
         assert row["schedule"] == "0 15 * * FRI"
@@ -44,7 +45,7 @@ class TestCreated:
         """The turn's report names the offline model's rule."""
         settings = Settings(heinzel=HeinzelSettings(home=tmp_path))
         service = Service(Home(tmp_path), lambda: NOW, settings, owner="me")
-        row = service.create_from_sentence(SENTENCE)
+        row = Turns(service).create_from_sentence(SENTENCE)
         finished = [
             e for e in read_events(service.home.spine_path(row["id"])) if e.kind == "turn.finished"
         ]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from heinzel.inbox import Inbox
 from heinzel.service import Service
+from heinzel.store.inbox import Inbox
 from heinzel.tick import Tick
-from heinzel.turns import default_adapters
-from heinzel.verbs import Verbs
+from heinzel.tick.verbs import Verbs
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 
@@ -68,7 +68,7 @@ def _events(service: Service, heinzel_id: str, kind: str) -> list[Any]:
 
 
 def _verbs(service: Service) -> Verbs:
-    return Verbs(service, service, default_adapters(service.settings))
+    return Verbs(service, Turns(service), default_adapters(service.settings))
 
 
 @pytest.mark.kill
@@ -145,7 +145,7 @@ class TestDelivery:
         child.proc.communicate(timeout=60)
         adapters = default_adapters(service.settings)
         for _ in range(2):
-            Tick(service, service, adapters, sleep=lambda _s: None).run()
+            Tick(service, Turns(service), adapters, sleep=lambda _s: None).run()
         steered = _events(service, heinzel_id, "turn.steered")
         assert [e.data["request_id"] for e in steered] == [request]
         started, *others = _events(service, heinzel_id, "turn.started")
@@ -169,7 +169,7 @@ class TestLeftRequests:
         Inbox(service.home, heinzel_id).write("rq-late", "chat", TEXT, at=NOW)
         adapters = default_adapters(service.settings)
         for _ in range(2):
-            Tick(service, service, adapters, sleep=lambda _s: None).run()
+            Tick(service, Turns(service), adapters, sleep=lambda _s: None).run()
         started = _events(service, heinzel_id, "turn.started")
         asked = [(e.turn, c["key"]) for e in started for c in e.data["causes"]]
         [(turn, _)] = [a for a in asked if a[1] == f"{heinzel_id}@rq-late"]
@@ -190,10 +190,10 @@ class TestLeftRequests:
         marks.mkdir(mode=0o700)
         (marks / f"{heinzel_id}@rq-bad").touch()
         adapters = default_adapters(service.settings)
-        report = Tick(service, service, adapters, sleep=lambda _s: None).run()
+        report = Tick(service, Turns(service), adapters, sleep=lambda _s: None).run()
         assert {"id": heinzel_id, "code": "HZH233"}.items() <= report.errors[-1].items()
         wake = Wake("asked", keys.asked(heinzel_id, "rq-ok"))
-        [state] = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        [state] = Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters)
         assert state.disposition == "drafted"
 
     def test_a_stop_for_an_ended_turn_is_stale(self, make_service: Callable[..., Any]) -> None:
@@ -201,6 +201,8 @@ class TestLeftRequests:
         service, heinzel_id, _ = make_service()
         Inbox(service.home, heinzel_id).write("rq-stop", "stop", "tn-ended", at=NOW)
         wake = Wake("asked", keys.asked(heinzel_id, "rq-go"))
-        [state] = service.run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
+        [state] = Turns(service).run_wakes(
+            heinzel_id, [wake], adapters=default_adapters(service.settings)
+        )
         assert state.disposition == "drafted"
         assert Inbox(service.home, heinzel_id).pending() == []

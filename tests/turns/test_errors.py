@@ -10,10 +10,10 @@ import pytest
 
 from heinzel.config import HeinzelSettings, Settings
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
 from heinzel.service import Service
-from heinzel.sources import TickFetch
-from heinzel.turns import default_adapters
+from heinzel.store.home import Home
+from heinzel.store.sources import TickFetch
+from heinzel.turns import Turns, default_adapters
 from machines import Wake, keys
 
 from .conftest import CONTRACT, NOW
@@ -28,7 +28,7 @@ class TestErrors:
         """Staged by a tick that did not stage it: the turn fails with HZH200."""
         service, heinzel_id, _ = make_service()
         wake = Wake("schedule", keys.schedule(heinzel_id, "s1"))
-        (state,) = service.run_wakes(
+        (state,) = Turns(service).run_wakes(
             heinzel_id,
             [wake],
             adapters=default_adapters(service.settings),
@@ -40,7 +40,7 @@ class TestErrors:
         """A draft with nowhere to place it: the turn fails with HZH201."""
         service, heinzel_id, _ = make_service()
         adapters = {k: v for k, v in default_adapters(service.settings).items() if k != "documents"}
-        result = service.wake(heinzel_id, None, adapters=adapters)
+        result = Turns(service).wake(heinzel_id, None, adapters=adapters)
         assert (result["state"], result["error"]) == ("failed", "HZH201")
 
     def test_a_proposed_one_has_no_version_to_run(self, tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ class TestErrors:
         heinzel_id = service.create_from_files([str(tmp_path / "c.prose.md")])[0]["id"]
         wake = Wake("asked", keys.asked(heinzel_id, "r1"))
         with pytest.raises(HeinzelError) as raised:
-            service.run_wakes(heinzel_id, [wake], adapters=default_adapters(settings))
+            Turns(service).run_wakes(heinzel_id, [wake], adapters=default_adapters(settings))
         assert raised.value.code == "HZH202"
         assert service.show(heinzel_id)["turns"] == []
 
@@ -60,14 +60,14 @@ class TestErrors:
         service, heinzel_id, _ = make_service()
         service.lifecycle(heinzel_id, "pause")
         with pytest.raises(HeinzelError) as raised:
-            service.wake(heinzel_id, None, adapters=default_adapters(service.settings))
+            Turns(service).wake(heinzel_id, None, adapters=default_adapters(service.settings))
         assert raised.value.code == "HZH050"
 
     def test_resuming_an_unknown_turn_is_coded(self, make_service: Callable[..., Any]) -> None:
         """A turn that is not in the session: HZH203 (HZH202 is in test_cli)."""
         service, heinzel_id, _ = make_service()
         with pytest.raises(HeinzelError) as raised:
-            service.resume_turn(
+            Turns(service).resume_turn(
                 heinzel_id, "tn-unknown", "recovery", adapters=default_adapters(service.settings)
             )
         assert raised.value.code == "HZH203"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from heinzel.turns import IndexedJournal, default_adapters
+from heinzel.turns import IndexedJournal, Turns, default_adapters
 from machines import SpineIndex
 
 
@@ -15,7 +15,7 @@ class TestIndexedJournal:
     def test_key_events_match_a_scan(self, make_service: Callable[..., Any]) -> None:
         """Every key's events, read by offset from the keys table, equal a full scan's."""
         service, heinzel_id, _ = make_service()
-        service.wake(heinzel_id, "now", adapters=default_adapters(service.settings))
+        Turns(service).wake(heinzel_id, "now", adapters=default_adapters(service.settings))
         scanned = SpineIndex.scan(service.home.spine_path(heinzel_id))
         with service.hold_spine(heinzel_id) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
@@ -27,7 +27,7 @@ class TestIndexedJournal:
     def test_a_reindex_rebuilds_the_keys(self, make_service: Callable[..., Any]) -> None:
         """The keys table is derived: a rebuild gives the same rows."""
         service, heinzel_id, _ = make_service()
-        service.wake(heinzel_id, "now", adapters=default_adapters(service.settings))
+        Turns(service).wake(heinzel_id, "now", adapters=default_adapters(service.settings))
         query = "SELECT key, seq, line_offset, kind FROM keys ORDER BY key, seq"
         before = [dict(r) for r in service.index.db.query(query)]
         service.reindex()

@@ -7,8 +7,8 @@ from typing import Any
 
 from heinzel.config import HeinzelSettings, Settings
 from heinzel.service import Service
-from heinzel.sources import TickFetch
-from heinzel.turns import default_adapters
+from heinzel.store.sources import TickFetch
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 
@@ -24,7 +24,7 @@ class TestSkips:
         """if-moved with nothing moved: one turn.skipped line, no model call, no body."""
         service, heinzel_id, folder = make_service(render="if-moved")
         wake = Wake("schedule", keys.schedule(heinzel_id, "2026-10-30T15:00"))
-        states = service.run_wakes(
+        states = Turns(service).run_wakes(
             heinzel_id,
             [wake],
             adapters=default_adapters(service.settings),
@@ -42,15 +42,15 @@ class TestSkips:
         service, heinzel_id, _ = make_service()
         wake = Wake("schedule", keys.schedule(heinzel_id, "2026-10-30T15:00"))
         adapters = default_adapters(service.settings)
-        first = service.run_wakes(heinzel_id, [wake], adapters=adapters)
+        first = Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters)
         assert [s.disposition for s in first] == ["drafted"]
-        assert service.run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
 
     def test_a_reached_cap_skips_with_cap(self, make_service: Callable[..., Any]) -> None:
         """With a turn cap of zero the turn ends skipped cap and places nothing."""
         service, heinzel_id, folder = make_service()
         capped = Settings(heinzel=HeinzelSettings(home=service.home.root, max_usd=0))
         service = Service(service.home, service.clock, capped, owner="me")
-        result = service.wake(heinzel_id, None, adapters=default_adapters(capped))
+        result = Turns(service).wake(heinzel_id, None, adapters=default_adapters(capped))
         assert (result["state"], result["reason"]) == ("skipped", "cap")
         assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")

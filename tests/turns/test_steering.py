@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from heinzel.turns import default_adapters
+from heinzel.turns import Turns, default_adapters
 from ledger.bodies import Bodies
 from ledger.spine import read_events
 from machines import content_hash
@@ -32,7 +32,7 @@ class TestSteering:
         with service.hold_spine(heinzel_id) as spine:
             steer = {"request_id": "rq-steer", "hash": content_hash(message["message"])}
             spine.append("turn.steered", steer, turn=str(turn))
-        state = service.resume_turn(
+        state = Turns(service).resume_turn(
             heinzel_id, str(turn), "recovery", adapters=default_adapters(service.settings)
         )
         assert state is not None and state.disposition == "drafted"

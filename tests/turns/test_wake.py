@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from heinzel.capabilities.documents import TAG_PREFIX
-from heinzel.turns import default_adapters
+from heinzel.turns import Turns, default_adapters
 from ledger.errors import HzError
 from ledger.spine import read_events
 
@@ -19,7 +19,9 @@ class TestWake:
     def test_a_wake_drafts_exactly_one_section(self, make_service: Callable[..., Any]) -> None:
         """The offline turn places one tagged section and finishes drafted."""
         service, heinzel_id, folder = make_service()
-        result = service.wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
+        result = Turns(service).wake(
+            heinzel_id, "draft now", adapters=default_adapters(service.settings)
+        )
         assert result["disposition"] == "drafted", result
         text = (folder / "report.md").read_text(encoding="utf-8")
         assert text.count("<!-- hz:draft key=") == 1
@@ -33,7 +35,7 @@ class TestWake:
     def test_the_inbox_holds_the_message_first(self, make_service: Callable[..., Any]) -> None:
         """The message is in inbox/<req>.json and the body, never in the spine."""
         service, heinzel_id, _ = make_service()
-        service.wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
+        Turns(service).wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
         files = list(service.home.inbox_dir(heinzel_id).glob("*.json"))
         assert len(files) == 1 and "draft now" in files[0].read_text(encoding="utf-8")
         bodies = list(service.home.turns_dir(heinzel_id).glob("*.jsonl"))
@@ -44,21 +46,21 @@ class TestWake:
     def test_done_when_unmet_places_nothing(self, make_service: Callable[..., Any]) -> None:
         """A Done-when item the draft fails: skipped done-when-unmet, nothing placed."""
         service, heinzel_id, folder = make_service(done_when="the section has at most 1 lines")
-        result = service.wake(heinzel_id, None, adapters=default_adapters(service.settings))
+        result = Turns(service).wake(heinzel_id, None, adapters=default_adapters(service.settings))
         assert (result["state"], result["reason"]) == ("skipped", "done-when-unmet"), result
         assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")
 
     def test_nothing_to_do_places_nothing(self, make_service: Callable[..., Any]) -> None:
         """No items in the input: the offline model has nothing, and nothing is placed."""
         service, heinzel_id, folder = make_service(notes="")
-        result = service.wake(heinzel_id, None, adapters=default_adapters(service.settings))
+        result = Turns(service).wake(heinzel_id, None, adapters=default_adapters(service.settings))
         assert result["state"] == "skipped", result
         assert "hz:draft" not in (folder / "report.md").read_text(encoding="utf-8")
 
     def test_show_lists_the_turn(self, make_service: Callable[..., Any]) -> None:
         """`show` has the turn with its disposition, and the draft pending."""
         service, heinzel_id, _ = make_service()
-        service.wake(heinzel_id, None, adapters=default_adapters(service.settings))
+        Turns(service).wake(heinzel_id, None, adapters=default_adapters(service.settings))
         shown = service.show(heinzel_id)
         assert [t["disposition"] for t in shown["turns"]] == ["drafted"]
         assert [d["state"] for d in shown["drafts"]] == ["pending"]
@@ -75,7 +77,9 @@ class TestUnfetched:
         (folder / "notes.txt").unlink()
         before = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
         with pytest.raises(HzError) as caught:
-            service.wake(heinzel_id, "draft now", adapters=default_adapters(service.settings))
+            Turns(service).wake(
+                heinzel_id, "draft now", adapters=default_adapters(service.settings)
+            )
         assert caught.value.code.startswith("HZH1")
         after = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
         assert after == before
@@ -87,12 +91,12 @@ class TestUserWords:
 
     def test_a_retry_hands_its_hint_to_the_model(self, make_service: Callable[..., Any]) -> None:
         """The forked turn's body holds the hint; the offline draft is not made of it."""
-        from heinzel.verbs import Verbs
+        from heinzel.tick.verbs import Verbs
 
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
-        service.wake(heinzel_id, "draft now", adapters=adapters)
-        answer = Verbs(service, service, adapters).retry(heinzel_id, "fewer words, please")
+        Turns(service).wake(heinzel_id, "draft now", adapters=adapters)
+        answer = Verbs(service, Turns(service), adapters).retry(heinzel_id, "fewer words, please")
         turns = service.show(heinzel_id)["turns"]
         assert [t["cause"] for t in turns] == ["asked", "retry"], answer
         body = service.home.turns_dir(heinzel_id) / f"{turns[-1]['id']}.jsonl"

@@ -1,6 +1,6 @@
 """The index's rows the tick asks: watched inputs, outputs, decisions, waits, notices.
 
-A second projection beside `heinzel.projections.HeinzelProjection`, folded from the
+A second projection beside `heinzel.index.projection.HeinzelProjection`, folded from the
 same spine events and rebuilt with them, so the tick answers "what is due" with a few
 queries that never open a spine (ADR 0049 statements 9 and 20):
 
@@ -32,10 +32,10 @@ from typing import Any, Final
 from sqlite_utils import Database
 
 from heinzel.capabilities.documents import absolute_asset
+from heinzel.contract.schedule import next_slot
 from heinzel.contract.types import parse_duration
-from heinzel.home import Home
-from heinzel.schedule import next_slot
-from heinzel.sources import absolute_args, source_key
+from heinzel.store.home import Home
+from heinzel.store.sources import absolute_args, source_key
 from ledger.event import Event, format_ts, parse_ts
 
 __all__ = ["TICK_SCHEMA", "TickProjection"]

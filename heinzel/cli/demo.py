@@ -26,7 +26,7 @@ from heinzel.errors import HeinzelError
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo", "without_section"]
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "priya"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 NAME = "weekly-report"
 MARK = "<!-- hz:draft key="
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
+from heinzel.store.home import Home
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
 

@@ -6,34 +6,20 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from heinzel.cli import emit, home_option, hz, json_option, open_service
-from heinzel.commands import daemon, heinzel
+from heinzel.cli.base import emit, home_option, hz, json_option, open_app
+from heinzel.cli.commands import daemon, heinzel
 
 if TYPE_CHECKING:
-    from heinzel.service import Service
-    from heinzel.tick import TurnRunner
+    from heinzel.tick.verbs import Verbs
 
 
-def host(service: Service) -> tuple[TurnRunner, Mapping[str, object]]:
-    """The turn host (`Service`) and its adapters (``[heinzel] fixture_sources`` or
-    ``HZ_FIXTURE_SOURCES`` adds the worked example's file-backed sources)."""
-    from heinzel.turns import default_adapters
-
-    return service, default_adapters(service.settings)
-
-
-def _verbs(home: str | None) -> Any:
-    from heinzel.verbs import Verbs
-
-    service = open_service(home)
-    runner, adapters = host(service)
-    return Verbs(service, runner, adapters)
+def _verbs(home: str | None) -> Verbs:
+    return open_app(home).verbs()
 
 
 @daemon.command("tick")
@@ -46,11 +32,7 @@ def tick(home: str | None, as_json: bool) -> None:
     Example:
       hz system daemon tick
     """
-    from heinzel.tick import Tick
-
-    service = open_service(home)
-    runner, adapters = host(service)
-    report = Tick(service, runner, adapters, sleep=time.sleep).run()
+    report = open_app(home).tick(sleep=time.sleep).run()
     emit(report.to_json(), as_json, render_tick)
 
 
@@ -64,16 +46,14 @@ def run(interval: float, home: str | None) -> None:
     Example:
       hz system daemon run --interval 300
     """
-    from heinzel.daemon import run_loop
-    from heinzel.tick import Tick
+    from heinzel.tick.daemon import run_loop
 
-    service = open_service(home)
-    runner, adapters = host(service)
+    app = open_app(home)
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
     run_loop(
-        lambda: Tick(service, runner, adapters, sleep=time.sleep).run(),
+        lambda: app.tick(sleep=time.sleep).run(),
         interval=interval,
         wait=stop.wait,
         on_report=lambda report: click.echo(render_tick(report.to_json())),
@@ -172,7 +152,7 @@ def demo(home: str | None) -> None:
     """
     import tempfile
 
-    from heinzel.demo import run_demo
+    from heinzel.cli.demo import run_demo
 
     where = Path(home).expanduser().resolve() if home else Path(tempfile.mkdtemp(prefix="hz-demo-"))
     run_demo(where, click.echo)

@@ -1,6 +1,6 @@
 """The index's tables for the heinzel projection: one row per Heinzelmännchen, and rows per
-asset, turn, draft, lesson, amendment, wait and key (`heinzel.projections` folds events
-into them; `heinzel.queries` reads them). The index is derived: a schema change is a
+asset, turn, draft, lesson, amendment, wait and key (`heinzel.index.projection` folds events
+into them; `heinzel.index.queries` reads them). The index is derived: a schema change is a
 ``hz heinzel reindex``.
 """
 

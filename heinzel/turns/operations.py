@@ -1,34 +1,34 @@
-"""The turn operations of `heinzel.service.Service` (a mixin, so the service stays small).
+"""`Turns`: the turn operations a user or the tick asks for, over one home's `Sessions`.
 
-`run_wakes` and `resume_turn` are what the tick calls; `wake` is ``hz heinzel wake``;
-`create_from_sentence` is ``hz heinzel new "a sentence"``; `answer` is ``hz heinzel
-answer``. Each runs in this process with the session's lock held (docs/turns-in-hz.md).
+`run_wakes` and `resume_turn` are what the tick calls (`heinzel.tick.TurnRunner`); `wake`
+is ``hz heinzel wake``; `create_from_sentence` is ``hz heinzel new "a sentence"``; `answer`
+is ``hz heinzel answer``. Each runs in this process with the session's lock held
+(docs/turns-in-hz.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from heinzel.lifecycle import Lifecycle
+from heinzel.store.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
-    from heinzel.service import Service
-    from heinzel.sources import TickFetch
+    from heinzel.session.sessions import Sessions
+    from heinzel.store.sources import TickFetch
     from machines import TurnState, Wake
 
 # The turn host, the engine and pydantic-ai load only when a turn runs, so that
 # `hz --help`, `hz heinzel list` and the other index-only commands start fast.
 
-__all__ = ["TurnOperations"]
+__all__ = ["Turns"]
 
 
-class TurnOperations:
-    """Running a Heinzelmännchen's turns: the service's entry points."""
+class Turns:
+    """Running a Heinzelmännchen's turns, over one home's spines and index."""
 
-    @property
-    def _service(self) -> Service:
-        return cast("Service", self)
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
 
     def run_wakes(
         self,
@@ -41,7 +41,7 @@ class TurnOperations:
         """Apply the key rule to ``wakes`` and run the turns due (inputs staged first)."""
         from heinzel.turns.host import TurnHost
 
-        return TurnHost(self._service).run_wakes(
+        return TurnHost(self.sessions).run_wakes(
             heinzel_id, wakes, adapters=adapters, staged=staged
         )
 
@@ -51,7 +51,7 @@ class TurnOperations:
         """Resume ``turn`` (``recovery`` after a crash, or what ended its wait)."""
         from heinzel.turns.host import TurnHost
 
-        return TurnHost(self._service).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
+        return TurnHost(self.sessions).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
 
     def create_from_sentence(
         self, sentence: str, *, namespace: str | None = None
@@ -59,7 +59,7 @@ class TurnOperations:
         """A new Heinzelmännchen whose contract a created turn writes (state: proposed)."""
         from heinzel.turns.created import run_created
 
-        return run_created(self._service, sentence, namespace=namespace or "me")
+        return run_created(self.sessions, sentence, namespace=namespace or "me")
 
     def wake(
         self,
@@ -72,13 +72,13 @@ class TurnOperations:
         state does not wake: proposed, paused, retired, or a turn already running)."""
         from heinzel.turns.host import TurnHost, default_adapters
 
-        service = self._service
+        service = self.sessions
         row = service.resolve(ref)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = adapters if adapters is not None else default_adapters(service.settings)
         return {
             "name": row["name"],
-            **TurnHost(self._service).wake(row["id"], message, adapters=chosen),
+            **TurnHost(self.sessions).wake(row["id"], message, adapters=chosen),
         }
 
     def answer(
@@ -91,10 +91,10 @@ class TurnOperations:
     ) -> dict[str, Any]:
         """Answer a chat turn's proposed write (``hz heinzel answer``) and resume its turn:
         an approved write happens once; a denied one is told to the model (HZH210-212)."""
-        from heinzel.turns.chat import answer
+        from heinzel.turns.answer import answer
         from heinzel.turns.host import TurnHost, default_adapters
 
-        service = self._service
+        service = self.sessions
         row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)
         return answer(TurnHost(service), row["id"], approved, proposal, adapters=chosen)

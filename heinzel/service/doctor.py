@@ -7,14 +7,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from heinzel.service import Service
+    from heinzel.session.sessions import Sessions
 
 __all__ = ["diagnose"]
 
 EXTRAS = {"anthropic": "anthropic", "openai": "openai", "openai-chat": "openai"}
 
 
-def diagnose(service: Service) -> dict[str, Any]:
+def diagnose(service: Sessions) -> dict[str, Any]:
     """Every check as ``{name, ok, detail, fix}``; nothing here changes a file."""
     checks: list[dict[str, Any]] = []
     home = service.home

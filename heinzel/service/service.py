@@ -1,39 +1,31 @@
-"""The Python API over one ``HZ_HOME``: what every command of ``hz`` calls.
+"""The operations a user asks of one ``HZ_HOME``, apart from running turns.
 
-A `Service` creates Heinzelmännchen from contract files, approves versions and
-amendments, pauses and retires, and answers list/show from the index. Every
-change is a spine event appended under the session's lock; the index is updated
-from the same event once it is durable.
+A `Service` creates Heinzelmännchen from contract files, approves versions, amendments and
+local drafts, pauses and retires, renames, lists and shows from the index, verifies the
+chains, rebuilds the index and prunes. Every change is a spine event appended under the
+session's lock (`heinzel.session.Sessions`, which it extends); the index is updated from
+the same event once it is durable. Turns are `heinzel.turns.Turns`; the surfaces get both
+from `heinzel.app.App`.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from heinzel.clock import Clock, clock_from_env
-from heinzel.config import Settings, default_site_path, default_user_path, load_settings
-from heinzel.contract import CompiledContract, check_amendment, compile_contract, widenings
-from heinzel.contracts_store import load_facts, store_version
+from heinzel.contract import CompiledContract, compile_contract
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
 from heinzel.ids import new_id, validate_name
-from heinzel.inbox import Inbox
-from heinzel.lifecycle import Lifecycle
-from heinzel.logs import bind_heinzel, configure_logging, get_logger
-from heinzel.projections import HeinzelProjection
-from heinzel.queries import Queries
-from heinzel.tick_projection import TickProjection
-from heinzel.turns.api import TurnOperations
+from heinzel.service.drafts import approve_draft
+from heinzel.session.amendments import propose_amendment
+from heinzel.session.sessions import Sessions
+from heinzel.store.contracts import load_facts, store_version
+from heinzel.store.inbox import Inbox
+from heinzel.store.lifecycle import Lifecycle
 from ledger.bodies import Bodies
-from ledger.event import Event
-from ledger.files import ensure_private_dir
-from ledger.index import Index
-from ledger.spine import Spine, verify
+from ledger.spine import verify
 
 __all__ = ["Service"]
 
@@ -45,97 +37,8 @@ LIFECYCLE_EVENTS = {
 }
 
 
-class Service(TurnOperations):
-    """hz's operations over one home, with one clock and one configuration (its turns:
-    `heinzel.turns.api.TurnOperations`)."""
-
-    def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
-        self.home = home
-        self.clock = clock
-        self.settings = settings
-        self.owner = owner
-        self._index: Index | None = None
-        self._held: dict[str, Spine] = {}
-
-    @classmethod
-    def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Service:
-        """The service a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the config."""
-        loaded = load_settings(
-            env=env, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
-        )
-        home = (
-            Home(Path(home_option).expanduser().resolve())
-            if home_option
-            else Home(loaded.settings.heinzel.home)
-        )
-        owner = env.get("HZ_USER") or env.get("USER") or "me"
-        clock = clock_from_env(env)
-        configure_logging(
-            "cli", stream=sys.stderr, clock=clock, level=env.get("HZ_LOG_LEVEL", "warning")
-        )
-        return cls(home, clock, loaded.settings, owner=owner)
-
-    # -- plumbing ----------------------------------------------------------------
-
-    @property
-    def index(self) -> Index:
-        if self._index is None:
-            ensure_private_dir(self.home.heinzel_dir)
-            self._index = Index(
-                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
-            )
-        return self._index
-
-    @property
-    def queries(self) -> Queries:
-        return Queries(self.index.db, self.clock)
-
-    def open_spine(
-        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
-    ) -> Spine:
-        """The session's spine for writing (its lock held), the index kept current;
-        ``on_durable`` hooks run after the index's (a crash hook last of all)."""
-        ensure_private_dir(self.home.session_dir(heinzel_id))
-        self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
-        spine = Spine.open(
-            self.home.session_dir(heinzel_id),
-            clock=self.clock,
-            lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
-            on_durable=[
-                lambda event: self.index.apply(heinzel_id, event),
-                _log_event(heinzel_id),
-                *on_durable,
-            ],
-        )
-        self.index.catch_up(heinzel_id, spine.path)
-        return spine
-
-    @contextmanager
-    def hold_spine(
-        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
-    ) -> Iterator[Spine]:
-        """The spine opened for a turn: while held, `append` writes through it."""
-        with self.open_spine(heinzel_id, on_durable=on_durable) as spine:
-            self._held[heinzel_id] = spine
-            try:
-                yield spine
-            finally:
-                del self._held[heinzel_id]
-
-    def append(
-        self,
-        heinzel_id: str,
-        kind: str,
-        data: Mapping[str, Any],
-        *,
-        short_text: Sequence[str] = (),
-        key: str | None = None,
-    ) -> Event:
-        held = self._held.get(heinzel_id)
-        if held is not None:
-            return held.append(kind, data, short_text=short_text, key=key)
-        with self.open_spine(heinzel_id) as spine:
-            return spine.append(kind, data, short_text=short_text, key=key)
+class Service(Sessions):
+    """hz's operations over one home, with one clock and one configuration."""
 
     # -- creation ----------------------------------------------------------------
 
@@ -198,9 +101,6 @@ class Service(TurnOperations):
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def resolve(self, ref: str) -> dict[str, Any]:
-        return self.queries.resolve(ref)
-
     def lifecycle(self, ref: str, verb: str) -> dict[str, Any]:
         row = self.resolve(ref)
         Lifecycle(str(row["state"])).fire(verb, row["name"])
@@ -223,8 +123,6 @@ class Service(TurnOperations):
 
     def approve(self, item: str) -> dict[str, Any]:
         """Approve v1 of a proposed one, its pending amendment, or a local draft."""
-        from heinzel.verbs import approve_draft
-
         if "@" in item:
             by_key = approve_draft(self, item)
             if by_key is not None:
@@ -274,68 +172,8 @@ class Service(TurnOperations):
     def propose_amendment(
         self, ref: str, text: str, *, by: str, source: str, reason: str = ""
     ) -> dict[str, Any]:
-        """File an amendment: the user's is accepted; the Heinzelmännchen's may not widen."""
-        row = self.resolve(ref)
-        if row["contract_version"] is None:
-            raise HeinzelError(
-                "HZH074",
-                f"{row['name']} has no approved version to amend",
-                "approve version 1 first: `hz approve NAME`",
-            )
-        if self.queries.pending_amendment(row["id"]):
-            raise HeinzelError(
-                "HZH075",
-                f"{row['name']} already has a pending amendment",
-                "approve it (`hz approve NAME`) or decline it first",
-            )
-        current = int(row["contract_version"])
-        old = compile_contract(
-            self.home.contract_text_path(row["id"], current).read_text(encoding="utf-8"),
-            source=f"v{current}",
-        )
-        new = compile_contract(text, source=source)
-        check_amendment(
-            old, new, proposed_by="heinzel" if by == "heinzel" else "user", source=source
-        )
-        if by == "heinzel":
-            self._refuse_declined(row, old, new)
-        widens = bool(widenings(old, new))
-        version = self.queries.next_version(row["id"])
-        facts = store_version(self.home, row["id"], version, text, new)
-        amendment = "am-" + new_id(self.clock)[3:]
-        self.append(
-            row["id"],
-            "amendment.proposed",
-            {
-                "amendment": amendment,
-                "version": version,
-                "fingerprint": facts.fingerprint,
-                "by": by,
-                "widens": widens,
-                "reason": reason[:200],
-            },
-            short_text=("reason",),
-        )
-        return self.queries.amendment(amendment)
-
-    def _refuse_declined(
-        self, row: Mapping[str, Any], old: CompiledContract, new: CompiledContract
-    ) -> None:
-        """HZH079: the Heinzelmännchen proposes again what the user declined: the same
-        contract, or an input that only a declined amendment had."""
-        declined = self.queries.declined_amendments(row["id"])
-        offered = set(new.hz.inputs) - set(old.hz.inputs)
-        for amendment in declined:
-            facts = load_facts(self.home, row["id"], amendment["version"], amendment["fingerprint"])
-            again = offered & (set(facts.inputs) - set(old.hz.inputs))
-            if facts.fingerprint == new.fingerprint or again:
-                what = f"input {sorted(again)[0]}" if again else "this amendment"
-                raise HeinzelError(
-                    "HZH079",
-                    f"{row['name']} proposed {what} again after the user declined it "
-                    f"(v{amendment['version']})",
-                    "a declined source is never proposed again; the user may still amend",
-                )
+        """File an amendment (`heinzel.session.amendments.propose_amendment`)."""
+        return propose_amendment(self, ref, text, by=by, source=source, reason=reason)
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
         try:
@@ -427,17 +265,6 @@ class Service(TurnOperations):
         return {"retention_days": days, "removed": removed}
 
     def doctor(self) -> dict[str, Any]:
-        from heinzel.doctor import diagnose
+        from heinzel.service.doctor import diagnose  # the runners load only here
 
         return diagnose(self)
-
-
-def _log_event(heinzel_id: str) -> Callable[[Event], None]:
-    """Log every durable event by kind and seq, bound to the id (never its data)."""
-    log = bind_heinzel(get_logger(), heinzel_id)
-
-    def logged(event: Event) -> None:
-        bound = log.bind(turn=event.turn) if event.turn else log
-        bound.info("appended", kind=event.kind, seq=event.seq)
-
-    return logged

@@ -13,7 +13,7 @@ from typing import Any
 
 from heinzel.contract import CompiledContract
 from heinzel.errors import HeinzelError
-from heinzel.home import Home
+from heinzel.store.home import Home
 from ledger.files import ensure_private_dir, write_atomic
 
 __all__ = ["ContractFacts", "facts_of", "flatten", "load_facts", "store_version"]

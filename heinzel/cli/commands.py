@@ -1,11 +1,11 @@
-"""The commands of ``hz``, each a few lines over `heinzel.service.Service`."""
+"""The commands of ``hz``, each a few lines over `heinzel.app.App`."""
 
 from __future__ import annotations
 
 import click
 
-from heinzel import render
-from heinzel.cli import emit, home_option, hz, json_option, open_service
+from heinzel.cli import render
+from heinzel.cli.base import emit, home_option, hz, json_option, open_app
 
 
 @hz.group()
@@ -53,12 +53,12 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        created = open_service(home).create_from_sentence(sentence, namespace=namespace)
+        created = open_app(home).turns.create_from_sentence(sentence, namespace=namespace)
         emit([created], as_json, render.created)
         return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
-    rows = open_service(home).create_from_files(list(files), name=name, namespace=namespace)
+    rows = open_app(home).service.create_from_files(list(files), name=name, namespace=namespace)
     emit(rows, as_json, render.created)
 
 
@@ -82,7 +82,7 @@ def list_(
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
     """
-    rows = open_service(home).listing(artifact=artifact, state=state, contract=contract)
+    rows = open_app(home).service.listing(artifact=artifact, state=state, contract=contract)
     emit(rows, as_json, render.listing)
 
 
@@ -97,7 +97,7 @@ def show(name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel show weekly-report
     """
-    emit(open_service(home).show(name), as_json, render.show)
+    emit(open_app(home).service.show(name), as_json, render.show)
 
 
 def _lifecycle_command(verb: str, help_text: str) -> None:
@@ -106,7 +106,7 @@ def _lifecycle_command(verb: str, help_text: str) -> None:
     @home_option
     @json_option
     def command(name: str, home: str | None, as_json: bool) -> None:
-        row = open_service(home).lifecycle(name, verb)
+        row = open_app(home).service.lifecycle(name, verb)
         emit(row, as_json, render.state_line)
 
 
@@ -138,7 +138,7 @@ def rename(name: str, new_name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel rename weekly-report checkout-weekly
     """
-    emit(open_service(home).rename(name, new_name), as_json, render.state_line)
+    emit(open_app(home).service.rename(name, new_name), as_json, render.state_line)
 
 
 @heinzel.command("amend")
@@ -159,7 +159,7 @@ def amend(name: str, file: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel amend weekly-report --from weekly-report.v2.prose.md
     """
-    emit(open_service(home).amend(name, file), as_json, render.amendment)
+    emit(open_app(home).service.amend(name, file), as_json, render.amendment)
 
 
 @heinzel.command("decline")
@@ -173,7 +173,7 @@ def decline(name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel decline weekly-report
     """
-    emit(open_service(home).decline(name), as_json, render.amendment)
+    emit(open_app(home).service.decline(name), as_json, render.amendment)
 
 
 @heinzel.command("lessons")
@@ -187,7 +187,7 @@ def lessons(name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel lessons weekly-report
     """
-    emit(open_service(home).lessons(name), as_json, render.lessons)
+    emit(open_app(home).service.lessons(name), as_json, render.lessons)
 
 
 @heinzel.command("dismiss")
@@ -202,7 +202,7 @@ def dismiss(name: str, lesson: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel dismiss weekly-report 12
     """
-    emit(open_service(home).dismiss(name, lesson), as_json, render.lessons)
+    emit(open_app(home).service.dismiss(name, lesson), as_json, render.lessons)
 
 
 @heinzel.command("verify")
@@ -216,7 +216,7 @@ def verify(name: str | None, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel verify
     """
-    reports = open_service(home).verify(name)
+    reports = open_app(home).service.verify(name)
     emit(reports, as_json, render.verify)
     if any(not r["ok"] for r in reports):
         raise SystemExit(1)
@@ -232,7 +232,7 @@ def reindex(home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel reindex
     """
-    emit(open_service(home).reindex(), as_json, render.reindex)
+    emit(open_app(home).service.reindex(), as_json, render.reindex)
 
 
 @heinzel.command("prune")
@@ -245,7 +245,7 @@ def prune(home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel prune
     """
-    emit(open_service(home).prune(), as_json, render.prune)
+    emit(open_app(home).service.prune(), as_json, render.prune)
 
 
 @heinzel.command("wake")
@@ -260,7 +260,7 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     Example:
       hz heinzel wake weekly-report --message 'draft now'
     """
-    emit(open_service(home).wake(name, message), as_json, render.wake)
+    emit(open_app(home).turns.wake(name, message), as_json, render.wake)
 
 
 @heinzel.command("answer")
@@ -276,7 +276,7 @@ def answer(name: str, said: str, proposal: str | None, home: str | None, as_json
     Example:
       hz heinzel answer weekly-report yes
     """
-    emit(open_service(home).answer(name, said == "yes", proposal), as_json, render.wake)
+    emit(open_app(home).turns.answer(name, said == "yes", proposal), as_json, render.wake)
 
 
 @hz.command("approve")
@@ -290,7 +290,7 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
     Example:
       hz approve weekly-report standup-notes
     """
-    service = open_service(home)
+    service = open_app(home).service
     emit([service.approve(item) for item in items], as_json, render.approved)
 
 
@@ -304,7 +304,7 @@ def drafts(home: str | None, as_json: bool) -> None:
     Example:
       hz drafts --json
     """
-    emit(open_service(home).drafts(), as_json, render.drafts)
+    emit(open_app(home).service.drafts(), as_json, render.drafts)
 
 
 @hz.group()
@@ -337,7 +337,4 @@ def doctor(home: str | None, as_json: bool) -> None:
     Example:
       hz system doctor
     """
-    emit(open_service(home).doctor(), as_json, render.doctor)
-
-
-from heinzel import tick_commands  # noqa: E402, F401  (registers the tick and the verbs)
+    emit(open_app(home).service.doctor(), as_json, render.doctor)

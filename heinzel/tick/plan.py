@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from heinzel.schedule import next_slot
+from heinzel.contract.schedule import next_slot
 from ledger.event import format_ts
 from machines.waits import PendingWait
 

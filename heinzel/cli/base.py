@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,11 +18,11 @@ import click
 from ledger.errors import HzError
 
 if TYPE_CHECKING:
-    from heinzel.service import Service
+    from heinzel.app import App
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["hz", "main"]
+__all__ = ["emit", "home_option", "hz", "json_option", "open_app"]
 
 
 def home_option(func: F) -> F:
@@ -42,11 +41,12 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
-def open_service(home: str | None) -> Service:
-    """Build the service for this process: home, clock and settings from the environment."""
-    from heinzel.service import Service
+def open_app(home: str | None) -> App:
+    """Build the application for this process: home, clock and settings from the
+    environment."""
+    from heinzel.app import App
 
-    return Service.from_environment(home, dict(os.environ))
+    return App.from_environment(home, dict(os.environ))
 
 
 def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
@@ -81,15 +81,3 @@ def hz() -> None:
       hz approve weekly-report
       hz heinzel list
     """
-
-
-def main() -> None:
-    """Entry point of the ``hz`` console script."""
-    from heinzel import commands  # noqa: F401  (registers the subcommands)
-
-    hz(prog_name="hz")
-
-
-def run_main() -> None:  # pragma: no cover - python -m heinzel
-    main()
-    sys.exit(0)

@@ -17,10 +17,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from heinzel.contracts_store import ContractFacts, load_facts
-from heinzel.home import Home
-from heinzel.index_schema import SCHEMA, TABLES
-from heinzel.schedule import next_slot
+from heinzel.contract.schedule import next_slot
+from heinzel.index.schema import SCHEMA, TABLES
+from heinzel.store.contracts import ContractFacts, load_facts
+from heinzel.store.home import Home
 from ledger.event import Event, format_ts, parse_ts
 from machines.journal import keys_of
 

@@ -1,9 +1,9 @@
 """The tick: find what is due from the index, stage every input, wake what moved.
 
 `Tick.run()` takes the tick lock (``<home>/heinzel/tick.lock``), asks the index what is
-due (`heinzel.tick_plan.Planner`), reads the state of every placed draft from the
+due (`heinzel.tick.plan.Planner`), reads the state of every placed draft from the
 documents adapter, fetches each source whose recheck is due exactly once and stages it in
-the source cache (`heinzel.sources.fetch_once`) before any turn starts, and builds the
+the source cache (`heinzel.store.sources.fetch_once`) before any turn starts, and builds the
 wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
 Heinzelmännchen without a schedule, waits that are due, turns a dead process left
 running, and chats still pending in an inbox with no turn to take them. Keys the index
@@ -11,7 +11,7 @@ already has a final turn for are dropped. Heinzelmännchen are woken by graph he
 then oldest due, at most ``max_wakes_per_tick``; one whose new wakes would cross the
 daily cap gets one ``turn.skipped{reason: cap}`` instead, and the user one
 ``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, which
-`heinzel.service.Service` satisfies): it coalesces by the key rule and decides if-moved.
+`heinzel.turns.Turns` satisfies): it coalesces by the key rule and decides if-moved.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
-from heinzel.daemon import abandon_turn, lock_held
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
-from heinzel.inbox import Inbox
-from heinzel.service import Service
-from heinzel.sources import SourceCache, SourceRequest, TickFetch, fetch_once
-from heinzel.tick_plan import Due, Planner, latest_slot
+from heinzel.session.open_turns import abandon_turn, lock_held
+from heinzel.session.sessions import Sessions
+from heinzel.store.inbox import Inbox
+from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
+from heinzel.tick.plan import Due, Planner, latest_slot
 from ledger.errors import HzError, LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
@@ -44,7 +44,7 @@ __all__ = ["Tick", "TickReport", "TurnRunner"]
 
 
 class TurnRunner(Protocol):
-    """The host that runs turns: `heinzel.service.Service` once the turns land."""
+    """What runs turns: `heinzel.turns.Turns` (the tick never imports the turn host)."""
 
     def run_wakes(
         self,
@@ -106,7 +106,7 @@ class Tick:
 
     def __init__(
         self,
-        service: Service,
+        service: Sessions,
         runner: TurnRunner,
         adapters: Mapping[str, object],
         *,

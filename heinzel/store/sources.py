@@ -29,7 +29,7 @@ from heinzel.capabilities.documents import absolute_asset
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
-from heinzel.home import Home
+from heinzel.store.home import Home
 from ledger.errors import HzError
 from ledger.event import canonical, parse_ts
 from ledger.files import ensure_private_dir, write_atomic

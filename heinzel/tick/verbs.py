@@ -1,6 +1,6 @@
 """The user's verbs on a Heinzelmännchen: chat, resume, stop, retry, and approving a draft.
 
-Each message is first a request file (`heinzel.inbox`), then a spine line or a turn:
+Each message is first a request file (`heinzel.store.inbox`), then a spine line or a turn:
 
 - ``chat`` while a turn runs in another process (its spine lock is held): the request
   waits in the inbox and that turn's host delivers it at its next step boundary
@@ -14,32 +14,25 @@ Each message is first a request file (`heinzel.inbox`), then a spine line or a t
   step boundary; a turn a dead process left open ends ``abandoned stopped`` here.
 - ``retry``: a turn of cause retry keyed ``<id>@retry:<parent>:<request id>``, the hint in
   the inbox; the host forks it after the parent's gather and supersedes its draft.
-- ``approve`` of a local draft deletes its tag line in the document, as the user would;
-  the next tick reads the approval and wakes the learning turn.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from heinzel.capabilities.documents import TAG_PREFIX, asset_of_key
-from heinzel.daemon import abandon_turn, lock_held
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
-from heinzel.inbox import Inbox, Request
-from heinzel.service import Service
-from heinzel.tick import TurnRunner
-from ledger.files import write_atomic
+from heinzel.session.open_turns import abandon_turn, lock_held
+from heinzel.session.sessions import Sessions
+from heinzel.store.inbox import Inbox, Request
+from heinzel.tick.tick import TurnRunner
 from machines import keys
 from machines.fold import fold
 from machines.keys import Wake
 from machines.spine_journal import SpineIndex, SpineJournal
 
-__all__ = ["Verbs", "approve_draft"]
+__all__ = ["Verbs"]
 
 STEERABLE = ("gather", "think")
 
@@ -49,7 +42,7 @@ class Verbs:
 
     def __init__(
         self,
-        service: Service,
+        service: Sessions,
         runner: TurnRunner,
         adapters: Mapping[str, object],
     ) -> None:
@@ -169,47 +162,3 @@ class Verbs:
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
         self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
         return {"name": row["name"], "parent": parent, "key": wake.key}
-
-
-def approve_draft(service: Service, item: str) -> dict[str, Any] | None:
-    """Approve a pending local draft (by key, or the named one's latest) by deleting its
-    tag line, as the user would; None when ``item`` names no pending draft."""
-    drafts = service.drafts()
-    found = [d for d in drafts if d["key"] == item]
-    if not found:
-        try:
-            heinzel = service.resolve(item)["id"]
-        except HeinzelError:
-            return None
-        found = [d for d in drafts if d["heinzel"] == heinzel]
-    if not found:
-        return None
-    key = str(found[-1]["key"])
-    path = Path(asset_of_key(key).partition(":")[2])
-    try:
-        data = path.read_bytes()
-        lines = data.decode("utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as error:
-        raise HeinzelError(
-            "HZH239",
-            f"cannot read the draft's document {path}: {error}",
-            "approve it by deleting the tag line yourself",
-        ) from None
-    marker = f"<!-- hz:draft key={key} -->"
-    at = [i for i, line in enumerate(lines) if line.strip() == marker]
-    if len(at) != 1:
-        raise HeinzelError(
-            "HZH239",
-            f"the draft {key} is not in {path} as placed",
-            "put its markers back, or approve it by hand",
-        )
-    if at[0] > 0 and lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
-        del lines[at[0] - 1]
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        write_atomic(path, "\n".join(lines).encode("utf-8"))
-        os.chmod(path, mode)
-    return {
-        "approved": key,
-        "file": str(path),
-        "state": "approved in place; the next tick learns from your edits",
-    }

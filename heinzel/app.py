@@ -1,0 +1,61 @@
+"""`App`: what the surfaces share (the command line, the demo, the daemon; later the web
+head and MCP): one home's `Service`, its `Turns`, the user's `Verbs` and the `Tick`.
+
+It sits above all of them and composes them, so that none of the operations imports
+another: the service never calls the turn host, and the tick reaches turns only through
+the `TurnRunner` it is handed. Building an `App` loads no engine; the turn host and
+pydantic-ai load when a turn runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from heinzel.service import Service
+from heinzel.turns.operations import Turns
+
+if TYPE_CHECKING:
+    from heinzel.tick.tick import Tick
+    from heinzel.tick.verbs import Verbs
+
+__all__ = ["App"]
+
+
+class App:
+    """One home's operations, composed: `service`, `turns`, `verbs()` and `tick()`."""
+
+    def __init__(self, service: Service, adapters: Mapping[str, object] | None = None) -> None:
+        """``adapters`` replace the configured read and document adapters (tests)."""
+        self.service = service
+        self.turns = Turns(service)
+        self._adapters = adapters
+
+    @classmethod
+    def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> App:
+        """The application a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the
+        configuration (`heinzel.session.Sessions.from_environment`)."""
+        return cls(Service.from_environment(home_option, env))
+
+    @cached_property
+    def adapters(self) -> Mapping[str, object]:
+        """The configured adapters (``[heinzel] fixture_sources`` or ``HZ_FIXTURE_SOURCES``
+        adds the worked example's file-backed sources)."""
+        if self._adapters is not None:
+            return self._adapters
+        from heinzel.turns.inputs import default_adapters
+
+        return default_adapters(self.service.settings)
+
+    def verbs(self) -> Verbs:
+        """chat, resume, stop and retry, running turns through `turns`."""
+        from heinzel.tick.verbs import Verbs
+
+        return Verbs(self.service, self.turns, self.adapters)
+
+    def tick(self, sleep: Callable[[float], None]) -> Tick:
+        """One tick over the home, waking through `turns`."""
+        from heinzel.tick.tick import Tick
+
+        return Tick(self.service, self.turns, self.adapters, sleep=sleep)

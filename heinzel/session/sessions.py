@@ -1,0 +1,137 @@
+"""One home's sessions: their spines, written under each one's lock, and the index.
+
+`Sessions` is what every operation stands on: the service's (create, approve, list ...)
+and the turn host's. It opens a Heinzelmännchen's spine for writing with the index kept
+current (each durable event is applied to the index, then logged, then handed to any
+further hooks such as the crash hook), appends single events, and resolves a name or id
+from the index. It knows nothing of turns or of the user's verbs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+from heinzel.clock import Clock, clock_from_env
+from heinzel.config import Settings, default_site_path, default_user_path, load_settings
+from heinzel.index.due import TickProjection
+from heinzel.index.projection import HeinzelProjection
+from heinzel.index.queries import Queries
+from heinzel.logs import bind_heinzel, configure_logging, get_logger
+from heinzel.store.home import Home
+from ledger.event import Event
+from ledger.files import ensure_private_dir
+from ledger.index import Index
+from ledger.spine import Spine
+
+__all__ = ["Sessions"]
+
+
+class Sessions:
+    """The spines and the index of one home, with one clock, one configuration and the
+    owner's handle."""
+
+    def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
+        self.home = home
+        self.clock = clock
+        self.settings = settings
+        self.owner = owner
+        self._index: Index | None = None
+        self._held: dict[str, Spine] = {}
+
+    @classmethod
+    def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Self:
+        """The service a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the config."""
+        loaded = load_settings(
+            env=env, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
+        )
+        home = (
+            Home(Path(home_option).expanduser().resolve())
+            if home_option
+            else Home(loaded.settings.heinzel.home)
+        )
+        owner = env.get("HZ_USER") or env.get("USER") or "me"
+        clock = clock_from_env(env)
+        configure_logging(
+            "cli", stream=sys.stderr, clock=clock, level=env.get("HZ_LOG_LEVEL", "warning")
+        )
+        return cls(home, clock, loaded.settings, owner=owner)
+
+    # -- plumbing ----------------------------------------------------------------
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            ensure_private_dir(self.home.heinzel_dir)
+            self._index = Index(
+                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
+            )
+        return self._index
+
+    @property
+    def queries(self) -> Queries:
+        return Queries(self.index.db, self.clock)
+
+    def open_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Spine:
+        """The session's spine for writing (its lock held), the index kept current;
+        ``on_durable`` hooks run after the index's (a crash hook last of all)."""
+        ensure_private_dir(self.home.session_dir(heinzel_id))
+        self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
+        spine = Spine.open(
+            self.home.session_dir(heinzel_id),
+            clock=self.clock,
+            lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
+            on_durable=[
+                lambda event: self.index.apply(heinzel_id, event),
+                _log_event(heinzel_id),
+                *on_durable,
+            ],
+        )
+        self.index.catch_up(heinzel_id, spine.path)
+        return spine
+
+    @contextmanager
+    def hold_spine(
+        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+    ) -> Iterator[Spine]:
+        """The spine opened for a turn: while held, `append` writes through it."""
+        with self.open_spine(heinzel_id, on_durable=on_durable) as spine:
+            self._held[heinzel_id] = spine
+            try:
+                yield spine
+            finally:
+                del self._held[heinzel_id]
+
+    def append(
+        self,
+        heinzel_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        short_text: Sequence[str] = (),
+        key: str | None = None,
+    ) -> Event:
+        held = self._held.get(heinzel_id)
+        if held is not None:
+            return held.append(kind, data, short_text=short_text, key=key)
+        with self.open_spine(heinzel_id) as spine:
+            return spine.append(kind, data, short_text=short_text, key=key)
+
+    def resolve(self, ref: str) -> dict[str, Any]:
+        return self.queries.resolve(ref)
+
+
+def _log_event(heinzel_id: str) -> Callable[[Event], None]:
+    """Log every durable event by kind and seq, bound to the id (never its data)."""
+    log = bind_heinzel(get_logger(), heinzel_id)
+
+    def logged(event: Event) -> None:
+        bound = log.bind(turn=event.turn) if event.turn else log
+        bound.info("appended", kind=event.kind, seq=event.seq)
+
+    return logged

@@ -1,0 +1,73 @@
+"""`TurnEnv`: everything one turn of one Heinzelmännchen reads, gathered by the host and
+handed to the steps (`heinzel.turns.steps`) and the act step (`heinzel.turns.act`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+
+from heinzel.contract import CompiledContract
+from heinzel.engine import (
+    ContextSettings,
+    InputSpec,
+    LessonView,
+    Pricing,
+    ReadCapability,
+    SpineView,
+)
+from heinzel.store.sources import SourceCache, SourceRequest
+from heinzel.turns.chat import ChatWrites
+from heinzel.turns.handoff import BoundHandoff
+from heinzel.turns.record import SessionBody
+from machines import Journal
+
+__all__ = ["TurnEnv"]
+
+
+@dataclass
+class TurnEnv:
+    """Everything one turn of one Heinzelmännchen reads, gathered by the host."""
+
+    heinzel_id: str
+    name: str
+    version: int
+    contract: CompiledContract
+    contract_body: str
+    origin: Path
+    requests: Sequence[SourceRequest]
+    cache: SourceCache
+    body: SessionBody
+    model: Model
+    clock: Callable[[], datetime]
+    pricing: Pricing
+    settings_max_usd: Decimal | None
+    day_usd: Decimal | None
+    spent_today: Decimal
+    context_settings: ContextSettings
+    view: SpineView = field(default_factory=SpineView)
+    lessons: Sequence[LessonView] = ()
+    runner: Callable[[str, Journal], BoundHandoff | None] | None = None
+    """Makes the turn's handoff runner (None: no runner is bound, no handoff tool)."""
+    extra_inputs: Sequence[InputSpec] = ()
+    slot: str = "now"
+    approval: Mapping[str, Any] | None = None
+    documents: Any = None
+    propose: Callable[[str, str], Mapping[str, Any]] | None = None
+    compile_contract: Callable[[str], object] | None = None
+    recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
+    """The settled messages of the last turns whose bodies are kept (the context shows them)."""
+    capabilities: Sequence[ReadCapability] = ()
+    last_approved: str | None = None
+    inbox: Path | None = None
+    """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
+    writes: ChatWrites | None = None
+    """The chat write gate of an asked turn (None: no write tools)."""
+    poll: Callable[[], None] | None = None
+    """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""

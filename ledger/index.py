@@ -65,7 +65,8 @@ def sqlite_error(path: Path, error: sqlite3.Error) -> LedgerError:
         return LedgerError(
             "HZL053",
             f"the disk holding the index {path} is full ({text}); nothing was lost",
-            "free space on that disk (or raise the file size limit), then run the command again",
+            "free space on that disk (or raise the file size limit), then run "
+            "`hz heinzel reindex`: what the spine recorded is kept",
         )
     return LedgerError(
         "HZL051",

@@ -32,7 +32,7 @@ CHILD = textwrap.dedent(
 
 
 def test_a_full_disk_under_the_index_is_coded_and_nothing_is_lost(tmp_path: Path) -> None:
-    """HZL053 with a hint to free space, no traceback; the approval is in the spine and reindexed."""
+    """HZL053 with a hint to free space, no traceback; the approval kept in the spine."""
     root = tmp_path / "priya"
     shutil.copytree(PRIYA, root)
     env = {

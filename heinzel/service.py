@@ -18,6 +18,7 @@ from typing import Any
 from heinzel.clock import Clock, clock_from_env
 from heinzel.config import Settings, default_site_path, default_user_path, load_settings
 from heinzel.contract import CompiledContract, check_amendment, compile_contract, widenings
+from heinzel.contract.compiler import read_contract_text
 from heinzel.contracts_store import load_facts, store_version
 from heinzel.errors import HeinzelError
 from heinzel.home import Home
@@ -152,14 +153,7 @@ class Service(TurnOperations):
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
             path = Path(raw)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise HeinzelError(
-                    "HZH071",
-                    f"cannot read {raw}: {exc}",
-                    "give the path of a .prose.md contract file",
-                ) from exc
+            text = read_contract_text(path, str(raw))
             compiled.append((path.resolve(), text, compile_contract(text, source=str(raw))))
         claimed: set[tuple[str, str]] = set()
         plans = []
@@ -338,12 +332,7 @@ class Service(TurnOperations):
                 )
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
-        try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HeinzelError(
-                "HZH071", f"cannot read {file}: {exc}", "give the path of a .prose.md contract file"
-            ) from exc
+        text = read_contract_text(Path(file), file)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:

@@ -9,13 +9,22 @@ watermark change in one transaction, and only for lines already durable
 applies what a spine has beyond its watermark and rebuilds the source when the
 watermark's line is no longer in the spine as it was; `rebuild` refolds every
 source from its spine, giving exactly the rows the incremental updates gave.
+
+Many processes share one index (a tick, wakes and chats of other
+Heinzelmännchen, `list` and `show`). WAL lets readers go on while one writer
+writes; every write transaction takes the write lock up front (``BEGIN
+IMMEDIATE``, `Index.write`) and waits for it up to `BUSY_SECONDS`, so no
+transaction reads a snapshot and then fails to upgrade it. A SQLite failure is
+never raised bare: `sqlite_error` turns it into a coded `LedgerError` (HZL052 busy
+past the wait, HZL053 disk full, HZL051 anything else).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol, Self
@@ -27,9 +36,76 @@ from ledger.event import Event, sha256_hex
 from ledger.files import FILE_MODE, ensure_private_dir
 from ledger.reading import Upgrades, iter_lines, parse_event
 
-__all__ = ["WATERMARKS", "Index", "Projection", "Watermark"]
+__all__ = [
+    "BUSY_SECONDS",
+    "WATERMARKS",
+    "Index",
+    "Projection",
+    "Watermark",
+    "sqlite_error",
+    "write_transaction",
+]
 
 WATERMARKS = "_watermarks"
+BUSY_SECONDS = 60.0
+_FULL = ("database or disk is full", "disk i/o error")
+
+
+def sqlite_error(path: Path, error: sqlite3.Error) -> LedgerError:
+    """A coded error for a SQLite failure on the index at ``path``."""
+    text = str(error)
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return LedgerError(
+            "HZL052",
+            f"the index {path} stayed busy (other hz processes writing) for {BUSY_SECONDS:.0f} s",
+            "nothing was lost; retry the command when the other processes are done",
+        )
+    if any(marker in lowered for marker in _FULL):
+        return LedgerError(
+            "HZL053",
+            f"the disk holding the index {path} is full ({text}); nothing was lost",
+            "free space on that disk (or raise the file size limit), then run "
+            "`hz heinzel reindex`: what the spine recorded is kept",
+        )
+    return LedgerError(
+        "HZL051",
+        f"{path} is not an index hz can use: {text}",
+        "the index is derived: move the file away and rebuild it from the spines",
+    )
+
+
+def _db_path(db: Database) -> Path:
+    for row in db.conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return Path(row[2])
+    return Path("index")
+
+
+@contextlib.contextmanager
+def write_transaction(db: Database, path: Path | None = None) -> Iterator[Database]:
+    """A write transaction holding the write lock from its start (``BEGIN IMMEDIATE``).
+
+    Waits for another writer as long as the connection's busy timeout; nested,
+    it is a savepoint of the outer transaction. Commits on success, rolls back
+    on any error, and raises SQLite's failures as coded `LedgerError`
+    (`sqlite_error`).
+    """
+    conn = db.conn
+    try:
+        if conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            conn.execute("COMMIT")
+        except BaseException:
+            db.rollback()  # a no-op when the error already ended the transaction
+            raise
+    except sqlite3.Error as error:
+        raise sqlite_error(path or _db_path(db), error) from error
 
 
 class Projection(Protocol):
@@ -77,11 +153,11 @@ class Index:
             ) from error
         os.fchmod(fd, FILE_MODE)
         os.close(fd)
-        self.db = Database(self.path)
+        self.db = Database(sqlite3.connect(self.path, timeout=BUSY_SECONDS))
         try:
             self.db.enable_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")
-            with self.db.atomic():
+            with self.write():
                 self.db.table(WATERMARKS).create(
                     {"source": str, "seq": int, "hash": str, "at": int},
                     pk="source",
@@ -89,13 +165,12 @@ class Index:
                 )
                 for projection in self.projections:
                     projection.create(self.db)
-        except sqlite3.DatabaseError as error:
+        except sqlite3.Error as error:
             self.db.close()
-            raise LedgerError(
-                "HZL051",
-                f"{self.path} is not an index hz can use: {error}",
-                "the index is derived: move the file away and rebuild it from the spines",
-            ) from error
+            raise sqlite_error(self.path, error) from error
+        except LedgerError:
+            self.db.close()
+            raise
 
     def __enter__(self) -> Self:
         return self
@@ -111,6 +186,18 @@ class Index:
     def close(self) -> None:
         """Close the database connection."""
         self.db.close()
+
+    def write(self) -> contextlib.AbstractContextManager[Database]:
+        """A write transaction holding the write lock from its start (`write_transaction`)."""
+        return write_transaction(self.db, self.path)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Database]:
+        """Queries over the index, their SQLite failures raised as coded errors."""
+        try:
+            yield self.db
+        except sqlite3.Error as error:
+            raise sqlite_error(self.path, error) from error
 
     def watermark(self, source: str) -> tuple[int, str] | None:
         """``(seq, hash)`` of the last line of ``source`` the index has seen, or None."""
@@ -128,7 +215,7 @@ class Index:
         watermark (lines were missed, e.g. a crash between append and apply) is
         HZL050: call `catch_up` first.
         """
-        with self.db.atomic():
+        with self.write():
             mark = self._mark(source)
             if mark is not None and (event.hash == mark.hash or event.seq <= mark.seq):
                 return
@@ -150,7 +237,7 @@ class Index:
         and the watermark commit together.
         """
         applied = 0
-        with self.db.atomic():
+        with self.write():
             mark = self._mark(source)
             start = 0
             if mark is not None:
@@ -178,7 +265,7 @@ class Index:
 
     def rebuild(self, sources: Mapping[str, Path]) -> None:
         """Refold every source from its spine; sources not named lose their rows."""
-        with self.db.atomic():
+        with self.write():
             for source in set(self.sources()) | set(sources):
                 self._clear(source)
             for source, spine_path in sources.items():

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract.compiler import read_contract_text
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.service.drafts import approve_draft
@@ -55,14 +56,7 @@ class Service(Sessions):
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
             path = Path(raw)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise HeinzelError(
-                    "HZH071",
-                    f"cannot read {raw}: {exc}",
-                    "give the path of a .prose.md contract file",
-                ) from exc
+            text = read_contract_text(path, str(raw))
             compiled.append((path.resolve(), text, compile_contract(text, source=str(raw))))
         claimed: set[tuple[str, str]] = set()
         plans = []
@@ -176,12 +170,7 @@ class Service(Sessions):
         return propose_amendment(self, ref, text, by=by, source=source, reason=reason)
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
-        try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HeinzelError(
-                "HZH071", f"cannot read {file}: {exc}", "give the path of a .prose.md contract file"
-            ) from exc
+        text = read_contract_text(Path(file), file)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:

@@ -334,10 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as error:
-        sys.stderr.write(
-            f"HZM065: cannot load the scenario {args.scenario!r}: {error}\n"
-            "  hint: name an importable module and its async function, module:function\n"
+        failure = MachineError(
+            "HZM065",
+            f"cannot load the scenario {args.scenario!r}: {error}",
+            "name an importable module and its async scenario function, module:function",
         )
+        sys.stderr.write(failure.render() + "\n")
         return 1
     with tempfile.TemporaryDirectory(prefix="crashmatrix-") as scratch:
         root = args.root or Path(scratch)

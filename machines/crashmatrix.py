@@ -334,12 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as error:
-        failure = MachineError(
+        refused = MachineError(
             "HZM065",
             f"cannot load the scenario {args.scenario!r}: {error}",
             "name an importable module and its async scenario function, module:function",
         )
-        sys.stderr.write(failure.render() + "\n")
+        sys.stderr.write(refused.render() + "\n")
         return 1
     with tempfile.TemporaryDirectory(prefix="crashmatrix-") as scratch:
         root = args.root or Path(scratch)
@@ -353,8 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{report.scenario}: {len(report.boundaries)} boundaries, {report.runs} runs, "
         f"{len(report.failures)} failures"
     )
-    for failure in report.failures:
-        print(f"  {failure}")
+    for line in report.failures:
+        print(f"  {line}")
     return 0 if report.ok else 1
 
 

@@ -40,7 +40,14 @@ from ledger.files import (
 )
 from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
 from ledger.lock import Sleep, take_lock
-from ledger.reading import KIND, Upgrades, check_line, event_from_object, read_events
+from ledger.reading import (
+    KIND,
+    SPINE_NAME,
+    Upgrades,
+    check_line,
+    event_from_object,
+    read_events,
+)
 from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
 
 __all__ = [
@@ -58,7 +65,6 @@ __all__ = [
     "verify",
 ]
 
-SPINE_NAME = "session.jsonl"
 LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
 MAX_LINE = 65536
@@ -121,10 +127,16 @@ class Spine:
     ) -> Spine:
         """Open the spine in ``directory`` for appending (created if missing).
 
+        ``directory`` may also name the spine file itself (``.../session.jsonl``),
+        as every reader accepts either.
+
         Takes the lock (HZL010 after ``lock_timeout`` seconds), then contains a
         torn tail or a damaged end as the module says.
         """
-        directory = ensure_private_dir(Path(directory))
+        directory = Path(directory)
+        if directory.name == SPINE_NAME and not directory.is_dir():
+            directory = directory.parent
+        directory = ensure_private_dir(directory)
         lock_fd = take_lock(directory / LOCK_NAME, lock_timeout, sleep)
         fd: int | None = None
         try:

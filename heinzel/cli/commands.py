@@ -338,3 +338,17 @@ def doctor(home: str | None, as_json: bool) -> None:
       hz system doctor
     """
     emit(open_app(home).service.doctor(), as_json, render.doctor)
+
+
+@hz.command("mcp")
+@home_option
+def mcp(home: str | None) -> None:
+    """Serve the verbs as MCP tools over stdio, for your own agent (docs/mcp.md).
+
+    \b
+    Example:
+      claude mcp add hz -e HZ_HOME=$HZ_HOME -- hz mcp
+    """
+    from heinzel.mcp.server import serve
+
+    serve(home)

@@ -58,6 +58,12 @@ def diagnose(service: Sessions) -> dict[str, Any]:
     checks += runners or [
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
+    from heinzel.capabilities.configured import describe_adapters
+
+    settings = service.settings
+    checks += describe_adapters(
+        settings.adapters, fixtures=settings.heinzel.fixture_sources, environ=os.environ
+    )
     return {"home": str(home.root), "checks": checks}
 
 

@@ -23,6 +23,9 @@ from ledger.errors import HzError
 __all__ = ["Views"]
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+TEMPLATES.env.filters["when"] = lambda ts: (
+    f"{ts[:10]} {ts[11:16]} UTC" if isinstance(ts, str) and len(ts) >= 16 else (ts or "-")
+)
 STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
 POLL = 0.2
 

@@ -47,7 +47,7 @@
     e.preventDefault();
     var text = form.elements.text.value;
     if (!text.trim()) { return; }
-    item(document.getElementById("messages"), "me", text, "sending…");
+    var mine = item(document.getElementById("messages"), "me", text, "sending…");
     form.elements.text.value = "";
     var body = new URLSearchParams({ text: text, csrf: csrf });
     fetch(form.action, {
@@ -55,8 +55,9 @@
       headers: { "Accept": "application/json", "X-CSRF-Token": csrf }
     }).then(function (r) { return r.json(); }).then(function (answer) {
       var said = answer.code ? answer.code + ": " + answer.message : "sent: " + answer.delivered;
-      item(live, "", said);
-      if (!answer.code) { window.setTimeout(function () { window.location.reload(); }, 400); }
+      item(live, answer.code ? "error" : "", said);
+      mine.lastChild.textContent = answer.code ? "not sent" : "sent";
+      document.getElementById("refresh").hidden = false;
     });
   });
   form.elements.text.addEventListener("keydown", function (e) {

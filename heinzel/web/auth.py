@@ -10,6 +10,7 @@ import hmac
 import secrets
 from collections.abc import Collection
 from pathlib import Path
+from urllib.parse import parse_qs
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -82,10 +83,9 @@ class TokenAuth(BaseHTTPMiddleware):
             if origin is None or origin.removeprefix(f"{request.url.scheme}://") != host:
                 return _refuse(403, "a change must come from this server's own pages (Origin)")
             given: str | None = request.headers.get("x-csrf-token")
-            if given is None:
-                form = await request.form()
-                value = form.get("csrf")
-                given = value if isinstance(value, str) else None
+            if given is None:  # a plain form: read the body (it is replayed to the route)
+                fields = parse_qs((await request.body()).decode("utf-8", "replace"))
+                given = fields.get("csrf", [None])[-1]
             if not self.keys.csrf_ok(given):
                 return _refuse(403, "the form's CSRF token is missing or stale; reload the page")
         return await call_next(request)

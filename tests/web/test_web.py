@@ -207,3 +207,31 @@ def test_resuming_sends_only_what_follows(client: TestClient, home: Path, seq_ba
     )
     seqs = [data["seq"] for kind, _, data in events if kind == "line"]
     assert seqs == list(range(last - seq_back + 1, last + 1))
+
+
+def test_a_page_far_behind_gets_the_backlog_not_the_spine(
+    client: TestClient, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Last-Event-ID 0 (or any seq further back than the backlog) sends only the last
+    BACKLOG lines, never the spine from its first line."""
+    from heinzel.web import events
+
+    monkeypatch.setattr(events, "BACKLOG", 5)
+    hid = heinzel_id(home)
+    last = events.last_seq(app_of(home).service.home.spine_path(hid))
+    sent = _events(client.get(f"/h/{hid}/events", headers={"Last-Event-ID": "0"}).text)
+    seqs = [data["seq"] for kind, _, data in sent if kind == "line"]
+    assert seqs == list(range(last - 4, last + 1))
+    ahead = _events(client.get(f"/h/{hid}/events", headers={"Last-Event-ID": "99999"}).text)
+    assert [kind for kind, _, _ in ahead] == ["row"]
+
+
+def test_dismissing_a_lesson_is_hz_heinzel_dismiss(client: TestClient, home: Path) -> None:
+    """The Dismiss button marks the lesson dismissed in the index and the page drops it."""
+    hid = heinzel_id(home)
+    lesson = app_of(home).service.lessons(hid)[0]
+    assert lesson["sentence"] in client.get(f"/h/{hid}").text
+    answer = post(client, f"/h/{hid}/dismiss", {"lesson": str(lesson["seq"])})
+    assert answer.status_code == 303  # type: ignore[attr-defined]
+    assert app_of(home).service.lessons(hid)[0]["dismissed"]
+    assert lesson["sentence"] not in client.get(f"/h/{hid}").text

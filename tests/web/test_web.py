@@ -235,3 +235,10 @@ def test_dismissing_a_lesson_is_hz_heinzel_dismiss(client: TestClient, home: Pat
     assert answer.status_code == 303  # type: ignore[attr-defined]
     assert app_of(home).service.lessons(hid)[0]["dismissed"]
     assert lesson["sentence"] not in client.get(f"/h/{hid}").text
+
+
+def test_the_answer_button_is_hz_heinzel_answer(client: TestClient, home: Path) -> None:
+    """Answering when no proposed write waits gives `hz heinzel answer`'s HZH210 on the page."""
+    answer = post(client, f"/h/{heinzel_id(home)}/answer", {"said": "yes"})
+    assert answer.status_code == 400  # type: ignore[attr-defined]
+    assert "HZH210" in answer.text  # type: ignore[attr-defined]

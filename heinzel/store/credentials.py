@@ -16,13 +16,24 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
 from heinzel.errors import HeinzelError
 from ledger.files import ensure_private_dir, write_atomic
 
-__all__ = ["KEY_VARIABLES", "CredentialStore", "FoundKey", "credentials_path", "find_key"]
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = [
+    "KEY_VARIABLES",
+    "CredentialStore",
+    "FoundKey",
+    "credentials_path",
+    "find_key",
+    "model_with_key",
+]
 
 KEY_VARIABLES: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -140,3 +151,12 @@ def find_key(prefix: str, env: Mapping[str, str]) -> FoundKey | None:
     if stored:
         return FoundKey(stored, f"credential:{store.path}")
     return None
+
+
+def model_with_key(name: str, base_url: str | None, env: Mapping[str, str]) -> Model:
+    """The pydantic-ai model for ``name`` with the user's key (`find_key`) and ``base_url``;
+    no key is HZE003 naming the variable and the credential command."""
+    from heinzel.engine.models import resolve_model
+
+    found = find_key(name.partition(":")[0], env)
+    return resolve_model(name, base_url=base_url, api_key=found.key if found else None, env={})

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heinzel.engine.models import ModelChoice, choose_model, resolve_model
-from heinzel.store.credentials import find_key
+from heinzel.engine.models import ModelChoice, choose_model
+from heinzel.store.credentials import model_with_key
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -34,13 +34,7 @@ def model_name(service: Sessions, cause: Cause, model_class: str = "standard") -
 
 def named_model(service: Sessions, name: str) -> Model:
     """The pydantic-ai model for ``name`` with the user's key and ``base_url``."""
-    found = find_key(name.partition(":")[0], service.env)
-    return resolve_model(
-        name,
-        base_url=service.settings.heinzel.base_url,
-        api_key=found.key if found else None,
-        env={},
-    )
+    return model_with_key(name, service.settings.heinzel.base_url, service.env)
 
 
 def turn_model(service: Sessions, cause: Cause, model_class: str = "standard") -> Model:

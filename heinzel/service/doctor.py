@@ -11,7 +11,6 @@ if TYPE_CHECKING:
 __all__ = ["diagnose"]
 
 
-
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     """Every check as ``{name, ok, detail, fix}`` (and ``code`` when not ok); nothing here
     changes a file. ``online`` makes one minimal request to each configured model."""

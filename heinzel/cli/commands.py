@@ -328,16 +328,21 @@ def daemon() -> None:
 
 
 @system.command("doctor")
+@click.option("--online", is_flag=True, help="Also make one minimal request to each model.")
 @home_option
 @json_option
-def doctor(home: str | None, as_json: bool) -> None:
-    """What is configured, what is missing, and the fix.
+def doctor(online: bool, home: str | None, as_json: bool) -> None:
+    """What is configured, what is missing, and the fix (exit 1 on a problem).
 
     \b
     Example:
       hz system doctor
+      hz system doctor --online
     """
-    emit(open_app(home).service.doctor(), as_json, render.doctor)
+    found = open_app(home).service.doctor(online=online)
+    emit(found, as_json, render.doctor)
+    if not all(check["ok"] for check in found["checks"]):
+        raise SystemExit(1)
 
 
 @hz.command("mcp")

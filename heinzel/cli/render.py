@@ -151,7 +151,8 @@ def doctor(data: dict[str, Any]) -> str:
         mark = "ok " if check["ok"] else "!! "
         lines.append(f"{mark} {check['name']}: {check['detail']}")
         if not check["ok"] and check.get("fix"):
-            lines.append(f"    fix: {check['fix']}")
+            code = f"{check['code']}: " if check.get("code") else ""
+            lines.append(f"    fix: {code}{check['fix']}")
     return "\n".join(lines)
 
 

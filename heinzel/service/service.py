@@ -253,7 +253,7 @@ class Service(Sessions):
             removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
         return {"retention_days": days, "removed": removed}
 
-    def doctor(self) -> dict[str, Any]:
+    def doctor(self, *, online: bool = False) -> dict[str, Any]:
         from heinzel.service.doctor import diagnose  # the runners load only here
 
-        return diagnose(self)
+        return diagnose(self, online=online)

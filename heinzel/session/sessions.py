@@ -34,11 +34,21 @@ class Sessions:
     """The spines and the index of one home, with one clock, one configuration and the
     owner's handle."""
 
-    def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
+    def __init__(
+        self,
+        home: Home,
+        clock: Clock,
+        settings: Settings,
+        *,
+        owner: str,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``env`` is the environment the user's model keys are read from (none: no keys)."""
         self.home = home
         self.clock = clock
         self.settings = settings
         self.owner = owner
+        self.env: Mapping[str, str] = env or {}
         self._index: Index | None = None
         self._held: dict[str, Spine] = {}
 
@@ -58,7 +68,7 @@ class Sessions:
         configure_logging(
             "cli", stream=sys.stderr, clock=clock, level=env.get("HZ_LOG_LEVEL", "warning")
         )
-        return cls(home, clock, loaded.settings, owner=owner)
+        return cls(home, clock, loaded.settings, owner=owner, env=env)
 
     # -- plumbing ----------------------------------------------------------------
 

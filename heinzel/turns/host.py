@@ -30,9 +30,7 @@ from heinzel.engine import (
     Pricing,
     SpineRecord,
     SpineView,
-    resolve_model,
 )
-from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.runners.base import AgentRunner
@@ -52,6 +50,7 @@ from heinzel.turns.inputs import (
     search_capabilities,
     stage,
 )
+from heinzel.turns.models import turn_model
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -146,10 +145,10 @@ class TurnHost:
         contract, body = self._contract(heinzel_id, version)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
-        choice = ModelChoice(model=config.model, model_fast=config.model_fast)
-        model = self.model or resolve_model(
-            choose_model(choice, cause, contract.hz.agent.model_class),  # type: ignore[arg-type]
-            base_url=config.base_url,
+        model = self.model or turn_model(
+            service,
+            cause,  # type: ignore[arg-type]
+            contract.hz.agent.model_class,
         )
         bound = self.runner or bind_runner(service.settings.runners)
         bodies = Bodies(service.home.session_dir(heinzel_id))

@@ -115,11 +115,13 @@ def test_claude_code_lists_and_shows_through_hz_mcp(tmp_path: Path) -> None:
                 "CLAUDE_CODE_MAX_RETRIES": "1",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "MCP_CONNECTION_NONBLOCKING": "false",
+                # Claude Code gives a server 30 s to start; a loaded CI machine can need more.
+                "MCP_TIMEOUT": "150000",
             },
             cwd=tmp_path,
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=300,
         )
         requests = api.state.message_requests()
     assert done.returncode == 0, done.stderr[-2000:]

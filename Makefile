@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench demo lock clean claude chromium
+.PHONY: test lint typecheck unit bench soak demo lock clean claude chromium
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ unit: $(STAMP) $(CLAUDE_STAMP) $(CHROMIUM)
 ## make bench: performance figures, each against a baseline measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
+
+## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
+SOAK_ROUNDS ?= 40
+soak: $(STAMP)
+	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
 
 ## make demo: the worked example (Priya's weekly report), offline, narrated.
 demo: $(STAMP)

@@ -31,9 +31,9 @@ from typing import Any, NamedTuple, Protocol, Self
 
 from sqlite_utils import Database
 
-from ledger.errors import LedgerError
+from ledger.errors import HzError, LedgerError
 from ledger.event import Event, sha256_hex
-from ledger.files import FILE_MODE, ensure_private_dir
+from ledger.files import FILE_MODE, ensure_private_dir, last_newline_end, open_read
 from ledger.reading import Upgrades, iter_lines, parse_event
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Index",
     "Projection",
     "Watermark",
+    "spine_tail",
     "sqlite_error",
     "write_transaction",
 ]
@@ -106,6 +107,25 @@ def write_transaction(db: Database, path: Path | None = None) -> Iterator[Databa
             raise
     except sqlite3.Error as error:
         raise sqlite_error(path or _db_path(db), error) from error
+
+
+def spine_tail(spine_path: Path) -> tuple[int, str] | None:
+    """``(seq, hash)`` of the spine's last complete line, read from its end; None for
+    an empty or missing spine, ``(-1, "")`` when that line is damaged."""
+    try:
+        fd = open_read(spine_path)
+    except FileNotFoundError:
+        return None
+    try:
+        end = last_newline_end(fd, os.fstat(fd).st_size)
+        if end == 0:
+            return None
+        start = last_newline_end(fd, end - 1)
+        body = os.pread(fd, end - 1 - start, start)
+    finally:
+        os.close(fd)
+    event = parse_event(body, start)
+    return (-1, "") if event is None else (event.seq, event.hash)
 
 
 class Projection(Protocol):
@@ -233,8 +253,10 @@ class Index:
 
         When the watermark's line is not in the spine as it was (the file was
         cut, replaced or edited), the source's rows are cleared and rebuilt.
-        Damaged lines give no rows; the watermark still moves past them. Rows
-        and the watermark commit together.
+        Damaged lines give no rows; the watermark moves past them with the next
+        good line (a damaged last line may yet be cut by the writer, which then
+        chains its ``spine.torn_tail`` to the good line before it). Rows and the
+        watermark commit together.
         """
         applied = 0
         with self.write():
@@ -257,11 +279,40 @@ class Index:
                     seq = event.seq
                     applied += 1
                     last = Watermark(seq, event.hash, offset)
-                else:
-                    last = Watermark(seq, sha256_hex(body), offset)
             if last is not None:
                 self._set_mark(source, last)
         return applied
+
+    def refresh(self, sources: Mapping[str, Path]) -> dict[str, HzError | None]:
+        """Catch up every source whose spine's last line is not its watermark.
+
+        What a process sees on opening the index: a kill between a spine's append and
+        the index's update, or an index deleted or emptied under sessions on disk,
+        would otherwise read as "nothing there". Each spine's tail (seq and line hash)
+        is read from its end, compared with the watermark without taking the write
+        lock, and only the sources behind are caught up. Returns them, each with the
+        coded error its catch-up raised (one source's failure never stops the rest).
+        """
+        with self.reading():
+            marks = {
+                row["source"]: (row["seq"], row["hash"]) for row in self.db.table(WATERMARKS).rows
+            }
+        behind = []
+        for source, spine_path in sources.items():
+            tail = spine_tail(spine_path)
+            if tail is None or marks.get(source) == tail:
+                continue
+            if source in marks and tail == (-1, ""):
+                continue  # a damaged last line; its writer contains it
+            behind.append(source)
+        caught: dict[str, HzError | None] = {}
+        for source in behind:
+            try:
+                self.catch_up(source, sources[source])
+                caught[source] = None
+            except HzError as error:
+                caught[source] = error
+        return caught
 
     def rebuild(self, sources: Mapping[str, Path]) -> None:
         """Refold every source from its spine; sources not named lose their rows."""

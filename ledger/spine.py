@@ -5,10 +5,11 @@ polls for at most ``lock_timeout`` seconds, then gets HZL010), finds the end of
 the last complete line by reading backwards from the end of ``session.jsonl``,
 and contains what a crash left behind:
 
-- a torn tail (bytes after the last newline, from a crash mid-append) is moved
-  to a side file ``session.jsonl.torn-<n>`` beside the spine, the spine is cut
-  back to its last complete line, and ``spine.torn_tail`` records the moved
-  bytes' size, sha256 and side file (never their content);
+- a torn tail (bytes after the last newline, from a crash mid-append), and
+  any complete last lines that are not JSON at all (garbage something else
+  appended), is moved to a side file ``session.jsonl.torn-<n>`` beside the
+  spine, the spine is cut back to its last JSON line, and ``spine.torn_tail``
+  records the moved bytes' size, sha256 and side file (never their content);
 - when the last lines do not chain (a damaged line at the end), the whole file
   is verified, appends continue chained to the last line as written, and each
   break not yet recorded gets a ``spine.break_contained`` event.
@@ -300,7 +301,7 @@ class Spine:
         reader = open_read(self.path)
         try:
             size = os.fstat(reader).st_size
-            end = last_newline_end(reader, size)
+            end = self._json_end(reader, last_newline_end(reader, size))
             torn = os.pread(reader, size - end, end) if end < size else b""
             if torn:
                 side = self._side_file()
@@ -317,6 +318,17 @@ class Spine:
             )
         for item in fresh:
             self._record_break(item)
+
+    @staticmethod
+    def _json_end(reader: int, end: int) -> int:
+        """``end`` moved back over complete last lines that are not JSON at all (garbage
+        appended by something else than a writer): they are contained like a torn tail."""
+        while end > 0:
+            start = last_newline_end(reader, end - 1)
+            if check_line(os.pread(reader, end - 1 - start, start))[1] != "invalid-json":
+                break
+            end = start
+        return end
 
     def _side_file(self) -> str:
         taken = [

@@ -73,6 +73,7 @@ def show(data: dict[str, Any]) -> str:
         f"  state:    {data['state']}",
         f"  contract: {data.get('contract_name') or '-'} {_version(data)} "
         f"{data.get('fingerprint') or ''}".rstrip(),
+        *([f"  refused:  {data['contract_problem']}"] if data.get("contract_problem") else []),
         f"  assets:   {', '.join(data.get('assets') or []) or '-'}",
         f"  next due: {data.get('next_due') or '-'}",
     ]

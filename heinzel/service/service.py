@@ -22,10 +22,11 @@ from heinzel.ids import new_id, validate_name
 from heinzel.service.drafts import approve_draft
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.sessions import Sessions
-from heinzel.store.contracts import load_facts, store_version
+from heinzel.store.contracts import approved_text, load_facts, store_version
 from heinzel.store.inbox import Inbox
 from heinzel.store.lifecycle import Lifecycle
 from ledger.bodies import Bodies
+from ledger.errors import HzError
 from ledger.spine import verify
 
 __all__ = ["Service"]
@@ -210,7 +211,18 @@ class Service(Sessions):
         return self.queries.listing(artifact=artifact, state=state, contract=contract)
 
     def show(self, ref: str) -> dict[str, Any]:
-        return self.queries.show(self.resolve(ref)["id"])
+        """The index's view of one, and whether its approved contract file still is the
+        approved one (``contract_problem``: the code and message a turn would refuse with)."""
+        shown = self.queries.show(self.resolve(ref)["id"])
+        shown["contract_problem"] = None
+        if shown.get("contract_version") is not None:
+            try:
+                approved_text(
+                    self.home, shown["id"], int(shown["contract_version"]), shown["fingerprint"]
+                )
+            except HzError as error:
+                shown["contract_problem"] = f"{error.code}: {error.message}"
+        return shown
 
     def drafts(self) -> list[dict[str, Any]]:
         return self.queries.drafts()

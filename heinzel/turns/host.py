@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.models import Model
 
-from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract import CompiledContract
 from heinzel.contract.source import split
 from heinzel.engine import (
     ContextSettings,
@@ -35,6 +35,7 @@ from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
+from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
@@ -97,9 +98,12 @@ class TurnHost:
 
     # -- what a turn reads ---------------------------------------------------------
 
-    def _contract(self, heinzel_id: str, version: int) -> tuple[CompiledContract, str]:
-        text = self.service.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
-        return compile_contract(text, source=f"v{version}"), split(text, source="contract").body
+    def _contract(
+        self, heinzel_id: str, version: int, fingerprint: str
+    ) -> tuple[CompiledContract, str]:
+        """The approved version, refused when its file changed (`approved_text`)."""
+        compiled, text = approved_text(self.service.home, heinzel_id, version, fingerprint)
+        return compiled, split(text, source="contract").body
 
     def _origin(self, heinzel_id: str) -> Path:
         for event in read_events(self.service.home.spine_path(heinzel_id)):
@@ -142,7 +146,7 @@ class TurnHost:
                 "approve it first: `hz approve NAME`",
             )
         version = int(row["contract_version"])
-        contract, body = self._contract(heinzel_id, version)
+        contract, body = self._contract(heinzel_id, version, str(row["fingerprint"]))
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         model = self.model or turn_model(
@@ -248,7 +252,7 @@ class TurnHost:
         requests = []
         contract = None
         if version is not None:
-            contract, _ = self._contract(heinzel_id, int(version))
+            contract, _ = self._contract(heinzel_id, int(version), str(row["fingerprint"]))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
         if not extra:

@@ -34,6 +34,7 @@ __all__ = [
     "LoadedSettings",
     "Price",
     "Settings",
+    "TeamSettings",
     "default_site_path",
     "default_user_path",
     "load_settings",
@@ -113,10 +114,24 @@ class HeinzelSettings(_Table):
         return self.model
 
 
+class TeamSettings(_Table):
+    """``[team]``: the team repository whose ``hz/state`` branch and lease refs carry the
+    team Heinzelmännchen's receipts (docs/team.md)."""
+
+    repository: str | None = None
+    handle: str | None = None
+    members: list[str] = Field(default_factory=list)
+    delegates: list[str] = Field(default_factory=list)
+    interval: Duration = Field(default_factory=lambda: parse_duration("5m"))
+    max_skew: Duration = Field(default_factory=lambda: timedelta(seconds=30))
+    push_retries: Positive = 5
+
+
 class Settings(_Table):
     """All of hz's configuration. ``runners`` stays raw: the runners package types it."""
 
     heinzel: HeinzelSettings
+    team: TeamSettings = Field(default_factory=TeamSettings)
     runners: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
@@ -170,17 +185,26 @@ def _read(path: Path, label: str, *, required: bool) -> dict[str, Any] | None:
 
 
 _HEINZEL_KEYS = frozenset(HeinzelSettings.model_fields)
+_TEAM_KEYS = frozenset(TeamSettings.model_fields)
 
 
 def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
     """``{"heinzel.model": ..., "heinzel.prices.<m>": {...}, "runners.<n>": {...}}``."""
     flat: dict[str, Any] = {}
     for table, value in data.items():
-        if table not in ("heinzel", "runners") or not isinstance(value, dict):
-            raise _unknown(str(table), path, "the tables are [heinzel] and [runners.<name>]")
+        if table not in ("heinzel", "runners", "team") or not isinstance(value, dict):
+            raise _unknown(
+                str(table), path, "the tables are [heinzel], [team] and [runners.<name>]"
+            )
         for key, item in value.items():
             name = f"{table}.{key}"
-            if table == "runners":
+            if table == "team":
+                if key not in _TEAM_KEYS:
+                    raise _unknown(
+                        name, path, f"the keys of [team] are: {', '.join(sorted(_TEAM_KEYS))}"
+                    )
+                flat[name] = item
+            elif table == "runners":
                 if not isinstance(item, dict):
                     raise _unknown(name, path, "write each runner as a table [runners.<name>]")
                 flat[name] = item
@@ -264,16 +288,19 @@ def _home(key: str, value: Any, base: Path, env: Mapping[str, str]) -> Any:
 def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings:
     heinzel: dict[str, Any] = {"prices": {}}
     runners: dict[str, Any] = {}
+    team: dict[str, Any] = {}
     for key, value in values.items():
         table, _, rest = key.partition(".")
         if table == "runners":
             runners[rest] = value
+        elif table == "team":
+            team[rest] = value
         elif rest.startswith("prices."):
             heinzel["prices"][rest.removeprefix("prices.")] = value
         else:
             heinzel[rest] = value
     try:
-        return Settings.model_validate({"heinzel": heinzel, "runners": runners})
+        return Settings.model_validate({"heinzel": heinzel, "runners": runners, "team": team})
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = [str(part) for part in error["loc"]]

@@ -49,7 +49,7 @@ class Machine:
         self.root.mkdir()
         self.config = self.root / "config.toml"
         self.config.write_text(
-            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "3h"\n',
+            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n',
             encoding="utf-8",
         )
 

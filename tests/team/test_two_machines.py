@@ -101,7 +101,7 @@ class Machine:
 
 @pytest.mark.kill
 def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_path: Path) -> None:
-    """Ana (owner) and Ben (delegate) tick every six hours (interval 3h: a lease lasts exactly one step plus the skew) for a week with random
+    """Ana (owner) and Ben (delegate) tick every six hours for a week with random
     SIGKILLs; Ana stops on Wednesday and Thursday: each slot runs exactly once (both
     spines and hz/state agree), Ben runs the days Ana is away and hands back, main is
     never written, and `hz team lint` passes on the whole branch."""

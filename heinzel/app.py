@@ -17,6 +17,7 @@ from heinzel.service import Service
 from heinzel.turns.operations import Turns
 
 if TYPE_CHECKING:
+    from heinzel.team import Team
     from heinzel.tick.tick import Tick
     from heinzel.tick.verbs import Verbs
 
@@ -55,7 +56,15 @@ class App:
         return Verbs(self.service, self.turns, self.adapters)
 
     def tick(self, sleep: Callable[[float], None]) -> Tick:
-        """One tick over the home, waking through `turns`."""
+        """One tick over the home, waking through `turns`; with ``[team] repository``
+        set, the `heinzel.team.Team` hook decides who runs the team Heinzelmännchen."""
         from heinzel.tick.tick import Tick
 
-        return Tick(self.service, self.turns, self.adapters, sleep=sleep)
+        team = self.team()
+        return Tick(self.service, self.turns, self.adapters, sleep=sleep, team=team)
+
+    def team(self) -> Team | None:
+        """The home's part in the team repository, or None when ``[team]`` is not set."""
+        from heinzel.team import Team
+
+        return Team.configured(self.service)

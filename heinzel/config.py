@@ -35,6 +35,7 @@ __all__ = [
     "LoadedSettings",
     "Price",
     "Settings",
+    "TeamSettings",
     "default_site_path",
     "default_user_path",
     "load_settings",
@@ -114,10 +115,24 @@ class HeinzelSettings(_Table):
         return self.model
 
 
+class TeamSettings(_Table):
+    """``[team]``: the team repository whose ``hz/state`` branch and lease refs carry the
+    team Heinzelmännchen's receipts (docs/team.md)."""
+
+    repository: str | None = None
+    handle: str | None = None
+    members: list[str] = Field(default_factory=list)
+    delegates: list[str] = Field(default_factory=list)
+    interval: Duration = Field(default_factory=lambda: parse_duration("5m"))
+    max_skew: Duration = Field(default_factory=lambda: timedelta(seconds=30))
+    push_retries: Positive = 5
+
+
 class Settings(_Table):
     """All of hz's configuration. ``runners`` stays raw: the runners package types it."""
 
     heinzel: HeinzelSettings
+    team: TeamSettings = Field(default_factory=TeamSettings)
     runners: dict[str, dict[str, Any]] = Field(default_factory=dict)
     adapters: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """``[adapters.<capability>]`` as written; `heinzel.capabilities.configured` types it."""
@@ -173,21 +188,28 @@ def _read(path: Path, label: str, *, required: bool) -> dict[str, Any] | None:
 
 
 _HEINZEL_KEYS = frozenset(HeinzelSettings.model_fields)
+_TEAM_KEYS = frozenset(TeamSettings.model_fields)
 
 
 def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
     """``{"heinzel.model": ..., "heinzel.prices.<m>": {...}, "runners.<n>": {...}}``."""
     flat: dict[str, Any] = {}
     for table, value in data.items():
-        if table not in ("heinzel", "runners", "adapters") or not isinstance(value, dict):
+        if table not in ("heinzel", "runners", "adapters", "team") or not isinstance(value, dict):
             raise _unknown(
                 str(table),
                 path,
-                "the tables are [heinzel], [runners.<name>] and [adapters.<capability>]",
+                "the tables are [heinzel], [team], [runners.<name>] and [adapters.<capability>]",
             )
         for key, item in value.items():
             name = f"{table}.{key}"
-            if table in ("runners", "adapters"):
+            if table == "team":
+                if key not in _TEAM_KEYS:
+                    raise _unknown(
+                        name, path, f"the keys of [team] are: {', '.join(sorted(_TEAM_KEYS))}"
+                    )
+                flat[name] = item
+            elif table in ("runners", "adapters"):
                 if not isinstance(item, dict):
                     raise _unknown(name, path, f"write each as a table [{table}.<name>]")
                 if table == "adapters":
@@ -274,19 +296,22 @@ def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings
     heinzel: dict[str, Any] = {"prices": {}}
     runners: dict[str, Any] = {}
     adapters: dict[str, Any] = {}
+    team: dict[str, Any] = {}
     for key, value in values.items():
         table, _, rest = key.partition(".")
         if table == "runners":
             runners[rest] = value
         elif table == "adapters":
             adapters[rest] = value
+        elif table == "team":
+            team[rest] = value
         elif rest.startswith("prices."):
             heinzel["prices"][rest.removeprefix("prices.")] = value
         else:
             heinzel[rest] = value
     try:
         return Settings.model_validate(
-            {"heinzel": heinzel, "runners": runners, "adapters": adapters}
+            {"heinzel": heinzel, "runners": runners, "adapters": adapters, "team": team}
         )
     except ValidationError as exc:
         error = exc.errors()[0]

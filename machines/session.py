@@ -98,7 +98,14 @@ class Session:
             return state if state.state == "abandoned" else None
         return await self._drive(run)
 
-    async def wake(self, wakes: Sequence[Wake], *, turn: str, pins: Pins) -> list[TurnState]:
+    async def wake(
+        self,
+        wakes: Sequence[Wake],
+        *,
+        turn: str,
+        pins: Pins,
+        data: Mapping[str, Any] | None = None,
+    ) -> list[TurnState]:
         """Apply the key rule to wakes due together: while a turn runs each becomes a
         request; otherwise open turns of their keys resume (recovery) and the new
         wakes start one turn ``turn``, coalesced. The states of what ran, and of
@@ -110,7 +117,7 @@ class Session:
         plan = coalesce(self.journal, wakes)
         ran = [state for t in plan.resume if (state := await self.resume(t)) is not None]
         if plan.start:
-            ran.append(await self.start(turn, plan.start, pins))
+            ran.append(await self.start(turn, plan.start, pins, data))
         return ran
 
     def message(

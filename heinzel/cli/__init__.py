@@ -16,6 +16,7 @@ def main() -> None:
         commands,
         credential,
         serve,
+        team,
         verbs,
     )
     from heinzel.cli.base import hz

@@ -148,6 +148,10 @@ class Hz(_Strict):
     agent: Agent = Field(default_factory=Agent)
     timeout: Duration = Field(default_factory=lambda: parse_duration("10m"))
     uses: Annotated[list[Slug], AfterValidator(_skills)] = Field(default_factory=list)
+    owner: Slug | None = None
+    """A team Heinzelmännchen's owner: the roster handle whose daemon runs it (docs/team.md)."""
+    delegates: Annotated[list[Slug], AfterValidator(_sorted_set)] = Field(default_factory=list)
+    """Roster handles whose daemons take it over when the owner's stops ticking."""
 
 
 class Frontmatter(_Strict):

@@ -55,7 +55,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 def _bounded(value: str | None, limit: int, what: str) -> None:
     if value is not None and len(value) > limit:
         raise HeinzelError(
-            "HZH260",
+            "HZH270",
             f"the {what} is {len(value)} characters long; at most {limit} are accepted",
             "pass a name, an id or a message, not a document",
         )
@@ -115,7 +115,7 @@ class Tools:
             if sentence and sentence.strip():
                 return [app.turns.create_from_sentence(sentence, namespace=namespace)]
             raise HeinzelError(
-                "HZH261", "heinzel_new needs files or a sentence", "pass `files` or `sentence`"
+                "HZH271", "heinzel_new needs files or a sentence", "pass `files` or `sentence`"
             )
 
         rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))

@@ -41,7 +41,7 @@ from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.waits import Facts, due_waits
 
-__all__ = ["Tick", "TickReport", "TurnRunner"]
+__all__ = ["TeamHook", "Tick", "TickReport", "TurnRunner"]
 
 
 class TurnRunner(Protocol):
@@ -54,8 +54,10 @@ class TurnRunner(Protocol):
         *,
         adapters: Mapping[str, object],
         staged: TickFetch | None = None,
+        data: Mapping[str, Any] | None = None,
     ) -> Sequence[object]:
-        """Start, coalesce or resume turns for ``wakes`` by the key rule."""
+        """Start, coalesce or resume turns for ``wakes`` by the key rule (``data``: more
+        fields for ``turn.started``, a team turn's fencing token)."""
         ...
 
     def resume_turn(
@@ -63,6 +65,21 @@ class TurnRunner(Protocol):
     ) -> object | None:
         """Resume one turn (a due wait, or a crashed turn with ``recovery``)."""
         ...
+
+
+class TeamHook(Protocol):
+    """The team's part of a tick (`heinzel.team.Team`; the tick never imports it):
+    leases and pushes before and after, and which team wakes this daemon may run."""
+
+    def before(self, report: TickReport) -> None: ...
+
+    def admit(
+        self, heinzel: str, wakes: Sequence[Wake], resumes: Sequence[tuple[str, str]]
+    ) -> tuple[list[Wake], list[tuple[str, str]]]: ...
+
+    def started_data(self, heinzel: str) -> dict[str, Any] | None: ...
+
+    def after(self, report: TickReport) -> None: ...
 
 
 @dataclass(slots=True)
@@ -112,11 +129,13 @@ class Tick:
         adapters: Mapping[str, object],
         *,
         sleep: Sleep,
+        team: TeamHook | None = None,
     ) -> None:
         self.service = service
         self.runner = runner
         self.adapters = adapters
         self.sleep = sleep
+        self.team = team
 
     def run(self) -> TickReport:
         """Take the tick lock and tick once (HZH220 when another tick holds it)."""
@@ -134,7 +153,10 @@ class Tick:
                 "let it finish; a timer that fires while one runs can skip this tick",
             ) from None
         try:
-            return self._tick()
+            report = self._tick()
+            if self.team is not None:
+                self.team.after(report)
+            return report
         finally:
             os.close(fd)
 
@@ -145,6 +167,8 @@ class Tick:
         planner = Planner(self.service.index.db)
         due = planner.due(now)
         report = TickReport(at=format_ts(now))
+        if self.team is not None:
+            self.team.before(report)
         plan = _Plan()
         decided = self._drafts(due, plan, report)
         staged = self._stage(due, planner, now, report)
@@ -163,6 +187,8 @@ class Tick:
         taken = planner.taken(k.key for ws in plan.wakes.values() for k in ws)
         for heinzel, wakes in list(plan.wakes.items()):
             plan.wakes[heinzel] = [w for w in wakes if w.key not in taken]
+        if self.team is not None:
+            self._team_gate(plan)
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
         heights = planner.heights(ids)
         ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
@@ -178,6 +204,15 @@ class Tick:
                 report=report,
             )
         return report
+
+    def _team_gate(self, plan: _Plan) -> None:
+        """A team Heinzelmännchen runs only where the team hook says (its lease)."""
+        assert self.team is not None
+        for heinzel in plan.ids():
+            wakes, resumes = self.team.admit(
+                heinzel, plan.wakes.get(heinzel, []), plan.resumes.get(heinzel, [])
+            )
+            plan.wakes[heinzel], plan.resumes[heinzel] = wakes, resumes
 
     def _drafts(self, due: Due, plan: _Plan, report: TickReport) -> set[str]:
         """Ask the documents adapter for each placed draft; decided ones wake the learning
@@ -364,7 +399,9 @@ class Tick:
             batches = [[w] for w in wakes if w.cause == "approval"]
             batches += [rest] if (rest := [w for w in wakes if w.cause != "approval"]) else []
             for batch in batches:
-                self.runner.run_wakes(heinzel, batch, adapters=self.adapters, staged=mine)
+                started = self.team.started_data(heinzel) if self.team is not None else None
+                more = {"data": started} if started is not None else {}
+                self.runner.run_wakes(heinzel, batch, adapters=self.adapters, staged=mine, **more)
                 report.woken.append(
                     {"id": heinzel, "wakes": [{"cause": w.cause, "key": w.key} for w in batch]}
                 )

@@ -242,8 +242,10 @@ class TurnHost:
         adapters: Mapping[str, object],
         staged: TickFetch | None = None,
         extra: Sequence[InputSpec] = (),
+        data: Mapping[str, Any] | None = None,
     ) -> list[TurnState]:
-        """Stage the inputs, then apply the key rule to ``wakes`` and run what is due."""
+        """Stage the inputs, then apply the key rule to ``wakes`` and run what is due
+        (``data``: more fields for the new turn's ``turn.started``)."""
         service = self.service
         if not wakes:
             return []
@@ -293,7 +295,7 @@ class TurnHost:
                 lessons_seq=max((int(one.id) for one in env.lessons), default=None),
             )
             states, follow = self._drive(
-                env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins)
+                env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins, data=data)
             )
         return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
 

@@ -37,12 +37,14 @@ class Turns:
         *,
         adapters: Mapping[str, object],
         staged: TickFetch | None = None,
+        data: Mapping[str, Any] | None = None,
     ) -> list[TurnState]:
-        """Apply the key rule to ``wakes`` and run the turns due (inputs staged first)."""
+        """Apply the key rule to ``wakes`` and run the turns due (inputs staged first;
+        ``data``: more fields for ``turn.started``, a team turn's fencing token)."""
         from heinzel.turns.host import TurnHost
 
         return TurnHost(self.sessions).run_wakes(
-            heinzel_id, wakes, adapters=adapters, staged=staged
+            heinzel_id, wakes, adapters=adapters, staged=staged, data=data
         )
 
     def resume_turn(

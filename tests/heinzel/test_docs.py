@@ -32,3 +32,9 @@ class TestErrorDocs:
 
 def _errors() -> str:
     return (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+
+
+def test_each_code_has_one_row() -> None:
+    """No code is documented twice (two features must not share a code)."""
+    rows = re.findall(r"^\| `(HZ[A-Z]\d{3})` \|", _errors(), re.MULTILINE)
+    assert sorted({c for c in rows if rows.count(c) > 1}) == []

@@ -109,13 +109,13 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
     for result, code in [(show, "HZH080"), (answer, "HZH080"), (listing, "HZH082")]:
         assert result.is_error
         assert f"{code}: " in text(result) and "\nhint: " in text(result)
-    assert new.is_error and "HZH261: " in text(new)
+    assert new.is_error and "HZH271: " in text(new)
     assert not after.is_error and after.structured_content == {"heinzelmaennchen": []}
 
 
 def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
     """A name with path separators finds nothing, a megabyte name or message is refused with
-    HZH260, a wrong type fails the schema; nothing is created outside the home."""
+    HZH270, a wrong type fails the schema; nothing is created outside the home."""
     env = priya(tmp_path)
     huge = "x" * 1_000_000
 
@@ -132,7 +132,7 @@ def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
     before = sorted(p.name for p in tmp_path.parent.iterdir())
     traversal, namespaced, long_name, long_text, wrong_type, nul = session(env, tmp_path, body)
     assert "HZH080: " in text(traversal) and "HZH080: " in text(namespaced)
-    assert "HZH260: " in text(long_name) and "HZH260: " in text(long_text)
+    assert "HZH270: " in text(long_name) and "HZH270: " in text(long_text)
     assert len(text(long_name)) < 500
     assert wrong_type.is_error and nul.is_error
     assert "HZH080: " in text(nul)

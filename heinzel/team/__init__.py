@@ -1,0 +1,6 @@
+"""Team Heinzelmännchen across machines through git (docs/team.md): receipts on the
+orphan branch ``hz/state``, leases as ``refs/hz/lease/<team id>``, owner then delegate."""
+
+from heinzel.team.team import Member, Team
+
+__all__ = ["Member", "Team"]

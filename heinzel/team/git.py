@@ -1,0 +1,178 @@
+"""The team repository through the git CLI: a private bare mirror under the home.
+
+Why the CLI and not dulwich or pygit2: the team's remote is whatever its members already
+push to (a path, ``file://``, ``ssh://`` with their keys and agent, ``https://`` with their
+credential helper), and only the ``git`` executable honours all of that configuration;
+``--force-with-lease`` (a compare-and-swap the server checks under its ref lock) and
+``--porcelain`` per-ref results are stable, documented interfaces. pygit2 needs libgit2
+built with ssh, dulwich reimplements transports; neither is worth a second protocol.
+
+The mirror (``<home>/team/mirror.git``) has no work tree: commits are built with plumbing
+(``hash-object``, ``update-index`` on a private index file, ``write-tree``,
+``commit-tree``), so nothing is ever checked out and ``main`` is never written. Only
+``refs/heads/hz/state`` and ``refs/hz/lease/*`` are ever pushed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from heinzel.errors import HeinzelError
+
+__all__ = ["STATE_REF", "Git", "Pushed", "git_error"]
+
+STATE_REF = "refs/heads/hz/state"
+LEASE_PREFIX = "refs/hz/lease/"
+_TRACK_STATE = "refs/remotes/origin/hz/state"
+_TRACK_LEASES = "refs/remotes/origin/lease/"
+
+
+def git_error(message: str, detail: str = "") -> HeinzelError:
+    """HZH301: the team repository could not be reached or refused a command."""
+    tail = detail.strip().splitlines()[-1:] if detail.strip() else []
+    return HeinzelError(
+        "HZH301",
+        f"the team repository: {message}" + (f" ({tail[0][:200]})" if tail else ""),
+        "check [team] repository and that `git ls-remote <repository>` works; "
+        "receipts wait in the outbox until it does",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """One push: which refs took, which were rejected (a lease that moved)."""
+
+    accepted: frozenset[str]
+    rejected: frozenset[str]
+
+
+class Git:
+    """The mirror of one team repository, driven through ``git`` subprocesses."""
+
+    def __init__(self, mirror: Path, remote: str, handle: str) -> None:
+        self.mirror = mirror
+        self.remote = remote
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": handle,
+            "GIT_AUTHOR_EMAIL": "",
+            "GIT_COMMITTER_NAME": handle,
+            "GIT_COMMITTER_EMAIL": "",
+        }
+
+    def run(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.mirror), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env={**self.env, **(env or {})},
+                timeout=120,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise git_error(f"git {args[0]} did not run", str(error)) from None
+        if check and done.returncode != 0:
+            raise git_error(f"git {args[0]} failed", done.stderr)
+        return done
+
+    def ensure(self) -> None:
+        """Create the bare mirror once, its ``origin`` the configured remote."""
+        if not (self.mirror / "HEAD").exists():
+            self.mirror.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.run("init", "--quiet", "--bare")
+            self.run("config", "gc.auto", "0")
+        self.run("config", "remote.origin.url", self.remote)
+
+    def fetch(self) -> None:
+        """One fetch: the ``hz/state`` branch and every lease ref (missing ones are fine)."""
+        self.run(
+            "fetch",
+            "--quiet",
+            "--prune",
+            "origin",
+            "+refs/heads/hz/*:refs/remotes/origin/hz/*",
+            f"+{LEASE_PREFIX}*:{_TRACK_LEASES}*",
+        )
+
+    def state_tip(self) -> str | None:
+        done = self.run("rev-parse", "--verify", "--quiet", _TRACK_STATE, check=False)
+        return done.stdout.strip() or None
+
+    def track(self, commit: str) -> None:
+        """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
+        self.run("update-ref", _TRACK_STATE, commit)
+
+    def leases(self) -> dict[str, tuple[str, str]]:
+        """``{team id: (commit, message)}`` of the fetched lease refs."""
+        done = self.run(
+            "for-each-ref",
+            "--format=%(refname:lstrip=4)%00%(objectname)%00%(contents:subject)",
+            _TRACK_LEASES,
+        )
+        found: dict[str, tuple[str, str]] = {}
+        for line in done.stdout.splitlines():
+            name, _, rest = line.partition("\0")
+            commit, _, message = rest.partition("\0")
+            found[name] = (commit, message)
+        return found
+
+    def read(self, commit: str, path: str) -> str | None:
+        done = self.run("cat-file", "-p", f"{commit}:{path}", check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    def files(self, commit: str) -> list[str]:
+        return self.run("ls-tree", "-r", "--name-only", commit).stdout.split()
+
+    def lease_commit(self, message: str) -> str:
+        """A commit with the empty tree whose one-line message is the lease record."""
+        tree = self.run("mktree", stdin="").stdout.strip()
+        return self.run("commit-tree", tree, "-m", message).stdout.strip()
+
+    def state_commit(self, parent: str | None, files: Mapping[str, str], message: str) -> str:
+        """A commit of ``files`` (path -> whole new content) over ``parent``'s tree."""
+        index = self.mirror / "hz-state.index"
+        env = {"GIT_INDEX_FILE": str(index)}
+        index.unlink(missing_ok=True)
+        if parent is not None:
+            self.run("read-tree", parent, env=env)
+        for path, content in sorted(files.items()):
+            blob = self.run("hash-object", "-w", "--stdin", stdin=content).stdout.strip()
+            self.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        tree = self.run("write-tree", env=env).stdout.strip()
+        index.unlink(missing_ok=True)
+        parents = ["-p", parent] if parent is not None else []
+        return self.run("commit-tree", tree, *parents, "-m", message).stdout.strip()
+
+    def push(self, updates: Sequence[tuple[str, str, str | None]]) -> Pushed:
+        """Compare-and-swap pushes of ``(ref, new commit, expected old commit or None for
+        absent)``, in one ``git push`` (not atomic: each ref takes or is rejected alone)."""
+        if not updates:
+            return Pushed(frozenset(), frozenset())
+        args = ["push", "--porcelain", "--no-verify", "origin"]
+        args += [f"--force-with-lease={ref}:{old or ''}" for ref, _, old in updates]
+        args += [f"{new}:{ref}" for ref, new, _ in updates]
+        done = self.run(*args, check=False)
+        accepted: set[str] = set()
+        rejected: set[str] = set()
+        for line in done.stdout.splitlines():
+            parts = line.split("\t")
+            if len(parts) < 3 or ":" not in parts[1]:
+                continue
+            ref = parts[1].split(":", 1)[1]
+            (rejected if parts[0].strip() == "!" else accepted).add(ref)
+        if not accepted and not rejected:
+            raise git_error("git push failed", done.stderr)
+        return Pushed(frozenset(accepted), frozenset(rejected))

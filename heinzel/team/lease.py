@@ -1,0 +1,125 @@
+"""Leases: who runs a team Heinzelmännchen, as the ref ``refs/hz/lease/<team id>``.
+
+The ref points at a commit with the empty tree whose message is the lease, one JSON
+line: ``{"holder", "expiry", "token", "owner_seen"}``. It is changed only by
+compare-and-swap (``git push --force-with-lease=<ref>:<old>``), so of two daemons that
+read the same lease and write a new one, one wins and the other reads again.
+
+The rule (ADR 0049 statement 13, owner then delegate), decided by `decide` from what one
+daemon read, pure and tested alone:
+
+- the owner's daemon takes the lease when it is absent, expired or released, and renews
+  it (expiry = now + two tick intervals) every tick while it holds it;
+- while a delegate holds it, the owner's daemon writes ``owner_seen`` (at most once an
+  interval) and runs nothing;
+- a named delegate's daemon takes it when it is absent, or expired (the owner's has not
+  renewed within two intervals), and renews it until the owner is seen again; then it
+  releases it (expiry = now) once it has no open turn of that Heinzelmännchen, and the
+  owner takes it at its next tick;
+- each change of holder raises the fencing token by one; a renewal keeps it.
+
+Clock skew: an expiry is trusted ``max_skew`` past its time (a taker waits that much
+longer), so daemons whose clocks differ by less than ``max_skew`` never both hold a lease;
+docs/team.md says how to bound it (NTP) and what breaks past it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from ledger.event import format_ts, parse_ts
+
+__all__ = ["Decision", "Lease", "decide"]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """One lease as read from its ref."""
+
+    holder: str
+    expiry: str
+    token: int
+    owner_seen: str | None = None
+
+    def to_message(self) -> str:
+        return json.dumps(
+            {
+                "holder": self.holder,
+                "expiry": self.expiry,
+                "token": self.token,
+                "owner_seen": self.owner_seen,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_message(cls, message: str) -> Lease | None:
+        try:
+            data = json.loads(message)
+            return cls(
+                holder=str(data["holder"]),
+                expiry=str(data["expiry"]),
+                token=int(data["token"]),
+                owner_seen=data.get("owner_seen"),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def expired(self, now: datetime, skew: timedelta) -> bool:
+        return now > parse_ts(self.expiry) + skew
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a daemon does with one lease: write ``new`` (or nothing) and whether it may
+    run the Heinzelmännchen's turns this tick (``runs``, only with the lease written)."""
+
+    action: Literal["take", "renew", "seen", "release", "none"]
+    new: Lease | None
+    runs: bool
+
+
+def decide(
+    lease: Lease | None,
+    *,
+    me: str,
+    owner: str | None,
+    delegates: tuple[str, ...],
+    now: datetime,
+    interval: timedelta,
+    skew: timedelta,
+    busy: bool,
+) -> Decision:
+    """The rule above for one daemon (``me``) and one lease (``busy``: an open turn)."""
+    expiry = format_ts(now + 2 * interval)
+    at = format_ts(now)
+    token = lease.token if lease is not None else 0
+    free = lease is None or lease.expired(now, skew)
+    if me == owner:
+        if lease is not None and lease.holder == me and not free:
+            return Decision("renew", replace(lease, expiry=expiry, owner_seen=None), True)
+        if free:
+            return Decision("take", Lease(me, expiry, token + 1), True)
+        seen = lease.owner_seen if lease is not None else None
+        if lease is not None and (seen is None or now - parse_ts(seen) >= interval):
+            return Decision("seen", replace(lease, owner_seen=at), False)
+        return Decision("none", None, False)
+    if me not in delegates:
+        return Decision("none", None, False)
+    if lease is not None and lease.holder == me and not free:
+        seen = lease.owner_seen
+        back = owner is not None and seen is not None and now - parse_ts(seen) <= 2 * interval
+        if back and not busy:
+            gone = format_ts(now - skew - timedelta(seconds=1))
+            return Decision("release", replace(lease, expiry=gone), False)
+        return Decision("renew", replace(lease, expiry=expiry), True)
+    if free:
+        seen = lease.owner_seen if lease is not None and lease.holder != me else None
+        if seen is not None and now - parse_ts(seen) <= 2 * interval:
+            return Decision("none", None, False)  # released for the owner, who is back
+        return Decision("take", Lease(me, expiry, token + 1), True)
+    return Decision("none", None, False)

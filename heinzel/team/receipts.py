@@ -1,0 +1,219 @@
+"""Receipt-grade events: what of a team Heinzelmännchen leaves the machine, and the lint.
+
+ADR 0049 statement 13: ``turn.finished`` (cause, disposition, cost, the contract
+fingerprint, input fingerprints, the draft's hash), ``draft.placed`` (key, asset ref,
+hash), ``approval.observed`` (approver's roster handle, share changed, ``output_fp``) and
+``contract.amended`` (version, fingerprint). Each record is one JSON line with an
+envelope (`ENVELOPE`: the receipt's id, kind, the team id, when, by whom, the lease's
+fencing token, the slot key) and exactly its kind's fields (`FIELDS`). An asset ref is a
+name of a place, so it leaves as its SHA-256 (``asset``); keys are rewritten from the
+local id to the team id, which every machine shares.
+
+`lint_record` refuses a field outside the allowlist, a string that is not an id, hash,
+number, timestamp, key, vocabulary word or roster handle, and anything email-like;
+`lint_records` adds the fencing rule: per team Heinzelmännchen, tokens never go down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from ledger.event import Event, format_ts, parse_ts
+from machines.vocabulary import CAUSES, DISPOSITIONS
+
+__all__ = [
+    "ENVELOPE",
+    "FIELDS",
+    "from_event",
+    "lint_record",
+    "lint_records",
+    "team_id",
+    "team_key",
+]
+
+ENVELOPE: Final = ("id", "kind", "team", "at", "by", "token", "key")
+FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "turn.finished": (
+        "cause",
+        "disposition",
+        "cost_usd",
+        "contract_fp",
+        "input_fps",
+        "draft_hash",
+    ),
+    "draft.placed": ("asset", "hash"),
+    "approval.observed": ("approver", "share_changed", "output_fp"),
+    "contract.amended": ("version", "fingerprint"),
+}
+"""Exactly statement 13's fields per kind; the lint refuses any other."""
+
+_ID = re.compile(r"[a-z]{1,4}-[0-9A-Za-z]{8,40}")
+_HASH = re.compile(r"(sha256:)?[0-9a-f]{12,64}")
+_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
+_KEY = re.compile(r"[a-z]{1,4}-[0-9A-Za-z]{8,40}@[0-9A-Za-z:.\-]{1,80}")
+_EMAIL = re.compile(r"[^\s@]+@[^\s@]+\.[A-Za-z]{2,}\b|mailto:|%40")
+_WORDS: Final = frozenset((*CAUSES, *DISPOSITIONS, *FIELDS))
+
+
+def team_id(name: str) -> str:
+    """The id every machine gives the team Heinzelmännchen named ``name``."""
+    return "tm-" + hashlib.sha256(f"team/{name}".encode()).hexdigest()[:24]
+
+
+def team_key(local_key: str, local_id: str, team: str) -> str:
+    """A key with the local id replaced by the team id (slot keys are ``<id>@<slot>``)."""
+    return team + local_key[len(local_id) :] if local_key.startswith(local_id) else team
+
+
+def _hash(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    return text if _HASH.fullmatch(text) else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def from_event(
+    event: Event,
+    *,
+    local_id: str,
+    team: str,
+    by: str,
+    token: int,
+    started: Mapping[str, Any] | None = None,
+    contract_fp: str | None = None,
+    draft_hash: str | None = None,
+) -> dict[str, Any] | None:
+    """The receipt of one spine event, or None when the event is not receipt-grade.
+
+    ``started`` is the turn's ``turn.started`` data (its cause and keys) for a final
+    turn event; ``draft_hash`` the hash of a draft the turn placed."""
+    digest = hashlib.sha256(f"{local_id}:{event.seq}".encode()).hexdigest()[:24]
+    base: dict[str, Any] = {
+        "id": f"rc-{digest}",
+        "at": format_ts(parse_ts(event.ts)),
+        "team": team,
+        "by": by,
+        "token": token,
+    }
+    data = event.data
+    if event.kind in ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned"):
+        started = started or {}
+        key = str(event.key or started.get("key") or (started.get("keys") or [""])[0])
+        disposition = data.get("disposition") or event.kind.removeprefix("turn.")
+        inputs = started.get("inputs")
+        fps = sorted(str(v) for v in inputs.values()) if isinstance(inputs, dict) else []
+        return {
+            **base,
+            "kind": "turn.finished",
+            "key": team_key(key, local_id, team),
+            "cause": str(data.get("cause") or started.get("cause") or "schedule"),
+            "disposition": str(disposition),
+            "cost_usd": float(data.get("usd") or data.get("cost_usd") or 0.0),
+            "contract_fp": _hash(contract_fp),
+            "input_fps": [h for h in (_hash(f) for f in fps) if h],
+            "draft_hash": _hash(draft_hash),
+        }
+    if event.kind == "draft.placed":
+        return {
+            **base,
+            "kind": "draft.placed",
+            "key": team_key(str(event.key or ""), local_id, team),
+            "asset": _hash(data.get("asset") or data.get("asset_ref")),
+            "hash": _hash(data.get("hash")),
+        }
+    if event.kind == "approval.observed":
+        return {
+            **base,
+            "kind": "approval.observed",
+            "key": team_key(str(event.key or ""), local_id, team),
+            "approver": data.get("approver"),
+            "share_changed": data.get("share_changed"),
+            "output_fp": _hash(data.get("approved_fp") or data.get("output_fp")),
+        }
+    if event.kind == "contract.approved":
+        return {
+            **base,
+            "kind": "contract.amended",
+            "key": f"{team}@v{int(data.get('version') or 0)}",
+            "version": data.get("version"),
+            "fingerprint": _hash(data.get("fingerprint") or contract_fp),
+        }
+    return None
+
+
+def _string_ok(value: str, roster: frozenset[str]) -> bool:
+    if _EMAIL.search(value):
+        return False
+    return bool(
+        value in roster
+        or value in _WORDS
+        or _ID.fullmatch(value)
+        or _HASH.fullmatch(value)
+        or _TS.fullmatch(value)
+        or (_KEY.fullmatch(value) and not _EMAIL.search(value))
+    )
+
+
+def lint_record(record: object, roster: Iterable[str]) -> list[str]:
+    """What is wrong with one record (empty when it may leave the machine)."""
+    names = frozenset(roster)
+    if not isinstance(record, dict):
+        return ["a record is not a JSON object"]
+    kind = str(record.get("kind"))
+    if kind not in FIELDS:
+        return [f"kind {str(kind)[:40]!r} is not receipt-grade"]
+    problems = [
+        f"field {str(k)[:40]!r} is not allowed in {kind}"
+        for k in record
+        if k not in ENVELOPE and k not in FIELDS[kind]
+    ]
+    if record.get("by") not in names:
+        problems.append("by is not a roster handle")
+    if kind == "approval.observed" and record.get("approver") not in names:
+        problems.append("approver is not a roster handle")
+    if not isinstance(record.get("token"), int):
+        problems.append("token is not a number")
+
+    def walk(path: str, value: object) -> None:
+        if isinstance(value, bool) or value is None or isinstance(value, int | float):
+            return
+        if isinstance(value, str):
+            if not _string_ok(value, names):
+                problems.append(f"{path} holds text that is not an id, hash or handle")
+        elif isinstance(value, list):
+            for item in value:
+                walk(path, item)
+        else:
+            problems.append(f"{path} is not a scalar or a list")
+
+    for key, value in record.items():
+        walk(str(key), value)
+    return problems
+
+
+def lint_records(lines: Sequence[tuple[str, str]], roster: Iterable[str]) -> list[str]:
+    """Lint ``(where, line)`` pairs in branch order: each record, and the fencing rule
+    (per team id the tokens never go down: a lower one is a stale holder's receipt)."""
+    names = frozenset(roster)
+    problems: list[str] = []
+    highest: dict[str, int] = {}
+    for where, line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            problems.append(f"{where}: not JSON")
+            continue
+        problems += [f"{where}: {p}" for p in lint_record(record, names)]
+        if isinstance(record, dict) and isinstance(record.get("token"), int):
+            team = str(record.get("team"))
+            if record["token"] < highest.get(team, 0):
+                problems.append(
+                    f"{where}: stale fencing token {record['token']} "
+                    f"after {highest[team]} (a receipt of a holder that lost the lease)"
+                )
+            highest[team] = max(highest.get(team, 0), record["token"])
+    return problems

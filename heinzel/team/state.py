@@ -1,0 +1,155 @@
+"""The ``hz/state`` branch: receipts pushed, read back and linted.
+
+Layout: ``<team id>/<YYYY-MM-DD>.jsonl``, one file per team Heinzelmännchen per day of
+the receipt's time, a record a line. Why not a file per event: a month of 100 team
+Heinzelmännchen ticking daily would be tens of thousands of tree entries, and every
+commit rewrites the trees above the files it touches; a file per day keeps the tree at
+one entry per Heinzelmännchen per day and the blob small. Why not one file per
+Heinzelmännchen: it grows without end. Merges never merge text: a push that loses the
+race (non-fast-forward, seen as a rejected ``--force-with-lease``) fetches the new tip,
+rebuilds its commit on top of it by appending the receipts whose ids the files do not
+hold yet, lints, and pushes again, up to ``[team] push_retries`` times; the lease makes
+two writers of one Heinzelmännchen's file rare, and appends commute anyway.
+
+Before every push the new receipts are linted (`heinzel.team.receipts.lint_record`) and
+checked against the fencing token of the lease as fetched: a receipt whose token is
+lower than the lease's was made under a lease that has since changed hands; it is
+refused, kept in the outbox's ``refused/`` and reported (HZH303).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from heinzel.errors import HeinzelError
+from heinzel.team.git import STATE_REF, Git, git_error
+from heinzel.team.lease import Lease
+from heinzel.team.outbox import Outbox
+from heinzel.team.receipts import lint_record, lint_records
+
+__all__ = ["PublishStats", "lint_branch", "publish", "receipt_keys"]
+
+
+@dataclass(slots=True)
+class PublishStats:
+    """Counts for the bench and ``hz team status``."""
+
+    pushes: int = 0
+    conflicts: int = 0
+    lease_conflicts: int = 0
+    refused: int = 0
+    receipts: int = 0
+
+
+def _path(record: dict[str, Any]) -> str:
+    return f"{record['team']}/{str(record['at'])[:10]}.jsonl"
+
+
+def publish(
+    git: Git,
+    outbox: Outbox,
+    *,
+    roster: set[str],
+    tokens: dict[str, int],
+    retries: int,
+    me: str,
+    stats: PublishStats,
+) -> None:
+    """Push the outbox to ``hz/state`` in order, each receipt once (see the module);
+    ``tokens``: each lease's fencing token as fetched."""
+    refused: list[str] = []
+    for _attempt in range(retries):
+        pending = outbox.pending()
+        if not pending:
+            break
+        tip = git.state_tip()
+        contents: dict[str, str] = {}
+        added: dict[str, list[str]] = {}
+        done = []
+        for path, record in pending:
+            problems = lint_record(record, roster)
+            if not problems and int(record["token"]) < tokens.get(str(record["team"]), 0):
+                problems = [f"stale fencing token {record['token']}"]
+            if problems:
+                outbox.refuse(path)
+                refused.append(f"{path.name}: {problems[0]}")
+                stats.refused += 1
+                continue
+            where = _path(record)
+            if where not in contents:
+                contents[where] = (git.read(tip, where) if tip else None) or ""
+            line = json.dumps(record, sort_keys=True, separators=(",", ":"))
+            if f'"id":"{record["id"]}"' not in contents[where] + "".join(added.get(where, [])):
+                added.setdefault(where, []).append(line + "\n")
+            done.append(path)
+        if not added:
+            for path in done:
+                path.unlink(missing_ok=True)
+            break
+        files = {p: contents[p] + "".join(lines) for p, lines in added.items()}
+        problems = lint_records(
+            [(p, x) for p, text in files.items() for x in text.splitlines()], roster
+        )
+        if problems:
+            raise HeinzelError(
+                "HZH302",
+                f"hz/state would not pass the lint: {problems[0]}",
+                "run `hz team lint`; nothing was pushed",
+            )
+        count = sum(len(lines) for lines in added.values())
+        commit = git.state_commit(tip, files, f"hz: {count} receipts from {me}")
+        pushed = git.push([(STATE_REF, commit, tip)])
+        if STATE_REF in pushed.accepted:
+            stats.pushes += 1
+            stats.receipts += count
+            for path in done:
+                path.unlink(missing_ok=True)
+            git.track(commit)
+            break
+        stats.conflicts += 1
+        git.fetch()
+    else:
+        raise git_error(f"hz/state moved under every one of {retries} pushes")
+    if refused:
+        raise HeinzelError(
+            "HZH303",
+            f"{len(refused)} receipt(s) refused before the push: {refused[0]}",
+            "a stale token means another daemon took the lease; see docs/team.md",
+        )
+
+
+def receipt_keys(git: Git, team: str, now: datetime) -> set[str]:
+    """The keys of ``turn.finished`` receipts of ``team`` in its last days' files."""
+    tip = git.state_tip()
+    if tip is None:
+        return set()
+    keys: set[str] = set()
+    for back in range(0, 8):
+        text = git.read(tip, f"{team}/{(now - timedelta(days=back)).date().isoformat()}.jsonl")
+        for line in (text or "").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("kind") == "turn.finished":
+                keys.add(str(record.get("key")))
+    return keys
+
+
+def lint_branch(git: Git, roster: set[str], leases: dict[str, Lease | None]) -> list[str]:
+    """Every record on the fetched ``hz/state``, in branch order (`lint_records`)."""
+    tip = git.state_tip()
+    if tip is None:
+        return []
+    lines: list[tuple[str, str]] = []
+    for path in sorted(git.files(tip)):
+        text = git.read(tip, path) or ""
+        lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
+    problems = lint_records(lines, roster)
+    for tid, lease in leases.items():
+        if lease is not None and lease.holder not in roster:
+            problems.append(f"lease {tid}: holder is not a roster handle")
+    return problems

@@ -1,0 +1,323 @@
+"""`Team`: one home's part in a team repository, as the tick's team hook.
+
+Each tick, under the tick lock: `before` fetches ``hz/state`` and the lease refs once,
+decides every local team Heinzelmännchen's lease (`heinzel.team.lease.decide`) and
+writes the changes in one push of compare-and-swap updates; `admit` lets a team
+Heinzelmännchen's wakes through only while this daemon holds its lease, and drops a slot
+``hz/state`` already has a receipt for (a resume of such a turn becomes ``superseded``);
+`after` copies the receipt-grade events the tick appended into the outbox and pushes the
+outbox to ``hz/state`` (`heinzel.team.state.publish`). Offline, nothing is lost: the
+outbox waits, and a lease is used only until its known expiry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from heinzel.errors import HeinzelError
+from heinzel.session.sessions import Sessions
+from heinzel.store.contracts import load_facts
+from heinzel.team.git import LEASE_PREFIX, Git
+from heinzel.team.lease import Lease, decide
+from heinzel.team.outbox import Outbox
+from heinzel.team.receipts import from_event, team_id, team_key
+from heinzel.team.state import PublishStats, lint_branch, publish, receipt_keys
+from ledger.event import format_ts
+from ledger.spine import read_events
+from machines.keys import Wake
+
+__all__ = ["Member", "Team"]
+
+_FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
+_RECEIPT_KINDS = (*_FINAL, "turn.started", "draft.placed", "approval.observed", "contract.approved")
+
+
+class _Report(Protocol):
+    errors: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A local team Heinzelmännchen: its local id, team id, owner and delegates."""
+
+    local: str
+    name: str
+    team: str
+    owner: str | None
+    delegates: tuple[str, ...]
+    fingerprint: str | None
+
+
+@dataclass(slots=True)
+class Team:
+    """The team hook of one home's tick (`heinzel.tick.tick.TeamHook`)."""
+
+    sessions: Sessions
+    online: bool = False
+    held: dict[str, int] = field(default_factory=dict)
+    members: dict[str, Member] = field(default_factory=dict)
+    leases: dict[str, tuple[str, Lease | None]] = field(default_factory=dict)
+    stats: PublishStats = field(default_factory=PublishStats)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def configured(cls, sessions: Sessions) -> Team | None:
+        """The team hook when ``[team] repository`` and ``handle`` are set, else None."""
+        settings = sessions.settings.team
+        if not settings.repository or not settings.handle:
+            return None
+        return cls(sessions)
+
+    @property
+    def me(self) -> str:
+        return str(self.sessions.settings.team.handle)
+
+    @property
+    def root(self) -> Path:
+        return self.sessions.home.root / "team"
+
+    @property
+    def git(self) -> Git:
+        return Git(self.root / "mirror.git", str(self.sessions.settings.team.repository), self.me)
+
+    @property
+    def outbox(self) -> Outbox:
+        return Outbox(self.root)
+
+    def roster(self) -> set[str]:
+        """The roster handles the lint admits: this user, ``[team] members`` and
+        ``delegates``, and every local team contract's owner and delegates."""
+        team = self.sessions.settings.team
+        names = {self.me, *team.members, *team.delegates}
+        for member in self.local_members().values():
+            names.update(member.delegates)
+            if member.owner:
+                names.add(member.owner)
+        return names
+
+    def local_members(self) -> dict[str, Member]:
+        rows = self.sessions.index.db.execute(
+            "SELECT id, name, contract_version, fingerprint FROM heinzel "
+            "WHERE namespace = 'team' AND contract_version IS NOT NULL AND state != 'retired'"
+        ).fetchall()
+        found = {}
+        extra = tuple(self.sessions.settings.team.delegates)
+        for local, name, version, fingerprint in rows:
+            front = load_facts(self.sessions.home, local, version, fingerprint).frontmatter
+            delegates = tuple(sorted({*(front.get("hz.delegates") or []), *extra}))
+            owner = front.get("hz.owner")
+            found[local] = Member(local, name, team_id(name), owner, delegates, fingerprint)
+        return found
+
+    # -- the hook --------------------------------------------------------------------
+
+    def before(self, report: _Report) -> None:
+        """Fetch, decide and write every lease; push what waits in the outbox."""
+        now = self.sessions.clock()
+        self.members = self.local_members()
+        self.held, self.changes = {}, []
+        if not self.members and not self.outbox.pending():
+            return
+        git = self.git
+        try:
+            git.ensure()
+            git.fetch()
+            self.online = True
+        except HeinzelError as error:
+            self.online = False
+            report.errors.append({"id": "team", "code": error.code, "message": error.message})
+        known = git.leases() if (git.mirror / "HEAD").exists() else {}
+        self.leases = {
+            tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
+        }
+        self._decide(now, git, report)
+        self._collect()
+        self._flush(report)
+
+    def _decide(self, now: datetime, git: Git, report: _Report) -> None:
+        team = self.sessions.settings.team
+        updates: list[tuple[str, str, str | None]] = []
+        running: dict[str, int] = {}
+        for member in self.members.values():
+            commit, lease = self.leases.get(member.team, (None, None))
+            decision = decide(
+                lease,
+                me=self.me,
+                owner=member.owner,
+                delegates=member.delegates,
+                now=now,
+                interval=team.interval,
+                skew=team.max_skew,
+                busy=self._busy(member.local),
+            )
+            if not self.online:
+                if (
+                    lease is not None
+                    and lease.holder == self.me
+                    and not lease.expired(now, -team.max_skew)
+                ):
+                    self.held[member.team] = lease.token
+                continue
+            if decision.new is None:
+                continue
+            new = git.lease_commit(decision.new.to_message())
+            updates.append((LEASE_PREFIX + member.team, new, commit))
+            if decision.runs:
+                running[LEASE_PREFIX + member.team] = decision.new.token
+            self.changes.append({"team": member.team, "action": decision.action})
+        if not updates:
+            return
+        try:
+            pushed = git.push(updates)
+        except HeinzelError as error:
+            report.errors.append({"id": "team", "code": error.code, "message": error.message})
+            return
+        for ref, token in running.items():
+            if ref in pushed.accepted:
+                self.held[ref.removeprefix(LEASE_PREFIX)] = token
+        self.stats.lease_conflicts += len(pushed.rejected)
+
+    def _busy(self, local: str) -> bool:
+        row = self.sessions.index.db.execute(
+            "SELECT 1 FROM turns WHERE heinzel = ? AND ended_at IS NULL LIMIT 1", [local]
+        ).fetchone()
+        return row is not None
+
+    def admit(
+        self, heinzel: str, wakes: Sequence[Wake], resumes: Sequence[tuple[str, str]]
+    ) -> tuple[list[Wake], list[tuple[str, str]]]:
+        """A team Heinzelmännchen's wakes and resumes run only under its lease, and a
+        slot with a receipt on ``hz/state`` is not run again (its open turn is
+        superseded). Everything else passes unchanged."""
+        member = self.members.get(heinzel)
+        if member is None:
+            return list(wakes), list(resumes)
+        if member.team not in self.held:
+            return [], []
+        done = receipt_keys(self.git, member.team, self.sessions.clock()) if self.online else set()
+        kept = [w for w in wakes if team_key(w.key, heinzel, member.team) not in done]
+        turned: list[tuple[str, str]] = []
+        for turn, woken_by in resumes:
+            row = self.sessions.index.db.execute(
+                "SELECT key FROM turns WHERE id = ?", [turn]
+            ).fetchone()
+            key = team_key(str(row[0]), heinzel, member.team) if row and row[0] else None
+            turned.append((turn, "superseded" if key in done else woken_by))
+        return kept, turned
+
+    def started_data(self, heinzel: str) -> dict[str, Any] | None:
+        """What ``turn.started`` of a team turn records: the lease's fencing token."""
+        member = self.members.get(heinzel)
+        if member is None or member.team not in self.held:
+            return None
+        return {"fencing": self.held[member.team]}
+
+    def after(self, report: _Report) -> None:
+        """Copy the tick's receipt-grade events into the outbox and push it."""
+        if not self.members and not self.outbox.pending():
+            return
+        self._collect()
+        self._flush(report)
+
+    # -- receipts --------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        outbox = self.outbox
+        cursor = outbox.cursor()
+        records: list[dict[str, Any]] = []
+        moved = dict(cursor)
+        for member in self.members.values():
+            path = self.sessions.home.spine_path(member.local)
+            if not path.exists():
+                continue
+            after = cursor.get(member.local, 0)
+            started: dict[str, dict[str, Any]] = {}
+            drafts: dict[str, str] = {}
+            for event in read_events(path, kinds=_RECEIPT_KINDS):
+                if event.kind == "turn.started" and event.turn:
+                    started[event.turn] = {**event.data, "key": event.key}
+                if event.seq <= after:
+                    continue
+                if event.kind == "draft.placed" and event.turn:
+                    drafts[event.turn] = str(event.data.get("hash") or "")
+                begun = started.get(event.turn or "", {})
+                token = begun.get("fencing")
+                moved[member.local] = event.seq
+                if not isinstance(token, int) and member.team not in self.held:
+                    continue  # not a team turn of ours, and we do not run it now
+                record = from_event(
+                    event,
+                    local_id=member.local,
+                    team=member.team,
+                    by=self.me,
+                    token=int(token) if isinstance(token, int) else self.held.get(member.team, 0),
+                    started=begun,
+                    contract_fp=member.fingerprint,
+                    draft_hash=drafts.get(event.turn or "") or None,
+                )
+                if record is not None and not (
+                    record["kind"] == "turn.finished" and begun.get("cause") == "created"
+                ):
+                    records.append(record)
+        outbox.put(records)
+        outbox.advance(moved)
+
+    def _flush(self, report: _Report) -> None:
+        if not self.online or not self.outbox.pending():
+            return
+        try:
+            publish(
+                self.git,
+                self.outbox,
+                roster=self.roster(),
+                tokens={tid: lease.token for tid, (_, lease) in self.leases.items() if lease},
+                retries=self.sessions.settings.team.push_retries,
+                me=self.me,
+                stats=self.stats,
+            )
+        except HeinzelError as error:
+            report.errors.append({"id": "team", "code": error.code, "message": error.message})
+
+    # -- reading -----------------------------------------------------------------------
+
+    def lint(self) -> list[str]:
+        """Fetch, then lint the whole ``hz/state`` branch and the lease refs."""
+        git = self.git
+        git.ensure()
+        git.fetch()
+        leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
+        return lint_branch(git, self.roster(), leases)
+
+    def status(self) -> dict[str, Any]:
+        """The remote, the outbox, the leases this user holds (as last fetched)."""
+        git = self.git
+        leases = git.leases() if (git.mirror / "HEAD").exists() else {}
+        members = {m.team: m.name for m in self.local_members().values()}
+        held = []
+        now = self.sessions.clock()
+        for tid, (_, message) in sorted(leases.items()):
+            lease = Lease.from_message(message)
+            if lease is None:
+                continue
+            held.append(
+                {
+                    "team": tid,
+                    "name": members.get(tid),
+                    "holder": lease.holder,
+                    "token": lease.token,
+                    "expiry": lease.expiry,
+                    "mine": lease.holder == self.me and not lease.expired(now, timedelta(0)),
+                }
+            )
+        return {
+            "repository": self.sessions.settings.team.repository,
+            "handle": self.me,
+            "outbox": len(self.outbox.pending()),
+            "refused": self.outbox.refused(),
+            "leases": held,
+            "at": format_ts(now),
+        }

@@ -1,0 +1,169 @@
+"""The receipts' lint and the lease rule, without a repository."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from heinzel.team.lease import Lease, decide
+from heinzel.team.receipts import lint_record, lint_records, team_id
+
+NOW = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+SKEW = timedelta(seconds=30)
+TEAM = team_id("daily-digest")
+
+
+def receipt(**more: object) -> dict[str, object]:
+    return {
+        "id": "rc-0123456789abcdef01234567",
+        "kind": "turn.finished",
+        "team": TEAM,
+        "at": "2026-10-28T09:10:00.000Z",
+        "by": "ana",
+        "token": 1,
+        "key": f"{TEAM}@2026-10-28T09:00:00.000Z",
+        "cause": "schedule",
+        "disposition": "drafted",
+        "cost_usd": 0.31,
+        "contract_fp": "sha256:" + "a" * 64,
+        "input_fps": ["sha256:" + "b" * 64],
+        "draft_hash": None,
+        **more,
+    }
+
+
+class TestLint:
+    """The lint admits ids, hashes, numbers, timestamps and handles, and nothing else."""
+
+    def test_a_receipt_of_ids_and_hashes_passes(self) -> None:
+        """A turn.finished with exactly statement 13's fields is clean."""
+        assert lint_record(receipt(), {"ana", "ben"}) == []
+
+    def test_a_field_outside_the_allowlist_is_refused(self) -> None:
+        """A report line, even a short one, may not leave the machine."""
+        assert lint_record(receipt(report="drafted the section"), {"ana"}) != []
+
+    def test_free_text_and_email_are_refused(self) -> None:
+        """Text in an allowed field and an address are both refused."""
+        assert lint_record(receipt(cause="Priya's secret plan"), {"ana"}) != []
+        assert lint_record(receipt(by="ana@acme.example"), {"ana"}) != []
+        assert lint_record(receipt(disposition="ana@acme.example"), {"ana"}) != []
+
+    def test_a_handle_not_on_the_roster_is_refused(self) -> None:
+        """``by`` must be a roster handle."""
+        assert lint_record(receipt(by="mallory"), {"ana", "ben"}) != []
+
+    def test_a_lower_token_after_a_higher_one_is_stale(self) -> None:
+        """Per team Heinzelmännchen the fencing tokens never go down on the branch."""
+        import json
+
+        lines = [("a:1", json.dumps(receipt(token=2))), ("a:2", json.dumps(receipt(token=1)))]
+        assert any("stale" in p for p in lint_records(lines, {"ana"}))
+        assert lint_records(list(reversed(lines)), {"ana"}) == []
+
+
+class TestLeaseRule:
+    """Owner then delegate, with a fencing token that rises with each new holder."""
+
+    def test_the_owner_takes_an_absent_lease_and_renews_it(self) -> None:
+        """Token 1 on the first take; a renewal keeps it and moves the expiry."""
+        first = decide(
+            None,
+            me="ana",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (first.action, first.runs, first.new and first.new.token) == ("take", True, 1)
+        assert first.new is not None
+        again = decide(
+            first.new,
+            me="ana",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW + HOUR,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (again.action, again.new and again.new.token) == ("renew", 1)
+
+    def test_a_delegate_waits_two_intervals_then_takes_over(self) -> None:
+        """Within two intervals (and the skew) the delegate runs nothing; after, it takes."""
+        held = Lease("ana", "2026-10-28T11:00:00.000Z", 1)
+        early = decide(
+            held,
+            me="ben",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW + 2 * HOUR,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (early.action, early.runs) == ("none", False)
+        late = decide(
+            held,
+            me="ben",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW + 2 * HOUR + 2 * SKEW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (late.action, late.runs, late.new and late.new.token) == ("take", True, 2)
+
+    def test_the_delegate_hands_back_once_the_owner_is_seen_and_it_is_idle(self) -> None:
+        """owner_seen fresh: busy keeps it, idle releases it, then the owner takes it."""
+        held = Lease("ben", "2026-10-28T11:00:00.000Z", 2, owner_seen="2026-10-28T09:00:00.000Z")
+        busy = decide(
+            held,
+            me="ben",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=True,
+        )
+        assert busy.action == "renew"
+        idle = decide(
+            held,
+            me="ben",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert idle.action == "release" and idle.new is not None
+        back = decide(
+            idle.new,
+            me="ana",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (back.action, back.new and back.new.token) == ("take", 3)
+
+    def test_someone_neither_owner_nor_delegate_never_runs_it(self) -> None:
+        """A member not named runs nothing, even with no lease at all."""
+        found = decide(
+            None,
+            me="cleo",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+        )
+        assert (found.action, found.runs) == ("none", False)

@@ -1,0 +1,171 @@
+"""Two homes ("machines") against one bare team repository, through the `hz` executable."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+CONTRACT = """---
+name: daily-digest
+kind: responsibility
+hz:
+  namespace: team
+  schedule: "0 9 * * *"
+  timezone: UTC
+  owner: ana
+  delegates: [ben]
+  agent: {max_usd: 0.01}
+---
+
+### Goal
+
+Keep the digest true.
+
+### Done when
+
+- [ ] it is true
+"""
+START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
+STEP = timedelta(hours=6)
+
+
+def ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Machine:
+    """One user's home and config, run as `hz` subprocesses at a given HZ_NOW."""
+
+    def __init__(self, root: Path, handle: str, remote: Path) -> None:
+        self.root = root / handle
+        self.root.mkdir()
+        self.config = self.root / "config.toml"
+        self.config.write_text(
+            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "3h"\n',
+            encoding="utf-8",
+        )
+
+    def env(self, now: datetime) -> dict[str, str]:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+        return {
+            **clean,
+            "HZ_HOME": str(self.root / "home"),
+            "HZ_CONFIG": str(self.config),
+            "HZ_NOW": ts(now),
+            "HZ_MODEL": "offline",
+            "XDG_CONFIG_HOME": str(self.root / "cfg"),
+        }
+
+    def hz(self, now: datetime, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "heinzel", *args],
+            env=self.env(now),
+            capture_output=True,
+            text=True,
+            check=check,
+        )
+
+    def killed_tick(self, now: datetime, delay: float) -> None:
+        """A tick SIGKILLed ``delay`` seconds in (or finished before)."""
+        with subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "system", "daemon", "tick"],
+            env=self.env(now),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ) as process:
+            try:
+                process.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+
+    def started(self) -> list[str]:
+        """The slot keys' slots of every team turn.started in this home's spines."""
+        slots = []
+        for spine in (self.root / "home" / "heinzel").glob("*/session.jsonl"):
+            for line in spine.read_text(encoding="utf-8").splitlines():
+                event = json.loads(line)
+                if event["kind"] == "turn.started" and event["data"]["cause"] == "schedule":
+                    assert isinstance(event["data"].get("fencing"), int)
+                    slots.append(event["key"].split("@", 1)[1])
+        return slots
+
+
+@pytest.mark.kill
+def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_path: Path) -> None:
+    """Ana (owner) and Ben (delegate) tick every six hours for a week with random
+    SIGKILLs; Ana stops on Wednesday and Thursday: each slot runs exactly once (both
+    spines and hz/state agree), Ben runs the days Ana is away and hands back, main is
+    never written, and `hz team lint` passes on the whole branch."""
+    remote = tmp_path / "team.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(
+        ["git", "-C", str(remote), "symbolic-ref", "HEAD", "refs/heads/main"], check=True
+    )
+    (tmp_path / "daily-digest.prose.md").write_text(CONTRACT, encoding="utf-8")
+    ana, ben = Machine(tmp_path, "ana", remote), Machine(tmp_path, "ben", remote)
+    for machine in (ana, ben):
+        machine.hz(START, "heinzel", "new", "--from", str(tmp_path / "daily-digest.prose.md"))
+        machine.hz(START, "approve", "daily-digest")
+    away = (START + timedelta(days=2), START + timedelta(days=4))  # Wednesday, Thursday
+    chance = random.Random(18)
+    now = START + STEP
+    while now < START + timedelta(days=7):
+        order = [ana, ben] if chance.random() < 0.5 else [ben, ana]
+        for machine in order:
+            if machine is ana and away[0] <= now < away[1]:
+                continue
+            if chance.random() < 0.3:
+                machine.killed_tick(now, chance.uniform(0.0, 1.5))
+            machine.hz(now, "system", "daemon", "tick")  # the timer's next run
+        now += STEP
+
+    slots = [ts(START + timedelta(days=d, hours=9)).replace("Z", ".000Z") for d in range(7)]
+    assert sorted(ana.started() + ben.started()) == slots
+    assert sorted(ben.started()) == slots[2:4]
+    receipts = subprocess.run(
+        ["git", "-C", str(remote), "log", "--format=%H", "refs/heads/hz/state"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert receipts.stdout.strip()
+    files = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "refs/heads/hz/state"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    finished = []
+    for path in files:
+        text = subprocess.run(
+            ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        finished += [
+            r["key"].split("@", 1)[1]
+            for r in map(json.loads, text.splitlines())
+            if r["kind"] == "turn.finished"
+        ]
+    assert sorted(finished) == slots
+    heads = subprocess.run(
+        ["git", "-C", str(remote), "for-each-ref", "--format=%(refname)", "refs/heads/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert heads == ["refs/heads/hz/state"]
+    lint = ana.hz(now, "team", "lint", "--json")
+    assert json.loads(lint.stdout) == {"ok": True, "problems": []}
+    status = json.loads(ana.hz(now, "team", "status", "--json").stdout)
+    assert status["outbox"] == 0 and [lease["holder"] for lease in status["leases"]] == ["ana"]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heinzel.contract import CompiledContract
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.files import ensure_private_dir, write_atomic
+
+if TYPE_CHECKING:
+    from heinzel.contract import CompiledContract
 
 __all__ = ["ContractFacts", "facts_of", "flatten", "load_facts", "store_version"]
 

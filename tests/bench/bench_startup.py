@@ -3,11 +3,13 @@
 
 Targets (issue 15): ``hz --help`` 5x, ``hz heinzel list`` over 500 rows 8x, a refusal that
 needs no work 8x (``hz heinzel stop`` with no running turn). Also ``list --json`` over
-10,000 rows, and which heavy modules each command loads.
+10,000 rows, and which heavy modules each command loads. ``PYTHONPATH=<another checkout>``
+runs that checkout's code instead (an older commit's figures on the same machine).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -43,7 +45,9 @@ def heavy_modules(argv: list[str], env: dict[str, str]) -> list[str]:
         "from heinzel.cli import main\n"
         "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], env=env, capture_output=True, cwd=env["HOME"]
+    )
     for line in done.stderr.decode().splitlines():
         if line.startswith("MODULES"):
             return line.split()[1:]
@@ -56,6 +60,8 @@ def main() -> None:
         populate(base / "h500", 500)
         populate(base / "h10000", 10000)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp}
+        if os.environ.get("PYTHONPATH"):  # another checkout's code, to compare (see above)
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         cases = {
             "hz --help": ([HZ, "--help"], True, 5),
             "hz heinzel list (500)": ([HZ, "heinzel", "list", "--home", f"{tmp}/h500"], True, 8),

@@ -9,7 +9,7 @@ pydantic-ai load when a turn runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -42,9 +42,13 @@ class App:
     @cached_property
     def adapters(self) -> Mapping[str, object]:
         """The configured adapters (``[heinzel] fixture_sources`` or ``HZ_FIXTURE_SOURCES``
-        adds the worked example's file-backed sources)."""
+        adds the worked example's file-backed sources), built on first use: a refusal or
+        a tick with nothing to read loads none of them."""
         if self._adapters is not None:
             return self._adapters
+        return _Deferred(self._default_adapters)
+
+    def _default_adapters(self) -> Mapping[str, object]:
         from heinzel.turns.inputs import default_adapters
 
         return default_adapters(self.service.settings)
@@ -68,3 +72,23 @@ class App:
         from heinzel.team import Team
 
         return Team.configured(self.service)
+
+
+class _Deferred(Mapping[str, object]):
+    """A mapping built by ``build`` the first time it is read."""
+
+    def __init__(self, build: Callable[[], Mapping[str, object]]) -> None:
+        self._build = build
+
+    @cached_property
+    def _built(self) -> Mapping[str, object]:
+        return self._build()
+
+    def __getitem__(self, key: str) -> object:
+        return self._built[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built)
+
+    def __len__(self) -> int:
+        return len(self._built)

@@ -5,14 +5,20 @@ migrate-on-read), turn bodies with expiry, atomic private files and the
 derived-index base.
 """
 
-from ledger.bodies import BODIES_DIR, Bodies
-from ledger.errors import HzError, LedgerError
-from ledger.event import Clock, Event, canonical, format_ts, make_event, parse_ts, sha256_hex
-from ledger.files import ensure_private_dir, open_append, read_bytes, write_atomic
-from ledger.index import Index, Projection, Watermark
-from ledger.reading import Upgrades, read_events
-from ledger.spine import BREAK_CONTAINED, LOCK_NAME, SPINE_NAME, TORN_TAIL, Spine
+import importlib
+from typing import TYPE_CHECKING
+
+# A submodule of the same name as the function: bound now, so the function wins.
 from ledger.verify import Break, BreakReason, VerifyReport, verify
+
+if TYPE_CHECKING:
+    from ledger.bodies import BODIES_DIR, Bodies
+    from ledger.errors import HzError, LedgerError
+    from ledger.event import Clock, Event, canonical, format_ts, make_event, parse_ts, sha256_hex
+    from ledger.files import ensure_private_dir, open_append, read_bytes, write_atomic
+    from ledger.index import Index, Projection, Watermark
+    from ledger.reading import Upgrades, read_events
+    from ledger.spine import BREAK_CONTAINED, LOCK_NAME, SPINE_NAME, TORN_TAIL, Spine
 
 __all__ = [
     "BODIES_DIR",
@@ -45,3 +51,42 @@ __all__ = [
     "verify",
     "write_atomic",
 ]
+
+_WHERE: dict[str, str] = {
+    "BODIES_DIR": "ledger.bodies",
+    "Bodies": "ledger.bodies",
+    "HzError": "ledger.errors",
+    "LedgerError": "ledger.errors",
+    "Clock": "ledger.event",
+    "Event": "ledger.event",
+    "canonical": "ledger.event",
+    "format_ts": "ledger.event",
+    "make_event": "ledger.event",
+    "parse_ts": "ledger.event",
+    "sha256_hex": "ledger.event",
+    "ensure_private_dir": "ledger.files",
+    "open_append": "ledger.files",
+    "read_bytes": "ledger.files",
+    "write_atomic": "ledger.files",
+    "Index": "ledger.index",
+    "Projection": "ledger.index",
+    "Watermark": "ledger.index",
+    "Upgrades": "ledger.reading",
+    "read_events": "ledger.reading",
+    "BREAK_CONTAINED": "ledger.spine",
+    "LOCK_NAME": "ledger.spine",
+    "SPINE_NAME": "ledger.spine",
+    "TORN_TAIL": "ledger.spine",
+    "Spine": "ledger.spine",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a name's module on first use (PEP 562), so importing one submodule, or this
+    package for one name, does not load every other (start-up by need)."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

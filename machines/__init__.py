@@ -8,40 +8,46 @@ and skipping turns, the session (single flight, steering, stop), waits, the fold
 crash points and errors.
 """
 
-from machines import keys
-from machines.context import ModelReply, Steer, TurnContext
-from machines.crash import crash_hook
-from machines.disk_body import DiskBody
-from machines.effects import (
-    Effect,
-    EffectFailed,
-    EffectRefused,
-    LocalProbe,
-    Presence,
-    ProbeUnknown,
-    WorldProbe,
-    recorded_in,
-)
-from machines.errors import MachineError
+import importlib
+from typing import TYPE_CHECKING
+
+# A submodule of the same name as the function: bound now, so the function wins.
 from machines.fold import TurnState, fold
-from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
-from machines.keys import Wake, coalesce, key_action
-from machines.resume import (
-    Pins,
-    new_turn_id,
-    resume_turn,
-    retry_fork,
-    skip_turn,
-    start_turn,
-    supersede,
-)
-from machines.runner import Settings
-from machines.session import Session
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.steps import Acted, Fail, Skip, Steps, Wait
-from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
-from machines.waits import Due, Facts, PendingWait, due_waits
+
+if TYPE_CHECKING:
+    from machines import keys
+    from machines.context import ModelReply, Steer, TurnContext
+    from machines.crash import crash_hook
+    from machines.disk_body import DiskBody
+    from machines.effects import (
+        Effect,
+        EffectFailed,
+        EffectRefused,
+        LocalProbe,
+        Presence,
+        ProbeUnknown,
+        WorldProbe,
+        recorded_in,
+    )
+    from machines.errors import MachineError
+    from machines.host_vocabulary import HZ, Vocabulary
+    from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
+    from machines.keys import Wake, coalesce, key_action
+    from machines.resume import (
+        Pins,
+        new_turn_id,
+        resume_turn,
+        retry_fork,
+        skip_turn,
+        start_turn,
+        supersede,
+    )
+    from machines.runner import Settings
+    from machines.session import Session
+    from machines.spine_journal import SpineIndex, SpineJournal
+    from machines.steps import Acted, Fail, Skip, Steps, Wait
+    from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
+    from machines.waits import Due, Facts, PendingWait, due_waits
 
 __all__ = [
     "HZ",
@@ -95,3 +101,66 @@ __all__ = [
     "start_turn",
     "supersede",
 ]
+
+_WHERE: dict[str, str] = {
+    "DiskBody": "machines.disk_body",
+    "EffectRefused": "machines.effects",
+    "HZ": "machines.host_vocabulary",
+    "Vocabulary": "machines.host_vocabulary",
+    "new_turn_id": "machines.resume",
+    "retry_fork": "machines.resume",
+    "ModelReply": "machines.context",
+    "Steer": "machines.context",
+    "TurnContext": "machines.context",
+    "crash_hook": "machines.crash",
+    "Effect": "machines.effects",
+    "EffectFailed": "machines.effects",
+    "LocalProbe": "machines.effects",
+    "Presence": "machines.effects",
+    "ProbeUnknown": "machines.effects",
+    "WorldProbe": "machines.effects",
+    "recorded_in": "machines.effects",
+    "MachineError": "machines.errors",
+    "Body": "machines.journal",
+    "InMemoryBody": "machines.journal",
+    "InMemoryJournal": "machines.journal",
+    "Journal": "machines.journal",
+    "content_hash": "machines.journal",
+    "Wake": "machines.keys",
+    "coalesce": "machines.keys",
+    "key_action": "machines.keys",
+    "Pins": "machines.resume",
+    "resume_turn": "machines.resume",
+    "skip_turn": "machines.resume",
+    "start_turn": "machines.resume",
+    "supersede": "machines.resume",
+    "Settings": "machines.runner",
+    "Session": "machines.session",
+    "SpineIndex": "machines.spine_journal",
+    "SpineJournal": "machines.spine_journal",
+    "Acted": "machines.steps",
+    "Fail": "machines.steps",
+    "Skip": "machines.steps",
+    "Steps": "machines.steps",
+    "Wait": "machines.steps",
+    "INTERRUPTED": "machines.tools",
+    "ToolDecl": "machines.tools",
+    "ToolFailed": "machines.tools",
+    "Due": "machines.waits",
+    "Facts": "machines.waits",
+    "PendingWait": "machines.waits",
+    "due_waits": "machines.waits",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a name's module on first use (PEP 562), so importing one submodule, or this
+    package for one name, does not load every other (start-up by need)."""
+    if name == "keys":
+        return importlib.import_module("machines.keys")
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

@@ -53,7 +53,13 @@ def open_app(home: str | None) -> App:
 def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print ``payload`` as JSON or through ``render``."""
     if as_json:
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True))
+        # Indented output only for a few items: a long listing goes one item a line, through
+        # json's C encoder (``indent`` forces the pure-Python one), still one JSON document.
+        if isinstance(payload, list) and len(payload) > 20:
+            items = (json.dumps(item, ensure_ascii=False, sort_keys=True) for item in payload)
+            click.echo("[\n" + ",\n".join(items) + "\n]")
+        else:
+            click.echo(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True))
     else:
         text = render(payload)
         if text:

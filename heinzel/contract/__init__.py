@@ -1,15 +1,19 @@
 """Contracts: the ``.prose.md`` format, its compiler, amendments (HZC050) and skills (HZC051)."""
 
-from heinzel.contract.amend import check_amendment, widenings
-from heinzel.contract.body import Body, Item, Section
-from heinzel.contract.compiler import (
-    CompiledContract,
-    compile_contract,
-    fingerprint,
-    load_contract,
-)
-from heinzel.contract.model import Agent, Frontmatter, Hz, Input, Output
-from heinzel.contract.skills import Skill, load_skill, resolve_skills
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from heinzel.contract.amend import check_amendment, widenings
+    from heinzel.contract.body import Body, Item, Section
+    from heinzel.contract.compiler import (
+        CompiledContract,
+        compile_contract,
+        fingerprint,
+        load_contract,
+    )
+    from heinzel.contract.model import Agent, Frontmatter, Hz, Input, Output
+    from heinzel.contract.skills import Skill, load_skill, resolve_skills
 
 __all__ = [
     "Agent",
@@ -30,3 +34,34 @@ __all__ = [
     "resolve_skills",
     "widenings",
 ]
+
+_WHERE: dict[str, str] = {
+    "check_amendment": "heinzel.contract.amend",
+    "widenings": "heinzel.contract.amend",
+    "Body": "heinzel.contract.body",
+    "Item": "heinzel.contract.body",
+    "Section": "heinzel.contract.body",
+    "CompiledContract": "heinzel.contract.compiler",
+    "compile_contract": "heinzel.contract.compiler",
+    "fingerprint": "heinzel.contract.compiler",
+    "load_contract": "heinzel.contract.compiler",
+    "Agent": "heinzel.contract.model",
+    "Frontmatter": "heinzel.contract.model",
+    "Hz": "heinzel.contract.model",
+    "Input": "heinzel.contract.model",
+    "Output": "heinzel.contract.model",
+    "Skill": "heinzel.contract.skills",
+    "load_skill": "heinzel.contract.skills",
+    "resolve_skills": "heinzel.contract.skills",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a name's module on first use (PEP 562), so importing one submodule, or this
+    package for one name, does not load every other (start-up by need)."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

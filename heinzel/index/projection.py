@@ -18,7 +18,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from heinzel.contract.schedule import next_slot
-from heinzel.index.schema import SCHEMA, TABLES
+from heinzel.index.schema import MARKED, SCHEMA, TABLES
 from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from ledger.event import Event, format_ts, parse_ts
@@ -78,6 +78,11 @@ class HeinzelProjection:
             db.execute(
                 "INSERT OR REPLACE INTO keys VALUES (?, ?, ?, ?, ?)",
                 [source, key, event.seq, event.offset, event.kind],
+            )
+        if event.kind in MARKED:
+            db.execute(
+                "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",
+                [source, event.seq, event.offset, event.kind],
             )
         handler = self._handlers.get(event.kind)
         if handler is not None:

@@ -35,14 +35,15 @@ class Queries:
     def _today(self) -> str:
         return format_ts(self.clock())[:10]
 
-    def _public(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _public(self, row: dict[str, Any], today: str | None = None) -> dict[str, Any]:
+        """``today`` once per listing, not per row (the clock read and formatted once)."""
         out = dict(row)
         for key in ("assets", "watched", "frontmatter", "pending"):
             if key in out and isinstance(out[key], str):
                 out[key] = json.loads(out[key])
         if "cost_today" in out:
             out["cost_today"] = (
-                out["cost_today"] if out.pop("cost_day", None) == self._today() else 0.0
+                out["cost_today"] if out.pop("cost_day", None) == (today or self._today()) else 0.0
             )
         return out
 
@@ -156,7 +157,9 @@ class Queries:
         sql = f"SELECT {LIST_COLUMNS} FROM heinzel"  # noqa: S608
         if where:
             sql += " WHERE " + " AND ".join(where)
-        return [self._public(r) for r in self._rows(sql + " ORDER BY namespace, name", params)]
+        today = self._today()
+        rows = self._rows(sql + " ORDER BY namespace, name", params)
+        return [self._public(r, today) for r in rows]
 
     def drafts(self) -> list[dict[str, Any]]:
         return self._rows(

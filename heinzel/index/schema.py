@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["SCHEMA", "TABLES"]
+__all__ = ["MARKED", "SCHEMA", "TABLES"]
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS heinzel (
@@ -55,6 +55,25 @@ CREATE TABLE IF NOT EXISTS keys (
     heinzel TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
     kind TEXT NOT NULL, PRIMARY KEY (heinzel, key, seq)
 );
+CREATE TABLE IF NOT EXISTS marks (
+    heinzel TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
+    kind TEXT NOT NULL, PRIMARY KEY (heinzel, seq)
+);
 """
 
-TABLES: Final = ("heinzel_assets", "turns", "drafts", "lessons", "amendments", "waits", "keys")
+TABLES: Final = (
+    "heinzel_assets",
+    "turns",
+    "drafts",
+    "lessons",
+    "amendments",
+    "waits",
+    "keys",
+    "marks",
+)
+
+MARKED: Final = frozenset(
+    {"summary.written", "context.edit", "lesson.recorded", "lesson.dismissed"}
+)
+"""Kinds whose line offsets ``marks`` keeps: a turn's view reads them without the spine's
+whole history (`heinzel.turns.view`)."""

@@ -13,21 +13,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heinzel.contract import CompiledContract, compile_contract
-from heinzel.contract.compiler import read_contract_text
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
-from heinzel.service.drafts import approve_draft
-from heinzel.session.amendments import propose_amendment
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
-from heinzel.store.inbox import Inbox
-from heinzel.store.lifecycle import Lifecycle
-from ledger.bodies import Bodies
 from ledger.errors import HzError
-from ledger.spine import verify
+
+if TYPE_CHECKING:
+    from heinzel.contract import CompiledContract
+
+# The compiler (pydantic, YAML), the lifecycle machine, amendments and drafts load inside the
+# operations that use them: listing and showing need none of them (start-up by need).
 
 __all__ = ["Service"]
 
@@ -54,6 +52,9 @@ class Service(Sessions):
                 "--name goes with a single --from file",
                 "create them one by one to name each",
             )
+        from heinzel.contract import compile_contract
+        from heinzel.contract.compiler import read_contract_text
+
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
             path = Path(raw)
@@ -97,6 +98,8 @@ class Service(Sessions):
     # -- lifecycle ---------------------------------------------------------------
 
     def lifecycle(self, ref: str, verb: str) -> dict[str, Any]:
+        from heinzel.store.lifecycle import Lifecycle
+
         row = self.resolve(ref)
         Lifecycle(str(row["state"])).fire(verb, row["name"])
         self.append(row["id"], LIFECYCLE_EVENTS[verb], {})
@@ -118,6 +121,9 @@ class Service(Sessions):
 
     def approve(self, item: str) -> dict[str, Any]:
         """Approve v1 of a proposed one, its pending amendment, or a local draft."""
+        from heinzel.service.drafts import approve_draft
+        from heinzel.store.lifecycle import Lifecycle
+
         if "@" in item:
             by_key = approve_draft(self, item)
             if by_key is not None:
@@ -168,9 +174,13 @@ class Service(Sessions):
         self, ref: str, text: str, *, by: str, source: str, reason: str = ""
     ) -> dict[str, Any]:
         """File an amendment (`heinzel.session.amendments.propose_amendment`)."""
+        from heinzel.session.amendments import propose_amendment
+
         return propose_amendment(self, ref, text, by=by, source=source, reason=reason)
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
+        from heinzel.contract.compiler import read_contract_text
+
         text = read_contract_text(Path(file), file)
         return self.propose_amendment(ref, text, by="user", source=file)
 
@@ -230,6 +240,8 @@ class Service(Sessions):
     # -- the record --------------------------------------------------------------
 
     def verify(self, ref: str | None = None) -> list[dict[str, Any]]:
+        from ledger.spine import verify
+
         ids = [self.resolve(ref)["id"]] if ref else list(self.home.session_ids())
         reports = []
         for heinzel_id in ids:
@@ -255,6 +267,9 @@ class Service(Sessions):
         return {"sessions": len(sources), "index": str(self.home.index_path)}
 
     def prune(self) -> dict[str, Any]:
+        from heinzel.store.inbox import Inbox
+        from ledger.bodies import Bodies
+
         days = self.settings.heinzel.retention_days
         removed: list[str] = []
         for heinzel_id in self.home.session_ids():

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from heinzel.contract import CompiledContract, compile_contract
-from heinzel.contract.compiler import MAX_CONTRACT_BYTES
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.errors import LedgerError
 from ledger.files import ensure_private_dir, read_capped, write_atomic
 
+if TYPE_CHECKING:
+    from heinzel.contract import CompiledContract
+
 __all__ = [
     "ContractFacts",
     "approved_text",
+    "compiled_version",
     "facts_of",
     "flatten",
     "load_facts",
@@ -131,6 +134,8 @@ def approved_text(
             f"the contract folder of {heinzel_id} ({folder}) is a link or not a folder",
             "hz follows no planted link: move it away and restore the real folder",
         )
+    from heinzel.contract.compiler import MAX_CONTRACT_BYTES  # the compiler loads here only
+
     path = home.contract_text_path(heinzel_id, version)
     try:
         text = read_capped(path, MAX_CONTRACT_BYTES, follow=False).decode("utf-8")
@@ -140,7 +145,7 @@ def approved_text(
             f"contract v{version} of {heinzel_id} is missing or unreadable ({path})",
             "the contract files are kept with the session; restore them from a backup",
         ) from exc
-    compiled = compile_contract(text, source=f"v{version}")
+    compiled = compiled_version(text, version)
     if compiled.fingerprint != fingerprint:
         raise HeinzelError(
             "HZH062",
@@ -149,3 +154,12 @@ def approved_text(
             "restore the approved file, or propose the change: `hz heinzel amend NAME --from FILE`",
         )
     return compiled, text
+
+
+@lru_cache(maxsize=64)
+def compiled_version(text: str, version: int) -> CompiledContract:
+    """A version's text compiled once per process (a turn asks more than once; compiling
+    is a function of the text, and the compiled contract is frozen)."""
+    from heinzel.contract import compile_contract
+
+    return compile_contract(text, source=f"v{version}")

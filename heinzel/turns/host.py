@@ -15,6 +15,7 @@ import asyncio
 import json
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,6 @@ from heinzel.engine import (
     LessonView,
     Price,
     Pricing,
-    SpineRecord,
     SpineView,
 )
 from heinzel.errors import HeinzelError
@@ -54,7 +54,7 @@ from heinzel.turns.inputs import (
 from heinzel.turns.models import turn_model
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
-from heinzel.vocabulary import HOST_HIDDEN
+from heinzel.turns.view import spine_view
 from ledger.bodies import Bodies
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import Spine, read_events
@@ -75,6 +75,12 @@ if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions
 
 __all__ = ["TurnHost", "default_adapters"]
+
+
+@lru_cache(maxsize=64)
+def _body(text: str) -> str:
+    """A version's Markdown body, split once per process."""
+    return split(text, source="contract").body
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -103,7 +109,7 @@ class TurnHost:
     ) -> tuple[CompiledContract, str]:
         """The approved version, refused when its file changed (`approved_text`)."""
         compiled, text = approved_text(self.service.home, heinzel_id, version, fingerprint)
-        return compiled, split(text, source="contract").body
+        return compiled, _body(text)
 
     def _origin(self, heinzel_id: str) -> Path:
         for event in read_events(self.service.home.spine_path(heinzel_id)):
@@ -111,13 +117,10 @@ class TurnHost:
                 return Path(str(event.data.get("origin") or "."))
         return Path()
 
-    def _view(self, spine: Spine) -> SpineView:
-        records = tuple(
-            SpineRecord(e.seq, e.turn, e.kind, e.data)
-            for e in read_events(spine.path)
-            if e.kind not in HOST_HIDDEN
-        )
-        return SpineView(records)
+    def _view(self, heinzel_id: str, spine: Spine) -> SpineView:
+        """The past the turn sees, from the index and the spine's tail (`spine_view`)."""
+        keep = self.service.settings.heinzel.summary_keep_turns
+        return spine_view(self.service.index.db, heinzel_id, spine.path, keep)
 
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
@@ -156,7 +159,7 @@ class TurnHost:
         )
         bound = self.runner or bind_runner(service.settings.runners)
         bodies = Bodies(service.home.session_dir(heinzel_id))
-        view = self._view(spine)
+        view = self._view(heinzel_id, spine)
 
         def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
             if bound is None:

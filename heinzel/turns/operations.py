@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from heinzel.store.lifecycle import Lifecycle
-
 if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions
     from heinzel.store.sources import TickFetch
@@ -72,6 +70,7 @@ class Turns:
     ) -> dict[str, Any]:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
         state does not wake: proposed, paused, retired, or a turn already running)."""
+        from heinzel.store.lifecycle import Lifecycle
         from heinzel.turns.host import TurnHost, default_adapters
 
         service = self.sessions

@@ -100,3 +100,48 @@ def test_index_only_commands_do_not_load_the_engine() -> None:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+_LOADED = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+    "sys.argv = ['hz', *sys.argv[1:]]\n"
+    "from heinzel.cli import main\n"
+    "main()\n"
+)
+
+
+def _loaded(args: list[str], home: str) -> set[str]:
+    """The modules an ``hz`` process had loaded when it exited, running ``args``."""
+    import subprocess
+    import sys
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": home, "HZ_HOME": home}
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args], capture_output=True, text=True, env=env
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    return set(line.split()[1:])
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        (["--help"], ("sqlite_utils", "pydantic", "yaml", "machines", "structlog")),
+        (
+            ["heinzel", "list", "--json"],
+            ("pydantic_ai", "yaml", "heinzel.contract.compiler", "transitions", "heinzel.engine"),
+        ),
+        (
+            ["heinzel", "stop", "nobody"],
+            ("pydantic_ai", "yaml", "heinzel.contract.compiler", "heinzel.engine"),
+        ),
+    ],
+)
+def test_commands_load_only_what_they_use(
+    tmp_path: Path, args: list[str], absent: tuple[str, ...]
+) -> None:
+    """`hz --help`, a listing and a refusal that needs no work load none of the heavy
+    modules they do not use (the compiler, YAML, pydantic-ai, the engine)."""
+    loaded = _loaded(args, str(tmp_path))
+    assert sorted(m for m in absent if m in loaded) == []

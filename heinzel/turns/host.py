@@ -35,6 +35,7 @@ from heinzel.engine import (
 from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.index.seen import record_seen
 from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
 from heinzel.store.sources import SourceCache, TickFetch
@@ -203,7 +204,12 @@ class TurnHost:
             approval=approval,
             inbox=service.home.inbox_dir(heinzel_id),
             capabilities=search_capabilities(contract, adapters, service.clock()),
-            last_approved=last_approved(service.index.db, heinzel_id, adapters.get("documents")),
+            last_approved=last_approved(
+                service.index.db,
+                heinzel_id,
+                adapters.get("documents"),
+                service.home.session_dir(heinzel_id),
+            ),
             documents=adapters.get("documents"),
             propose=lambda text, why: propose_amendment(
                 service, heinzel_id, text, by="heinzel", source="turn", reason=why
@@ -292,6 +298,14 @@ class TurnHost:
             states, follow = self._drive(
                 env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins)
             )
+        if states and staged is not None:
+            # what this turn read is what the next tick compares against (statement 4)
+            seen = [
+                (heinzel_id, s.request.input, s.fingerprint)
+                for s in staged.staged
+                if s.request.watcher == heinzel_id and s.fingerprint is not None
+            ]
+            record_seen(service.index.db, seen)
         return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
 
     def _drive(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["emit", "home_option", "hz", "json_option", "open_app"]
+__all__ = ["emit", "exit_if_ended_badly", "home_option", "hz", "json_option", "open_app"]
 
 
 def home_option(func: F) -> F:
@@ -57,6 +57,27 @@ def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
         text = render(payload)
         if text:
             click.echo(text)
+
+
+def exit_if_ended_badly(data: dict[str, Any]) -> None:
+    """A turn that failed or was abandoned: its cause (code, message, hint) on stderr and
+    exit status 1; the machine's own code when no deeper cause was kept."""
+    if data.get("state") not in ("failed", "abandoned") and data.get("disposition") not in (
+        "failed",
+        "abandoned",
+    ):
+        return
+    cause = data.get("cause")
+    if cause:
+        text = f"{cause['code']}: {cause['message']}"
+        if cause.get("hint"):
+            text += f"\nhint: {cause['hint']}"
+    else:
+        code = data.get("error") or data.get("reason") or "the turn"
+        text = f"{code}: turn {data.get('turn')} ended {data.get('state')}"
+        text += f"\nhint: `hz heinzel show {data.get('name') or 'NAME'}` shows the turn"
+    click.echo(text, err=True)
+    click.get_current_context().exit(1)
 
 
 class HzGroup(click.Group):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from heinzel.cli import render
-from heinzel.cli.base import emit, home_option, hz, json_option, open_app
+from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
 
 
 @hz.group()
@@ -260,7 +260,9 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     Example:
       hz heinzel wake weekly-report --message 'draft now'
     """
-    emit(open_app(home).turns.wake(name, message), as_json, render.wake)
+    done = open_app(home).turns.wake(name, message)
+    emit(done, as_json, render.wake)
+    exit_if_ended_badly(done)
 
 
 @heinzel.command("answer")
@@ -276,7 +278,9 @@ def answer(name: str, said: str, proposal: str | None, home: str | None, as_json
     Example:
       hz heinzel answer weekly-report yes
     """
-    emit(open_app(home).turns.answer(name, said == "yes", proposal), as_json, render.wake)
+    done = open_app(home).turns.answer(name, said == "yes", proposal)
+    emit(done, as_json, render.wake)
+    exit_if_ended_badly(done)
 
 
 @hz.command("approve")

@@ -160,4 +160,11 @@ def wake(data: dict[str, Any]) -> str:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]
     why = f" ({data['reason'] or data['error']})" if data.get("reason") or data.get("error") else ""
-    return f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
+    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
+    if data.get("draft"):
+        path = str(data["draft"]).removeprefix("file:")
+        line += (
+            f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
+            f"(or `hz approve {data['name']}`)"
+        )
+    return line

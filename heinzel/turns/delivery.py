@@ -31,6 +31,8 @@ import structlog
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request
+from heinzel.turns.failure import root_cause
+from ledger.errors import HzError
 from ledger.event import Clock
 from machines import Journal, Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order
@@ -143,10 +145,16 @@ class DeliveringSteps:
     def __init__(self, steps: Steps, delivery: Delivery) -> None:
         self.steps = steps
         self.delivery = delivery
+        self.failure: HzError | None = None
+        """The coded cause of the last step that raised (`heinzel.turns.failure`)."""
 
     async def _around(self, work: Callable[[], Awaitable[Any]]) -> Any:
         self.delivery.poll()
-        result = await work()
+        try:
+            result = await work()
+        except Exception as error:
+            self.failure = root_cause(error) or self.failure
+            raise
         self.delivery.poll(stop=False)
         return result
 

@@ -42,6 +42,7 @@ from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery
+from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import (
     asked_inputs,
@@ -75,7 +76,7 @@ from machines import Settings as MachineSettings
 if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions
 
-__all__ = ["TurnHost", "default_adapters"]
+__all__ = ["TurnHost", "default_adapters", "summary"]
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -321,6 +322,9 @@ class TurnHost:
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session
         states = asyncio.run(run(session))
+        for state in states:
+            if state.state in ENDED_BADLY and steps.failure is not None:
+                keep_failure(env.body, state.turn, steps.failure)
         return states, delivery.follow_ups(states)
 
     @staticmethod
@@ -386,10 +390,11 @@ class TurnHost:
         write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        return _summary(states)
+        return summary(states, service.home.session_dir(heinzel_id))
 
 
-def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
+def summary(states: Sequence[TurnState], session_dir: Path) -> dict[str, Any]:
+    """How the last of ``states`` ended, with its cause when it failed or was abandoned."""
     if not states:
         return {"turn": None, "state": "nothing to do"}
     state = states[-1]
@@ -400,4 +405,5 @@ def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
         "reason": state.reason,
         "error": state.error,
         "usd": state.spend_usd,
+        "cause": cause_of(session_dir, state.turn),
     }

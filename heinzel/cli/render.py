@@ -44,7 +44,11 @@ def created(rows: list[dict[str, Any]]) -> str:
 
 
 def approved(rows: list[dict[str, Any]]) -> str:
-    return "\n".join(f"approved {r['approved']}: now {r['state']}" for r in rows)
+    lines = []
+    for r in rows:
+        lines.append(f"approved {r['approved']}: now {r['state']}")
+        lines += [f"warning: {w}" for w in r.get("warnings", [])]
+    return "\n".join(lines)
 
 
 def listing(rows: list[dict[str, Any]]) -> str:

@@ -19,6 +19,7 @@ from heinzel.contract import CompiledContract, compile_contract
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.service.drafts import approve_draft
+from heinzel.service.outputs import check_outputs, check_stored_outputs
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts, store_version
@@ -63,7 +64,9 @@ class Service(Sessions):
                     f"cannot read {raw}: {exc}",
                     "give the path of a .prose.md contract file",
                 ) from exc
-            compiled.append((path.resolve(), text, compile_contract(text, source=str(raw))))
+            contract = compile_contract(text, source=str(raw))
+            check_outputs(contract, path.resolve().parent)
+            compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
         plans = []
         for path, text, contract in compiled:
@@ -132,15 +135,18 @@ class Service(Sessions):
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
             Lifecycle("proposed").fire("approve", row["name"])
             version = int(row["proposed_version"])
+            warnings = check_stored_outputs(self.home, row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
                 row["id"],
                 "contract.approved",
                 {"version": version, "fingerprint": facts.fingerprint, "approver": self.owner},
             )
-            return {"approved": f"{row['name']} v{version}", **self.queries.row(row["id"])}
+            done = {"approved": f"{row['name']} v{version}", **self.queries.row(row["id"])}
+            return {**done, "warnings": warnings} if warnings else done
         amendment = self.queries.pending_amendment(row["id"])
         if amendment:
+            warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
             self.append(
                 row["id"],
                 "contract.amended",
@@ -154,6 +160,7 @@ class Service(Sessions):
             return {
                 "approved": f"{row['name']} v{amendment['version']}",
                 **self.queries.row(row["id"]),
+                **({"warnings": warnings} if warnings else {}),
             }
         if pending and pending["kind"] == "draft":
             approved = approve_draft(self, str(row["id"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -85,3 +86,60 @@ class TestPlacement:
         report = folder / "report.md"
         assert "🧝 DRAFT" in report.read_text(encoding="utf-8")
         assert stat.S_IMODE(report.stat().st_mode) == 0o600
+
+
+class TestSuperseded:
+    """Approving a draft a newer one replaced."""
+
+    def test_approving_a_replaced_key_names_the_newer_one(self, approved: Hz) -> None:
+        """`hz approve KEY` of a replaced draft is HZH250 with the command that approves."""
+        approved("heinzel", "wake", "notes-digest")
+        [first] = json.loads(approved("drafts", "--json").out)
+        approved("heinzel", "wake", "notes-digest")
+        done = approved("approve", first["key"])
+        assert done.code == 1
+        assert done.err.startswith("HZH250: the draft ")
+        assert "hint: approve the newer one: `hz approve notes-digest`" in done.err
+
+
+class TestOutputsCheckedUpFront:
+    """A draft that could never be placed is refused or warned about before any turn."""
+
+    def test_a_missing_folder_is_refused_at_new(self, hz: Hz, folder: Path) -> None:
+        """`new` of a contract drafting into a folder that does not exist: HZH251 and the fix."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "file:no/r.md"),
+            encoding="utf-8",
+        )
+        done = hz("heinzel", "new", "--from", "digest.prose.md")
+        assert done.code == 1
+        assert done.err.startswith("HZH251: output section: the folder ")
+        assert "hint: create it (mkdir -p " in done.err
+        assert hz("heinzel", "list").out.startswith("no Heinzelmännchen")
+
+    def test_a_folder_removed_before_approve_is_refused(self, hz: Hz, folder: Path) -> None:
+        """The folder gone between `new` and `approve`: HZH251 at approve, still proposed."""
+        (folder / "out").mkdir()
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "file:out/r.md"),
+            encoding="utf-8",
+        )
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        (folder / "out").rmdir()
+        done = hz("approve", "notes-digest")
+        assert done.code == 1 and done.err.startswith("HZH251")
+        shown = json.loads(hz("heinzel", "show", "notes-digest", "--json").out)
+        assert shown["state"] == "proposed"
+
+    def test_an_asset_no_adapter_writes_is_warned_at_approve(self, hz: Hz, folder: Path) -> None:
+        """A ``doc:`` output: approve says HZH252 and how to write it as a file."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "doc:team/report"),
+            encoding="utf-8",
+        )
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        done = hz("approve", "notes-digest")
+        assert "warning: HZH252: output section: no adapter writes doc: assets" in done.out

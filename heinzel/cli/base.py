@@ -61,7 +61,20 @@ def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
 
 def exit_if_ended_badly(data: dict[str, Any]) -> None:
     """A turn that failed or was abandoned: its cause (code, message, hint) on stderr and
-    exit status 1; the machine's own code when no deeper cause was kept."""
+    exit status 1; the machine's own code when no deeper cause was kept. A turn a signal
+    stopped says so and names the one command that goes on."""
+    signal = data.get("interrupted")
+    if signal and data.get("reason") == "stopped":
+        name = data.get("name") or "NAME"
+        click.echo(
+            f"{signal}: turn {data.get('turn')} stopped at its next step "
+            "and ended abandoned (stopped); nothing half-done is left\n"
+            f"hint: `hz heinzel wake {name}` starts a new turn",
+            err=True,
+        )
+        click.get_current_context().exit(1)
+    if signal:
+        click.echo(f"{signal}: the turn completed before it could stop", err=True)
     if data.get("state") not in ("failed", "abandoned") and data.get("disposition") not in (
         "failed",
         "abandoned",

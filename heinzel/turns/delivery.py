@@ -55,6 +55,8 @@ class Delivery:
         self.journal = journal
         self.clock = clock
         self.session: Session | None = None
+        self.interrupted: Callable[[], str | None] = lambda: None
+        """The signal that asked this process to stop its turn (`heinzel.turns.interrupt`)."""
 
     def _steered(self, turn: str) -> set[str]:
         return {
@@ -86,6 +88,8 @@ class Delivery:
         run = self.session.running if self.session is not None else None
         if run is None:
             return
+        if stop and self.interrupted() is not None:
+            raise asyncio.CancelledError(f"stopped by {self.interrupted()}")
         pending = self._pending()
         if not pending:
             return

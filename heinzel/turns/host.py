@@ -54,6 +54,7 @@ from heinzel.turns.inputs import (
     search_capabilities,
     stage,
 )
+from heinzel.turns.interrupt import interruptible
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -97,6 +98,8 @@ class TurnHost:
         self.service = service
         self.model = model
         self.runner = runner
+        self.interrupted: str | None = None
+        """The signal (SIGINT, SIGTERM) that stopped a turn of this host; no follow-ups then."""
 
     # -- what a turn reads ---------------------------------------------------------
 
@@ -307,6 +310,8 @@ class TurnHost:
                 if s.request.watcher == heinzel_id and s.fingerprint is not None
             ]
             record_seen(service.index.db, seen)
+        if self.interrupted is not None:
+            return states  # the follow-ups' requests stay in the inbox for the tick
         return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
 
     def _drive(
@@ -321,7 +326,11 @@ class TurnHost:
         steps = DeliveringSteps(HeinzelSteps(env), delivery)
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session
-        states = asyncio.run(run(session))
+        with interruptible() as interrupt:
+            delivery.interrupted = lambda: interrupt.signal
+            states = asyncio.run(run(session))
+        if interrupt.signal is not None:
+            self.interrupted = interrupt.signal
         for state in states:
             if state.state in ENDED_BADLY and steps.failure is not None:
                 keep_failure(env.body, state.turn, steps.failure)
@@ -390,7 +399,10 @@ class TurnHost:
         write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        return summary(states, service.home.session_dir(heinzel_id))
+        done = summary(states, service.home.session_dir(heinzel_id))
+        if self.interrupted is not None:
+            done["interrupted"] = self.interrupted
+        return done
 
 
 def summary(states: Sequence[TurnState], session_dir: Path) -> dict[str, Any]:

@@ -39,18 +39,26 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def hz(tmp_path: Path, folder: Path) -> Hz:
+def hz_env(tmp_path: Path) -> dict[str, str]:
+    """The environment every `hz` run here gets (its own home, no user configuration)."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HZ_HOME": str(tmp_path / "home"),
+        "HZ_CONFIG": "",
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+    }
+
+
+@pytest.fixture
+def hz(hz_env: dict[str, str], folder: Path) -> Hz:
     """Run `hz ARGS` in the folder; each run one minute after the last (HZ_NOW)."""
     minute = [0]
 
     def run(*args: str, env: dict[str, str] | None = None) -> Done:
         minute[0] += 1
         environ = {
-            "PATH": os.environ.get("PATH", ""),
-            "HZ_HOME": str(tmp_path / "home"),
+            **hz_env,
             "HZ_NOW": f"2026-10-30T14:{minute[0]:02d}:00Z",
-            "HZ_CONFIG": "",
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
             **(env or {}),
         }
         done = subprocess.run(

@@ -12,7 +12,8 @@ from tests.loop.conftest import Hz
 
 @pytest.fixture
 def nowhere(hz: Hz, folder: Path) -> Hz:
-    """notes-digest approved, drafting into a folder that does not exist."""
+    """notes-digest approved, drafting into a folder removed after the approval."""
+    (folder / "g").mkdir()
     contract = folder / "digest.prose.md"
     contract.write_text(
         contract.read_text(encoding="utf-8").replace("file:report.md", "file:g/r.md"),
@@ -20,6 +21,7 @@ def nowhere(hz: Hz, folder: Path) -> Hz:
     )
     assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
     assert hz("approve", "notes-digest").code == 0
+    (folder / "g").rmdir()
     return hz
 
 

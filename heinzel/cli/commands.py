@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from heinzel.cli import render
@@ -58,6 +60,13 @@ def new(
         return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
+    if sentence:
+        raise click.UsageError(
+            f"{sentence!r} given with --from: a sentence or --from FILE, not both "
+            "(several files: --from A --from B)"
+        )
+    if len(set(files)) != len(files):
+        raise click.UsageError("the same file is given twice with --from")
     rows = open_app(home).service.create_from_files(list(files), name=name, namespace=namespace)
     emit(rows, as_json, render.created)
 
@@ -82,8 +91,19 @@ def list_(
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
     """
-    rows = open_app(home).service.listing(artifact=artifact, state=state, contract=contract)
-    emit(rows, as_json, render.listing)
+    service = open_app(home).service
+    if not service.home.index_path.exists():
+        # read-only: a home that is not there yet is not created by looking at it
+        rows: list[dict[str, Any]] = []
+    else:
+        rows = service.listing(artifact=artifact, state=state, contract=contract)
+    if rows or as_json:
+        emit(rows, as_json, render.listing)
+    else:
+        click.echo(
+            f"no Heinzelmännchen in {service.home.root} "
+            "(create one: hz heinzel new --from FILE.prose.md)"
+        )
 
 
 @heinzel.command("show")

@@ -1,0 +1,38 @@
+"""The command line's small lies (issue 13, item 8), through the `hz` executable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.loop.conftest import Hz
+
+
+def test_a_second_file_after_from_is_a_usage_error(hz: Hz) -> None:
+    """`new --from a.prose.md b.prose.md` no longer ignores b: exit 2, nothing created."""
+    done = hz("heinzel", "new", "--from", "digest.prose.md", "other.prose.md")
+    assert done.code == 2
+    assert "--from A --from B" in done.err
+    assert hz("heinzel", "list").out.startswith("no Heinzelmännchen")
+
+
+def test_the_same_file_twice_is_a_usage_error(hz: Hz) -> None:
+    """`--from x --from x` says the file is given twice, not that the name is taken."""
+    done = hz("heinzel", "new", "--from", "digest.prose.md", "--from", "digest.prose.md")
+    assert done.code == 2
+    assert "given twice" in done.err
+
+
+def test_a_refused_wake_names_the_heinzel_and_a_user_verb(approved: Hz) -> None:
+    """Waking a paused one: HZH050 with a hint naming it, not a literal NAME."""
+    assert approved("heinzel", "pause", "notes-digest").code == 0
+    done = approved("heinzel", "wake", "notes-digest")
+    assert done.code == 1
+    assert "`hz heinzel unpause notes-digest`" in done.err
+
+
+def test_list_creates_nothing_and_names_the_home(hz: Hz, tmp_path: Path) -> None:
+    """`hz heinzel list` on a home that is not there: says where it looked, creates nothing."""
+    done = hz("heinzel", "list")
+    assert done.code == 0
+    assert f"no Heinzelmännchen in {tmp_path / 'home'}" in done.out
+    assert not (tmp_path / "home").exists()

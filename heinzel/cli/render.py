@@ -84,6 +84,8 @@ def show(data: dict[str, Any]) -> str:
     lines.append(
         f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
     )
+    if data.get("grant"):
+        lines += _grant(data["name"], data["grant"])
     if data["amendments"]:
         lines.append("  amendments:")
         lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
@@ -100,6 +102,27 @@ def show(data: dict[str, Any]) -> str:
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
     return "\n".join(lines)
+
+
+def _grant(name: str, grant: dict[str, Any]) -> list[str]:
+    """What `hz approve NAME` of a proposed contract lets it do."""
+    lines = ["  approving it grants:"]
+    lines.append(f"    schedule:  {grant['schedule'] or 'none (wakes when an input moves)'}")
+    lines.append(f"    requires:  {', '.join(grant['requires']) or '-'}")
+    for input_name, spec in grant["inputs"].items():
+        args = ", ".join(f"{k}={v}" for k, v in spec["args"].items())
+        lines.append(f"    reads:     {input_name} from {spec['from']}({args})")
+    for output, asset in grant["outputs"].items():
+        lines.append(f"    keeps:     {output} in {asset}")
+    lines.append(f"    publishes: {', '.join(grant['publishes']) or 'nothing'}")
+    lines.append(f"    approvers: {', '.join(grant['approvers'])}")
+    cap = grant["max_usd"]
+    lines.append(
+        f"    per turn:  {'at most ' + format(cap, 'g') + ' USD' if cap else 'the default cap'}"
+    )
+    lines.append(f"  contract file: {grant['contract_file']}")
+    lines.append(f"  next: read it, then `hz approve {name}`")
+    return lines
 
 
 def amendment(row: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ because the spec's worked example names its report ``doc:checkout/weekly-report`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from heinzel.capabilities.documents import absolute_asset
 from heinzel.contract import CompiledContract, compile_contract
@@ -19,7 +20,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.spine import read_events
 
-__all__ = ["check_outputs", "check_stored_outputs"]
+__all__ = ["check_outputs", "check_stored_outputs", "grant"]
 
 
 def check_outputs(contract: CompiledContract, origin: Path) -> list[str]:
@@ -57,3 +58,22 @@ def check_stored_outputs(home: Home, heinzel_id: str, version: int) -> list[str]
             origin = Path(str(event.data.get("origin") or "."))
             break
     return check_outputs(compile_contract(text, source=f"v{version}"), origin)
+
+
+def grant(path: Path) -> dict[str, Any]:
+    """What approving the contract at ``path`` grants, as a user reads it before approving:
+    its schedule, what it reads (with the args), keeps, publishes, who approves, its caps,
+    and the file itself."""
+    hz = compile_contract(path.read_text(encoding="utf-8"), source=str(path)).hz
+    return {
+        "contract_file": str(path),
+        "schedule": f"{hz.schedule} ({hz.timezone})" if hz.schedule else None,
+        "requires": list(hz.requires),
+        "inputs": {
+            name: {"from": spec.from_, "args": dict(spec.args)} for name, spec in hz.inputs.items()
+        },
+        "outputs": {name: out.asset for name, out in hz.outputs.items()},
+        "publishes": list(hz.publishes),
+        "approvers": list(hz.approvers),
+        "max_usd": hz.agent.max_usd,
+    }

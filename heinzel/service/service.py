@@ -19,7 +19,7 @@ from heinzel.contract import CompiledContract, compile_contract
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.service.drafts import approve_draft
-from heinzel.service.outputs import check_outputs, check_stored_outputs
+from heinzel.service.outputs import check_outputs, check_stored_outputs, grant
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts, store_version
@@ -228,7 +228,15 @@ class Service(Sessions):
         return self.queries.listing(artifact=artifact, state=state, contract=contract)
 
     def show(self, ref: str) -> dict[str, Any]:
-        return self.queries.show(self.resolve(ref)["id"])
+        """The index's view of one; a proposed version also with what approving it grants
+        and the contract file to read (`heinzel.service.outputs.grant`)."""
+        row = self.resolve(ref)
+        shown = self.queries.show(row["id"])
+        proposed = row.get("proposed_version")
+        if row["state"] == "proposed" and proposed is not None:
+            path = self.home.contract_text_path(row["id"], int(proposed))
+            shown["grant"] = grant(path)
+        return shown
 
     def drafts(self) -> list[dict[str, Any]]:
         return self.queries.drafts()

@@ -36,3 +36,14 @@ def test_list_creates_nothing_and_names_the_home(hz: Hz, tmp_path: Path) -> None
     assert done.code == 0
     assert f"no Heinzelmännchen in {tmp_path / 'home'}" in done.out
     assert not (tmp_path / "home").exists()
+
+
+def test_show_of_a_proposed_one_says_what_approving_grants(hz: Hz) -> None:
+    """Before approving: what it reads (with args), keeps, publishes, its cap and the file."""
+    assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+    shown = hz("heinzel", "show", "notes-digest").out
+    assert "reads:     notes from files.read(path=notes.txt)" in shown
+    assert "keeps:     section in file:report.md" in shown
+    assert "publishes: documents.place_draft" in shown
+    assert "per turn:  at most 0.5 USD" in shown
+    assert "contract/v1.prose.md" in shown and "`hz approve notes-digest`" in shown

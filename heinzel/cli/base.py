@@ -46,6 +46,10 @@ def open_app(home: str | None) -> App:
     environment."""
     from heinzel.app import App
 
+    if home is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root().obj if context is not None else None
+        home = root.get("home") if isinstance(root, dict) else None
     return App.from_environment(home, dict(os.environ))
 
 
@@ -106,7 +110,15 @@ class HzGroup(click.Group):
 
 @click.group(cls=HzGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="heinzel", prog_name="hz")
-def hz() -> None:
+@click.option(
+    "--home",
+    "home",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="hz's data directory for every subcommand (as if given to each).",
+)
+@click.pass_context
+def hz(ctx: click.Context, home: str | None) -> None:
     """hz: a local-first engine for durable agents (Heinzelmännchen).
 
     \b
@@ -115,3 +127,4 @@ def hz() -> None:
       hz approve weekly-report
       hz heinzel list
     """
+    ctx.obj = {"home": home}

@@ -47,3 +47,12 @@ def test_show_of_a_proposed_one_says_what_approving_grants(hz: Hz) -> None:
     assert "publishes: documents.place_draft" in shown
     assert "per turn:  at most 0.5 USD" in shown
     assert "contract/v1.prose.md" in shown and "`hz approve notes-digest`" in shown
+
+
+def test_home_before_the_subcommand(hz: Hz, tmp_path: Path) -> None:
+    """`hz --home DIR heinzel new/list` uses DIR, as `--home` after the subcommand does."""
+    other = tmp_path / "other"
+    assert hz("--home", str(other), "heinzel", "new", "--from", "digest.prose.md").code == 0
+    assert "notes-digest" in hz("--home", str(other), "heinzel", "list").out
+    assert "notes-digest" in hz("heinzel", "list", "--home", str(other)).out
+    assert hz("heinzel", "list").out.startswith("no Heinzelmännchen")

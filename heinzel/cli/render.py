@@ -157,6 +157,8 @@ def reindex(data: dict[str, Any]) -> str:
 
 
 def prune(data: dict[str, Any]) -> str:
+    if not data["retention_days"]:
+        return f"removed {len(data['removed'])} bodies (retention_days = 0 keeps them forever)"
     return f"removed {len(data['removed'])} bodies older than {data['retention_days']} days"
 
 

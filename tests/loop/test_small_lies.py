@@ -56,3 +56,10 @@ def test_home_before_the_subcommand(hz: Hz, tmp_path: Path) -> None:
     assert "notes-digest" in hz("--home", str(other), "heinzel", "list").out
     assert "notes-digest" in hz("heinzel", "list", "--home", str(other)).out
     assert hz("heinzel", "list").out.startswith("no Heinzelmännchen")
+
+
+def test_prune_with_retention_zero_says_it_keeps_forever(approved: Hz) -> None:
+    """`HZ_RETENTION_DAYS=0 hz heinzel prune` does not claim "older than 0 days"."""
+    done = approved("heinzel", "prune", env={"HZ_RETENTION_DAYS": "0"})
+    assert done.code == 0, done.err
+    assert "older than 0 days" not in done.out and "keeps them forever" in done.out

@@ -39,7 +39,8 @@ def state_line(row: dict[str, Any]) -> str:
 def created(rows: list[dict[str, Any]]) -> str:
     lines = [f"created {state_line(r)}" for r in rows]
     names = " ".join(r["name"] for r in rows)
-    lines.append(f"next: read it with `hz heinzel show NAME`, then `hz approve {names}`")
+    first = rows[0]["name"] if rows else "NAME"
+    lines.append(f"next: read it with `hz heinzel show {first}`, then `hz approve {names}`")
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench demo lock clean claude
+.PHONY: test lint typecheck unit bench soak demo lock clean claude chromium
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,22 @@ $(CLAUDE_STAMP):
 	  echo "note: npm not found; the real Claude Code runner tests will skip"; \
 	fi
 
+# Debian's Chromium for the browser test (tests/web/test_browser.py), driven by Playwright
+# with executable_path (no browser download). Without apt it prints a note and that test skips.
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) || \
+	  echo "note: chromium did not install; the browser test will skip"; \
+	else \
+	  echo "note: apt-get not found; the browser test will skip"; \
+	fi
+
+## make chromium: install the browser the web head's browser test drives.
+chromium: $(CHROMIUM)
+
 ## make claude: install the real Claude Code CLI the runner tests use.
 claude: $(CLAUDE_STAMP)
 
@@ -39,12 +55,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) $(CLAUDE_STAMP)
+unit: $(STAMP) $(CLAUDE_STAMP) $(CHROMIUM)
 	$(BIN)/pytest -q -n auto
 
 ## make bench: performance figures, each against a baseline measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
+
+## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
+SOAK_ROUNDS ?= 40
+soak: $(STAMP)
+	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
 
 ## make demo: the worked example (Priya's weekly report), offline, narrated.
 demo: $(STAMP)

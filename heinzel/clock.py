@@ -40,4 +40,10 @@ def clock_from_env(env: Mapping[str, str]) -> Clock:
             f"HZ_NOW is not an ISO 8601 time: {text!r}",
             "use a form like 2026-10-30T15:00:00Z, or unset HZ_NOW",
         ) from exc
+    if not 1000 <= moment.year <= 9998:
+        raise HeinzelError(
+            "HZH004",
+            f"HZ_NOW is outside the years 1000 to 9998: {text!r}",
+            "use a form like 2026-10-30T15:00:00Z, or unset HZ_NOW",
+        )
     return fixed_clock(moment)

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from heinzel.capabilities.configured import parse_adapter_tables
 from heinzel.contract.types import Duration, parse_duration
 from heinzel.errors import HeinzelError
 
@@ -118,15 +119,17 @@ class Settings(_Table):
 
     heinzel: HeinzelSettings
     runners: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    adapters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``[adapters.<capability>]`` as written; `heinzel.capabilities.configured` types it."""
 
 
 @dataclass(frozen=True, slots=True)
 class LoadedSettings:
     """The settings, where each set key came from, and what the project file may not set.
 
-    ``provenance`` maps ``heinzel.<key>``, ``heinzel.prices.<model>`` and
-    ``runners.<name>`` to ``default``, ``site:<path>``, ``user:<path>``,
-    ``project:<path>``, ``HZ_CONFIG:<path>`` or ``env:<VARIABLE>``.
+    ``provenance`` maps ``heinzel.<key>``, ``heinzel.prices.<model>``,
+    ``runners.<name>`` and ``adapters.<capability>`` to ``default``, ``site:<path>``,
+    ``user:<path>``, ``project:<path>``, ``HZ_CONFIG:<path>`` or ``env:<VARIABLE>``.
     """
 
     settings: Settings
@@ -176,13 +179,19 @@ def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
     """``{"heinzel.model": ..., "heinzel.prices.<m>": {...}, "runners.<n>": {...}}``."""
     flat: dict[str, Any] = {}
     for table, value in data.items():
-        if table not in ("heinzel", "runners") or not isinstance(value, dict):
-            raise _unknown(str(table), path, "the tables are [heinzel] and [runners.<name>]")
+        if table not in ("heinzel", "runners", "adapters") or not isinstance(value, dict):
+            raise _unknown(
+                str(table),
+                path,
+                "the tables are [heinzel], [runners.<name>] and [adapters.<capability>]",
+            )
         for key, item in value.items():
             name = f"{table}.{key}"
-            if table == "runners":
+            if table in ("runners", "adapters"):
                 if not isinstance(item, dict):
-                    raise _unknown(name, path, "write each runner as a table [runners.<name>]")
+                    raise _unknown(name, path, f"write each as a table [{table}.<name>]")
+                if table == "adapters":
+                    parse_adapter_tables({key: item}, str(path))
                 flat[name] = item
             elif key == "prices" and isinstance(item, dict):
                 flat.update({f"{name}.{model}": price for model, price in item.items()})
@@ -264,16 +273,21 @@ def _home(key: str, value: Any, base: Path, env: Mapping[str, str]) -> Any:
 def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings:
     heinzel: dict[str, Any] = {"prices": {}}
     runners: dict[str, Any] = {}
+    adapters: dict[str, Any] = {}
     for key, value in values.items():
         table, _, rest = key.partition(".")
         if table == "runners":
             runners[rest] = value
+        elif table == "adapters":
+            adapters[rest] = value
         elif rest.startswith("prices."):
             heinzel["prices"][rest.removeprefix("prices.")] = value
         else:
             heinzel[rest] = value
     try:
-        return Settings.model_validate({"heinzel": heinzel, "runners": runners})
+        return Settings.model_validate(
+            {"heinzel": heinzel, "runners": runners, "adapters": adapters}
+        )
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = [str(part) for part in error["loc"]]

@@ -28,6 +28,7 @@ __all__ = [
     "open_append",
     "open_read",
     "read_bytes",
+    "read_capped",
     "write_atomic",
 ]
 
@@ -186,6 +187,52 @@ def read_bytes(path: Path) -> bytes:
     fd = open_read(path)
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
+
+
+def read_capped(path: Path, limit: int, *, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``, in bounded memory.
+
+    For files the user names (a contract, an input, a document): the open never
+    blocks (``O_NONBLOCK``, so a FIFO is refused rather than waited on), anything
+    but a regular file is HZL003 (a directory, a FIFO, ``/dev/zero``), and a file
+    holding more than ``limit`` bytes is HZL004, found by reading at most
+    ``limit + 1`` bytes whatever its size claims (``/proc`` files claim 0). With
+    ``follow=False`` a symlink is HZL001. An open that fails raises the OSError.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if not follow and error.errno == errno.ELOOP:
+            raise _refused(Path(path), "a symlink") from error
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LedgerError(
+                "HZL003",
+                f"{path} is not a regular file (a directory, a pipe or a device)",
+                "name a regular file",
+            )
+        if info.st_size > limit:
+            raise _too_large(Path(path), limit)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise _too_large(Path(path), limit)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _too_large(path: Path, limit: int) -> LedgerError:
+    return LedgerError("HZL004", f"{path} holds more than {limit} bytes", "name a smaller file")
 
 
 def last_newline_end(fd: int, size: int, chunk: int = 65536) -> int:

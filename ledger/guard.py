@@ -53,12 +53,6 @@ def _where(path: tuple[str | int, ...]) -> str:
 def _check_string(
     value: str, field: str | None, short_text: Collection[str], path: tuple[str | int, ...]
 ) -> None:
-    if looks_like_email(value):
-        raise LedgerError(
-            "HZL021",
-            f"{_where(path)} holds an email address; the spine never does",
-            "record an id or a hash of the address; keep the address in the turn body",
-        )
     if field is not None and field in short_text:
         if len(value) > MAX_SHORT_TEXT:
             raise LedgerError(
@@ -73,6 +67,12 @@ def _check_string(
             f"{_where(path)} is {len(value)} characters; a plain field holds at most {MAX_PLAIN}",
             "declare the field in short_text if a user is meant to read it, "
             "otherwise keep it in the turn body and record its hash",
+        )
+    if looks_like_email(value):
+        raise LedgerError(
+            "HZL021",
+            f"{_where(path)} holds an email address; the spine never does",
+            "record an id or a hash of the address; keep the address in the turn body",
         )
 
 

@@ -9,27 +9,123 @@ watermark change in one transaction, and only for lines already durable
 applies what a spine has beyond its watermark and rebuilds the source when the
 watermark's line is no longer in the spine as it was; `rebuild` refolds every
 source from its spine, giving exactly the rows the incremental updates gave.
+
+Many processes share one index (a tick, wakes and chats of other
+Heinzelmännchen, `list` and `show`). WAL lets readers go on while one writer
+writes; every write transaction takes the write lock up front (``BEGIN
+IMMEDIATE``, `Index.write`) and waits for it up to `BUSY_SECONDS`, so no
+transaction reads a snapshot and then fails to upgrade it. A SQLite failure is
+never raised bare: `sqlite_error` turns it into a coded `LedgerError` (HZL052 busy
+past the wait, HZL053 disk full, HZL051 anything else).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol, Self
 
 from sqlite_utils import Database
 
-from ledger.errors import LedgerError
+from ledger.errors import HzError, LedgerError
 from ledger.event import Event, sha256_hex
-from ledger.files import FILE_MODE, ensure_private_dir
+from ledger.files import FILE_MODE, ensure_private_dir, last_newline_end, open_read
 from ledger.reading import Upgrades, iter_lines, parse_event
 
-__all__ = ["WATERMARKS", "Index", "Projection", "Watermark"]
+__all__ = [
+    "BUSY_SECONDS",
+    "WATERMARKS",
+    "Index",
+    "Projection",
+    "Watermark",
+    "spine_tail",
+    "sqlite_error",
+    "write_transaction",
+]
 
 WATERMARKS = "_watermarks"
+BUSY_SECONDS = 60.0
+_FULL = ("database or disk is full", "disk i/o error")
+
+
+def sqlite_error(path: Path, error: sqlite3.Error) -> LedgerError:
+    """A coded error for a SQLite failure on the index at ``path``."""
+    text = str(error)
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return LedgerError(
+            "HZL052",
+            f"the index {path} stayed busy (other hz processes writing) for {BUSY_SECONDS:.0f} s",
+            "nothing was lost; retry the command when the other processes are done",
+        )
+    if any(marker in lowered for marker in _FULL):
+        return LedgerError(
+            "HZL053",
+            f"the disk holding the index {path} is full ({text}); nothing was lost",
+            "free space on that disk (or raise the file size limit), then run "
+            "`hz heinzel reindex`: what the spine recorded is kept",
+        )
+    return LedgerError(
+        "HZL051",
+        f"{path} is not an index hz can use: {text}",
+        "the index is derived: move the file away and rebuild it from the spines",
+    )
+
+
+def _db_path(db: Database) -> Path:
+    for row in db.conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return Path(row[2])
+    return Path("index")
+
+
+@contextlib.contextmanager
+def write_transaction(db: Database, path: Path | None = None) -> Iterator[Database]:
+    """A write transaction holding the write lock from its start (``BEGIN IMMEDIATE``).
+
+    Waits for another writer as long as the connection's busy timeout; nested,
+    it is a savepoint of the outer transaction. Commits on success, rolls back
+    on any error, and raises SQLite's failures as coded `LedgerError`
+    (`sqlite_error`).
+    """
+    conn = db.conn
+    try:
+        if conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            conn.execute("COMMIT")
+        except BaseException:
+            db.rollback()  # a no-op when the error already ended the transaction
+            raise
+    except sqlite3.Error as error:
+        raise sqlite_error(path or _db_path(db), error) from error
+
+
+def spine_tail(spine_path: Path) -> tuple[int, str] | None:
+    """``(seq, hash)`` of the spine's last complete line, read from its end; None for
+    an empty or missing spine, ``(-1, "")`` when that line is damaged."""
+    try:
+        fd = open_read(spine_path)
+    except FileNotFoundError:
+        return None
+    try:
+        end = last_newline_end(fd, os.fstat(fd).st_size)
+        if end == 0:
+            return None
+        start = last_newline_end(fd, end - 1)
+        body = os.pread(fd, end - 1 - start, start)
+    finally:
+        os.close(fd)
+    event = parse_event(body, start)
+    return (-1, "") if event is None else (event.seq, event.hash)
 
 
 class Projection(Protocol):
@@ -77,11 +173,11 @@ class Index:
             ) from error
         os.fchmod(fd, FILE_MODE)
         os.close(fd)
-        self.db = Database(self.path)
+        self.db = Database(sqlite3.connect(self.path, timeout=BUSY_SECONDS))
         try:
             self.db.enable_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")
-            with self.db.atomic():
+            with self.write():
                 self.db.table(WATERMARKS).create(
                     {"source": str, "seq": int, "hash": str, "at": int},
                     pk="source",
@@ -89,13 +185,12 @@ class Index:
                 )
                 for projection in self.projections:
                     projection.create(self.db)
-        except sqlite3.DatabaseError as error:
+        except sqlite3.Error as error:
             self.db.close()
-            raise LedgerError(
-                "HZL051",
-                f"{self.path} is not an index hz can use: {error}",
-                "the index is derived: move the file away and rebuild it from the spines",
-            ) from error
+            raise sqlite_error(self.path, error) from error
+        except LedgerError:
+            self.db.close()
+            raise
 
     def __enter__(self) -> Self:
         return self
@@ -111,6 +206,18 @@ class Index:
     def close(self) -> None:
         """Close the database connection."""
         self.db.close()
+
+    def write(self) -> contextlib.AbstractContextManager[Database]:
+        """A write transaction holding the write lock from its start (`write_transaction`)."""
+        return write_transaction(self.db, self.path)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Database]:
+        """Queries over the index, their SQLite failures raised as coded errors."""
+        try:
+            yield self.db
+        except sqlite3.Error as error:
+            raise sqlite_error(self.path, error) from error
 
     def watermark(self, source: str) -> tuple[int, str] | None:
         """``(seq, hash)`` of the last line of ``source`` the index has seen, or None."""
@@ -128,7 +235,7 @@ class Index:
         watermark (lines were missed, e.g. a crash between append and apply) is
         HZL050: call `catch_up` first.
         """
-        with self.db.atomic():
+        with self.write():
             mark = self._mark(source)
             if mark is not None and (event.hash == mark.hash or event.seq <= mark.seq):
                 return
@@ -146,11 +253,13 @@ class Index:
 
         When the watermark's line is not in the spine as it was (the file was
         cut, replaced or edited), the source's rows are cleared and rebuilt.
-        Damaged lines give no rows; the watermark still moves past them. Rows
-        and the watermark commit together.
+        Damaged lines give no rows; the watermark moves past them with the next
+        good line (a damaged last line may yet be cut by the writer, which then
+        chains its ``spine.torn_tail`` to the good line before it). Rows and the
+        watermark commit together.
         """
         applied = 0
-        with self.db.atomic():
+        with self.write():
             mark = self._mark(source)
             start = 0
             if mark is not None:
@@ -170,15 +279,44 @@ class Index:
                     seq = event.seq
                     applied += 1
                     last = Watermark(seq, event.hash, offset)
-                else:
-                    last = Watermark(seq, sha256_hex(body), offset)
             if last is not None:
                 self._set_mark(source, last)
         return applied
 
+    def refresh(self, sources: Mapping[str, Path]) -> dict[str, HzError | None]:
+        """Catch up every source whose spine's last line is not its watermark.
+
+        What a process sees on opening the index: a kill between a spine's append and
+        the index's update, or an index deleted or emptied under sessions on disk,
+        would otherwise read as "nothing there". Each spine's tail (seq and line hash)
+        is read from its end, compared with the watermark without taking the write
+        lock, and only the sources behind are caught up. Returns them, each with the
+        coded error its catch-up raised (one source's failure never stops the rest).
+        """
+        with self.reading():
+            marks = {
+                row["source"]: (row["seq"], row["hash"]) for row in self.db.table(WATERMARKS).rows
+            }
+        behind = []
+        for source, spine_path in sources.items():
+            tail = spine_tail(spine_path)
+            if tail is None or marks.get(source) == tail:
+                continue
+            if source in marks and tail == (-1, ""):
+                continue  # a damaged last line; its writer contains it
+            behind.append(source)
+        caught: dict[str, HzError | None] = {}
+        for source in behind:
+            try:
+                self.catch_up(source, sources[source])
+                caught[source] = None
+            except HzError as error:
+                caught[source] = error
+        return caught
+
     def rebuild(self, sources: Mapping[str, Path]) -> None:
         """Refold every source from its spine; sources not named lose their rows."""
-        with self.db.atomic():
+        with self.write():
             for source in set(self.sources()) | set(sources):
                 self._clear(source)
             for source, spine_path in sources.items():

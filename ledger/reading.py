@@ -163,6 +163,20 @@ class Upgrades:
         return event
 
 
+SPINE_NAME = "session.jsonl"
+"""The spine's file name inside its session directory."""
+
+
+def spine_file(path: Path) -> Path:
+    """The spine file named by ``path``: the file itself, or ``<directory>/session.jsonl``.
+
+    Every reader (`read_events`, `verify`, ``machines.SpineIndex.scan``) and
+    `Spine.open` accept either, so a host can pass the directory everywhere.
+    """
+    path = Path(path)
+    return path / SPINE_NAME if path.is_dir() else path
+
+
 def iter_lines(path: Path, from_offset: int = 0) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of each line from ``from_offset``, newline included.
 
@@ -206,6 +220,7 @@ def read_events(
     not yielded. A complete line that does not parse as an envelope raises
     HZL030, unless ``skip_damaged`` (verify reports such lines by seq).
     """
+    path = spine_file(path)
     for offset, raw in iter_lines(path, from_offset):
         if not raw.endswith(b"\n"):
             return

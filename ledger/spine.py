@@ -5,10 +5,11 @@ polls for at most ``lock_timeout`` seconds, then gets HZL010), finds the end of
 the last complete line by reading backwards from the end of ``session.jsonl``,
 and contains what a crash left behind:
 
-- a torn tail (bytes after the last newline, from a crash mid-append) is moved
-  to a side file ``session.jsonl.torn-<n>`` beside the spine, the spine is cut
-  back to its last complete line, and ``spine.torn_tail`` records the moved
-  bytes' size, sha256 and side file (never their content);
+- a torn tail (bytes after the last newline, from a crash mid-append), and
+  any complete last lines that are not JSON at all (garbage something else
+  appended), is moved to a side file ``session.jsonl.torn-<n>`` beside the
+  spine, the spine is cut back to its last JSON line, and ``spine.torn_tail``
+  records the moved bytes' size, sha256 and side file (never their content);
 - when the last lines do not chain (a damaged line at the end), the whole file
   is verified, appends continue chained to the last line as written, and each
   break not yet recorded gets a ``spine.break_contained`` event.
@@ -40,7 +41,14 @@ from ledger.files import (
 )
 from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
 from ledger.lock import Sleep, take_lock
-from ledger.reading import KIND, Upgrades, check_line, event_from_object, read_events
+from ledger.reading import (
+    KIND,
+    SPINE_NAME,
+    Upgrades,
+    check_line,
+    event_from_object,
+    read_events,
+)
 from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
 
 __all__ = [
@@ -58,7 +66,6 @@ __all__ = [
     "verify",
 ]
 
-SPINE_NAME = "session.jsonl"
 LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
 MAX_LINE = 65536
@@ -121,10 +128,16 @@ class Spine:
     ) -> Spine:
         """Open the spine in ``directory`` for appending (created if missing).
 
+        ``directory`` may also name the spine file itself (``.../session.jsonl``),
+        as every reader accepts either.
+
         Takes the lock (HZL010 after ``lock_timeout`` seconds), then contains a
         torn tail or a damaged end as the module says.
         """
-        directory = ensure_private_dir(Path(directory))
+        directory = Path(directory)
+        if directory.name == SPINE_NAME and not directory.is_dir():
+            directory = directory.parent
+        directory = ensure_private_dir(directory)
         lock_fd = take_lock(directory / LOCK_NAME, lock_timeout, sleep)
         fd: int | None = None
         try:
@@ -288,7 +301,7 @@ class Spine:
         reader = open_read(self.path)
         try:
             size = os.fstat(reader).st_size
-            end = last_newline_end(reader, size)
+            end = self._json_end(reader, last_newline_end(reader, size))
             torn = os.pread(reader, size - end, end) if end < size else b""
             if torn:
                 side = self._side_file()
@@ -305,6 +318,17 @@ class Spine:
             )
         for item in fresh:
             self._record_break(item)
+
+    @staticmethod
+    def _json_end(reader: int, end: int) -> int:
+        """``end`` moved back over complete last lines that are not JSON at all (garbage
+        appended by something else than a writer): they are contained like a torn tail."""
+        while end > 0:
+            start = last_newline_end(reader, end - 1)
+            if check_line(os.pread(reader, end - 1 - start, start))[1] != "invalid-json":
+                break
+            end = start
+        return end
 
     def _side_file(self) -> str:
         taken = [

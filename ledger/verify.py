@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from ledger.event import sha256_hex
-from ledger.reading import check_line, iter_lines
+from ledger.reading import check_line, iter_lines, spine_file
 
 __all__ = ["BREAK_CONTAINED", "Break", "BreakReason", "VerifyReport", "verify"]
 
@@ -174,5 +174,6 @@ def verify_lines(lines: Iterable[tuple[int, bytes]]) -> VerifyReport:
 
 
 def verify(path: Path) -> VerifyReport:
-    """Check the whole chain of the spine at ``path`` (read-only, no lock)."""
-    return verify_lines(iter_lines(path))
+    """Check the whole chain of the spine at ``path`` (the file or its directory;
+    read-only, no lock)."""
+    return verify_lines(iter_lines(spine_file(path)))

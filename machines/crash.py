@@ -2,6 +2,8 @@
 
 ``after:<kind>``: right after the first event of that kind is durable.
 ``append:<n>``: right after the n-th append of this process.
+``before-index:<kind>``: right after that kind is durable in the spine and before the
+index has seen it (the host installs ``crash_hook(early=True)`` before its index hook).
 A no-op unless the variable is set. Hosts install `crash_hook` as an
 ``on_durable`` callback of their spine (the in-memory journal calls it too), so the
 exit happens after the fsync and before anything else runs.
@@ -26,6 +28,7 @@ class CrashPoint:
 
     kind: str | None = None
     n: int | None = None
+    early: bool = False
 
 
 def parse(value: str) -> CrashPoint:
@@ -33,25 +36,31 @@ def parse(value: str) -> CrashPoint:
     how, _, what = value.partition(":")
     if how == "after" and what:
         return CrashPoint(kind=what)
+    if how == "before-index" and what:
+        return CrashPoint(kind=what, early=True)
     if how == "append" and what.isdigit() and int(what) > 0:
         return CrashPoint(n=int(what))
     raise MachineError(
         "HZM050",
         f"HZ_CRASH_AT={value!r} is not a crash point",
-        "use after:<event kind> or append:<n> (n from 1), or unset it",
+        "use after:<event kind>, before-index:<event kind> or append:<n> (n from 1), or unset it",
     )
 
 
 def crash_hook(
     environ: Mapping[str, str] | None = None,
     *,
+    early: bool = False,
     exit_: Callable[[int], None] = os._exit,
 ) -> Callable[[Event], None]:
-    """The ``on_durable`` callback for the current ``HZ_CRASH_AT`` (a no-op when unset)."""
+    """The ``on_durable`` callback for the current ``HZ_CRASH_AT`` (a no-op when unset);
+    ``early`` is the hook that runs before the index's (``before-index:<kind>``)."""
     value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
     if not value:
         return _nothing
     point = parse(value)
+    if point.early != early:
+        return _nothing
     count = 0
 
     def hook(event: Event) -> None:

@@ -15,18 +15,22 @@ its turn (`Rig.run` applies the key rule). `run_matrix`:
    the chain verifies, and the clean run's final disposition is reached.
 
 Then one *crash loop*: a turn that dies at the first append of every resume must end
-abandoned ``max-resumes``. Failures are collected in the `MatrixReport`; the
+abandoned ``max-resumes``. A host runs it over its own scenario from the command
+line: ``python -m machines.crashmatrix my_host:scenario`` (`main`; exit 1 when a
+boundary broke a promise). Failures are collected in the `MatrixReport`; the
 scenario functions shipped in `machines.scenarios` include a deliberately unsafe one.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.event import parse_ts
-from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import Spine, verify
 from machines.crash import CRASH_EXIT, crash_hook
+from machines.disk_body import DiskBody
 from machines.effects import Presence
 from machines.errors import MachineError
 from machines.fold import TurnState, fold
@@ -75,10 +79,15 @@ class FileWorld:
     async def perform(self, key: str) -> dict[str, str]:
         """Write the effect (durably), then die here if this write is the crash point."""
         _append_line(self.path, key)
+        self.wrote()
+        return {"placed": key}
+
+    def wrote(self) -> None:
+        """Count one durable write of the world; die if it is the crash point (a host's
+        own world calls this after each of its writes to ``path``)."""
         self.writes += 1
         if self.writes == self.crash_at:
             os._exit(CRASH_EXIT)
-        return {"placed": key}
 
     async def probe(self, key: str) -> Presence:
         """Present when the key was written."""
@@ -89,27 +98,6 @@ class FileWorld:
         return key in _lines(self.path)
 
 
-class FileBody:
-    """A body kept as one private file per hash (written atomically, fsynced)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = ensure_private_dir(directory)
-
-    def _path(self, turn: str, digest: str) -> Path:
-        return self.directory / f"{turn}-{digest.replace(':', '-')}.json"
-
-    def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` durably before the journal records its hash."""
-        write_atomic(self._path(turn, digest), json.dumps(value).encode("utf-8"))
-
-    def get(self, turn: str, digest: str) -> Any:
-        """The value kept under ``digest`` (KeyError when missing)."""
-        try:
-            return json.loads(self._path(turn, digest).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise KeyError(digest) from None
-
-
 class Rig:
     """What a scenario gets in its process: a spine, a body, a world, spend and tools."""
 
@@ -118,7 +106,7 @@ class Rig:
         now = os.environ.get("HZ_NOW")
         moment = parse_ts(now) if now else datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
         self.clock = lambda: moment
-        self.body = FileBody(workdir / "body")
+        self.body = DiskBody(workdir / "spine")
         self.world = FileWorld(workdir / "world.log")
         self.settings = Settings(clock=self.clock, sleep=_no_sleep)
         self._spine: Spine | None = None
@@ -138,17 +126,26 @@ class Rig:
         _append_line(self.workdir / "tools.log", name)
 
     async def run(
-        self, journal: Journal, steps: Steps, *, turn: str, wakes: Sequence[Wake], pins: Pins
+        self,
+        journal: Journal,
+        steps: Steps,
+        *,
+        turn: str,
+        wakes: Sequence[Wake],
+        pins: Pins,
+        settings: Settings | None = None,
     ) -> TurnState:
-        """Start the turn, or resume it, or leave it, as the key rule says."""
+        """Start the turn, or resume it, or leave it, as the key rule says
+        (``settings``: the host's, e.g. with its vocabulary; the rig's by default)."""
+        settings = settings or self.settings
         plan = coalesce(journal, wakes)
         if plan.resume:
-            return await resume_turn(journal, self.body, steps, self.settings, turn=plan.resume[0])
+            return await resume_turn(journal, self.body, steps, settings, turn=plan.resume[0])
         if plan.start:
             return await start_turn(
-                journal, self.body, steps, self.settings, turn=turn, wakes=plan.start, pins=pins
+                journal, self.body, steps, settings, turn=turn, wakes=plan.start, pins=pins
             )
-        return fold(turn, journal.turn_events(turn))
+        return fold(turn, journal.turn_events(turn), settings.vocabulary)
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -234,7 +231,7 @@ class _Runner:
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.report.runs += 1
         done = subprocess.run(
-            [sys.executable, "-m", "machines.crashmatrix", self.scenario, str(workdir)],
+            [sys.executable, "-m", "machines.crashmatrix", "--child", self.scenario, str(workdir)],
             env=env,
             capture_output=True,
             text=True,
@@ -316,5 +313,50 @@ def _crash_loop(runner: _Runner, workdir: Path, appends: int, max_resumes: int) 
         runner.report.failures.append(f"crash loop: ended {outcome}, expected max-resumes")
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m machines.crashmatrix my_host:scenario [--root DIR]``: run the
+    matrix over a host's scenario, print what it found; exit 0 when no boundary
+    broke a promise, 1 otherwise."""
+    parser = argparse.ArgumentParser(
+        prog="python -m machines.crashmatrix",
+        description="Kill a real process at every durable boundary of a scenario.",
+    )
+    parser.add_argument("scenario", help="module:function, an async scenario(rig)")
+    parser.add_argument("--root", type=Path, help="where the runs go (default: a temp dir)")
+    parser.add_argument("--max-resumes", type=int, default=3)
+    parser.add_argument("--unsafe-tool", action="append", default=None, dest="unsafe")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("workdir", nargs="?", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _child(args.scenario, args.workdir)
+    module, _, name = args.scenario.partition(":")
+    try:
+        getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as error:
+        refused = MachineError(
+            "HZM065",
+            f"cannot load the scenario {args.scenario!r}: {error}",
+            "name an importable module and its async scenario function, module:function",
+        )
+        sys.stderr.write(refused.render() + "\n")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="crashmatrix-") as scratch:
+        root = args.root or Path(scratch)
+        report = run_matrix(
+            args.scenario,
+            root,
+            max_resumes=args.max_resumes,
+            unsafe_tools=args.unsafe or ("handoff",),
+        )
+    print(
+        f"{report.scenario}: {len(report.boundaries)} boundaries, {report.runs} runs, "
+        f"{len(report.failures)} failures"
+    )
+    for line in report.failures:
+        print(f"  {line}")
+    return 0 if report.ok else 1
+
+
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1], Path(sys.argv[2])))
+    sys.exit(main())

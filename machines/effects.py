@@ -15,17 +15,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from machines import logs
 from machines.errors import MachineError
 from machines.fold import EffectRecord
 from machines.journal import Journal, content_hash
 
 Presence = Literal["present", "absent", "unknown"]
 Sleep = Callable[[float], Awaitable[None]]
-
-_log = structlog.get_logger("machines.effects")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +99,26 @@ class EffectFailed(MachineError):
         )
 
 
+class EffectRefused(MachineError):
+    """HZM023: an effect whose data or result is not JSON (the turn fails)."""
+
+    def __init__(self, key: str, what: str, error: object) -> None:
+        super().__init__(
+            "HZM023",
+            f"the effect {key}: its {what} is not JSON ({error})",
+            "give event_data and perform's result as strings, numbers, booleans, null, "
+            "lists and objects only",
+        )
+
+
+def _json_or_refuse(effect: Effect) -> None:
+    """Refuse, before anything is written or performed, event data that is not JSON."""
+    try:
+        content_hash(dict(effect.event_data))
+    except (TypeError, ValueError) as error:
+        raise EffectRefused(effect.key, "event_data", error) from None
+
+
 def is_retryable(error: BaseException) -> bool:
     """True when the error says so (a ``retryable`` attribute that is true)."""
     return bool(getattr(error, "retryable", False))
@@ -156,8 +174,11 @@ async def run_effect(
 
     ``record`` is what the turn's fold knows of the key (``None`` for a new one).
     A key another turn already has done is not performed again (its hash is
-    returned and nothing is written); one another turn started without an outcome
-    is probed before it is performed.
+    returned and nothing is written), nor one the durable record itself holds as
+    done (`Journal.recorded_done`, whatever an index says); one another turn
+    started without an outcome is probed before it is performed. Event data that
+    is not JSON is refused before anything is written (HZM023); a result that is
+    not JSON is recorded as done (the world changed once) and fails the turn HZM023.
     """
     if record is not None and record.outcome == "failed":
         raise EffectFailed(effect.key, str(record.error))
@@ -168,15 +189,20 @@ async def run_effect(
         return digest
     uncertain = record is not None
     if record is None:
+        _json_or_refuse(effect)
         status, done_hash = _elsewhere(journal, effect.key, turn)
         if status == "done":
-            _log.info("effect.done_elsewhere", key=effect.key)
+            logs.info("effect.done_elsewhere", key=effect.key)
             return str(done_hash)
+        recorded = journal.recorded_done(effect.key)
+        if recorded is not None:
+            logs.warning("effect.done_in_record", key=effect.key)
+            return recorded
         journal.append("effect.started", {"effect": effect.name}, turn=turn, key=effect.key)
         uncertain = status == "started"
     if uncertain:
         presence = await _probe(effect)
-        _log.info("effect.probed", key=effect.key, presence=presence)
+        logs.info("effect.probed", key=effect.key, presence=presence)
         if presence == "unknown":
             raise ProbeUnknown(effect.key)
         if presence == "present":
@@ -190,10 +216,16 @@ async def run_effect(
         result = await _perform(effect, sleep)
     except Exception as error:
         message = str(getattr(error, "code", "")) or type(error).__name__
-        _log.warning("effect.failed", key=effect.key, error=str(error))
+        logs.warning("effect.failed", key=effect.key, error=str(error))
         journal.append("effect.failed", {"error": message}, turn=turn, key=effect.key)
         raise EffectFailed(effect.key, message) from error
-    digest = content_hash(result)
+    try:
+        digest = content_hash(result)
+    except (TypeError, ValueError) as error:
+        digest = content_hash({"key": effect.key, "result": "not-json"})
+        journal.append("effect.done", {"hash": digest, "not_json": True}, turn=turn, key=effect.key)
+        _own_event(effect, journal, turn, digest)
+        raise EffectRefused(effect.key, "result", error) from None
     journal.append("effect.done", {"hash": digest}, turn=turn, key=effect.key)
     _own_event(effect, journal, turn, digest)
     return digest

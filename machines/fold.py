@@ -15,6 +15,7 @@ from typing import Any
 
 from ledger.event import Event, parse_ts
 from machines.errors import MachineError
+from machines.host_vocabulary import HZ, Vocabulary
 from machines.table import TABLE
 
 
@@ -81,7 +82,10 @@ class TurnState:
         return self.state in ("finished", "skipped", "abandoned", "failed")
 
     def running_ms_at(self, now: datetime) -> int:
-        """Running time up to ``now``: waiting time does not count."""
+        """Running time up to ``now``, for the process running the turn now: the
+        time between its checkpoints while a process ran it, plus the time since
+        the last one. Waiting time and downtime (a crash to its recovery) do not
+        count (ADR 0049 statement 16)."""
         if self.running_since is None:
             return self.running_ms
         delta = now - parse_ts(self.running_since)
@@ -138,8 +142,6 @@ def _apply_turn_waiting(state: TurnState, event: Event) -> None:
     _move(state, event, "wait", "waiting")
     state.waiting_step = step
     state.wait = {**event.data, "seq": event.seq}
-    if state.running_since is not None:
-        state.running_ms += _elapsed_ms(state.running_since, event.ts)
     state.running_since = None
 
 
@@ -148,9 +150,9 @@ def _apply_turn_resumed(state: TurnState, event: Event) -> None:
     if state.state == "waiting":
         _move(state, event, "resume", str(state.waiting_step))
         state.wait = None
-        state.running_since = event.ts
     else:
         _move(state, event, "resume", state.state)
+    state.running_since = event.ts
     if woken_by == "recovery":
         state.resumes += 1
     state.woken_by = woken_by
@@ -163,8 +165,6 @@ def _apply_turn_finished(state: TurnState, event: Event) -> None:
     state.disposition = disposition
     state.reason = event.data.get("reason")
     state.error = event.data.get("error")
-    if state.running_since is not None:
-        state.running_ms += _elapsed_ms(state.running_since, event.ts)
     state.running_since = None
 
 
@@ -254,16 +254,30 @@ APPLY: Mapping[str, Callable[[TurnState, Event], None]] = {
 effect's own event marks its record seen; anything else is data for the host)."""
 
 
-def apply_event(state: TurnState, event: Event) -> None:
-    """Fold one more event of the turn into ``state``."""
+def _count_running(state: TurnState, event: Event) -> None:
+    """Add the time since the turn's last checkpoint, unless this event is a
+    recovery (the gap before it was downtime, not running time)."""
+    if state.running_since is None:
+        return
+    if event.kind == "turn.resumed" and event.data.get("woken_by") == "recovery":
+        return
+    state.running_ms += _elapsed_ms(state.running_since, event.ts)
+    state.running_since = event.ts
+
+
+def apply_event(state: TurnState, event: Event, vocabulary: Vocabulary = HZ) -> None:
+    """Fold one more event of the turn into ``state`` (renamed host words read as
+    ``vocabulary`` says them now)."""
+    event = vocabulary.migrate(event)
+    _count_running(state, event)
     APPLY.get(event.kind, _apply_other)(state, event)
     state.last_seq = event.seq
 
 
-def fold(turn: str, events: Iterable[Event]) -> TurnState:
+def fold(turn: str, events: Iterable[Event], vocabulary: Vocabulary = HZ) -> TurnState:
     """The state of ``turn`` after ``events`` (events of other turns are ignored)."""
     state = TurnState(turn)
     for event in events:
         if event.turn == turn:
-            apply_event(state, event)
+            apply_event(state, event, vocabulary)
     return state

@@ -53,6 +53,11 @@ class FrozenJournal:
         """The recorded events that speak for ``key``."""
         return [e for e in self.events if key in keys_of(e)]
 
+    def recorded_done(self, key: str) -> str | None:
+        """The hash of the last recorded ``effect.done`` for ``key``, or None."""
+        done = [e for e in self.events if e.kind == "effect.done" and e.key == key]
+        return str(done[-1].data.get("hash")) if done else None
+
 
 async def _never(_seconds: float) -> None:
     """Replays never wait."""

@@ -53,12 +53,22 @@ class Journal(Protocol):
         """Every event that speaks for ``key`` (see `keys_of`), in order."""
         ...
 
+    def recorded_done(self, key: str) -> str | None:
+        """The hash of an ``effect.done`` the durable record holds for ``key`` in any
+        turn, read from the record itself (not from an index that may lag), or None."""
+        ...
+
 
 class Body(Protocol):
-    """The turn body: content addressed by the hash the spine records."""
+    """The turn body: content addressed by the hash the spine records.
+
+    The rule: `put` is durable when it returns. The machine appends the hash only
+    after `put` returned, so a crash never leaves a recorded hash without its
+    content (`machines.DiskBody` keeps it on disk; `InMemoryBody` only for tests).
+    """
 
     def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` for ``turn`` (idempotent)."""
+        """Keep ``value`` under ``digest`` for ``turn``, durably on return (idempotent)."""
         ...
 
     def get(self, turn: str, digest: str) -> Any:
@@ -122,6 +132,11 @@ class InMemoryJournal:
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, in order."""
         return list(self._by_key.get(key, ()))
+
+    def recorded_done(self, key: str) -> str | None:
+        """The hash of the last ``effect.done`` for ``key``, or None."""
+        done = [e for e in self._events if e.kind == "effect.done" and e.key == key]
+        return str(done[-1].data.get("hash")) if done else None
 
 
 class InMemoryBody:

@@ -22,12 +22,13 @@ The rule: a key with ``turn.started`` and no end resumes that turn; a key with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from machines.errors import MachineError, bad_key_part
+from machines.errors import bad_key_part
+from machines.host_vocabulary import HZ, Vocabulary
 from machines.journal import Journal
-from machines.vocabulary import CAUSES, TERMINAL_KINDS
+from machines.vocabulary import TERMINAL_KINDS
 
 
 def _part(name: str, value: str, *, allow_at: bool = False) -> str:
@@ -95,16 +96,14 @@ def question(owner: str, turn: str, index: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Wake:
-    """A reason to run a turn: its cause and its key."""
+    """A reason to run a turn: its cause (a cause of ``vocabulary``) and its key."""
 
     cause: str
     key: str
+    vocabulary: Vocabulary = field(default=HZ, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.cause not in CAUSES:
-            raise MachineError(
-                "HZM004", f"{self.cause!r} is not a cause", f"causes are {', '.join(CAUSES)}"
-            )
+        self.vocabulary.check_cause(self.cause)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +146,7 @@ def order(wakes: Iterable[Wake]) -> list[Wake]:
     unique: dict[str, Wake] = {}
     for wake in wakes:
         unique.setdefault(wake.key, wake)
-    return sorted(unique.values(), key=lambda w: CAUSES.index(w.cause))
+    return sorted(unique.values(), key=lambda w: w.vocabulary.causes.index(w.cause))
 
 
 def coalesce(journal: Journal, wakes: Iterable[Wake]) -> Plan:

@@ -18,14 +18,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ulid import ULID
+
+from ledger.event import Clock
 from machines.errors import MachineError
 from machines.fold import TurnState, fold
+from machines.host_vocabulary import HZ, Vocabulary, pinned_name
 from machines.journal import Body, Journal
 from machines.keys import Wake, order
 from machines.runner import Settings, TurnRun
 from machines.steps import Steps
 from machines.turn import TurnMachine
-from machines.vocabulary import SKIP_REASONS, VOCABULARY_VERSION, WOKEN_BY
+from machines.vocabulary import SKIP_REASONS, WOKEN_BY
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +40,41 @@ class Pins:
     skills: Mapping[str, str] = field(default_factory=dict)
     lessons_seq: int | None = None
 
-    def record(self) -> dict[str, Any]:
-        """The ``pins`` object of ``turn.started``, with the vocabulary version."""
+    def record(self, vocabulary: Vocabulary = HZ) -> dict[str, Any]:
+        """The ``pins`` object of ``turn.started``, with the vocabulary it runs under."""
         return {
             "contract_version": self.contract_version,
             "skills": dict(sorted(self.skills.items())),
             "lessons_seq": self.lessons_seq,
-            "vocabulary": VOCABULARY_VERSION,
+            **vocabulary.pins(),
         }
 
 
-def _causes(wakes: Sequence[Wake]) -> tuple[list[Wake], dict[str, Any]]:
+def new_turn_id(clock: Clock) -> str:
+    """A fresh turn id, ``turn-`` and a ULID minted from the injected clock: ids sort
+    by start time and never repeat across restarts (80 random bits per millisecond)."""
+    return "turn-" + str(ULID.from_datetime(clock()))
+
+
+def _unused(journal: Journal, turn: str) -> None:
+    """HZM017 when ``turn`` already has events: a turn id is used once."""
+    if journal.turn_events(turn):
+        raise MachineError(
+            "HZM017",
+            f"the turn id {turn} already has events in this journal",
+            "mint a fresh id for each turn (machines.new_turn_id(clock)); resume an "
+            "existing turn with resume_turn",
+        )
+
+
+def _causes(
+    wakes: Sequence[Wake], vocabulary: Vocabulary = HZ
+) -> tuple[list[Wake], dict[str, Any]]:
     ordered = order(wakes)
     if not ordered:
         raise MachineError("HZM005", "a turn needs at least one cause", "pass the wakes due")
+    for wake in ordered:
+        vocabulary.check_cause(wake.cause)
     data = {
         "cause": ordered[0].cause,
         "causes": [{"cause": w.cause, "key": w.key} for w in ordered],
@@ -69,10 +94,13 @@ def prepare_turn(
     pins: Pins,
     data: Mapping[str, Any] | None = None,
 ) -> TurnRun:
-    """Record ``turn.started`` and return the run, ready to `TurnRun.drive`."""
-    ordered, causes = _causes(wakes)
+    """Record ``turn.started`` and return the run, ready to `TurnRun.drive`
+    (HZM017 when ``turn`` already has events)."""
+    ordered, causes = _causes(wakes, settings.vocabulary)
+    _unused(journal, turn)
     run = TurnRun(journal, body, steps, settings, TurnState(turn))
-    run.fire("start", {**(data or {}), **causes, "pins": pins.record()}, key=ordered[0].key)
+    record = pins.record(settings.vocabulary)
+    run.fire("start", {**(data or {}), **causes, "pins": record}, key=ordered[0].key)
     return run
 
 
@@ -104,7 +132,7 @@ def prepare_resume(
     """Apply the resume rules; the run to drive, or None when the turn has ended."""
     if woken_by not in WOKEN_BY:
         raise MachineError("HZM006", f"{woken_by!r} is not a woken_by", ", ".join(WOKEN_BY))
-    state = fold(turn, journal.turn_events(turn))
+    state = fold(turn, journal.turn_events(turn), settings.vocabulary)
     if state.state == "new":
         raise MachineError(
             "HZM007",
@@ -113,8 +141,15 @@ def prepare_resume(
         )
     if state.final:
         return None
+    if pinned_name(state.pins) != settings.vocabulary.name:
+        raise MachineError(
+            "HZM009",
+            f"turn {turn} was started under vocabulary {pinned_name(state.pins)}, "
+            f"not {settings.vocabulary.name}",
+            "resume it with the Settings.vocabulary it was started under",
+        )
     run = TurnRun(journal, body, steps, settings, state)
-    if run.over_time():
+    if run.over_time(resuming=True):
         run.abandon("timeout")
         return None
     if state.state == "waiting":
@@ -142,7 +177,7 @@ async def resume_turn(
     """Resume ``turn`` after a crash (``recovery``) or a wait (what woke it)."""
     run = prepare_resume(journal, body, steps, settings, turn=turn, woken_by=woken_by)
     if run is None:
-        return fold(turn, journal.turn_events(turn))
+        return fold(turn, journal.turn_events(turn), settings.vocabulary)
     return await run.drive()
 
 
@@ -157,7 +192,8 @@ def skip_turn(
     """Record a turn that does not run: one ``turn.skipped`` line, no step work."""
     if reason not in SKIP_REASONS:
         raise MachineError("HZM008", f"{reason!r} is not a skip reason", ", ".join(SKIP_REASONS))
-    ordered, causes = _causes(wakes)
+    ordered, causes = _causes(wakes, wakes[0].vocabulary if wakes else HZ)
+    _unused(journal, turn)
     machine = TurnMachine(journal, turn)
     machine.fire("skip", {**causes, "reason": reason, "moved": list(moved)}, key=ordered[0].key)
     return fold(turn, journal.turn_events(turn))
@@ -171,3 +207,39 @@ def supersede(journal: Journal, settings: Settings, *, turn: str) -> TurnState:
     run = TurnRun(journal, None, None, settings, state)
     run.abandon("superseded")
     return run.state
+
+
+async def retry_fork(
+    journal: Journal,
+    body: Body,
+    steps: Steps,
+    settings: Settings,
+    *,
+    parent: str,
+    wake: Wake,
+    pins: Pins,
+    turn: str | None = None,
+) -> TurnState:
+    """Fork an ended turn: a new turn for ``wake`` (hz's is ``Wake("retry",
+    keys.retry(owner, parent, request_id))``, once per request), recording
+    ``{"parent": parent}`` in its ``turn.started``. The recipe for a turn that ended
+    abandoned (max-resumes, timeout), failed, or cannot go on (HZM010, HZM013): the
+    parent stays as it ended and the fork runs from gather. HZM018 when the parent
+    has not ended (resume it instead)."""
+    state = fold(parent, journal.turn_events(parent), settings.vocabulary)
+    if not state.final:
+        raise MachineError(
+            "HZM018",
+            f"turn {parent} has not ended ({state.state}); a fork is for ended turns",
+            "resume it with resume_turn, or stop it first",
+        )
+    return await start_turn(
+        journal,
+        body,
+        steps,
+        settings,
+        turn=turn or new_turn_id(settings.clock),
+        wakes=[wake],
+        pins=pins,
+        data={"parent": parent},
+    )

@@ -16,23 +16,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import structlog
-
 from ledger.event import Clock, Event, format_ts, parse_ts
+from machines import logs
 from machines.context import TurnContext
-from machines.effects import EffectFailed, Sleep
+from machines.effects import EffectFailed, EffectRefused, Sleep
 from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
+from machines.host_vocabulary import HZ, Vocabulary
 from machines.journal import Body, Journal, content_hash
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
 from machines.turn import TurnMachine
-from machines.vocabulary import ACT_DISPOSITIONS, SKIP_REASONS
+from machines.vocabulary import SKIP_REASONS
 from machines.waits import check_wait
-
-_log = structlog.get_logger("machines.runner")
-
 
 NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
 """The step each step hands its result to."""
@@ -40,21 +37,25 @@ NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "fi
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The host's knobs: the injected clock and sleep, and the limits of ADR 0049."""
+    """The host's knobs: the injected clock and sleep, the limits of ADR 0049, and
+    the host's vocabulary."""
 
     clock: Clock
     sleep: Sleep
     max_resumes: int = 3
     timeout: timedelta = timedelta(minutes=10)
     max_wait: timedelta = timedelta(days=7)
+    vocabulary: Vocabulary = HZ
+    """The host's dispositions and causes (`machines.host_vocabulary`); hz's by default."""
 
 
 class _Tracking:
     """A journal wrapper that folds every event it appends into the live state."""
 
-    def __init__(self, journal: Journal, state: TurnState) -> None:
+    def __init__(self, journal: Journal, state: TurnState, vocabulary: Vocabulary) -> None:
         self.inner = journal
         self.state = state
+        self.vocabulary = vocabulary
 
     def append(
         self,
@@ -67,7 +68,7 @@ class _Tracking:
     ) -> Event:
         event = self.inner.append(kind, data, turn=turn, key=key, short_text=short_text)
         if event.turn == self.state.turn:
-            apply_event(self.state, event)
+            apply_event(self.state, event, self.vocabulary)
         return event
 
     def turn_events(self, turn: str) -> list[Event]:
@@ -76,12 +77,15 @@ class _Tracking:
     def key_events(self, key: str) -> list[Event]:
         return self.inner.key_events(key)
 
+    def recorded_done(self, key: str) -> str | None:
+        return self.inner.recorded_done(key)
+
 
 def _body_gone(turn: str, step: str) -> MachineError:
     return MachineError(
         "HZM013",
         f"turn {turn} cannot continue {step}: the body no longer holds its input",
-        "the turn body expired or was deleted; fork a new turn (hz heinzel retry)",
+        "the turn body expired or was deleted; fork a new turn (machines.retry_fork)",
     )
 
 
@@ -97,7 +101,7 @@ class TurnRun:
         state: TurnState,
     ) -> None:
         self.state = state
-        self.journal = _Tracking(journal, state)
+        self.journal = _Tracking(journal, state, settings.vocabulary)
         self.body = body
         self.steps = steps
         self.settings = settings
@@ -150,9 +154,12 @@ class TurnRun:
         """End the turn failed in its current step."""
         return self.fire("fail", self._finished_data("failed", step=self.state.state, error=error))
 
-    def over_time(self) -> bool:
-        """True when the turn's running time passed the timeout."""
+    def over_time(self, *, resuming: bool = False) -> bool:
+        """True when the turn's running time passed the timeout. ``resuming``: count
+        only up to its last checkpoint (the time since was downtime or waiting)."""
         limit = int(self.settings.timeout.total_seconds() * 1000)
+        if resuming:
+            return self.state.running_ms > limit
         return self.state.running_ms_at(self.settings.clock()) > limit
 
     def _input(self, step: str) -> Any:
@@ -210,7 +217,8 @@ class TurnRun:
                 else result
             )
             if step == "act" and (
-                not isinstance(result, Acted) or result.disposition not in ACT_DISPOSITIONS
+                not isinstance(result, Acted)
+                or result.disposition not in self.settings.vocabulary.dispositions
             ):
                 self.fail("HZM014")
                 return
@@ -223,7 +231,8 @@ class TurnRun:
 
     def _conclude(self) -> None:
         acted = self._input("finish") or {}
-        disposition = str(acted.get("disposition", "drafted"))
+        vocabulary = self.settings.vocabulary
+        disposition = str(vocabulary.current(acted.get("disposition", vocabulary.dispositions[0])))
         if self.state.effects and any(r.outcome is None for r in self.state.effects.values()):
             self.fail("HZM015")
             return
@@ -252,13 +261,13 @@ class TurnRun:
             except asyncio.CancelledError:
                 self.abandon("stopped")
                 break
-            except (EffectFailed, ToolFailed) as error:
+            except (EffectFailed, EffectRefused, ToolFailed) as error:
                 self.fail(error.code)
                 break
             except MachineError:
                 raise
             except Exception as error:
-                _log.warning("step.failed", turn=self.turn, step=step, error=str(error))
+                logs.warning("step.failed", turn=self.turn, step=step, error=str(error))
                 self.fail(str(getattr(error, "code", "")) or type(error).__name__)
                 break
             if isinstance(result, Wait):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from machines.context import Steer
 from machines.errors import MachineError
-from machines.fold import TurnState
+from machines.fold import TurnState, fold
 from machines.journal import Body, Journal
 from machines.keys import Wake, coalesce
 from machines.resume import Pins, prepare_resume, prepare_turn
@@ -86,19 +86,23 @@ class Session:
         return await self._drive(run)
 
     async def resume(self, turn: str, woken_by: str = "recovery") -> TurnState | None:
-        """Resume a turn by the resume rules; None when there was nothing to run."""
+        """Resume a turn by the resume rules. The abandoned state (with its reason,
+        ``timeout`` or ``max-resumes``) when the rules ended it instead; None when
+        there was nothing to run (it waits, or it had ended otherwise)."""
         self._claim()
         run = prepare_resume(
             self.journal, self.body, self.steps, self.settings, turn=turn, woken_by=woken_by
         )
         if run is None:
-            return None
+            state = fold(turn, self.journal.turn_events(turn), self.settings.vocabulary)
+            return state if state.state == "abandoned" else None
         return await self._drive(run)
 
     async def wake(self, wakes: Sequence[Wake], *, turn: str, pins: Pins) -> list[TurnState]:
         """Apply the key rule to wakes due together: while a turn runs each becomes a
         request; otherwise open turns of their keys resume (recovery) and the new
-        wakes start one turn ``turn``, coalesced. The states of what ran."""
+        wakes start one turn ``turn``, coalesced. The states of what ran, and of
+        turns the resume rules ended abandoned (timeout, max-resumes)."""
         if self._run is not None:
             for one in wakes:
                 self.request(one)
@@ -109,8 +113,11 @@ class Session:
             ran.append(await self.start(turn, plan.start, pins))
         return ran
 
-    def message(self, request_id: str, content_hash: str, key: str) -> Delivery:
-        """Deliver a chat message whose text is already in the host's inbox."""
+    def message(
+        self, request_id: str, content_hash: str, key: str, *, cause: str = "asked"
+    ) -> Delivery:
+        """Deliver a chat message whose text is already in the host's inbox (``cause``:
+        the wake it becomes when requested, a cause of the host's vocabulary)."""
         run = self._run
         if run is None:
             return "idle"
@@ -121,7 +128,7 @@ class Session:
             if run.context is not None and run.context.step == run.state.state:
                 run.context.steer(Steer(request_id, content_hash))
             return "steered"
-        return self.request(Wake("asked", key))
+        return self.request(Wake(cause, key, self.settings.vocabulary))
 
     def request(self, wake: Wake) -> Delivery:
         """Record a wake that found the session awake: it runs after this turn."""

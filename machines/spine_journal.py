@@ -1,20 +1,30 @@
 """The production `Journal`: a `ledger.spine.Spine`, read a turn at a time.
 
 A resume must not scan the whole spine. `SpineIndex` remembers where each turn's
-first line starts (``Event.offset``) and the events that speak for each key; the
-host keeps it in its own derived index and passes it back (`SpineIndex.scan` builds
-it with one pass, for hosts without one and for tests). `turn_events` then reads
-from the turn's first line only.
+first line starts (``Event.offset``), the events that speak for each key, and the
+seq and line hash of the last line it took in. The order of opening is fixed:
+open the `Spine` first (it takes the lock and contains a torn tail), then build
+or load the index, then the journal: ``SpineJournal(spine, SpineIndex.scan(spine.path))``
+or ``SpineJournal.open(spine)``. The journal refuses an index whose last line is
+not the spine's last line (HZM063): an index that missed lines would answer "no
+such key" for a key that is done, and a finished turn would run again.
+`SpineIndex.scan` refuses a path with no spine (HZM064).
+
+Even with an agreeing index, `recorded_done` answers from the spine file itself,
+so the effect ledger never performs a key the spine records as done.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.event import Event
+from ledger.event import Event, canonical
+from ledger.reading import parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
 from machines.journal import keys_of
@@ -22,10 +32,18 @@ from machines.journal import keys_of
 
 @dataclass
 class SpineIndex:
-    """Where each turn starts in the spine, and the events each key has."""
+    """Where each turn starts in the spine, the events each key has, and the last line.
+
+    ``complete`` is False for `SpineIndex.at_tail`: an index that starts empty at
+    the spine's tail because the host's own derived index answers for the lines
+    before it (the journal then refuses to guess a turn's start: HZM060).
+    """
 
     turn_offsets: dict[str, int] = field(default_factory=dict)
     keyed: dict[str, list[Event]] = field(default_factory=dict)
+    last_seq: int = 0
+    last_hash: str | None = None
+    complete: bool = True
 
     def add(self, event: Event) -> None:
         """Take in one event (call it for every event, in order)."""
@@ -33,29 +51,91 @@ class SpineIndex:
             self.turn_offsets.setdefault(event.turn, event.offset)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
+        self.last_seq, self.last_hash = event.seq, event.hash
 
     @classmethod
     def scan(cls, path: Path, *, upgrades: Upgrades | None = None) -> SpineIndex:
-        """Build the index with one pass over the spine at ``path``."""
+        """Build the index with one pass over the spine at ``path`` (the file or
+        its directory); HZM064 when there is no spine there."""
+        file = spine_file(path)
+        if not file.is_file():
+            raise MachineError(
+                "HZM064",
+                f"there is no spine at {path}",
+                "open the spine first (Spine.open creates it), then scan spine.path",
+            )
         index = cls()
-        for event in read_events(path, upgrades=upgrades):
+        for event in read_events(file, upgrades=upgrades):
             index.add(event)
         return index
 
+    @classmethod
+    def at_tail(cls, spine: Spine) -> SpineIndex:
+        """An empty index positioned at ``spine``'s last line, for a host whose own
+        derived index (kept by the spine's ``on_durable``) answers for the lines
+        before; its journal must override `SpineJournal.turn_offset` and
+        `SpineJournal.key_events` to ask that index."""
+        last = spine.last
+        return cls(
+            last_seq=last.seq if last else 0,
+            last_hash=last.hash if last else None,
+            complete=False,
+        )
+
+
+def _disagrees(index: SpineIndex, spine: Spine) -> str | None:
+    """Why the index is not an index of the spine as it is now, or None."""
+    last = spine.last
+    if last is None:
+        empty = os.stat(spine.path).st_size == 0
+        if empty and index.last_seq == 0:
+            return None
+        if empty:
+            return f"the spine is empty but the index has seen seq {index.last_seq}"
+        return "the spine's last line is damaged"
+    if (index.last_seq, index.last_hash) != (last.seq, last.hash):
+        return (
+            f"the index ends at seq {index.last_seq}, the spine at seq {last.seq} "
+            f"(hash {last.hash[:12]})"
+        )
+    return None
+
 
 class SpineJournal:
-    """A `Journal` over an open spine (the caller holds the spine's lock)."""
+    """A `Journal` over an open spine (the caller holds the spine's lock).
+
+    ``index`` is required and must end where the spine ends (HZM063 otherwise).
+    """
 
     def __init__(
         self,
         spine: Spine,
-        index: SpineIndex | None = None,
+        index: SpineIndex,
         *,
         upgrades: Upgrades | None = None,
     ) -> None:
+        if not isinstance(index, SpineIndex):
+            raise MachineError(
+                "HZM063",
+                "a SpineJournal was built without a SpineIndex",
+                "pass SpineIndex.scan(spine.path), or use SpineJournal.open(spine)",
+            )
+        why = _disagrees(index, spine)
+        if why is not None:
+            raise MachineError(
+                "HZM063",
+                f"the index does not match the spine {spine.path}: {why}",
+                "rebuild it after opening the spine: SpineIndex.scan(spine.path), "
+                "or use SpineJournal.open(spine)",
+            )
         self.spine = spine
-        self.index = index if index is not None else SpineIndex()
+        self.index = index
         self.upgrades = upgrades
+
+    @classmethod
+    def open(cls, spine: Spine, *, upgrades: Upgrades | None = None) -> SpineJournal:
+        """The journal over ``spine`` with an index scanned from it (one pass)."""
+        return cls(spine, SpineIndex.scan(spine.path, upgrades=upgrades), upgrades=upgrades)
 
     def append(
         self,
@@ -76,9 +156,12 @@ class SpineJournal:
         return self.index.turn_offsets.get(turn)
 
     def turn_events(self, turn: str) -> list[Event]:
-        """The turn's events, read from its first line on (HZM060 if unknown)."""
-        offset = self.index.turn_offsets.get(turn)
+        """The turn's events, read from its first line on; none for a turn the
+        (complete) index does not know; HZM060 when an `at_tail` index does not."""
+        offset = self.turn_offset(turn)
         if offset is None:
+            if self.index.complete:
+                return []
             raise MachineError(
                 "HZM060",
                 f"the start of turn {turn} in the spine is not known",
@@ -91,3 +174,29 @@ class SpineJournal:
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, from the index."""
         return list(self.index.keyed.get(key, ()))
+
+    def recorded_done(self, key: str) -> str | None:
+        """The hash of an ``effect.done`` for ``key`` in the spine file, whatever the
+        index says (a byte search for the key, then only matching lines parsed)."""
+        return done_in_file(self.spine.path, key)
+
+
+def done_in_file(path: Path, key: str) -> str | None:
+    """The last ``effect.done`` hash recorded for ``key`` in the spine at ``path``."""
+    needle = b'"key":' + canonical(key).encode("utf-8")
+    found: str | None = None
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            at = view.find(needle)
+            while at >= 0:
+                start = view.rfind(b"\n", 0, at) + 1
+                end = view.find(b"\n", at)
+                if end < 0:
+                    break
+                event = parse_event(view[start:end], start)
+                if event is not None and event.kind == "effect.done" and event.key == key:
+                    found = str(event.data.get("hash"))
+                at = view.find(needle, end)
+    return found

@@ -18,7 +18,8 @@ VENDOR_SDKS = {"anthropic", "openai", "claude_agent_sdk"}
 # units of the layers below its own; never a layer above, never another unit of its own
 # layer. The base modules form one unit.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("surfaces", ["heinzel.cli", "heinzel.web", "heinzel.mcp"]),  # and heinzel.__main__
+    ("command line", ["heinzel.cli"]),  # and heinzel.__main__; it launches the other surfaces
+    ("surfaces", ["heinzel.web", "heinzel.mcp"]),
     ("application", ["heinzel.app"]),
     ("operations", ["heinzel.service", "heinzel.turns", "heinzel.tick", "heinzel.team"]),
     ("sessions", ["heinzel.session"]),

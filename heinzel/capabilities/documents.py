@@ -34,6 +34,7 @@ what follows the third ``@``, which is how `find` knows the file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -57,8 +58,9 @@ from heinzel.capabilities.protocols import (
     check_call,
     fetched,
 )
+from ledger.errors import LedgerError
 from ledger.event import sha256_hex
-from ledger.files import write_atomic
+from ledger.files import read_capped, write_atomic
 
 __all__ = [
     "TAG_PREFIX",
@@ -78,6 +80,8 @@ _START_RE = re.compile(r"^<!-- hz:draft key=(\S+) -->$")
 PLACES = ("end", "top", "under:<heading>")
 """Where a new draft goes in its document (``outputs.<name>.place``)."""
 _TRIES = 3
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""The largest document the adapter reads (a report of many years fits; 200 MB does not)."""
 _METHODS: Mapping[str, MethodSpec] = MappingProxyType(
     {"read": MethodSpec("read", window=False, args=frozenset({"doc"}), required=frozenset({"doc"}))}
 )
@@ -311,20 +315,23 @@ class LocalDocuments:
     def _load(self, path: Path) -> bytes:
         """The document's bytes (a regular file, its links already resolved)."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            return read_capped(path, MAX_DOCUMENT_BYTES, follow=False)
         except OSError as error:
             raise CapabilityError(
                 "HZH131",
                 f"cannot read {path}: {error.strerror or error}",
                 "create the document first, or fix the asset's path",
             ) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
+        except LedgerError as error:
+            if error.code == "HZL004":
+                raise CapabilityError(
+                    "HZH136",
+                    f"{path} is larger than {MAX_DOCUMENT_BYTES} bytes",
+                    "start a new document for the drafts (archive the old weeks)",
+                ) from None
             raise CapabilityError(
                 "HZH131", f"{path} is not a regular file", "point the asset at a Markdown file"
-            )
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+            ) from None
 
     @staticmethod
     def _decode(data: bytes, asset: str) -> str:
@@ -359,11 +366,15 @@ class LocalDocuments:
             write_atomic(path, updated)
             os.chmod(path, 0o600)
             return True
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        info = os.stat(path)
         if self._load(path) != original:
             return False
         write_atomic(path, updated)
-        os.chmod(path, mode)
+        os.chmod(path, stat.S_IMODE(info.st_mode))
+        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            # only root gives a file away; otherwise the writer owns it, as with an editor
+            with contextlib.suppress(PermissionError):
+                os.chown(path, info.st_uid, info.st_gid)
         return True
 
 

@@ -6,7 +6,9 @@ relative path resolves against the base folder: the folder of the contract file 
 ``hz heinzel new --from``. Any path the user wrote in their own contract may be read, but a
 symlink is followed only to a regular file whose name ends like the path written (a
 ``notes.json`` link never silently parses a ``.txt``, a device or a pipe). Files over
-``max_bytes`` (8 MiB by default) are refused with a coded error rather than read.
+``max_bytes`` (8 MiB by default) are refused with a coded error rather than read, and
+nothing under ``/proc``, ``/sys`` or ``/dev`` is read at all (``/proc/self/environ``
+holds the process's keys).
 
 Facets: ``content`` for text and for JSON that is not an object; one facet per top-level
 key for a JSON object; ``lines`` for JSONL. The cursor is the file's mtime and size.
@@ -14,10 +16,8 @@ key for a JSON object; ``lines`` for JSONL. The cursor is the file's mtime and s
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +26,13 @@ from typing import Any
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
+from ledger.errors import LedgerError
+from ledger.files import read_capped
 
 __all__ = ["MAX_BYTES", "FilesCapability", "parse_content"]
 
 MAX_BYTES = 8 * 1024 * 1024
+_SYSTEM = ("/proc", "/sys", "/dev")
 
 _METHODS: Mapping[str, MethodSpec] = MappingProxyType(
     {
@@ -151,32 +154,36 @@ class FilesCapability:
                     f"{written} is a link to {target.name}, a different kind of file",
                     "point the contract at the file itself",
                 )
+        real = Path(os.path.realpath(target))
+        if any(real == Path(top) or Path(top) in real.parents for top in _SYSTEM):
+            raise CapabilityError(
+                "HZH117",
+                f"{written} is a system path ({real}), which files.read never reads",
+                "point the contract at a file of your own (not /proc, /sys or /dev)",
+            )
         try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as error:
-            if error.errno == errno.ELOOP:
+            data = read_capped(target, self._max_bytes, follow=False)
+            info = os.stat(target, follow_symlinks=False)
+        except LedgerError as error:
+            if error.code == "HZL004":
+                raise CapabilityError(
+                    "HZH112",
+                    f"{written} is larger than {self._max_bytes} bytes",
+                    "read a smaller file (an export of the part the contract needs)",
+                ) from None
+            if error.code == "HZL001":
                 raise CapabilityError(
                     "HZH111", f"{written} changed into a link while reading", "retry"
                 ) from None
+            raise CapabilityError(
+                "HZH111",
+                f"{written} is not a regular file",
+                "files.read reads regular files only (no directories, pipes or devices)",
+            ) from None
+        except OSError as error:
             raise CapabilityError(
                 "HZH110",
                 f"cannot read {written} ({path}): {error.strerror or error}",
                 "check the path in the contract and the file's permissions",
             ) from None
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            raise CapabilityError(
-                "HZH111",
-                f"{written} is not a regular file",
-                "files.read reads regular files only (no directories, pipes or devices)",
-            )
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(self._max_bytes + 1)
-        if info.st_size > self._max_bytes or len(data) > self._max_bytes:
-            raise CapabilityError(
-                "HZH112",
-                f"{written} is larger than {self._max_bytes} bytes",
-                "read a smaller file (an export of the part the contract needs)",
-            )
         return data, info

@@ -64,6 +64,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     _cap(
         "code-host",
         Method("merged_pull_requests", "read", True, _args("repo", "base"), _args("repo")),
+        Method("merged_commits", "read", True, _args("repo", "branch"), _args("repo")),
         Method("issues", "read", True, _args("repo", "labels", "state"), _args("repo")),
     ),
     _cap(

@@ -12,7 +12,12 @@ __all__ = ["main"]
 
 def main() -> None:
     """Entry point of the ``hz`` console script (and of ``python -m heinzel``)."""
-    from heinzel.cli import commands, verbs  # noqa: F401  (they register the subcommands)
+    from heinzel.cli import (  # noqa: F401  (they register the subcommands)
+        commands,
+        credential,
+        serve,
+        verbs,
+    )
     from heinzel.cli.base import hz
 
     hz(prog_name="hz")

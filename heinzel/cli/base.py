@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -105,6 +106,13 @@ class HzGroup(click.Group):
             return super().invoke(ctx)
         except HzError as exc:
             click.echo(exc.render(), err=True)
+            ctx.exit(1)
+        except sqlite3.Error as exc:  # the index's last resort: never a bare traceback
+            from pathlib import Path
+
+            from ledger.index import sqlite_error
+
+            click.echo(sqlite_error(Path("the index"), exc).render(), err=True)
             ctx.exit(1)
 
 

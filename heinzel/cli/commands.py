@@ -92,7 +92,7 @@ def list_(
       hz heinzel list --artifact doc:checkout/weekly-report --json
     """
     service = open_app(home).service
-    if not service.home.index_path.exists():
+    if not service.home.heinzel_dir.exists():
         # read-only: a home that is not there yet is not created by looking at it
         rows: list[dict[str, Any]] = []
     else:
@@ -352,13 +352,32 @@ def daemon() -> None:
 
 
 @system.command("doctor")
+@click.option("--online", is_flag=True, help="Also make one minimal request to each model.")
 @home_option
 @json_option
-def doctor(home: str | None, as_json: bool) -> None:
-    """What is configured, what is missing, and the fix.
+def doctor(online: bool, home: str | None, as_json: bool) -> None:
+    """What is configured, what is missing, and the fix (exit 1 on a problem).
 
     \b
     Example:
       hz system doctor
+      hz system doctor --online
     """
-    emit(open_app(home).service.doctor(), as_json, render.doctor)
+    found = open_app(home).service.doctor(online=online)
+    emit(found, as_json, render.doctor)
+    if not all(check["ok"] for check in found["checks"]):
+        raise SystemExit(1)
+
+
+@hz.command("mcp")
+@home_option
+def mcp(home: str | None) -> None:
+    """Serve the verbs as MCP tools over stdio, for your own agent (docs/mcp.md).
+
+    \b
+    Example:
+      claude mcp add hz -e HZ_HOME=$HZ_HOME -- hz mcp
+    """
+    from heinzel.mcp.server import serve
+
+    serve(home)

@@ -78,6 +78,7 @@ def show(data: dict[str, Any]) -> str:
         f"  state:    {data['state']}",
         f"  contract: {data.get('contract_name') or '-'} {_version(data)} "
         f"{data.get('fingerprint') or ''}".rstrip(),
+        *([f"  refused:  {data['contract_problem']}"] if data.get("contract_problem") else []),
         f"  assets:   {', '.join(data.get('assets') or []) or '-'}",
         f"  next due: {data.get('next_due') or '-'}",
     ]
@@ -181,7 +182,8 @@ def doctor(data: dict[str, Any]) -> str:
         mark = "ok " if check["ok"] else "!! "
         lines.append(f"{mark} {check['name']}: {check['detail']}")
         if not check["ok"] and check.get("fix"):
-            lines.append(f"    fix: {check['fix']}")
+            code = f"{check['code']}: " if check.get("code") else ""
+            lines.append(f"    fix: {code}{check['fix']}")
     return "\n".join(lines)
 
 

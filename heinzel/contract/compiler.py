@@ -26,7 +26,9 @@ from heinzel.contract.model import Agent, Frontmatter, Hz, Input, Output
 from heinzel.contract.semantics import check_semantics
 from heinzel.contract.source import LineMap, load_yaml, split
 from heinzel.errors import ContractError
+from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
+from ledger.files import read_capped
 
 __all__ = [
     "MAX_CONTRACT_BYTES",
@@ -35,6 +37,7 @@ __all__ = [
     "compile_contract",
     "fingerprint",
     "load_contract",
+    "read_contract_text",
 ]
 
 OPENPROSE_KINDS = ("function", "gateway", "test", "program", "service", "agent")
@@ -126,30 +129,47 @@ def compile_contract(
     )
 
 
-def load_contract(path: Path, *, registry: Registry = DEFAULT_REGISTRY) -> CompiledContract:
-    """Read and compile the file at ``path`` (errors name the file)."""
-    source = str(path)
+def read_contract_text(path: Path, source: str | None = None) -> str:
+    """The text of the contract file at ``path``: a regular file of at most 1 MiB, UTF-8.
+
+    Read with a cap and without blocking (`ledger.files.read_capped`): a FIFO, a
+    device or a directory is HZC070, a larger file HZC072 (never read whole), bytes
+    that are not UTF-8 HZC071 with their line.
+    """
+    source = str(path) if source is None else source
     try:
-        raw = path.read_bytes()
+        raw = read_capped(path, MAX_CONTRACT_BYTES)
     except OSError as exc:
         raise ContractError(
-            "HZC070", f"can't read the file: {exc.strerror}", "check the path", file=source
+            "HZC070", f"can't read the file: {exc.strerror or exc}", "check the path", file=source
         ) from None
-    if len(raw) > MAX_CONTRACT_BYTES:
+    except LedgerError as exc:
+        if exc.code == "HZL004":
+            raise ContractError(
+                "HZC072",
+                f"the file is larger than {MAX_CONTRACT_BYTES} bytes",
+                "a contract is a page of text; move material into skills or inputs",
+                file=source,
+            ) from None
         raise ContractError(
-            "HZC072",
-            f"the file is larger than {MAX_CONTRACT_BYTES} bytes",
-            "a contract is a page of text; move material into skills or inputs",
+            "HZC070",
+            "not a regular file (a directory, a pipe or a device)",
+            "give the path of a .prose.md contract file",
             file=source,
-        )
+        ) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ContractError(
             "HZC071", "the file is not UTF-8 text", "save it as UTF-8", file=source, line=line
         ) from None
-    return compile_contract(text, source=source, registry=registry)
+
+
+def load_contract(path: Path, *, registry: Registry = DEFAULT_REGISTRY) -> CompiledContract:
+    """Read and compile the file at ``path`` (errors name the file)."""
+    text = read_contract_text(path)
+    return compile_contract(text, source=str(path), registry=registry)
 
 
 def _check_kind(data: dict[Any, Any], lines: LineMap, source: str) -> None:

@@ -32,11 +32,13 @@ _FAST_CAUSES: frozenset[str] = frozenset({"approval"})
 
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
-    """The configured models: ``[heinzel] model``, ``model_fast`` and the class map."""
+    """The configured models: ``[heinzel] model``, ``model_fast``, ``model_best`` and an
+    optional class map (which wins over both)."""
 
     model: str = "offline"
     model_fast: str | None = None
     classes: Mapping[str, str] | None = None
+    model_best: str | None = None
 
 
 def choose_model(
@@ -49,6 +51,8 @@ def choose_model(
         return choice.classes[model_class]
     if model_class == "fast" and choice.model_fast:
         return choice.model_fast
+    if model_class == "best" and choice.model_best:
+        return choice.model_best
     return choice.model
 
 
@@ -86,7 +90,7 @@ def resolve_model(
         raise EngineError(
             MISSING_KEY,
             f"no API key for {name!r}",
-            f"set {key_var}, or the credential heinzel/model-api-key",
+            f"set {key_var}, or store it: hz system credential set {PROVIDERS[prefix][0]}",
         )
     try:
         if prefix == "anthropic":

@@ -110,7 +110,8 @@ class Pricing:
             raise EngineError(
                 NO_PRICE,
                 f"no price is known for the model {model!r}",
-                f'set one in hz.toml: [heinzel.prices] "{model}" = {{input = 3.0, output = 15.0}}',
+                f'set one in your config file: [heinzel.prices] "{model}" = '
+                "{input = 3.0, output = 15.0}",
             )
 
     def max_per_token(self, model: str, provider: str | None) -> Decimal:

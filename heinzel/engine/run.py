@@ -35,6 +35,7 @@ from pydantic_ai import (
     UsageLimits,
 )
 from pydantic_ai.conversation import Conversation
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset
@@ -50,7 +51,10 @@ from heinzel.engine.steps import Stepper
 from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
 from ledger.errors import HzError
 
-__all__ = ["Answer", "Proposal", "ThinkResult", "think"]
+__all__ = ["PROVIDER_ERROR", "Answer", "Proposal", "ThinkResult", "think"]
+
+PROVIDER_ERROR = "provider-http"
+"""A turn the provider failed (after its client's bounded retries): ``provider-http-<status>``."""
 
 Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
 CompileContract = Callable[[str], object]
@@ -244,6 +248,9 @@ async def think(
             except UnexpectedModelBehavior as error:
                 detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
                 stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+            except ModelHTTPError as error:
+                detail = f"{PROVIDER_ERROR}-{error.status_code}: {error.model_name}"
                 return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
             except AgentRunError as error:
                 return ended(

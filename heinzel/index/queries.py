@@ -112,7 +112,7 @@ class Queries:
     def lesson(self, heinzel_id: str, ref: str) -> dict[str, Any]:
         rows = self._rows(
             "SELECT * FROM lessons WHERE heinzel = ? AND seq = ?",
-            [heinzel_id, int(ref) if ref.isdigit() else -1],
+            [heinzel_id, int(ref) if ref.isdigit() and len(ref) <= 18 else -1],
         )
         if not rows:
             raise HeinzelError(

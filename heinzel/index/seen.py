@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 from sqlite_utils import Database
 
+from ledger.index import write_transaction
+
 __all__ = ["SEEN_STATE", "record_seen"]
 
 SEEN_STATE = """
@@ -27,5 +29,5 @@ def record_seen(db: Database, rows: Iterable[tuple[str, str, str]]) -> None:
     if not values:
         return
     db.conn.executescript(SEEN_STATE)
-    with db.atomic():
+    with write_transaction(db):
         db.conn.executemany("INSERT OR REPLACE INTO tick_seen VALUES (?, ?, ?)", values)

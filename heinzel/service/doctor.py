@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +10,10 @@ if TYPE_CHECKING:
 
 __all__ = ["diagnose"]
 
-EXTRAS = {"anthropic": "anthropic", "openai": "openai", "openai-chat": "openai"}
 
-
-def diagnose(service: Sessions) -> dict[str, Any]:
-    """Every check as ``{name, ok, detail, fix}``; nothing here changes a file."""
+def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
+    """Every check as ``{name, ok, detail, fix}`` (and ``code`` when not ok); nothing here
+    changes a file. ``online`` makes one minimal request to each configured model."""
     checks: list[dict[str, Any]] = []
     home = service.home
     exists = home.root.exists()
@@ -30,34 +28,21 @@ def diagnose(service: Sessions) -> dict[str, Any]:
     checks.append(
         {"name": "sessions", "ok": True, "detail": f"{sum(1 for _ in home.session_ids())} on disk"}
     )
-    model = service.settings.heinzel.model
-    provider = model.split(":", 1)[0] if ":" in model else ""
-    extra = EXTRAS.get(provider)
-    if model == "offline":
-        checks.append(
-            {
-                "name": "model",
-                "ok": True,
-                "detail": "offline (built-in, rule-based, no AI, no network)",
-            }
-        )
-    elif extra and importlib.util.find_spec(extra) is None:
-        checks.append(
-            {
-                "name": "model",
-                "ok": False,
-                "detail": f"{model}: the {extra} client is not installed",
-                "fix": f"pip install 'heinzel[{extra}]'",
-            }
-        )
-    else:
-        checks.append({"name": "model", "ok": True, "detail": model})
+    from heinzel.service.model_doctor import model_checks
+
+    checks += model_checks(service, online=online)
     runners = [
         _runner_check(name, table) for name, table in sorted(service.settings.runners.items())
     ]
     checks += runners or [
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
+    from heinzel.capabilities.configured import describe_adapters
+
+    settings = service.settings
+    checks += describe_adapters(
+        settings.adapters, fixtures=settings.heinzel.fixture_sources, environ=os.environ
+    )
     return {"home": str(home.root), "checks": checks}
 
 

@@ -16,16 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract.compiler import read_contract_text
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.service.drafts import approve_draft
 from heinzel.service.outputs import check_outputs, check_stored_outputs, grant
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.sessions import Sessions
-from heinzel.store.contracts import load_facts, store_version
+from heinzel.store.contracts import approved_text, load_facts, store_version
 from heinzel.store.inbox import Inbox
 from heinzel.store.lifecycle import Lifecycle
 from ledger.bodies import Bodies
+from ledger.errors import HzError
 from ledger.spine import verify
 
 __all__ = ["Service"]
@@ -56,14 +58,7 @@ class Service(Sessions):
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
             path = Path(raw)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise HeinzelError(
-                    "HZH071",
-                    f"cannot read {raw}: {exc}",
-                    "give the path of a .prose.md contract file",
-                ) from exc
+            text = read_contract_text(path, str(raw))
             contract = compile_contract(text, source=str(raw))
             check_outputs(contract, path.resolve().parent)
             compiled.append((path.resolve(), text, contract))
@@ -183,12 +178,7 @@ class Service(Sessions):
         return propose_amendment(self, ref, text, by=by, source=source, reason=reason)
 
     def amend(self, ref: str, file: str) -> dict[str, Any]:
-        try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HeinzelError(
-                "HZH071", f"cannot read {file}: {exc}", "give the path of a .prose.md contract file"
-            ) from exc
+        text = read_contract_text(Path(file), file)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:
@@ -228,10 +218,20 @@ class Service(Sessions):
         return self.queries.listing(artifact=artifact, state=state, contract=contract)
 
     def show(self, ref: str) -> dict[str, Any]:
-        """The index's view of one; a proposed version also with what approving it grants
-        and the contract file to read (`heinzel.service.outputs.grant`)."""
+        """The index's view of one, and whether its approved contract file still is the
+        approved one (``contract_problem``: the code and message a turn would refuse with); a
+        proposed version also with what approving it grants and the contract file to read
+        (`heinzel.service.outputs.grant`)."""
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
+        shown["contract_problem"] = None
+        if shown.get("contract_version") is not None:
+            try:
+                approved_text(
+                    self.home, shown["id"], int(shown["contract_version"]), shown["fingerprint"]
+                )
+            except HzError as error:
+                shown["contract_problem"] = f"{error.code}: {error.message}"
         proposed = row.get("proposed_version")
         if row["state"] == "proposed" and proposed is not None:
             path = self.home.contract_text_path(row["id"], int(proposed))
@@ -279,7 +279,7 @@ class Service(Sessions):
             removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
         return {"retention_days": days, "removed": removed}
 
-    def doctor(self) -> dict[str, Any]:
+    def doctor(self, *, online: bool = False) -> dict[str, Any]:
         from heinzel.service.doctor import diagnose  # the runners load only here
 
-        return diagnose(self)
+        return diagnose(self, online=online)

@@ -26,6 +26,7 @@ from ledger.event import Event
 from ledger.files import ensure_private_dir
 from ledger.index import Index
 from ledger.spine import Spine
+from machines.crash import crash_hook
 
 __all__ = ["Sessions"]
 
@@ -34,11 +35,21 @@ class Sessions:
     """The spines and the index of one home, with one clock, one configuration and the
     owner's handle."""
 
-    def __init__(self, home: Home, clock: Clock, settings: Settings, *, owner: str) -> None:
+    def __init__(
+        self,
+        home: Home,
+        clock: Clock,
+        settings: Settings,
+        *,
+        owner: str,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``env`` is the environment the user's model keys are read from (none: no keys)."""
         self.home = home
         self.clock = clock
         self.settings = settings
         self.owner = owner
+        self.env: Mapping[str, str] = env or {}
         self._index: Index | None = None
         self._held: dict[str, Spine] = {}
 
@@ -58,7 +69,7 @@ class Sessions:
         configure_logging(
             "cli", stream=sys.stderr, clock=clock, level=env.get("HZ_LOG_LEVEL", "warning")
         )
-        return cls(home, clock, loaded.settings, owner=owner)
+        return cls(home, clock, loaded.settings, owner=owner, env=env)
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -69,6 +80,15 @@ class Sessions:
             self._index = Index(
                 self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
             )
+            # a spine ahead of the index (a kill between append and update, an index
+            # deleted or emptied) is caught up before anything is answered from it
+            spines = {i: self.home.spine_path(i) for i in self.home.session_ids()}
+            for heinzel_id, error in self._index.refresh(spines).items():
+                log = bind_heinzel(get_logger(), heinzel_id)
+                if error is None:
+                    log.info("index.caught_up")
+                else:
+                    log.warning("index.catch_up_failed", code=error.code)
         return self._index
 
     @property
@@ -87,6 +107,7 @@ class Sessions:
             clock=self.clock,
             lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
             on_durable=[
+                crash_hook(early=True),
                 lambda event: self.index.apply(heinzel_id, event),
                 _log_event(heinzel_id),
                 *on_durable,

@@ -11,12 +11,21 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from heinzel.contract import CompiledContract
+from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract.compiler import MAX_CONTRACT_BYTES
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
-from ledger.files import ensure_private_dir, write_atomic
+from ledger.errors import LedgerError
+from ledger.files import ensure_private_dir, read_capped, write_atomic
 
-__all__ = ["ContractFacts", "facts_of", "flatten", "load_facts", "store_version"]
+__all__ = [
+    "ContractFacts",
+    "approved_text",
+    "facts_of",
+    "flatten",
+    "load_facts",
+    "store_version",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +113,39 @@ def load_facts(home: Home, heinzel_id: str, version: int, fingerprint: str) -> C
             "the file was edited by hand; restore it, since versions never change",
         )
     return facts
+
+
+def approved_text(
+    home: Home, heinzel_id: str, version: int, fingerprint: str
+) -> tuple[CompiledContract, str]:
+    """The approved version's compiled contract and text, as a turn runs it.
+
+    A ``contract/`` folder that is a link is HZH063 (hz follows no planted link), a
+    missing or unreadable version HZH061, and a file whose fingerprint is not the one
+    approved (edited by hand) HZH062: a changed file never runs unapproved.
+    """
+    folder = home.contract_dir(heinzel_id)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise HeinzelError(
+            "HZH063",
+            f"the contract folder of {heinzel_id} ({folder}) is a link or not a folder",
+            "hz follows no planted link: move it away and restore the real folder",
+        )
+    path = home.contract_text_path(heinzel_id, version)
+    try:
+        text = read_capped(path, MAX_CONTRACT_BYTES, follow=False).decode("utf-8")
+    except (OSError, LedgerError, UnicodeDecodeError) as exc:
+        raise HeinzelError(
+            "HZH061",
+            f"contract v{version} of {heinzel_id} is missing or unreadable ({path})",
+            "the contract files are kept with the session; restore them from a backup",
+        ) from exc
+    compiled = compile_contract(text, source=f"v{version}")
+    if compiled.fingerprint != fingerprint:
+        raise HeinzelError(
+            "HZH062",
+            f"contract v{version} of {heinzel_id} was changed after it was approved "
+            "(its fingerprint is not the approved one); it does not run",
+            "restore the approved file, or propose the change: `hz heinzel amend NAME --from FILE`",
+        )
+    return compiled, text

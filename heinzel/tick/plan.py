@@ -22,6 +22,7 @@ from sqlite_utils import Database
 from heinzel.contract.schedule import next_slot
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
+from ledger.index import write_transaction
 from machines.waits import PendingWait
 
 __all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "latest_slot"]
@@ -267,7 +268,7 @@ class Planner:
 
     def checked(self, keys_next: Iterable[tuple[str, str]]) -> None:
         """Record when each polled source is next due (committed at once)."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db.conn.executemany(
                 "INSERT OR REPLACE INTO tick_sources VALUES (?, ?)", [list(k) for k in keys_next]
             )

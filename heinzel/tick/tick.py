@@ -29,8 +29,9 @@ from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
+from heinzel.tick.isolate import isolated
 from heinzel.tick.plan import Due, Planner, latest_slot
-from ledger.errors import HzError, LedgerError
+from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
 from ledger.spine import read_events
@@ -145,7 +146,7 @@ class Tick:
         due = planner.due(now)
         report = TickReport(at=format_ts(now))
         plan = _Plan()
-        decided = self._drafts(due, plan)
+        decided = self._drafts(due, plan, report)
         staged = self._stage(due, planner, now, report)
         self._slots(due, plan, now)
         for row in due.stale:
@@ -178,7 +179,7 @@ class Tick:
             )
         return report
 
-    def _drafts(self, due: Due, plan: _Plan) -> set[str]:
+    def _drafts(self, due: Due, plan: _Plan, report: TickReport) -> set[str]:
         """Ask the documents adapter for each placed draft; decided ones wake the learning
         turn (the approval key is once per placed draft)."""
         documents = self.adapters.get("documents")
@@ -186,7 +187,9 @@ class Tick:
         if documents is None:
             return decided
         for row in due.drafts:
-            state = documents.draft_state(row["key"])  # type: ignore[attr-defined]
+            state = None
+            with isolated(self.service, row["heinzel"], report.errors, "draft state"):
+                state = documents.draft_state(row["key"])  # type: ignore[attr-defined]
             if isinstance(state, Approved | Rejected):
                 decided.add(row["key"])
                 output = row["output"] or "output"
@@ -300,30 +303,34 @@ class Tick:
         for heinzel, marked in Inbox.marked(home).items():
             if heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
                 continue
-            inbox = Inbox(home, heinzel)
-            try:
-                found = [(rid, inbox.read(rid)) for rid in marked]
-            except HeinzelError as error:
-                report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
-                continue
-            pending = [r for _, r in found if r is not None and r.taken is None]
-            for rid in (rid for rid, r in found if r is None or r.taken is not None):
-                inbox.unmark(rid)
-            if not pending:
-                continue
-            steered = {
-                str(e.data.get("request_id"))
-                for e in read_events(home.spine_path(heinzel))
-                if e.kind == "turn.steered"
-            }
-            taken = planner.taken(keys.asked(heinzel, r.request_id) for r in pending)
-            for request in pending:
-                key = keys.asked(heinzel, request.request_id)
-                if request.request_id in steered or key in taken:
-                    inbox.take(request.request_id, at=self.service.clock())
-                    inbox.unmark(request.request_id)
-                else:
-                    plan.wake(heinzel, Wake("asked", key), request.at)
+            with isolated(self.service, heinzel, report.errors, "inbox"):
+                self._pending(heinzel, marked, plan, planner, report)
+
+    def _pending(
+        self, heinzel: str, marked: Sequence[str], plan: _Plan, planner: Planner, report: TickReport
+    ) -> None:
+        """The chats pending for one Heinzelmännchen: taken, or planned as asked wakes."""
+        home = self.service.home
+        inbox = Inbox(home, heinzel)
+        found = [(rid, inbox.read(rid)) for rid in marked]
+        pending = [r for _, r in found if r is not None and r.taken is None]
+        for rid in (rid for rid, r in found if r is None or r.taken is not None):
+            inbox.unmark(rid)
+        if not pending:
+            return
+        steered = {
+            str(e.data.get("request_id"))
+            for e in read_events(home.spine_path(heinzel))
+            if e.kind == "turn.steered"
+        }
+        taken = planner.taken(keys.asked(heinzel, r.request_id) for r in pending)
+        for request in pending:
+            key = keys.asked(heinzel, request.request_id)
+            if request.request_id in steered or key in taken:
+                inbox.take(request.request_id, at=self.service.clock())
+                inbox.unmark(request.request_id)
+            else:
+                plan.wake(heinzel, Wake("asked", key), request.at)
 
     # -- waking one ------------------------------------------------------------------
 
@@ -338,7 +345,7 @@ class Tick:
         report: TickReport,
     ) -> None:
         wakes = plan.wakes.get(heinzel, [])
-        try:
+        with isolated(self.service, heinzel, report.errors, "wake"):
             if wakes and self._over_cap(heinzel, planner, now):
                 self._skip_cap(heinzel, wakes, planner, now, report)
                 wakes = []
@@ -373,8 +380,6 @@ class Tick:
                     for s in mine.staged
                     if s.fingerprint is not None
                 )
-        except HzError as error:
-            report.errors.append({"id": heinzel, "code": error.code, "message": error.message})
 
     def _over_cap(self, heinzel: str, planner: Planner, now: datetime) -> bool:
         settings = self.service.settings.heinzel

@@ -77,6 +77,14 @@ class Verbs:
         """Send ``message``: steer or queue for a running turn, else start an asked turn."""
         if not message.strip():
             raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
+        try:
+            message.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HeinzelError(
+                "HZH243",
+                "the message holds bytes that are not UTF-8 text",
+                "send it again from a UTF-8 terminal or file",
+            ) from None
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
         request = self._request(heinzel, "chat", message, request_id)

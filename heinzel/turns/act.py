@@ -4,7 +4,9 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
 
 - place_draft: key ``<id>@v<version>@<slot>@<asset>``, probed by the document's
   markers (`find`), own event ``draft.placed{asset, output, contract_version}``;
-- record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, hunks}``;
+- record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, sha256,
+  hunks}``: the sentence redacted (addresses, keys, ``password=``: `ledger.redact`) and cut
+  to 200 characters, with a hash of the sentence as the model wrote it;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
 - write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
 - observe an approval: the approval wake's key, the journal, ``approval.observed{...}``;
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.capabilities.documents import absolute_asset, draft_tag
 from heinzel.engine.outcome import Outcome
 from ledger.errors import HzError
+from ledger.redact import redact
 from machines import Acted, Effect, Fail, LocalProbe, Presence, TurnContext, Wait, WorldProbe, keys
 from machines.effects import recorded_in
 from machines.journal import content_hash
@@ -107,7 +110,11 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
             return Fail("HZH201")
         await _place(env, ctx, outcome)
     for n, lesson in enumerate(outcome.lessons, start=1):
-        data = {"sentence": lesson.sentence[:200], "hunks": [_short(h) for h in lesson.hunks]}
+        data = {
+            "sentence": redact(lesson.sentence)[:200],
+            "sha256": _short(lesson.sentence),
+            "hunks": [_short(h) for h in lesson.hunks],
+        }
         key = f"{env.heinzel_id}@lesson:{ctx.turn}:{n}"
         await _local(ctx, "record_lesson", key, "lesson.recorded", data, short=("sentence",))
     if outcome.amendment is not None and env.propose is not None:

@@ -123,8 +123,8 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
     import asyncio
     from pathlib import Path
 
-    from heinzel.engine import resolve_model
     from heinzel.ids import new_id, validate_name
+    from heinzel.turns.models import turn_model
     from heinzel.turns.record import IndexedJournal
     from ledger.bodies import Bodies
     from machines import Pins, Session, Wake, crash_hook, keys
@@ -149,7 +149,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             heinzel_id=heinzel_id,
             sentence=sentence,
             body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
-            model=resolve_model(config.model, base_url=config.base_url),
+            model=turn_model(service, "created"),
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.models import Model
 
-from heinzel.contract import CompiledContract, compile_contract
+from heinzel.contract import CompiledContract
 from heinzel.contract.source import split
 from heinzel.engine import (
     ContextSettings,
@@ -30,14 +30,13 @@ from heinzel.engine import (
     Pricing,
     SpineRecord,
     SpineView,
-    resolve_model,
 )
-from heinzel.engine.models import ModelChoice, choose_model
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.index.seen import record_seen
 from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
+from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
@@ -55,6 +54,7 @@ from heinzel.turns.inputs import (
     stage,
 )
 from heinzel.turns.interrupt import interruptible
+from heinzel.turns.models import turn_model
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -103,9 +103,12 @@ class TurnHost:
 
     # -- what a turn reads ---------------------------------------------------------
 
-    def _contract(self, heinzel_id: str, version: int) -> tuple[CompiledContract, str]:
-        text = self.service.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
-        return compile_contract(text, source=f"v{version}"), split(text, source="contract").body
+    def _contract(
+        self, heinzel_id: str, version: int, fingerprint: str
+    ) -> tuple[CompiledContract, str]:
+        """The approved version, refused when its file changed (`approved_text`)."""
+        compiled, text = approved_text(self.service.home, heinzel_id, version, fingerprint)
+        return compiled, split(text, source="contract").body
 
     def _origin(self, heinzel_id: str) -> Path:
         for event in read_events(self.service.home.spine_path(heinzel_id)):
@@ -148,13 +151,13 @@ class TurnHost:
                 "approve it first: `hz approve NAME`",
             )
         version = int(row["contract_version"])
-        contract, body = self._contract(heinzel_id, version)
+        contract, body = self._contract(heinzel_id, version, str(row["fingerprint"]))
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
-        choice = ModelChoice(model=config.model, model_fast=config.model_fast)
-        model = self.model or resolve_model(
-            choose_model(choice, cause, contract.hz.agent.model_class),  # type: ignore[arg-type]
-            base_url=config.base_url,
+        model = self.model or turn_model(
+            service,
+            cause,  # type: ignore[arg-type]
+            contract.hz.agent.model_class,
         )
         bound = self.runner or bind_runner(service.settings.runners)
         bodies = Bodies(service.home.session_dir(heinzel_id))
@@ -259,7 +262,7 @@ class TurnHost:
         requests = []
         contract = None
         if version is not None:
-            contract, _ = self._contract(heinzel_id, int(version))
+            contract, _ = self._contract(heinzel_id, int(version), str(row["fingerprint"]))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
         if not extra:

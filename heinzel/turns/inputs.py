@@ -11,6 +11,7 @@ messages of recent turns, and the last approved draft as the document has it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -19,10 +20,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 from sqlite_utils import Database
 
-from heinzel.capabilities.documents import LocalDocuments
-from heinzel.capabilities.files import FilesCapability
-from heinzel.capabilities.fixture_sources import fixture_sources
-from heinzel.capabilities.git import GitCapability
+from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.protocols import Approved, ReadCapability, Window
 from heinzel.config import Settings
 from heinzel.contract import CompiledContract
@@ -49,17 +47,15 @@ __all__ = [
 
 
 def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> dict[str, object]:
-    """The adapter map of a tick or a wake: files, git, documents (and the fixture sources)."""
-    approver = settings.heinzel.approver or "owner"
-    adapters: dict[str, object] = {
-        "files": FilesCapability(),
-        "git": GitCapability(),
-        "documents": LocalDocuments(approver),
-    }
-    folder = fixtures_dir or settings.heinzel.fixture_sources
-    if folder is not None:
-        adapters.update(fixture_sources(folder))
-    return adapters
+    """The adapter map of a tick or a wake: files, git, documents, the fixture sources
+    when set, and each ``[adapters.<capability>]`` table's backend (GitHub, CalDAV...)."""
+    return build_adapters(
+        settings.adapters,
+        approver=settings.heinzel.approver or "owner",
+        http_cache=Home(settings.heinzel.home).heinzel_dir / "http",
+        environ=os.environ,
+        fixtures=fixtures_dir or settings.heinzel.fixture_sources,
+    )
 
 
 def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple[InputSpec, ...]:

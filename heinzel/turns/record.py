@@ -22,7 +22,7 @@ from sqlite_utils import Database
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine, read_events
-from machines import Journal, SpineIndex, SpineJournal
+from machines import DiskBody, Journal, SpineIndex, SpineJournal
 
 __all__ = ["EngineRecorder", "IndexedJournal", "SessionBody"]
 
@@ -31,7 +31,7 @@ class IndexedJournal(SpineJournal):
     """A `SpineJournal` whose index is the heinzel index (no spine scan)."""
 
     def __init__(self, spine: Spine, db: Database, heinzel_id: str) -> None:
-        super().__init__(spine, SpineIndex())
+        super().__init__(spine, SpineIndex.at_tail(spine))
         self.db = db
         self.heinzel_id = heinzel_id
 
@@ -53,8 +53,10 @@ class IndexedJournal(SpineJournal):
         return None
 
     def turn_events(self, turn: str) -> list[Event]:
-        """The turn's events, read from its first line (offset from the index)."""
-        self.turn_offset(turn)
+        """The turn's events, read from its first line (offset from the index); none
+        for a turn the index does not know (it is caught up with the spine)."""
+        if self.turn_offset(turn) is None:
+            return []
         return super().turn_events(turn)
 
     def key_events(self, key: str) -> list[Event]:
@@ -71,36 +73,8 @@ class IndexedJournal(SpineJournal):
         return events
 
 
-class SessionBody:
-    """The machine's `Body` over the session's turn bodies."""
-
-    def __init__(self, bodies: Bodies) -> None:
-        self.bodies = bodies
-        self._cache: dict[tuple[str, str], Any] = {}
-
-    def _load(self, turn: str) -> None:
-        for record in self.bodies.read(turn) or []:
-            if record.get("kind") == "value":
-                self._cache[(turn, str(record.get("hash")))] = record.get("value")
-
-    def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` (once per turn and digest)."""
-        if (turn, digest) not in self._cache:
-            self._load(turn)
-        if (turn, digest) in self._cache:
-            return
-        self.bodies.append(turn, {"kind": "value", "hash": digest, "value": value})
-        self._cache[(turn, digest)] = value
-
-    def get(self, turn: str, digest: str) -> Any:
-        """The value under ``digest``; `KeyError` when the body no longer has it."""
-        if (turn, digest) not in self._cache:
-            self._load(turn)
-        return self._cache[(turn, digest)]
-
-    def records(self, turn: str) -> list[dict[str, Any]]:
-        """Every record of the turn's body (the engine folds its own kinds)."""
-        return self.bodies.read(turn) or []
+class SessionBody(DiskBody):
+    """The machine's `Body` over the session's turn bodies (`machines.DiskBody`)."""
 
 
 class EngineRecorder:

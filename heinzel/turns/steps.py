@@ -25,6 +25,7 @@ from heinzel.engine import (
     turn_cap,
 )
 from heinzel.engine.outcome import Outcome
+from heinzel.engine.run import PROVIDER_ERROR
 from heinzel.engine.spec import Cause
 from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, settle, write_tools
@@ -162,6 +163,9 @@ class HeinzelSteps:
         if status == "cap":
             return Skip("cap")
         if status != "outcome" or thought["outcome"] is None:
+            error = str(thought.get("error") or "")
+            if status == "failed" and error.startswith(PROVIDER_ERROR):
+                return Fail(error.split(":", 1)[0])
             return Fail("invalid-outcome" if status == "failed" else status)
         disposition = thought["disposition"]
         if ctx.cause == "approval":

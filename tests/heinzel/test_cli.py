@@ -107,8 +107,8 @@ class TestDoctor:
         result = CliRunner().invoke(
             hz, ["system", "doctor", "--json"], env=env, catch_exceptions=False
         )
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output
         checks = {c["name"]: c for c in json.loads(result.output)["checks"]}
         assert checks["runner helper"]["ok"] is False
         assert "refuses to run" in checks["runner helper"]["detail"]
-        assert checks["model"]["detail"].startswith("offline")
+        assert checks["model offline"]["detail"].startswith("built-in")

@@ -62,7 +62,7 @@ class TestCreate:
         """A missing file is a coded error, not a traceback."""
         with pytest.raises(HeinzelError) as caught:
             service.create_from_files([str(tmp_path / "nope.prose.md")])
-        assert caught.value.code == "HZH071"
+        assert caught.value.code == "HZC070"
 
 
 class TestApproveAndLifecycle:

@@ -52,6 +52,7 @@ class TestCrashPointInAProcess:
                 sys.executable,
                 "-m",
                 "machines.crashmatrix",
+                "--child",
                 "machines.scenarios:drafting",
                 str(tmp_path),
             ],

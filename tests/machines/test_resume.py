@@ -81,12 +81,22 @@ class TestResume:
         assert "3 times" in data["error"]
 
     def test_a_turn_over_its_timeout_is_abandoned_never_resumed(self) -> None:
-        """Eleven minutes after the start, a crashed turn is abandoned timeout."""
-        h = crashed(after=3)
-        h.clock.advance(minutes=11)
+        """A turn that ran eleven minutes before its crash is abandoned timeout."""
+        h = Harness.make()
+        h.steps.hooks["think"] = lambda _ctx: h.clock.advance(minutes=11)
+        h.crash_after = 4  # the step.started of outcome, appended at 09:11
+        with pytest.raises(SimulatedCrash):
+            h.start()
         state = h.resume()
         assert (state.state, state.reason) == ("abandoned", "timeout")
         assert h.steps.calls.get("outcome") is None
+
+    def test_downtime_after_a_crash_does_not_count_against_the_timeout(self) -> None:
+        """Killed at 09:00 and resumed at 09:11, a turn that ran seconds resumes."""
+        h = crashed(after=3)
+        h.clock.advance(minutes=11)
+        state = h.resume()
+        assert (state.state, state.disposition) == ("finished", "drafted")
 
     def test_waiting_time_does_not_count_against_the_timeout(self) -> None:
         """A turn that waited a day resumes and finishes within its timeout."""

@@ -50,7 +50,7 @@ class TestSpineJournal:
         ):
             asyncio.run(
                 start_turn(
-                    SpineJournal(spine),
+                    SpineJournal.open(spine),
                     body,
                     steps,
                     settings,
@@ -60,7 +60,7 @@ class TestSpineJournal:
                 )
             )
         with Spine.open(tmp_path, clock=clock) as spine:
-            journal = SpineJournal(spine, SpineIndex.scan(spine.path))
+            journal = SpineJournal.open(spine)
             assert key_action(journal, "hz-s@r1").turn == "t1"
             state = asyncio.run(resume_turn(journal, body, steps, settings, turn="t1"))
         assert (state.disposition, sum(world.performed.values())) == ("drafted", 1)
@@ -70,7 +70,7 @@ class TestSpineJournal:
         clock = ManualClock()
         filled(tmp_path, clock, 3)
         with Spine.open(tmp_path, clock=clock) as spine:
-            journal = SpineJournal(spine, SpineIndex.scan(spine.path))
+            journal = SpineJournal.open(spine)
             journal.append("turn.started", {"cause": "asked"}, turn="t1", key="hz-s@r1")
             offset = journal.turn_offset("t1")
         assert offset is not None
@@ -78,23 +78,24 @@ class TestSpineJournal:
         data = path.read_bytes()
         path.write_bytes(b"x" * (data.index(b"\n")) + data[data.index(b"\n") :])
         with Spine.open(tmp_path, clock=clock) as spine:
-            index = SpineIndex(turn_offsets={"t1": offset})
+            index = SpineIndex.at_tail(spine)
+            index.turn_offsets["t1"] = offset
             events = SpineJournal(spine, index).turn_events("t1")
         assert [e.kind for e in events] == ["turn.started"]
 
     def test_an_unknown_turn_start_is_a_coded_error(self, tmp_path: Path) -> None:
-        """Without the turn's offset the journal refuses to scan: HZM060."""
+        """With an index kept by the host (at_tail), an unknown turn start is HZM060."""
         with (
             Spine.open(tmp_path, clock=ManualClock()) as spine,
             pytest.raises(MachineError, match="HZM060"),
         ):
-            SpineJournal(spine).turn_events("t9")
+            SpineJournal(spine, SpineIndex.at_tail(spine)).turn_events("t9")
 
     def test_the_scanned_index_equals_the_one_built_while_appending(self, tmp_path: Path) -> None:
         """SpineIndex.scan gives the offsets and keyed events the appends gave."""
         clock = ManualClock()
         with Spine.open(tmp_path, clock=clock) as spine:
-            journal = SpineJournal(spine)
+            journal = SpineJournal.open(spine)
             journal.append("turn.started", {"keys": ["a@1", "a@2"]}, turn="t1", key="a@1")
             journal.append("turn.skipped", {"keys": ["a@3"]}, turn="t2", key="a@3")
             scanned = SpineIndex.scan(spine.path)
@@ -117,7 +118,7 @@ class TestUpgrades:
         """draft.placed read as draft.placed.2 with a new field; the bytes stay."""
         clock = ManualClock()
         with Spine.open(tmp_path, clock=clock) as spine:
-            journal = SpineJournal(spine)
+            journal = SpineJournal.open(spine)
             journal.append("turn.started", {}, turn="t1", key="k@1")
             journal.append("effect.started", {"effect": "place_draft"}, turn="t1", key="k@d")
             journal.append("effect.done", {"hash": "sha256:1"}, turn="t1", key="k@d")
@@ -153,7 +154,7 @@ class TestGuard:
         with Spine.open(tmp_path, clock=clock) as spine:
             state = asyncio.run(
                 start_turn(
-                    SpineJournal(spine),
+                    SpineJournal.open(spine),
                     InMemoryBody(),
                     steps,
                     settings,

@@ -65,3 +65,46 @@ class TestApproval:
         assert [e.data["rejected"] for e in observed] == [True]
         assert not [e for e in events if e.kind == "lesson.recorded"]
         assert [d["state"] for d in service.show(heinzel_id)["drafts"]] == ["rejected"]
+
+
+def _approve_with_secret(path: Any) -> None:
+    """Delete the tag line and write a line holding a key and a password into the draft."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    kept: list[str] = []
+    for line in lines:
+        if line.startswith(TAG_PREFIX):
+            continue
+        if line.startswith("- ship"):
+            line = f"- {SECRET} and password=hunter2 for ops"
+        kept.append(line)
+    path.write_text("\n".join(kept), encoding="utf-8")
+
+
+SECRET = "sk-ant-api03-Zq8vR2mT9xLp4WnB7cYd1KsF6hJ3gE5a"
+
+
+class TestLessonSecrets:
+    def test_a_key_in_the_edit_never_reaches_the_spine(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """A lesson from an edit holding a key and a password keeps neither, spine or index."""
+        service, heinzel_id, folder = make_service()
+        adapters = default_adapters(service.settings)
+        Turns(service).wake(heinzel_id, None, adapters=adapters)
+        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
+        assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
+        _approve_with_secret(folder / "report.md")
+        Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters)
+        spine = service.home.spine_path(heinzel_id).read_text(encoding="utf-8")
+        lessons = [
+            e
+            for e in read_events(service.home.spine_path(heinzel_id))
+            if e.kind == "lesson.recorded"
+        ]
+        assert lessons
+        assert all("sha256" in e.data for e in lessons)
+        rows = str(list(service.index.db.query("SELECT * FROM lessons")))
+        for text in (spine, rows):
+            assert SECRET not in text
+            assert "hunter2" not in text

@@ -1,0 +1,224 @@
+"""Which adapter answers each capability: the ``[adapters.<capability>]`` tables.
+
+Each table names a ``backend`` and that backend's keys (docs/adapters.md):
+
+- ``github`` for ``code-host`` and ``tracker``: ``base_url`` (GitHub Enterprise's API root,
+  default ``https://api.github.com/``), ``token_env`` (a variable holding the token; else
+  ``GH_TOKEN``, ``GITHUB_TOKEN``, ``gh auth token``).
+- ``caldav`` for ``calendar``: ``url``, ``username``, ``password_env``, ``calendar`` (its
+  display name; default the first), ``attendee`` (the user's address: events they
+  declined are left out).
+- ``ics`` for ``calendar``: ``path`` (a ``.ics`` file) or ``url`` (``https``), ``attendee``.
+- ``fixture`` for ``code-host``, ``tracker``, ``calendar``, ``chat``: ``folder``.
+- ``git``, ``files`` for ``git``, ``files`` and ``documents``: no keys (the default).
+
+`parse_adapter_tables` validates them (``HZH015``); `build_adapters` builds the adapter
+map a tick or a wake uses; `describe_adapters` is what ``hz system doctor`` lists. A
+secret is never a key here: only the name of the variable that holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from heinzel.capabilities.documents import LocalDocuments
+from heinzel.capabilities.files import FilesCapability
+from heinzel.capabilities.fixture_sources import fixture_sources
+from heinzel.capabilities.git import GitCapability
+from heinzel.capabilities.registry import DEFAULT_REGISTRY
+from heinzel.errors import HeinzelError
+
+__all__ = [
+    "BACKENDS",
+    "AdapterTable",
+    "build_adapters",
+    "describe_adapters",
+    "parse_adapter_tables",
+]
+
+BACKENDS: Mapping[str, tuple[str, ...]] = {
+    "code-host": ("github", "fixture"),
+    "tracker": ("github", "fixture"),
+    "calendar": ("caldav", "ics", "fixture"),
+    "chat": ("fixture",),
+    "files": ("files",),
+    "git": ("git",),
+    "documents": ("files",),
+}
+"""The backends each capability may name, the default first where it has one."""
+
+_DEFAULTS = {"files": "files", "git": "git", "documents": "files"}
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GitHubTable(_Table):
+    """``backend = "github"``."""
+
+    backend: Literal["github"]
+    base_url: str | None = None
+    token_env: str | None = None
+
+
+class CalDAVTable(_Table):
+    """``backend = "caldav"``."""
+
+    backend: Literal["caldav"]
+    url: str
+    username: str | None = None
+    password_env: str | None = None
+    calendar: str | None = None
+    attendee: str | None = None
+
+
+class ICSTable(_Table):
+    """``backend = "ics"``: exactly one of ``path`` and ``url``."""
+
+    backend: Literal["ics"]
+    path: Path | None = None
+    url: str | None = None
+    attendee: str | None = None
+
+
+class FixtureTable(_Table):
+    """``backend = "fixture"``."""
+
+    backend: Literal["fixture"]
+    folder: Path
+
+
+class PlainTable(_Table):
+    """``backend = "git"`` or ``"files"``: nothing to set."""
+
+    backend: Literal["git", "files"]
+
+
+AdapterTable = Annotated[
+    GitHubTable | CalDAVTable | ICSTable | FixtureTable | PlainTable,
+    Field(discriminator="backend"),
+]
+_ADAPTER = TypeAdapter[Any](AdapterTable)
+
+
+def parse_adapter_tables(raw: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """The validated tables by capability, or ``HZH015`` naming the table and the fix."""
+    out: dict[str, Any] = {}
+    for capability, table in raw.items():
+        label = f"[adapters.{capability}]" + (f" (from {where})" if where else "")
+        allowed = BACKENDS.get(capability)
+        if allowed is None:
+            raise HeinzelError(
+                "HZH015",
+                f"{label}: no such capability",
+                f"adapters can be chosen for: {', '.join(sorted(BACKENDS))}",
+            )
+        try:
+            parsed = _ADAPTER.validate_python(table)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            at = ".".join(str(part) for part in error["loc"][1:]) or "backend"
+            raise HeinzelError(
+                "HZH015",
+                f"{label}: {at}: {error['msg']}",
+                f"backend is one of: {', '.join(allowed)}; docs/adapters.md lists each one's keys",
+            ) from None
+        if parsed.backend not in allowed:
+            raise HeinzelError(
+                "HZH015",
+                f"{label}: {capability} can't use backend {parsed.backend}",
+                f"backend is one of: {', '.join(allowed)}",
+            )
+        if isinstance(parsed, ICSTable) and (parsed.path is None) == (parsed.url is None):
+            raise HeinzelError(
+                "HZH015", f"{label}: give exactly one of path and url", "path = '~/work.ics'"
+            )
+        out[capability] = parsed
+    return out
+
+
+def build_adapters(
+    tables: Mapping[str, Any],
+    *,
+    approver: str,
+    http_cache: Path | None,
+    environ: Mapping[str, str],
+    fixtures: Path | None = None,
+) -> dict[str, object]:
+    """The adapter map: files, git and documents; the fixture sources when ``fixtures``
+    is set; then each configured table's backend for its capability."""
+    adapters: dict[str, object] = {
+        "files": FilesCapability(),
+        "git": GitCapability(),
+        "documents": LocalDocuments(approver),
+    }
+    if fixtures is not None:
+        adapters.update(fixture_sources(fixtures))
+    clients: dict[tuple[str | None, str | None], Any] = {}
+    for capability, table in parse_adapter_tables(tables).items():
+        if isinstance(table, FixtureTable):
+            adapters[capability] = fixture_sources(table.folder.expanduser())[capability]
+        elif isinstance(table, GitHubTable):
+            from heinzel.capabilities.github import github_code_host, github_token, github_tracker
+            from heinzel.capabilities.github_http import GitHubClient
+
+            key = (table.base_url, table.token_env)
+            if key not in clients:
+                token = github_token(environ, base_url=table.base_url, token_env=table.token_env)
+                cache = None if http_cache is None else http_cache / "github"
+                clients[key] = GitHubClient(token, base_url=table.base_url, cache_dir=cache)
+            make = github_code_host if capability == "code-host" else github_tracker
+            adapters[capability] = make(clients[key])
+        elif isinstance(table, CalDAVTable | ICSTable):
+            from heinzel.capabilities.calendars import calendar_adapter
+
+            adapters[capability] = calendar_adapter(table, environ)
+    return adapters
+
+
+def describe_adapters(
+    tables: Mapping[str, Any], *, fixtures: Path | None, environ: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """For ``hz system doctor``: every capability, its adapter, and whether it is set up."""
+    parsed = parse_adapter_tables(tables)
+    rows = []
+    for capability in DEFAULT_REGISTRY.names():
+        table = parsed.get(capability)
+        if table is not None:
+            backend, detail = table.backend, _detail(table, environ)
+        elif capability in _DEFAULTS:
+            backend, detail = _DEFAULTS[capability], "built in"
+        elif fixtures is not None and "fixture" in BACKENDS.get(capability, ()):
+            backend, detail = "fixture", f"{fixtures} (HZ_FIXTURE_SOURCES)"
+        else:
+            backend, detail = "none", "not configured: inputs from it fail with HZH104"
+        rows.append(
+            {
+                "name": f"adapter {capability}",
+                "ok": True,
+                "configured": backend != "none",
+                "adapter": backend,
+                "detail": f"{backend}: {detail}" if backend != "none" else detail,
+            }
+        )
+    return rows
+
+
+def _detail(table: Any, environ: Mapping[str, str]) -> str:
+    if isinstance(table, GitHubTable):
+        variables = [v for v in (table.token_env, "GH_TOKEN", "GITHUB_TOKEN") if v]
+        found = next((v for v in variables if environ.get(v)), None)
+        token = f"token from {found}" if found else "token from gh auth token, or none"
+        return f"{table.base_url or 'https://api.github.com/'}, {token}"
+    if isinstance(table, CalDAVTable):
+        return f"{table.url}" + (f" as {table.username}" if table.username else "")
+    if isinstance(table, ICSTable):
+        return str(table.path or table.url)
+    if isinstance(table, FixtureTable):
+        return str(table.folder)
+    return "built in"

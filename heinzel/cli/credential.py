@@ -1,0 +1,99 @@
+"""``hz system credential set|list|forget``: the user's model keys, stored 0600.
+
+The key is read from standard input (piped, or typed at a hidden prompt), never from the
+command line, where other users could see it in the process list.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from heinzel.cli.base import emit, json_option
+from heinzel.cli.commands import system
+from heinzel.store.credentials import KEY_VARIABLES, CredentialStore, credentials_path
+
+PROVIDER = click.Choice(sorted(KEY_VARIABLES))
+
+
+def _store() -> CredentialStore:
+    return CredentialStore(credentials_path(os.environ))
+
+
+@system.group()
+def credential() -> None:
+    """The model keys hz stores (the provider's variable, when set, wins).
+
+    \b
+    Example:
+      printf '%s' "$KEY" | hz system credential set anthropic
+      hz system credential list
+    """
+
+
+@credential.command("set")
+@click.argument("provider", type=PROVIDER)
+def set_(provider: str) -> None:
+    """Store PROVIDER's key, read from standard input (never an argument).
+
+    \b
+    Example:
+      hz system credential set openai   # then paste the key
+    """
+    if sys.stdin.isatty():
+        key = click.prompt(f"{provider} key", hide_input=True)
+    else:
+        key = sys.stdin.read()
+    store = _store()
+    store.set(provider, key)
+    click.echo(f"stored the {provider} key in {store.path} (mode 0600)")
+
+
+@credential.command("list")
+@json_option
+def list_(as_json: bool) -> None:
+    """The providers with a stored key, and whether the variable overrides it (no keys shown).
+
+    \b
+    Example:
+      hz system credential list
+    """
+    store = _store()
+    stored = set(store.providers())
+    rows = [
+        {
+            "provider": provider,
+            "stored": provider in stored,
+            "variable": variable,
+            "variable_set": bool(os.environ.get(variable)),
+        }
+        for provider, variable in sorted(KEY_VARIABLES.items())
+    ]
+
+    def text(found: list[dict[str, object]]) -> str:
+        lines = [f"credentials file: {store.path}"]
+        for row in found:
+            where = []
+            if row["variable_set"]:
+                where.append(f"${row['variable']} (used)")
+            if row["stored"]:
+                where.append("stored" + (" (overridden)" if row["variable_set"] else " (used)"))
+            lines.append(f"{row['provider']}: {', '.join(where) or 'no key'}")
+        return "\n".join(lines)
+
+    emit(rows, as_json, text)
+
+
+@credential.command("forget")
+@click.argument("provider", type=PROVIDER)
+def forget(provider: str) -> None:
+    """Remove PROVIDER's stored key.
+
+    \b
+    Example:
+      hz system credential forget openai
+    """
+    removed = _store().forget(provider)
+    click.echo(f"forgot the {provider} key" if removed else f"no stored {provider} key")

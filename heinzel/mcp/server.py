@@ -1,0 +1,197 @@
+"""The MCP tools of ``hz mcp``, each a few lines over `heinzel.app.App`, served over stdio.
+
+Tools are named like the verbs (``heinzel_list`` is ``hz heinzel list``); read-only ones are
+annotated so. A coded error comes back as a tool error (``is_error``) whose text carries
+``CODE: message`` and the hint line, exactly as the command line prints them. Each call opens
+the app afresh, as each ``hz`` command does, so another process's changes are seen. Only the
+protocol goes to stdout; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from heinzel.app import App
+from heinzel.errors import HeinzelError
+from heinzel.mcp.models import (
+    Approved,
+    ChatSent,
+    Created,
+    Drafts,
+    Listing,
+    Shown,
+    TurnRun,
+)
+from ledger.errors import HzError
+
+__all__ = ["MAX_NAME", "MAX_TEXT", "build_server", "serve"]
+
+MAX_NAME = 4096
+MAX_TEXT = 20_000
+
+T = TypeVar("T")
+
+Name = Annotated[
+    str,
+    Field(
+        description="A name, `me/NAME` or `team/NAME`, or an `hz-` id.",
+        json_schema_extra={"maxLength": MAX_NAME},
+    ),
+]
+Filter = Annotated[str | None, Field(json_schema_extra={"maxLength": MAX_NAME})]
+Text = Annotated[str, Field(json_schema_extra={"maxLength": MAX_TEXT})]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+
+def _bounded(value: str | None, limit: int, what: str) -> None:
+    if value is not None and len(value) > limit:
+        raise HeinzelError(
+            "HZH260",
+            f"the {what} is {len(value)} characters long; at most {limit} are accepted",
+            "pass a name, an id or a message, not a document",
+        )
+
+
+class Tools:
+    """The tools over one home: ``home`` is ``--home`` (else ``HZ_HOME``, else the default)."""
+
+    def __init__(self, home: str | None, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.env = dict(os.environ) if env is None else env
+
+    def call(self, body: Callable[[App], T], **bounded: str | None) -> T:
+        """Check the arguments' lengths, run ``body`` on a fresh app, and turn a coded error
+        into a tool error carrying ``CODE: message`` and the hint."""
+        try:
+            for what, value in bounded.items():
+                limit = MAX_TEXT if what in {"message", "text", "sentence"} else MAX_NAME
+                _bounded(value, limit, what)
+            return body(App.from_environment(self.home, self.env))
+        except HzError as exc:
+            raise ToolError(exc.render()) from exc
+
+    def heinzel_list(
+        self, state: Filter = None, artifact: Filter = None, contract: Filter = None
+    ) -> Listing:
+        """List Heinzelmännchen from the index, filtered by state (proposed, asleep, awake,
+        waiting, paused, retired), artifact (an asset ref) or contract (NAME, NAME@VERSION or
+        KEY=VALUE), like `hz heinzel list`."""
+        rows = self.call(
+            lambda app: app.service.listing(artifact=artifact, state=state, contract=contract),
+            state=state,
+            artifact=artifact,
+            contract=contract,
+        )
+        return Listing.model_validate({"heinzelmaennchen": rows})
+
+    def heinzel_show(self, name: Name) -> Shown:
+        """One Heinzelmännchen: contract versions, the timeline of turns, lessons, drafts, the
+        pending item and this month's cost by cause, like `hz heinzel show NAME`."""
+        return Shown.model_validate(self.call(lambda app: app.service.show(name), name=name))
+
+    def heinzel_new(
+        self,
+        files: list[Annotated[str, Field(json_schema_extra={"maxLength": MAX_NAME})]] | None = None,
+        sentence: Text | None = None,
+        name: Filter = None,
+        namespace: Literal["me", "team"] | None = None,
+    ) -> Created:
+        """Create Heinzelmännchen (state: proposed) from contract files (.prose.md paths, read
+        by the server) or from one sentence, like `hz heinzel new`. Approve with `approve`."""
+        paths = list(files or [])
+
+        def create(app: App) -> list[dict[str, Any]]:
+            if paths:
+                return app.service.create_from_files(paths, name=name, namespace=namespace)
+            if sentence and sentence.strip():
+                return [app.turns.create_from_sentence(sentence, namespace=namespace)]
+            raise HeinzelError(
+                "HZH261", "heinzel_new needs files or a sentence", "pass `files` or `sentence`"
+            )
+
+        rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))
+        return Created.model_validate({"created": rows})
+
+    def heinzel_wake(self, name: Name, message: Text | None = None) -> TurnRun:
+        """Start a turn now (cause asked) and run it to its end or its wait, like
+        `hz heinzel wake NAME --message TEXT`."""
+        return TurnRun.model_validate(
+            self.call(lambda app: app.turns.wake(name, message), name=name, message=message)
+        )
+
+    def heinzel_chat(self, name: Name, text: Text, request_id: Filter = None) -> ChatSent:
+        """Send a message to its session: it steers a running turn, else starts one, like
+        `hz heinzel chat NAME TEXT`. Resending with the same request_id is idempotent."""
+        return ChatSent.model_validate(
+            self.call(
+                lambda app: app.verbs().chat(name, text, request_id=request_id),
+                name=name,
+                text=text,
+                request_id=request_id,
+            )
+        )
+
+    def heinzel_answer(self, name: Name, approve: bool, proposal: Filter = None) -> TurnRun:
+        """Answer a write it proposed in a chat turn (approve true or false); the turn goes on
+        at once, like `hz heinzel answer NAME yes|no`."""
+        return TurnRun.model_validate(
+            self.call(
+                lambda app: app.turns.answer(name, approve, proposal), name=name, proposal=proposal
+            )
+        )
+
+    def drafts(self) -> Drafts:
+        """Every waiting draft with its place and its key, like `hz drafts`."""
+        return Drafts.model_validate({"drafts": self.call(lambda app: app.service.drafts())})
+
+    def approve(self, items: list[Name]) -> Approved:
+        """Approve v1 of a proposed one, its pending amendment, or a draft (by name or by its
+        key from `drafts`), like `hz approve ITEM...`."""
+        rows = self.call(
+            lambda app: [app.service.approve(item) for item in items], **_each("item", items)
+        )
+        return Approved.model_validate({"approved": rows})
+
+
+def _each(what: str, values: list[str]) -> dict[str, str | None]:
+    return {f"{what} {n + 1}": value for n, value in enumerate(values)}
+
+
+TOOLS: list[tuple[str, ToolAnnotations]] = [
+    ("heinzel_list", READ_ONLY),
+    ("heinzel_show", READ_ONLY),
+    ("drafts", READ_ONLY),
+    ("heinzel_new", WRITES),
+    ("heinzel_wake", WRITES),
+    ("heinzel_chat", WRITES),
+    ("heinzel_answer", WRITES),
+    ("approve", WRITES),
+]
+
+
+def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServer:
+    """The MCP server with every tool of `Tools` registered under its verb's name."""
+    tools = Tools(home, env)
+    server = MCPServer(
+        "hz",
+        instructions="hz's Heinzelmännchen: durable agents with one contract and one session "
+        "each. heinzel_list and heinzel_show read; the other tools act as the user would.",
+        log_level="WARNING",
+    )
+    for name, hints in TOOLS:
+        server.tool(name=name, annotations=hints, structured_output=True)(getattr(tools, name))
+    return server
+
+
+def serve(home: str | None) -> None:
+    """Serve the tools over stdio until the client closes the pipe."""
+    build_server(home).run("stdio")

@@ -1,0 +1,162 @@
+"""The user's model keys: the provider's environment variable, or a credential hz stores.
+
+A credential is stored by provider name (``anthropic``, ``openai``) in one JSON file,
+``<user config dir>/hz/credentials.json`` (``HZ_CREDENTIALS`` names another), written
+atomically with mode 0600 in a 0700 folder. It is read only when a turn resolves its
+model, and it never enters a spine, a body, a log or a runner's environment.
+`find_key` says where a key came from (``env:ANTHROPIC_API_KEY`` or
+``credential:<path>``) so that ``hz system doctor`` can show it without printing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import platformdirs
+
+from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir, write_atomic
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = [
+    "KEY_VARIABLES",
+    "CredentialStore",
+    "FoundKey",
+    "credentials_path",
+    "find_key",
+    "model_with_key",
+]
+
+KEY_VARIABLES: Mapping[str, str] = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
+"""A provider and the environment variable its key is usually in."""
+
+PREFIX_PROVIDER: Mapping[str, str] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai-chat": "openai",
+}
+"""A model string's prefix and the provider whose key it needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoundKey:
+    """A key and where it came from (the source is safe to show, the key is not)."""
+
+    key: str
+    source: str
+
+
+def credentials_path(env: Mapping[str, str]) -> Path:
+    """``HZ_CREDENTIALS``, else ``<user config dir>/hz/credentials.json``."""
+    named = env.get("HZ_CREDENTIALS")
+    if named:
+        return Path(named).expanduser()
+    config_home = env.get("XDG_CONFIG_HOME")
+    if config_home:
+        return Path(config_home) / "hz" / "credentials.json"
+    return platformdirs.user_config_path("hz") / "credentials.json"
+
+
+def _unknown(provider: str) -> HeinzelError:
+    return HeinzelError(
+        "HZH260",
+        f"{provider!r} is not a provider hz keeps a key for",
+        "use one of: " + ", ".join(sorted(KEY_VARIABLES)),
+    )
+
+
+class CredentialStore:
+    """The 0600 credentials file: ``{provider: key}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> dict[str, str]:
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return {}
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise HeinzelError(
+                "HZH261",
+                f"the credentials file {self.path} can be read by others",
+                f"chmod 600 {self.path}, or forget and set the keys again",
+            )
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise HeinzelError(
+                "HZH262",
+                f"can't read the credentials file {self.path}: {type(exc).__name__}",
+                "remove it and set the keys again: `hz system credential set PROVIDER`",
+            ) from None
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+
+    def _write(self, data: Mapping[str, str]) -> None:
+        ensure_private_dir(self.path.parent)
+        write_atomic(self.path, json.dumps(dict(sorted(data.items())), indent=1).encode())
+
+    def get(self, provider: str) -> str | None:
+        """The stored key of ``provider``, if any."""
+        return self._read().get(provider)
+
+    def set(self, provider: str, key: str) -> None:
+        """Store ``key`` for ``provider`` (replacing any)."""
+        if provider not in KEY_VARIABLES:
+            raise _unknown(provider)
+        key = key.strip()
+        if not key:
+            raise HeinzelError(
+                "HZH263", "the key is empty", "pipe the key in, or type it when asked"
+            )
+        self._write({**self._read(), provider: key})
+
+    def forget(self, provider: str) -> bool:
+        """Remove ``provider``'s key; whether there was one."""
+        data = self._read()
+        if provider not in data:
+            return False
+        del data[provider]
+        self._write(data)
+        return True
+
+    def providers(self) -> list[str]:
+        """The providers with a stored key (never the keys)."""
+        return sorted(self._read())
+
+
+def find_key(prefix: str, env: Mapping[str, str]) -> FoundKey | None:
+    """The key a model of ``prefix`` runs with: the environment first, then the store."""
+    provider = PREFIX_PROVIDER.get(prefix)
+    if provider is None:
+        return None
+    variable = KEY_VARIABLES[provider]
+    if env.get(variable):
+        return FoundKey(env[variable], f"env:{variable}")
+    store = CredentialStore(credentials_path(env))
+    stored = store.get(provider)
+    if stored:
+        return FoundKey(stored, f"credential:{store.path}")
+    return None
+
+
+def model_with_key(name: str, base_url: str | None, env: Mapping[str, str]) -> Model:
+    """The pydantic-ai model for ``name`` with the user's key (`find_key`) and ``base_url``;
+    no key is HZE003 naming the variable and the credential command."""
+    from heinzel.engine.models import resolve_model
+
+    found = find_key(name.partition(":")[0], env)
+    return resolve_model(name, base_url=base_url, api_key=found.key if found else None, env={})

@@ -1,0 +1,56 @@
+"""One broken Heinzelmännchen never stops the tick for the others.
+
+The tick runs each Heinzelmännchen's part (its drafts' states, its inbox, its wakes)
+inside `isolated`: whatever that part raises is recorded in the tick's report with a
+code and logged, and the tick goes on with the next one. A coded error keeps its code
+(a missing contract file is HZH061, a changed one HZH062, a linked contract folder
+HZH063); a damaged spine line (HZL030) is contained first: the spine is opened, which
+moves a garbage last line aside like a torn tail (``spine.torn_tail``), and verified,
+which records a break in the middle as ``spine.break_contained``; anything uncoded is
+HZH221, naming the exception's type, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from heinzel.logs import bind_heinzel, get_logger
+from heinzel.session.sessions import Sessions
+from ledger.errors import HzError
+
+__all__ = ["isolated"]
+
+
+@contextmanager
+def isolated(
+    sessions: Sessions, heinzel_id: str, errors: list[dict[str, Any]], part: str
+) -> Iterator[None]:
+    """Run one Heinzelmännchen's ``part`` of the tick; a failure is recorded in
+    ``errors`` (id, part, code, message) and logged, never raised."""
+    try:
+        yield
+    except HzError as error:
+        if error.code == "HZL030":
+            _contain(sessions, heinzel_id)
+        _record(heinzel_id, errors, part, error.code, error.message)
+    except Exception as error:  # the tick must go on for the others
+        message = f"{part} failed unexpectedly: {type(error).__name__}: {str(error)[:200]}"
+        _record(heinzel_id, errors, part, "HZH221", message)
+
+
+def _record(
+    heinzel_id: str, errors: list[dict[str, Any]], part: str, code: str, message: str
+) -> None:
+    errors.append({"id": heinzel_id, "part": part, "code": code, "message": message})
+    bind_heinzel(get_logger(), heinzel_id).warning("tick.isolated", part=part, code=code)
+
+
+def _contain(sessions: Sessions, heinzel_id: str) -> None:
+    """Open the damaged spine (its garbage tail moved aside) and record its breaks."""
+    try:
+        with sessions.open_spine(heinzel_id) as spine:
+            spine.verify()
+    except HzError:
+        return  # still reported by the caller; the next tick tries again

@@ -1,0 +1,95 @@
+"""Who may use the web head: a random token in ``<home>/web/token`` (0600), exchanged once
+at ``/auth?token=...`` for an HttpOnly, SameSite=Strict cookie; every other request needs
+that cookie (401 without it), a Host of the loopback address, and a state-changing one
+also its Origin and the CSRF token (403 otherwise)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Collection
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp
+
+from ledger.files import ensure_private_dir, write_atomic
+
+__all__ = ["COOKIE", "Keys", "TokenAuth", "new_token"]
+
+COOKIE = "hz_session"
+SAFE = ("GET", "HEAD")
+
+
+def new_token(web_dir: Path) -> str:
+    """A fresh random token, written to ``web_dir/token`` (0600; the old one stops working)."""
+    token = secrets.token_urlsafe(32)
+    ensure_private_dir(web_dir)
+    write_atomic(web_dir / "token", (token + "\n").encode())
+    return token
+
+
+class Keys:
+    """What the token derives: the cookie's value and the CSRF token (neither is the token)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.session = self._derive("session")
+        self.csrf = self._derive("csrf")
+
+    def _derive(self, purpose: str) -> str:
+        return hmac.new(self.token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
+
+    def token_ok(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def session_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.session.encode())
+
+    def csrf_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
+
+
+class TokenAuth(BaseHTTPMiddleware):
+    """The gate in front of every route."""
+
+    def __init__(self, app: ASGIApp, keys: Keys, hosts: Collection[str]) -> None:
+        super().__init__(app)
+        self.keys = keys
+        self.hosts = set(hosts)
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        host = request.headers.get("host", "")
+        if host not in self.hosts:
+            return _refuse(403, f"this server answers only to {', '.join(sorted(self.hosts))}")
+        if request.url.path == "/auth":
+            if request.method != "GET" or not self.keys.token_ok(
+                request.query_params.get("token", "")
+            ):
+                return _refuse(403, "that token is not this server's; use the URL it printed")
+            response = RedirectResponse("/", status_code=303)
+            response.set_cookie(
+                COOKIE, self.keys.session, httponly=True, samesite="strict", path="/"
+            )
+            return response
+        if not self.keys.session_ok(request.cookies.get(COOKIE)):
+            return _refuse(401, "open the URL `hz system serve` printed (it carries the token)")
+        if request.method not in SAFE:
+            origin = request.headers.get("origin")
+            if origin is None or origin.removeprefix(f"{request.url.scheme}://") != host:
+                return _refuse(403, "a change must come from this server's own pages (Origin)")
+            given: str | None = request.headers.get("x-csrf-token")
+            if given is None:  # a plain form: read the body (it is replayed to the route)
+                fields = parse_qs((await request.body()).decode("utf-8", "replace"))
+                given = fields.get("csrf", [None])[-1]
+            if not self.keys.csrf_ok(given):
+                return _refuse(403, "the form's CSRF token is missing or stale; reload the page")
+        return await call_next(request)
+
+
+def _refuse(status: int, why: str) -> Response:
+    return PlainTextResponse(f"{status}: {why}\n", status_code=status)

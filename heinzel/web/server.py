@@ -1,0 +1,67 @@
+"""The Starlette application of the web head, and running it on uvicorn (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from heinzel.app import App
+from heinzel.web.auth import Keys, TokenAuth, new_token
+from heinzel.web.views import Views
+
+__all__ = ["create_app", "serve"]
+
+HERE = Path(__file__).resolve().parent
+
+
+def create_app(
+    open_app: Callable[[], App],
+    token: str,
+    *,
+    hosts: Collection[str],
+    idle_seconds: float = 15.0,
+) -> Starlette:
+    """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
+    ``hz`` command opens its own), behind ``token``, answering only to ``hosts``."""
+    local = threading.local()
+
+    def app_here() -> App:
+        found: App | None = getattr(local, "app", None)
+        if found is None:
+            found = local.app = open_app()
+        return found
+
+    keys = Keys(token)
+    views = Views(app_here, keys, idle_seconds=idle_seconds)
+    routes = [
+        Route("/", views.listing),
+        Route("/h/{ref}", views.heinzel),
+        Route("/h/{ref}/events", views.events),
+        Route("/h/{ref}/chat", views.chat, methods=["POST"]),
+        Route("/h/{ref}/approve", views.approve, methods=["POST"]),
+        Route("/h/{ref}/decline", views.decline, methods=["POST"]),
+        Route("/h/{ref}/answer", views.answer, methods=["POST"]),
+        Route("/h/{ref}/dismiss", views.dismiss, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(TokenAuth, keys=keys, hosts=hosts)])
+
+
+def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -> None:
+    """Run the web head on 127.0.0.1:``port`` until interrupted; print the URL once.
+
+    A new token is written at each start, so an old URL or cookie stops working."""
+    import uvicorn
+
+    home = open_app().service.home.root
+    token = new_token(home / "web")
+    web = create_app(open_app, token, hosts=[f"127.0.0.1:{port}", f"localhost:{port}"])
+    echo(f"hz web head for {home}; the token is in {home / 'web' / 'token'}")
+    echo(f"open: http://127.0.0.1:{port}/auth?token={token}")
+    uvicorn.run(web, host="127.0.0.1", port=port, log_level="warning")

@@ -1,0 +1,66 @@
+// hz web head: the sidebar chat and the live spine lines (plain JavaScript, no library).
+(function () {
+  "use strict";
+  var layout = document.querySelector("[data-heinzel]");
+  if (!layout) { return; }
+  var id = layout.getAttribute("data-heinzel");
+  var csrf = document.querySelector('meta[name="csrf"]').getAttribute("content");
+  var live = document.getElementById("live");
+  var status = document.getElementById("live-status");
+  var state = document.getElementById("state");
+
+  function item(list, cls, text, when) {
+    var li = document.createElement("li");
+    if (cls) { li.className = cls; }
+    var span = document.createElement("span");
+    span.className = "text";
+    span.textContent = text;  // always text, never HTML
+    li.appendChild(span);
+    if (when) { var t = document.createElement("time"); t.textContent = when; li.appendChild(t); }
+    list.appendChild(li);
+    return li;
+  }
+
+  function describe(line) {
+    var data = line.data || {};
+    var bits = [line.seq, line.kind];
+    ["cause", "step", "disposition", "reason", "usd"].forEach(function (k) {
+      if (data[k] !== undefined && data[k] !== null) { bits.push(k + "=" + data[k]); }
+    });
+    return bits.join(" ");
+  }
+
+  var source = new EventSource("/h/" + id + "/events");
+  source.addEventListener("row", function (e) {
+    var row = JSON.parse(e.data);
+    state.textContent = row.state;
+    state.className = "badge state-" + row.state;
+    status.textContent = row.pending ? "(" + row.pending.kind + " waiting on you)" : "";
+  });
+  source.addEventListener("line", function (e) {
+    item(live, "", describe(JSON.parse(e.data)));
+    while (live.children.length > 50) { live.removeChild(live.firstChild); }
+  });
+
+  var form = document.getElementById("chat");
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = form.elements.text.value;
+    if (!text.trim()) { return; }
+    var mine = item(document.getElementById("messages"), "me", text, "sending…");
+    form.elements.text.value = "";
+    var body = new URLSearchParams({ text: text, csrf: csrf });
+    fetch(form.action, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "Accept": "application/json", "X-CSRF-Token": csrf }
+    }).then(function (r) { return r.json(); }).then(function (answer) {
+      var said = answer.code ? answer.code + ": " + answer.message : "sent: " + answer.delivered;
+      item(live, answer.code ? "error" : "", said);
+      mine.lastChild.textContent = answer.code ? "not sent" : "sent";
+      document.getElementById("refresh").hidden = false;
+    });
+  });
+  form.elements.text.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { form.requestSubmit(); }
+  });
+}());

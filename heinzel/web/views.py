@@ -1,0 +1,205 @@
+"""The pages and buttons of the web head, each a few lines over `heinzel.app.App`: the same
+service calls and verbs as the ``hz`` commands, so a chat here is ``hz heinzel chat``."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.templating import Jinja2Templates
+
+from heinzel.app import App
+from heinzel.store.inbox import Inbox
+from heinzel.web.auth import Keys
+from heinzel.web.events import format_event, last_seq, lines_after, offset_after
+from ledger.errors import HzError
+
+__all__ = ["Views"]
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+TEMPLATES.env.filters["when"] = lambda ts: (
+    f"{ts[:10]} {ts[11:16]} UTC" if isinstance(ts, str) and len(ts) >= 16 else (ts or "-")
+)
+STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
+POLL = 0.2
+
+
+class Views:
+    """The route handlers; ``app`` gives this thread's `App`."""
+
+    def __init__(self, app: Callable[[], App], keys: Keys, *, idle_seconds: float) -> None:
+        self.app = app
+        self.keys = keys
+        self.idle_seconds = idle_seconds
+
+    def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return TEMPLATES.TemplateResponse(
+            request, name, {"csrf": self.keys.csrf, "states": STATES, **context}, status
+        )
+
+    def _error(self, request: Request, error: HzError) -> Response:
+        status = 404 if error.code == "HZH080" else 400
+        return self._page(request, "error.html", status, error=error)
+
+    # -- pages ---------------------------------------------------------------------
+
+    def listing(self, request: Request) -> Response:
+        """My Heinzelmännchen: every index row, filtered like ``hz heinzel list``."""
+        wanted = {k: request.query_params.get(k) or None for k in ("state", "artifact", "contract")}
+        try:
+            rows = self.app().service.listing(**wanted)
+        except HzError as error:
+            return self._error(request, error)
+        return self._page(request, "list.html", rows=rows, wanted=wanted)
+
+    def heinzel(self, request: Request) -> Response:
+        """One Heinzelmännchen: contract and versions, turns, lessons, pending, verify, chat."""
+        app = self.app()
+        try:
+            data = app.service.show(request.path_params["ref"])
+            verified = app.service.verify(data["id"])[0]
+        except HzError as error:
+            return self._error(request, error)
+        home = app.service.home
+        return self._page(
+            request,
+            "heinzel.html",
+            h=data,
+            verified=verified,
+            versions=_versions(home.contract_dir(data["id"])),
+            chats=_chats(Inbox(home, data["id"])),
+            seq=last_seq(home.spine_path(data["id"])),
+        )
+
+    # -- buttons -------------------------------------------------------------------
+
+    async def _act(self, request: Request, call: Callable[[App, str, Any], object]) -> Response:
+        form = await request.form()
+        ref = request.path_params["ref"]
+        try:
+            result = await run_in_threadpool(call, self.app(), ref, form)
+        except HzError as error:
+            if request.headers.get("accept") == "application/json":
+                return JSONResponse({"code": error.code, "message": error.message}, 400)
+            return self._error(request, error)
+        if request.headers.get("accept") == "application/json":
+            return JSONResponse(result)
+        return RedirectResponse(f"/h/{ref}", status_code=303)
+
+    async def chat(self, request: Request) -> Response:
+        """The sidebar's message, sent exactly as ``hz heinzel chat`` sends it."""
+        return await self._act(
+            request, lambda app, ref, form: app.verbs().chat(ref, str(form.get("text", "")))
+        )
+
+    async def approve(self, request: Request) -> Response:
+        """``hz approve``: v1, the pending amendment, or a draft (its key in ``item``)."""
+        return await self._act(
+            request,
+            lambda app, ref, form: app.service.approve(str(form.get("item") or ref)),
+        )
+
+    async def decline(self, request: Request) -> Response:
+        """``hz heinzel decline``: the pending amendment."""
+        return await self._act(request, lambda app, ref, form: app.service.decline(ref))
+
+    async def answer(self, request: Request) -> Response:
+        """``hz heinzel answer``: yes or no to a proposed write."""
+        return await self._act(
+            request,
+            lambda app, ref, form: app.turns.answer(
+                ref, form.get("said") == "yes", str(form.get("proposal") or "") or None
+            ),
+        )
+
+    async def dismiss(self, request: Request) -> Response:
+        """``hz heinzel dismiss``: a lesson by its number."""
+        return await self._act(
+            request, lambda app, ref, form: app.service.dismiss(ref, str(form.get("lesson", "")))
+        )
+
+    # -- server-sent events --------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        """The current row, then each spine line after ``Last-Event-ID`` (or after now)."""
+        try:
+            row = await run_in_threadpool(
+                lambda: self.app().service.resolve(request.path_params["ref"])
+            )
+        except HzError as error:
+            return self._error(request, error)
+        path = self.app().service.home.spine_path(row["id"])
+        given = request.headers.get("last-event-id", "")
+        start = int(given) if given.isdigit() else last_seq(path)
+        return StreamingResponse(
+            self._stream(request, row["id"], path, start),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def _stream(
+        self, request: Request, heinzel_id: str, path: Path, start: int
+    ) -> AsyncIterator[str]:
+        yield "retry: 1500\n\n"
+        yield format_event("row", await run_in_threadpool(self._row, heinzel_id), start)
+        offset = offset_after(path, start)
+        idle = 0.0
+        while not await request.is_disconnected():
+            lines, offset = lines_after(path, offset)
+            for line in lines:
+                yield format_event("line", line, line["seq"])
+            if lines:
+                idle = 0.0
+                yield format_event("row", await run_in_threadpool(self._row, heinzel_id))
+                continue
+            if idle >= self.idle_seconds and not await run_in_threadpool(self._running, heinzel_id):
+                return
+            await asyncio.sleep(POLL)
+            idle += POLL
+
+    def _row(self, heinzel_id: str) -> dict[str, Any]:
+        row = self.app().service.queries.show(heinzel_id)
+        return {k: row[k] for k in ("state", "pending", "next_due", "cost_today")}
+
+    def _running(self, heinzel_id: str) -> bool:
+        found = (
+            self.app()
+            .service.index.db.execute(
+                "SELECT 1 FROM turns WHERE heinzel = ? AND state = 'running' LIMIT 1", [heinzel_id]
+            )
+            .fetchone()
+        )
+        return found is not None
+
+
+def _versions(directory: Path) -> list[dict[str, Any]]:
+    """Each stored contract version's text, with its diff from the one before."""
+    found: list[dict[str, Any]] = []
+    texts = sorted(directory.glob("v*.prose.md"), key=lambda p: int(p.name[1:].split(".")[0] or 0))
+    before: list[str] = []
+    for path in texts:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        diff = list(difflib.unified_diff(before, lines, "before", path.name, lineterm="", n=1))
+        found.append(
+            {"name": path.name, "text": "\n".join(lines), "diff": diff[2:] if before else []}
+        )
+        before = lines
+    return found
+
+
+def _chats(inbox: Inbox) -> list[dict[str, Any]]:
+    """The messages the user sent (the inbox's chat requests still kept), oldest first."""
+    if not inbox.directory.is_dir():
+        return []
+    shown = []
+    for entry in sorted(inbox.directory.glob("rq-*.json")):
+        request = inbox.read(entry.name.removesuffix(".json"))
+        if request is not None and request.kind == "chat":
+            shown.append({"at": request.at, "text": request.message, "taken": request.taken})
+    return shown

@@ -1,0 +1,49 @@
+"""`DiskBody`: the durable `Body` for hosts, over `ledger.bodies.Bodies`.
+
+The rule every body keeps (see `machines.journal.Body`): a `put` is durable when
+it returns, and the machine appends the hash that names the content only after
+that. `DiskBody` keeps each turn's values as records ``{"kind": "value", "hash",
+"value"}`` in ``<directory>/turns/<turn>.jsonl`` (one fsynced line per record), so a
+crash at any point leaves either no hash in the spine or the content on disk.
+The directory is usually the spine's own (`Spine.directory`); a turn id is then
+also a file name (letters, digits, ``-``, ``_`` and ``.``: HZL040 otherwise).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ledger.bodies import Bodies
+
+
+class DiskBody:
+    """A `Body` kept on disk, durable on `put`'s return (idempotent per digest)."""
+
+    def __init__(self, bodies: Bodies | Path) -> None:
+        self.bodies = bodies if isinstance(bodies, Bodies) else Bodies(Path(bodies))
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def _load(self, turn: str) -> None:
+        for record in self.bodies.read(turn) or []:
+            if record.get("kind") == "value":
+                self._cache[(turn, str(record.get("hash")))] = record.get("value")
+
+    def put(self, turn: str, digest: str, value: Any) -> None:
+        """Keep ``value`` under ``digest`` (once per turn and digest), fsynced."""
+        if (turn, digest) not in self._cache:
+            self._load(turn)
+        if (turn, digest) in self._cache:
+            return
+        self.bodies.append(turn, {"kind": "value", "hash": digest, "value": value})
+        self._cache[(turn, digest)] = value
+
+    def get(self, turn: str, digest: str) -> Any:
+        """The value under ``digest``; `KeyError` when the body no longer has it."""
+        if (turn, digest) not in self._cache:
+            self._load(turn)
+        return self._cache[(turn, digest)]
+
+    def records(self, turn: str) -> list[dict[str, Any]]:
+        """Every record of the turn's body (a host may keep its own kinds beside)."""
+        return self.bodies.read(turn) or []

@@ -1,0 +1,63 @@
+"""Bad input through `hz` gets a code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRIYA = ROOT / "fixtures" / "priya"
+HZ = str(Path(sys.executable).with_name("hz"))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "priya"
+    shutil.copytree(PRIYA, root)
+    for args in (
+        ["heinzel", "new", "--from", "weekly-report.prose.md"],
+        ["approve", "weekly-report"],
+    ):
+        assert _hz(root, *args).returncode == 0
+    return root
+
+
+def _hz(
+    root: Path, *args: str | bytes, now: str = "2026-10-30T14:05:00Z"
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HZ_HOME": str(root / "home"),
+        "HZ_FIXTURE_SOURCES": str(root),
+        "HZ_NOW": now,
+    }
+    return subprocess.run(
+        [HZ, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _code(done: subprocess.CompletedProcess[str]) -> tuple[int, str]:
+    assert "Traceback" not in done.stderr
+    return done.returncode, done.stderr.split(":")[0]
+
+
+def test_a_chat_message_that_is_not_utf8(root: Path) -> None:
+    """A chat of bytes that are not UTF-8 is HZH243."""
+    assert _code(_hz(root, "heinzel", "chat", "weekly-report", b"\xff\xfe bad")) == (1, "HZH243")
+
+
+def test_dismissing_a_huge_lesson_number(root: Path) -> None:
+    """`hz heinzel dismiss NAME <a huge number>` is HZH078 (no such lesson)."""
+    done = _hz(root, "heinzel", "dismiss", "weekly-report", "9" * 30)
+    assert _code(done) == (1, "HZH078")
+
+
+def test_hz_now_before_the_year_1000(root: Path) -> None:
+    """`HZ_NOW` before the year 1000 is HZH004."""
+    done = _hz(root, "heinzel", "wake", "weekly-report", now="0999-01-01T00:00:00Z")
+    assert _code(done) == (1, "HZH004")

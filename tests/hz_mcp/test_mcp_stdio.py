@@ -1,0 +1,170 @@
+"""``hz mcp`` from the MCP SDK's own client over stdio: the tools, the worked example through
+them, coded errors as tool errors, hostile arguments refused cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession
+
+from .client import HZ, priya, session, text
+
+TOOLS = {
+    "heinzel_list": True,
+    "heinzel_show": True,
+    "drafts": True,
+    "heinzel_new": False,
+    "heinzel_wake": False,
+    "heinzel_chat": False,
+    "heinzel_answer": False,
+    "approve": False,
+}
+
+
+def test_the_tools_are_the_verbs_typed_and_read_only_where_they_only_read(
+    tmp_path: Path,
+) -> None:
+    """Every verb is a tool with an input and an output schema; only the readers are read-only."""
+
+    async def body(s: ClientSession) -> Any:
+        return (await s.list_tools()).tools
+
+    tools = {t.name: t for t in session(priya(tmp_path), tmp_path, body)}
+    assert set(tools) == set(TOOLS)
+    for name, read_only in TOOLS.items():
+        tool = tools[name]
+        assert tool.annotations is not None and tool.annotations.read_only_hint is read_only, name
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object", name
+        assert tool.description, name
+    assert tools["heinzel_show"].input_schema["required"] == ["name"]
+    assert tools["heinzel_show"].input_schema["properties"]["name"]["maxLength"] == 4096
+
+
+def test_the_worked_example_through_the_tools(tmp_path: Path) -> None:
+    """new, approve, list, show, wake, drafts, chat and approving the draft work as the CLI's
+    walkthrough does, and what the tools did is what `hz heinzel show --json` then reads."""
+    env = priya(tmp_path)
+
+    async def body(s: ClientSession) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("heinzel_new", {"files": ["weekly-report.prose.md"]}),
+            ("approve", {"items": ["weekly-report"]}),
+            ("heinzel_list", {"state": "asleep"}),
+            ("heinzel_wake", {"name": "weekly-report", "message": "draft this week's section"}),
+            ("drafts", {}),
+            ("heinzel_show", {"name": "weekly-report"}),
+        ]
+        for name, args in calls:
+            result = await s.call_tool(name, args)
+            assert not result.is_error, (name, text(result))
+            seen[name] = result.structured_content
+        key = seen["drafts"]["drafts"][0]["key"]
+        for name, args in [
+            ("approve draft", {"items": [key]}),
+            ("heinzel_chat", {"name": "weekly-report", "text": "keep it under ten lines"}),
+        ]:
+            result = await s.call_tool(name.split()[0], args)
+            assert not result.is_error, (name, text(result))
+            seen[name] = result.structured_content
+        return seen
+
+    seen = session(env, tmp_path, body)
+    assert [r["state"] for r in seen["heinzel_new"]["created"]] == ["proposed"]
+    assert seen["approve"]["approved"][0]["approved"] == "weekly-report v1"
+    (row,) = seen["heinzel_list"]["heinzelmaennchen"]
+    assert (row["name"], row["state"], row["contract_version"]) == ("weekly-report", "asleep", 1)
+    assert seen["heinzel_wake"]["disposition"] == "drafted"
+    assert seen["drafts"]["drafts"][0]["name"] == "weekly-report"
+    assert seen["heinzel_show"]["pending"]["kind"] == "draft"
+    assert seen["heinzel_chat"]["name"] == "weekly-report"
+    assert seen["approve draft"]["approved"][0]["approved"] == seen["drafts"]["drafts"][0]["key"]
+    shown = subprocess.run(
+        [HZ, "heinzel", "show", "weekly-report", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert seen["heinzel_wake"]["turn"] in shown.stdout
+
+
+def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> None:
+    """An unknown name, an answer with nothing waiting and a bad state come back as tool errors
+    carrying the CLI's `CODE: message` and hint, and the server goes on serving."""
+
+    async def body(s: ClientSession) -> list[Any]:
+        return [
+            await s.call_tool("heinzel_show", {"name": "nobody"}),
+            await s.call_tool("heinzel_answer", {"name": "nobody", "approve": True}),
+            await s.call_tool("heinzel_list", {"state": "sleepy"}),
+            await s.call_tool("heinzel_new", {}),
+            await s.call_tool("heinzel_list", {}),
+        ]
+
+    show, answer, listing, new, after = session(priya(tmp_path), tmp_path, body)
+    for result, code in [(show, "HZH080"), (answer, "HZH080"), (listing, "HZH082")]:
+        assert result.is_error
+        assert f"{code}: " in text(result) and "\nhint: " in text(result)
+    assert new.is_error and "HZH261: " in text(new)
+    assert not after.is_error and after.structured_content == {"heinzelmaennchen": []}
+
+
+def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
+    """A name with path separators finds nothing, a megabyte name or message is refused with
+    HZH260, a wrong type fails the schema; nothing is created outside the home."""
+    env = priya(tmp_path)
+    huge = "x" * 1_000_000
+
+    async def body(s: ClientSession) -> list[Any]:
+        return [
+            await s.call_tool("heinzel_show", {"name": "../../etc/passwd"}),
+            await s.call_tool("heinzel_show", {"name": "me/../../x"}),
+            await s.call_tool("heinzel_show", {"name": huge}),
+            await s.call_tool("heinzel_chat", {"name": "weekly-report", "text": huge}),
+            await s.call_tool("approve", {"items": "weekly-report"}),
+            await s.call_tool("heinzel_wake", {"name": "a\x00b"}),
+        ]
+
+    before = sorted(p.name for p in tmp_path.parent.iterdir())
+    traversal, namespaced, long_name, long_text, wrong_type, nul = session(env, tmp_path, body)
+    assert "HZH080: " in text(traversal) and "HZH080: " in text(namespaced)
+    assert "HZH260: " in text(long_name) and "HZH260: " in text(long_text)
+    assert len(text(long_name)) < 500
+    assert wrong_type.is_error and nul.is_error
+    assert "HZH080: " in text(nul)
+    assert sorted(p.name for p in tmp_path.parent.iterdir()) == before
+
+
+def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
+    """With debug logging on, every line `hz mcp` writes to stdout is a JSON-RPC message;
+    the logs go to stderr."""
+    env = priya(tmp_path) | {"HZ_LOG_LEVEL": "debug"}
+    lines = [
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"heinzel_new",'
+        '"arguments":{"files":["weekly-report.prose.md"]}}}',
+    ]
+    proc = subprocess.Popen(
+        [HZ, "mcp"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    for line in lines:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+    first, second = proc.stdout.readline(), proc.stdout.readline()
+    _, err = proc.communicate(timeout=60)
+    assert '"id":1' in first and '"id":2' in second and "weekly-report" in second
+    assert '"isError":true' not in second
+    assert "appended" in err

@@ -1,0 +1,155 @@
+"""A person's set-up for the model tests: a work folder, a home, a model and a key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .fake_providers import Provider, Script
+
+CONTRACT = """---
+name: notes-digest
+kind: responsibility
+hz:
+  namespace: me
+  schedule: "0 15 * * FRI"
+  timezone: UTC
+  render_on_schedule: always
+  requires: [files:read, documents:write]
+  inputs:
+    notes: {from: files.read, args: {path: notes.txt}}
+  outputs:
+    section: {asset: "file:report.md"}
+  publishes: [documents.place_draft]
+  agent: {max_usd: 0.5}
+---
+
+### Goal
+
+A short digest of the notes at the end of the report.
+
+### Maintains
+
+- `section`: the digest
+
+### Done when
+
+- [ ] every item of `notes` is covered
+"""
+
+DONE = "every item of `notes` is covered"
+DRAFT = {
+    "report": "drafted the digest",
+    "draft": {
+        "text": "## Digest\n\n- ship the rounding fix\n",
+        "output": "section",
+        "contract_version": 1,
+        "done_when": [{"item": DONE, "met": True, "note": "both notes"}],
+    },
+}
+CREATED = {
+    "report": "wrote the contract",
+    "amendment": {"text": CONTRACT, "why": "from the sentence"},
+}
+MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai-chat:gpt-4o-mini"}
+KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+KEY = "sk-the-users-key"
+FRIDAY = "2026-10-30T14:00:00.000Z"
+
+
+@dataclass
+class User:
+    """A user at a shell: ``hz`` in ``folder`` with a home, a model and a fake provider."""
+
+    tmp: Path
+    api: str
+    provider: Provider | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.tmp / "work"
+
+    @property
+    def home(self) -> Path:
+        return self.tmp / "home"
+
+    def serve(self, script: Script) -> Provider:
+        """Start the fake provider and point ``HZ_BASE_URL`` at it."""
+        if self.provider is not None:
+            self.provider.close()
+        self.provider = Provider(self.api, script)
+        self.env["HZ_BASE_URL"] = self.provider.base_url
+        return self.provider
+
+    def hz(
+        self, *args: str, stdin: str | None = None, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the ``hz`` executable as a person would."""
+        env = {**self.env, **extra}
+        return subprocess.run(
+            [sys.executable, "-m", "heinzel", *args],
+            cwd=self.folder,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def user(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[User]:
+    """A user with the provider's key in its usual variable and a work folder."""
+    api = str(request.param)
+    person = User(tmp_path, api)
+    person.folder.mkdir()
+    (person.folder / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
+    (person.folder / "report.md").write_text("# Report\n\n## Earlier\n\n- done\n", encoding="utf-8")
+    person.env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "HZ_HOME": str(person.home),
+        "HZ_NOW": FRIDAY,
+        "HZ_USER": "me",
+        "HZ_MODEL": MODELS[api],
+        KEY_VARS[api]: KEY,
+    }
+    yield person
+    if person.provider is not None:
+        person.provider.close()
+
+
+def outcome_after_report(outcome: dict[str, Any]) -> Script:
+    """One request with a tool call (``report``), then ``outcome``, for every turn."""
+    from .fake_providers import Call, Outcome
+
+    def script(body: dict[str, Any], n: int) -> Any:
+        if answered_a_tool(body):
+            return Outcome(outcome)
+        return Call("report", {"verb": "read", "target": "notes", "description": "read notes"})
+
+    return script
+
+
+def answered_a_tool(body: dict[str, Any]) -> bool:
+    """Whether the request's last message returns a tool's result (either API)."""
+    last = body["messages"][-1]
+    if last.get("role") == "tool":
+        return True
+    content = last.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content
+    )
+
+
+Made = Callable[..., Any]

@@ -1,0 +1,207 @@
+"""Loopback servers speaking the Anthropic Messages API and OpenAI chat completions.
+
+A `Provider` answers each POST with what its script says for that request: a tool call,
+the outcome through pydantic-ai's output tool, an HTTP error, or a malformed body. It
+records every request's path, headers and body, so a test can check which key reached
+the provider and what the model was sent. Shapes follow the providers' documented
+examples (``tool_use`` blocks and ``usage.input_tokens``; ``tool_calls`` and
+``usage.prompt_tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Call", "Http", "Outcome", "Provider", "Raw"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of one of the turn's tools."""
+
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The final outcome, through the output tool (``final_result*``)."""
+
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Http:
+    """An HTTP error status with a provider-shaped error body."""
+
+    status: int
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A 200 whose body is ``text`` as it is (malformed on purpose)."""
+
+    text: str
+
+
+Step = Call | Outcome | Http | Raw
+Script = Callable[[dict[str, Any], int], Step | list[Call]]
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class Provider:
+    """A fake ``anthropic`` or ``openai`` server on 127.0.0.1 answering by ``script``."""
+
+    api: str
+    script: Script
+    seen: list[Seen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                provider.seen.append(
+                    Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
+                status, kind, out = provider.answer(body, len(provider.seen))
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(out)))
+                self.send_header("retry-after-ms", "5")
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        """What ``HZ_BASE_URL`` is set to: the root for Anthropic, ``/v1`` for OpenAI."""
+        root = f"http://127.0.0.1:{self.server.server_port}"
+        return root if self.api == "anthropic" else root + "/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def keys(self) -> list[str]:
+        """The key each request carried."""
+        return [
+            s.headers.get("x-api-key") or s.headers.get("authorization", "").removeprefix("Bearer ")
+            for s in self.seen
+        ]
+
+    def answer(self, body: dict[str, Any], n: int) -> tuple[int, str, bytes]:
+        step = self.script(body, n)
+        if isinstance(step, Http):
+            error = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+            return step.status, "application/json", json.dumps(error).encode()
+        if isinstance(step, Raw):
+            return 200, "application/json", step.text.encode()
+        calls = step if isinstance(step, list) else [step]
+        names = self._tool_names(body)
+        pairs = [
+            (next(t for t in names if t.startswith("final_result")), c.data)
+            if isinstance(c, Outcome)
+            else (c.name, c.args)
+            for c in calls
+        ]
+        reply = self._anthropic(pairs, n) if self.api == "anthropic" else self._openai(pairs, n)
+        if body.get("stream"):
+            return 200, "text/event-stream", _sse(reply).encode()
+        return 200, "application/json", json.dumps(reply).encode()
+
+    def _tool_names(self, body: dict[str, Any]) -> list[str]:
+        tools = body.get("tools") or []
+        if self.api == "anthropic":
+            return [t["name"] for t in tools]
+        return [t["function"]["name"] for t in tools]
+
+    @staticmethod
+    def _anthropic(pairs: list[tuple[str, dict[str, Any]]], n: int) -> dict[str, Any]:
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [
+                {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
+                for i, (name, args) in enumerate(pairs)
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1000, "output_tokens": 100},
+        }
+
+    @staticmethod
+    def _openai(pairs: list[tuple[str, dict[str, Any]]], n: int) -> dict[str, Any]:
+        calls = [
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(pairs)
+        ]
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {"role": "assistant", "content": None, "tool_calls": calls},
+                }
+            ],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100},
+        }
+
+
+def _sse(message: dict[str, Any]) -> str:
+    """An Anthropic message as the server-sent events of a streamed answer."""
+    start = {**message, "content": [], "stop_reason": None}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        events += [
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {**block, "input": {}},
+            },
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)

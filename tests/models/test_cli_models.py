@@ -1,0 +1,120 @@
+"""The `hz` executable against loopback Anthropic and OpenAI servers, with the real clients."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from ledger.spine import read_events
+
+from .conftest import CREATED, DRAFT, KEY, User, answered_a_tool, outcome_after_report
+from .fake_providers import Http, Outcome, Raw
+
+
+def _events(user: User) -> list[Any]:
+    [spine] = (user.home / "heinzel").glob("hz-*/session.jsonl")
+    return list(read_events(spine))
+
+
+def _created(user: User) -> None:
+    user.serve(lambda body, n: Outcome(CREATED))
+    made = user.hz("heinzel", "new", "summarise notes.txt into report.md every Friday at three")
+    assert made.returncode == 0, made.stderr
+    approved = user.hz("approve", "notes-digest")
+    assert approved.returncode == 0, approved.stderr
+
+
+class TestEveryPathUsesTheKey:
+    """Each command that runs a model reaches the provider with the user's key."""
+
+    def test_new_then_wake(self, user: User) -> None:
+        """A sentence becomes a contract, and a wake drafts, each request with the key."""
+        _created(user)
+        assert user.provider is not None
+        assert user.provider.keys() == [KEY]
+        provider = user.serve(outcome_after_report(DRAFT))
+        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+        assert woke.returncode == 0, woke.stderr
+        assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout
+        assert provider.keys() == [KEY, KEY]
+        requests = [e.data for e in _events(user) if e.kind == "model.request"]
+        assert [r["tokens"] for r in requests] == [1100] * 3
+        assert all(Decimal(str(r["usd"])) > 0 for r in requests), requests
+        assert "## Digest" in (user.folder / "report.md").read_text(encoding="utf-8")
+
+    def test_a_stored_credential_is_used(self, user: User) -> None:
+        """Without the variable, the key `hz system credential set` stored reaches the provider."""
+        variable = "ANTHROPIC_API_KEY" if user.api == "anthropic" else "OPENAI_API_KEY"
+        del user.env[variable]
+        provider = "anthropic" if user.api == "anthropic" else "openai"
+        stored = user.hz("system", "credential", "set", provider, stdin="sk-stored\n")
+        assert stored.returncode == 0, stored.stderr
+        path = user.tmp / "config" / "hz" / "credentials.json"
+        assert path.stat().st_mode & 0o777 == 0o600
+        listed = user.hz("system", "credential", "list")
+        assert "sk-stored" not in listed.stdout and f"{provider}: stored (used)" in listed.stdout
+        _created(user)
+        assert user.provider is not None and user.provider.keys() == ["sk-stored"]
+        written = b"".join(p.read_bytes() for p in user.home.rglob("*") if p.is_file())
+        assert b"sk-stored" not in written
+        user.hz("system", "credential", "forget", provider)
+        missing = user.hz("heinzel", "wake", "notes-digest")
+        assert missing.returncode == 1 and "HZE003" in missing.stderr, missing.stderr
+
+    def test_chat_retry_and_the_tick(self, user: User) -> None:
+        """chat, retry and a scheduled tick each run a turn on the provider, with the key."""
+        _created(user)
+        provider = user.serve(outcome_after_report(DRAFT))
+        chat = user.hz("heinzel", "chat", "notes-digest", "keep it short")
+        assert chat.returncode == 0, chat.stderr
+        retry = user.hz("heinzel", "retry", "notes-digest", "shorter still")
+        assert retry.returncode == 0, retry.stderr
+        tick = user.hz("system", "daemon", "tick", HZ_NOW="2026-10-30T15:00:30.000Z")
+        assert tick.returncode == 0, tick.stderr
+        causes = [e.data["cause"] for e in _events(user) if e.kind == "turn.started"]
+        assert causes[1:] == ["asked", "retry", "schedule"], causes
+        assert len(provider.seen) == 6 and set(provider.keys()) == {KEY}
+        assert any("shorter still" in json.dumps(s.body) for s in provider.seen[2:4])
+
+
+class TestProviderFailures:
+    """What the provider does wrong ends the turn with a code, never a traceback or a loss."""
+
+    def test_a_429_is_retried(self, user: User) -> None:
+        """A rate limit on the first request is retried, and the turn drafts."""
+        _created(user)
+        draft = outcome_after_report(DRAFT)
+        user.serve(lambda body, n: Http(429) if n == 1 else draft(body, n))
+        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+        assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout
+
+    def test_a_500_that_stays_fails_the_turn(self, user: User) -> None:
+        """A provider that keeps failing: retried a bounded number of times, then a failed turn."""
+        _created(user)
+        provider = user.serve(lambda body, n: Http(500))
+        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+        shown = json.loads(woke.stdout)
+        assert (shown["disposition"], shown["error"]) == ("failed", "provider-http-500"), shown
+        assert 1 < len(provider.seen) <= 4
+
+    def test_a_malformed_reply_fails_the_turn(self, user: User) -> None:
+        """A reply that is not the API's shape: a failed turn naming it."""
+        _created(user)
+        user.serve(lambda body, n: Raw('{"nonsense": true}'))
+        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+        shown = json.loads(woke.stdout)
+        assert shown["disposition"] == "failed" and shown["error"], shown
+
+    def test_killed_during_think_resumes_without_a_second_spend(self, user: User) -> None:
+        """Killed after the first model request, the tick resumes from it: one request more."""
+        _created(user)
+        provider = user.serve(outcome_after_report(DRAFT))
+        killed = user.hz("heinzel", "wake", "notes-digest", HZ_CRASH_AT="after:model.request")
+        assert killed.returncode == 137, killed.stderr
+        assert len(provider.seen) == 1
+        tick = user.hz("system", "daemon", "tick")
+        assert tick.returncode == 0, tick.stderr
+        assert len(provider.seen) == 2 and answered_a_tool(provider.seen[1].body)
+        finished = [e.data for e in _events(user) if e.kind == "turn.finished"]
+        assert finished[-1]["disposition"] == "drafted", finished

@@ -1,0 +1,46 @@
+"""`hz system doctor` checks what the next turn needs to reach its model."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import KEY, User
+from .fake_providers import Call, Http
+
+
+def _doctor(user: User, *args: str, **env: str) -> tuple[int, dict[str, dict[str, object]], str]:
+    done = user.hz("system", "doctor", "--json", *args, **env)
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    return done.returncode, checks, done.stdout
+
+
+class TestModelDoctor:
+    def test_a_configured_model_is_ready(self, user: User) -> None:
+        """Key from the variable (never printed), a known price, a good base_url: exit 0."""
+        user.serve(lambda body, n: Call("x", {}))
+        code, checks, out = _doctor(user)
+        assert code == 0, out
+        name = user.env["HZ_MODEL"]
+        assert str(checks[f"key for {name}"]["detail"]).startswith("from env:")
+        assert KEY not in out
+        assert checks[f"price of {name}"]["ok"] is True
+
+    def test_each_problem_has_a_code_and_a_fix(self, user: User) -> None:
+        """No key, an unknown price and a bad base_url: each coded, with its fix, exit 1."""
+        variable = "ANTHROPIC_API_KEY" if user.api == "anthropic" else "OPENAI_API_KEY"
+        del user.env[variable]
+        model = user.env["HZ_MODEL"].split(":")[0] + ":my-local-model"
+        code, checks, out = _doctor(user, HZ_MODEL=model, HZ_BASE_URL="localhost:11434")
+        assert code == 1, out
+        assert checks[f"key for {model}"]["code"] == "HZE003"
+        assert variable in str(checks[f"key for {model}"]["fix"])
+        assert checks[f"price of {model}"]["code"] == "HZE001"
+        assert checks["base_url"]["code"] == "HZH266"
+
+    def test_online_makes_one_request(self, user: User) -> None:
+        """--online: one minimal request with the key; a provider error is HZH267."""
+        provider = user.serve(lambda body, n: Http(401))
+        code, checks, out = _doctor(user, "--online")
+        name = user.env["HZ_MODEL"]
+        assert code == 1 and checks[f"online {name}"]["code"] == "HZH267", out
+        assert provider.keys() == [KEY]

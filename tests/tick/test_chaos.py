@@ -1,0 +1,115 @@
+"""Chaos (issue 11, finding 15): ticks, wakes, chats, approvals, list and show from many
+real `hz` processes against one home at once, a seeded share of them killed at a seeded
+append (``HZ_CRASH_AT``, a real exit 137 mid-work), then ticks until quiet. Nothing may
+trace, no slot may be drafted twice, no draft may sit in a document that its spine does
+not record, every chain verifies and the index equals a rebuild.
+
+The short run is part of `make test`; `make soak` runs the long one (``HZ_SOAK_ROUNDS``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import sqlite3
+import subprocess
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from ledger.reading import read_events
+from tests.tick.homes import CODED, FRIDAY, HZ, env, hz, make_home, tick
+
+NAMES = ["report-0", "report-1", "report-2"]
+ROUNDS = int(os.environ.get("HZ_SOAK_ROUNDS", "4"))
+PER_ROUND = 6
+SEED = int(os.environ.get("HZ_SOAK_SEED", "11"))
+NOT_DERIVED = {"tick_sources", "tick_seen"}
+MARKER = re.compile(r"<!-- hz:draft key=(\S+) -->")
+
+
+def _command(rng: random.Random, round_: int) -> list[str]:
+    name = rng.choice(NAMES)
+    return rng.choice(
+        [
+            ["system", "daemon", "tick"],
+            ["heinzel", "wake", name, "--message", f"round {round_}"],
+            ["heinzel", "chat", name, f"note {round_} for {name}"],
+            ["approve", name],
+            ["heinzel", "list"],
+            ["heinzel", "show", name],
+        ]
+    )
+
+
+def _rows(index: Path) -> dict[str, list[tuple[object, ...]]]:
+    with sqlite3.connect(index) as db:
+        tables = [
+            row[0]
+            for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not row[0].startswith("sqlite_") and row[0] not in NOT_DERIVED
+        ]
+        return {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+
+
+@pytest.mark.slow
+def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path) -> None:
+    """Seeded concurrent hz processes, some killed mid-append: no traceback, no double or
+    orphan draft, every chain verifies, the index equals a rebuild."""
+    rng = random.Random(SEED)
+    root, ids = make_home(tmp_path, len(NAMES))
+    start = datetime.fromisoformat(FRIDAY.replace("Z", "+00:00"))
+    outcomes: list[tuple[list[str], int, str]] = []
+    for round_ in range(ROUNDS):
+        now = (start + timedelta(hours=round_)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        running = []
+        for _ in range(PER_ROUND):
+            args = _command(rng, round_)
+            extra = {"HZ_CRASH_AT": f"append:{rng.randint(1, 6)}"} if rng.random() < 0.35 else {}
+            running.append(
+                (
+                    args,
+                    subprocess.Popen(
+                        [HZ, *args],
+                        cwd=root,
+                        env=env(root, now, **extra),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    ),
+                )
+            )
+        for args, process in running:
+            _, err = process.communicate()
+            outcomes.append((args, process.returncode, err))
+    assert any(code == 137 for _, code, _ in outcomes)  # the seeded kills happened
+    assert [(a, err) for a, _, err in outcomes if "Traceback" in err] == []
+    uncoded = [(a, c, e) for a, c, e in outcomes if c not in (0, 137) and not CODED.search(e)]
+    assert uncoded == []
+    # tick to quiet: a bounded number of ticks until one wakes nothing
+    last = (start + timedelta(hours=ROUNDS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for _ in range(8):
+        report = tick(root, HZ_NOW=last)
+        if not report["woken"]:
+            break
+    assert report["woken"] == []
+    home = root / "home" / "heinzel"
+    for heinzel_id, name in zip(ids, NAMES, strict=True):
+        placed = [
+            str(e.data["key"])
+            for e in read_events(home / heinzel_id / "session.jsonl")
+            if e.kind == "draft.placed"
+        ]
+        assert [k for k, n in Counter(placed).items() if n > 1] == []  # no double draft
+        marked = MARKER.findall((root / f"{name}.md").read_text(encoding="utf-8"))
+        assert [k for k, n in Counter(marked).items() if n > 1] == []
+        assert sorted(set(marked) - set(placed)) == []  # no orphan draft
+    verified = hz(root, "heinzel", "verify", HZ_NOW=last)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    before = _rows(home / "index.sqlite")
+    rebuilt = hz(root, "heinzel", "reindex", HZ_NOW=last)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert _rows(home / "index.sqlite") == before

@@ -1,0 +1,81 @@
+"""A home with Priya's week played (`hz demo`), copied per test, and the web head over it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from heinzel.app import App
+from heinzel.web.server import create_app
+
+TOKEN = "test-token-0123456789"
+ORIGIN = "http://testserver"
+
+
+def demo_env(home: Path) -> dict[str, str]:
+    """What the demo's own commands run with (offline model, the copied fixtures)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env.update(
+        HZ_HOME=str(home),
+        HZ_FIXTURE_SOURCES=str(home / "priya"),
+        HZ_MODEL="offline",
+        HZ_MODEL_FAST="offline",
+        HZ_MODEL_BEST="offline",
+        HZ_USER="priya",
+        HZ_APPROVER="priya",
+        HZ_LOG_LEVEL="error",
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Priya's week, played once per test session by the real ``hz demo``."""
+    home = tmp_path_factory.mktemp("week") / "home"
+    subprocess.run(
+        [sys.executable, "-m", "heinzel", "demo", "--home", str(home)],
+        check=True,
+        capture_output=True,
+        env=demo_env(home),
+    )
+    shutil.copytree(home / "priya", home.parent / "pristine")
+    return home
+
+
+@pytest.fixture
+def home(played: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the played week; the working directory is its documents'. The
+    drafts' keys name the played home's documents, so those are put back as played first."""
+    shutil.rmtree(played / "priya")
+    shutil.copytree(played.parent / "pristine", played / "priya")
+    copy = tmp_path / "home"
+    shutil.copytree(played, copy)
+    monkeypatch.chdir(copy / "priya")
+    return copy
+
+
+@pytest.fixture
+def client(home: Path) -> Iterator[TestClient]:
+    """A client that has exchanged the token for its cookie."""
+    web = create_app(
+        lambda: App.from_environment(str(home), demo_env(home)),
+        TOKEN,
+        hosts=["testserver"],
+        idle_seconds=0,
+    )
+    with TestClient(web, follow_redirects=False) as test_client:
+        answer = test_client.get(f"/auth?token={TOKEN}")
+        assert answer.status_code == 303
+        yield test_client
+
+
+def heinzel_id(home: Path) -> str:
+    """The id of the week's one Heinzelmännchen."""
+    return next(p.name for p in (home / "heinzel").iterdir() if p.name.startswith("hz-"))

@@ -1,0 +1,72 @@
+"""``hz system serve`` as a person runs it: a real process on 127.0.0.1, the URL printed
+once, the token file private, nothing served without the token."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .conftest import demo_env
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ask(port: int, path: str, cookie: str = "") -> tuple[int, str, str]:
+    """GET ``path``: the status, the Set-Cookie header and the body."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+        answer = connection.getresponse()
+        return answer.status, answer.getheader("set-cookie", ""), answer.read().decode()
+    finally:
+        connection.close()
+
+
+def wait_listening(port: int, process: subprocess.Popen[str]) -> None:
+    """Until the port accepts (the process printed its URL before uvicorn binds)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("hz system serve never listened")
+
+
+def test_hz_system_serve_prints_the_url_and_guards_every_page(home: Path) -> None:
+    """The printed URL logs in; before it, the list is 401; the token file is 0600."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=demo_env(home),
+    )
+    with process:
+        assert process.stdout is not None
+        lines = [process.stdout.readline(), process.stdout.readline()]
+        url = next(line.split("open: ", 1)[1].strip() for line in lines if "open: " in line)
+        token_file = home / "web" / "token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert url.endswith(token_file.read_text().strip())
+        wait_listening(port, process)
+        assert ask(port, "/")[0] == 401
+        status, set_cookie, _ = ask(port, urlsplit(url).path + "?" + urlsplit(url).query)
+        assert status == 303
+        status, _, page = ask(port, "/", set_cookie.split(";")[0])
+        assert status == 200
+        assert "weekly-report" in page
+        process.terminate()
+        process.wait(timeout=30)

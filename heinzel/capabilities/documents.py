@@ -1,6 +1,6 @@
 """The ``documents`` adapter for local Markdown files: assets ``file:<path>``.
 
-A draft lands at the end of the document as a section::
+A draft is a section of the document::
 
     🧝 DRAFT (weekly-report v1): edit, then delete this line to approve
     <!-- hz:draft key=<key> -->
@@ -14,17 +14,29 @@ where the draft ends. ``find(key)`` looks for either comment. The draft's state 
 back from the file: the tag line still directly above the key comment is pending; the tag
 line deleted (the user's edits between the comments kept) is approved, with that text; the
 whole section gone is rejected; a missing or unreadable file, or markers that no longer
-pair up, is unknown. Placing reads the file, appends the section and replaces the file
-atomically, keeping its permissions; a file that changed between read and replace is read
-again (three tries), so a concurrent save is never overwritten. Nothing outside the
-section is ever changed. A key is ``<id>@v<n>@<slot>@<asset>`` (ADR 0049, statement 5):
-the asset is what follows the third ``@``, which is how `find` knows the file.
+pair up, is unknown.
+
+One live draft per Heinzelmännchen and asset: placing a draft whose key shares the
+Heinzelmännchen and asset of a section still pending (tagged) replaces that section in
+place, in the same write; an approved section (tag deleted) is never touched. Otherwise
+the section goes where ``place`` says: ``end`` (the default), ``top`` (after a leading
+``# `` title line, else first) or ``under:<heading>`` (right below the first heading
+whose text is ``<heading>``; at the end when there is none). A document that does not
+exist yet is created (mode 0600) when its folder exists. After an approval is observed,
+`settle` removes the section's two comments, so the user's text stays clean.
+
+Placing reads the file, changes only hz's section and replaces the file atomically,
+keeping its permissions; a file that changed between read and replace is read again
+(three tries), so a concurrent save is never overwritten. Nothing outside the section is
+ever changed. A key is ``<id>@v<n>@<slot>@<asset>`` (ADR 0049, statement 5): the asset is
+what follows the third ``@``, which is how `find` knows the file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Mapping
 from datetime import datetime
@@ -64,6 +76,9 @@ TAG_PREFIX = "🧝 DRAFT"
 _START = "<!-- hz:draft key={key} -->"
 _END = "<!-- hz:end key={key} -->"
 _MARK = "<!-- hz:"
+_START_RE = re.compile(r"^<!-- hz:draft key=(\S+) -->$")
+PLACES = ("end", "top", "under:<heading>")
+"""Where a new draft goes in its document (``outputs.<name>.place``)."""
 _TRIES = 3
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """The largest document the adapter reads (a report of many years fits; 200 MB does not)."""
@@ -176,8 +191,9 @@ class LocalDocuments:
         cursor = f"{info.st_mtime_ns}:{info.st_size}"
         return fetched(text, {"content": text}, cursor=cursor, now=now)
 
-    def place_draft(self, key: str, asset: str, text: str, tag: str) -> str:
-        """Append the draft section to ``asset`` unless ``key`` is already there.
+    def place_draft(self, key: str, asset: str, text: str, tag: str, place: str = "end") -> str:
+        """Place the draft section in ``asset`` unless ``key`` is already there: in place of
+        a pending section of the same Heinzelmännchen and asset, else where ``place`` says.
 
         Returns the SHA-256 of the draft text as it stands in the document.
         """
@@ -200,12 +216,12 @@ class LocalDocuments:
             )
         path = self._path(asset)
         for _ in range(_TRIES):
-            original = self._load(path)
-            current = self._decode(original, asset)
+            original = self._load_or_new(path)
+            current = self._decode(original or b"", asset)
             section = _Section(current.split("\n"), key)
             if section.present:
                 return sha256_hex((section.text() if section.well_formed() else body).encode())
-            updated = _appended(current, key, body, tag).encode("utf-8")
+            updated = _placed(current, key, body, tag, place).encode("utf-8")
             if self._replace(path, original, updated):
                 return sha256_hex(body.encode("utf-8"))
         raise CapabilityError(
@@ -214,6 +230,31 @@ class LocalDocuments:
             "the next tick tries again; close other programs writing to it",
             retryable=True,
         )
+
+    def settle(self, key: str) -> bool:
+        """Remove an approved section's two comments (and the blank line each leaves),
+        keeping the user's text; True when something was removed. A pending, missing or
+        broken section is left alone, so calling it again is harmless."""
+        path = self._path(asset_of_key(key))
+        for _ in range(_TRIES):
+            try:
+                original = self._load(path)
+            except CapabilityError:
+                return False
+            lines = self._decode(original, asset_of_key(key)).split("\n")
+            section = _Section(lines, key)
+            if not section.present or not section.well_formed() or section.tagged():
+                return False
+            start, end = section.starts[0], section.ends[0]
+            drop = {start, end}
+            if start + 1 < end and not lines[start + 1].strip():
+                drop.add(start + 1)
+            if end - 1 > start + 1 and not lines[end - 1].strip():
+                drop.add(end - 1)
+            kept = [line for i, line in enumerate(lines) if i not in drop]
+            if self._replace(path, original, "\n".join(kept).encode("utf-8")):
+                return True
+        return False
 
     def find(self, key: str) -> Presence:
         """``present`` when the key's markers are in the document, else ``absent``;
@@ -303,8 +344,28 @@ class LocalDocuments:
                 "save the document as UTF-8",
             ) from None
 
-    def _replace(self, path: Path, original: bytes, updated: bytes) -> bool:
-        """Replace the file with ``updated`` unless it no longer holds ``original``."""
+    def _load_or_new(self, path: Path) -> bytes | None:
+        """The document's bytes, or None when it does not exist yet but its folder does
+        (the first draft creates it); a missing folder is HZH131."""
+        if not path.exists() and not path.is_symlink() and path.parent.is_dir():
+            return None
+        if not path.exists() and not path.parent.is_dir():
+            raise CapabilityError(
+                "HZH131",
+                f"cannot create {path}: the folder {path.parent} does not exist",
+                f"create the folder (mkdir -p {path.parent}) or fix the output's asset path",
+            )
+        return self._load(path)
+
+    def _replace(self, path: Path, original: bytes | None, updated: bytes) -> bool:
+        """Replace the file with ``updated`` unless it no longer holds ``original`` (None:
+        the file must still not exist; it is created 0600)."""
+        if original is None:
+            if path.exists():
+                return False
+            write_atomic(path, updated)
+            os.chmod(path, 0o600)
+            return True
         info = os.stat(path)
         if self._load(path) != original:
             return False
@@ -317,11 +378,72 @@ class LocalDocuments:
         return True
 
 
-def _appended(current: str, key: str, body: str, tag: str) -> str:
+def _section_lines(key: str, body: str, tag: str) -> list[str]:
+    return [tag, _START.format(key=key), "", body, "", _END.format(key=key)]
+
+
+def _superseded(lines: list[str], key: str) -> list[tuple[int, int]]:
+    """The pending sections of the same Heinzelmännchen and asset as ``key``: (first line,
+    last line) each, tag line included."""
+    owner, asset = key.split("@", 1)[0], asset_of_key(key)
+    found = []
+    for line in lines:
+        match = _START_RE.match(line.strip())
+        other = match.group(1) if match else None
+        if other is None or other == key or other.split("@", 1)[0] != owner:
+            continue
+        try:
+            if asset_of_key(other) != asset:
+                continue
+        except CapabilityError:
+            continue
+        section = _Section(lines, other)
+        if section.well_formed() and section.tagged():
+            found.append((section.starts[0] - 1, section.ends[0]))
+    return sorted(found)
+
+
+def _placed(current: str, key: str, body: str, tag: str, place: str) -> str:
+    """The document with the draft section placed (see the module's docstring)."""
+    lines = current.split("\n")
+    section = _section_lines(key, body, tag)
+    old = _superseded(lines, key)
+    if old:
+        for first, last in reversed(old[1:]):
+            del lines[first : last + 1 + (last + 1 < len(lines) and not lines[last + 1])]
+        first, last = old[0]
+        lines[first : last + 1] = section
+        return "\n".join(lines)
+    at = _insertion(lines, place)
+    if at is None:
+        return _appended(current, section)
+    return "\n".join([*lines[:at], *section, "", *lines[at:]])
+
+
+def _insertion(lines: list[str], place: str) -> int | None:
+    """The line index a new section goes before; None for the end."""
+    if place == "top":
+        if lines and lines[0].startswith("# "):
+            at = 1
+            while at < len(lines) and not lines[at].strip():
+                at += 1
+            return at if at < len(lines) else None
+        return 0 if any(line.strip() for line in lines) else None
+    if place.startswith("under:"):
+        wanted = place.removeprefix("under:").strip()
+        for i, line in enumerate(lines):
+            if line.startswith("#") and line.lstrip("#").strip() == wanted:
+                at = i + 1
+                while at < len(lines) and not lines[at].strip():
+                    at += 1
+                return at if at < len(lines) else None
+    return None
+
+
+def _appended(current: str, section: list[str]) -> str:
     prefix = current
     if prefix and not prefix.endswith("\n"):
         prefix += "\n"
     if prefix and not prefix.endswith("\n\n"):
         prefix += "\n"
-    section = [tag, _START.format(key=key), "", body, "", _END.format(key=key), ""]
-    return prefix + "\n".join(section)
+    return prefix + "\n".join([*section, ""])

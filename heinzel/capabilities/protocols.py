@@ -230,8 +230,9 @@ class DocumentAdapter(Protocol):
         """The capability's name in the registry (``documents``)."""
         ...
 
-    def place_draft(self, key: str, asset: str, text: str, tag: str) -> str:
-        """Place ``text`` under the tag line ``tag`` in ``asset``, keyed by ``key``.
+    def place_draft(self, key: str, asset: str, text: str, tag: str, place: str = "end") -> str:
+        """Place ``text`` under the tag line ``tag`` in ``asset``, keyed by ``key``, in place
+        of the same Heinzelmännchen's pending draft there, else where ``place`` says.
 
         Idempotent: when a draft with ``key`` is already there nothing is written. Returns
         the SHA-256 of the draft text as it stands in the document.

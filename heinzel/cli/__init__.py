@@ -7,11 +7,16 @@ the text forms; `demo` the worked example. `main` is the console script.
 
 from __future__ import annotations
 
-__all__ = ["main"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import click
+
+__all__ = ["group", "main"]
 
 
-def main() -> None:
-    """Entry point of the ``hz`` console script (and of ``python -m heinzel``)."""
+def group() -> click.Group:
+    """The ``hz`` group with every command registered (each module registers its own)."""
     from heinzel.cli import (  # noqa: F401  (they register the subcommands)
         commands,
         credential,
@@ -21,4 +26,9 @@ def main() -> None:
     )
     from heinzel.cli.base import hz
 
-    hz(prog_name="hz")
+    return hz
+
+
+def main() -> None:
+    """Entry point of the ``hz`` console script (and of ``python -m heinzel``)."""
+    group()(prog_name="hz")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["emit", "home_option", "hz", "json_option", "open_app"]
+__all__ = ["emit", "exit_if_ended_badly", "home_option", "hz", "json_option", "open_app"]
 
 
 def home_option(func: F) -> F:
@@ -47,6 +47,10 @@ def open_app(home: str | None) -> App:
     environment."""
     from heinzel.app import App
 
+    if home is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root().obj if context is not None else None
+        home = root.get("home") if isinstance(root, dict) else None
     return App.from_environment(home, dict(os.environ))
 
 
@@ -64,6 +68,40 @@ def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
         text = render(payload)
         if text:
             click.echo(text)
+
+
+def exit_if_ended_badly(data: dict[str, Any]) -> None:
+    """A turn that failed or was abandoned: its cause (code, message, hint) on stderr and
+    exit status 1; the machine's own code when no deeper cause was kept. A turn a signal
+    stopped says so and names the one command that goes on."""
+    signal = data.get("interrupted")
+    if signal and data.get("reason") == "stopped":
+        name = data.get("name") or "NAME"
+        click.echo(
+            f"{signal}: turn {data.get('turn')} stopped at its next step "
+            "and ended abandoned (stopped); nothing half-done is left\n"
+            f"hint: `hz heinzel wake {name}` starts a new turn",
+            err=True,
+        )
+        click.get_current_context().exit(1)
+    if signal:
+        click.echo(f"{signal}: the turn completed before it could stop", err=True)
+    if data.get("state") not in ("failed", "abandoned") and data.get("disposition") not in (
+        "failed",
+        "abandoned",
+    ):
+        return
+    cause = data.get("cause")
+    if cause:
+        text = f"{cause['code']}: {cause['message']}"
+        if cause.get("hint"):
+            text += f"\nhint: {cause['hint']}"
+    else:
+        code = data.get("error") or data.get("reason") or "the turn"
+        text = f"{code}: turn {data.get('turn')} ended {data.get('state')}"
+        text += f"\nhint: `hz heinzel show {data.get('name') or 'NAME'}` shows the turn"
+    click.echo(text, err=True)
+    click.get_current_context().exit(1)
 
 
 class HzGroup(click.Group):
@@ -86,7 +124,15 @@ class HzGroup(click.Group):
 
 @click.group(cls=HzGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="heinzel", prog_name="hz")
-def hz() -> None:
+@click.option(
+    "--home",
+    "home",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="hz's data directory for every subcommand (as if given to each).",
+)
+@click.pass_context
+def hz(ctx: click.Context, home: str | None) -> None:
     """hz: a local-first engine for durable agents (Heinzelmännchen).
 
     \b
@@ -95,3 +141,4 @@ def hz() -> None:
       hz approve weekly-report
       hz heinzel list
     """
+    ctx.obj = {"home": home}

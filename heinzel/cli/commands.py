@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from heinzel.cli import render
-from heinzel.cli.base import emit, home_option, hz, json_option, open_app
+from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
 
 
 @hz.group()
@@ -58,6 +60,13 @@ def new(
         return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
+    if sentence:
+        raise click.UsageError(
+            f"{sentence!r} given with --from: a sentence or --from FILE, not both "
+            "(several files: --from A --from B)"
+        )
+    if len(set(files)) != len(files):
+        raise click.UsageError("the same file is given twice with --from")
     rows = open_app(home).service.create_from_files(list(files), name=name, namespace=namespace)
     emit(rows, as_json, render.created)
 
@@ -82,8 +91,19 @@ def list_(
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
     """
-    rows = open_app(home).service.listing(artifact=artifact, state=state, contract=contract)
-    emit(rows, as_json, render.listing)
+    service = open_app(home).service
+    if not service.home.heinzel_dir.exists():
+        # read-only: a home that is not there yet is not created by looking at it
+        rows: list[dict[str, Any]] = []
+    else:
+        rows = service.listing(artifact=artifact, state=state, contract=contract)
+    if rows or as_json:
+        emit(rows, as_json, render.listing)
+    else:
+        click.echo(
+            f"no Heinzelmännchen in {service.home.root} "
+            "(create one: hz heinzel new --from FILE.prose.md)"
+        )
 
 
 @heinzel.command("show")
@@ -260,7 +280,9 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     Example:
       hz heinzel wake weekly-report --message 'draft now'
     """
-    emit(open_app(home).turns.wake(name, message), as_json, render.wake)
+    done = open_app(home).turns.wake(name, message)
+    emit(done, as_json, render.wake)
+    exit_if_ended_badly(done)
 
 
 @heinzel.command("answer")
@@ -276,7 +298,9 @@ def answer(name: str, said: str, proposal: str | None, home: str | None, as_json
     Example:
       hz heinzel answer weekly-report yes
     """
-    emit(open_app(home).turns.answer(name, said == "yes", proposal), as_json, render.wake)
+    done = open_app(home).turns.answer(name, said == "yes", proposal)
+    emit(done, as_json, render.wake)
+    exit_if_ended_badly(done)
 
 
 @hz.command("approve")

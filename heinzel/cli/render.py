@@ -39,12 +39,17 @@ def state_line(row: dict[str, Any]) -> str:
 def created(rows: list[dict[str, Any]]) -> str:
     lines = [f"created {state_line(r)}" for r in rows]
     names = " ".join(r["name"] for r in rows)
-    lines.append(f"next: read it with `hz heinzel show NAME`, then `hz approve {names}`")
+    first = rows[0]["name"] if rows else "NAME"
+    lines.append(f"next: read it with `hz heinzel show {first}`, then `hz approve {names}`")
     return "\n".join(lines)
 
 
 def approved(rows: list[dict[str, Any]]) -> str:
-    return "\n".join(f"approved {r['approved']}: now {r['state']}" for r in rows)
+    lines = []
+    for r in rows:
+        lines.append(f"approved {r['approved']}: now {r['state']}")
+        lines += [f"warning: {w}" for w in r.get("warnings", [])]
+    return "\n".join(lines)
 
 
 def listing(rows: list[dict[str, Any]]) -> str:
@@ -81,6 +86,8 @@ def show(data: dict[str, Any]) -> str:
     lines.append(
         f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
     )
+    if data.get("grant"):
+        lines += _grant(data["name"], data["grant"])
     if data["amendments"]:
         lines.append("  amendments:")
         lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
@@ -97,6 +104,27 @@ def show(data: dict[str, Any]) -> str:
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
     return "\n".join(lines)
+
+
+def _grant(name: str, grant: dict[str, Any]) -> list[str]:
+    """What `hz approve NAME` of a proposed contract lets it do."""
+    lines = ["  approving it grants:"]
+    lines.append(f"    schedule:  {grant['schedule'] or 'none (wakes when an input moves)'}")
+    lines.append(f"    requires:  {', '.join(grant['requires']) or '-'}")
+    for input_name, spec in grant["inputs"].items():
+        args = ", ".join(f"{k}={v}" for k, v in spec["args"].items())
+        lines.append(f"    reads:     {input_name} from {spec['from']}({args})")
+    for output, asset in grant["outputs"].items():
+        lines.append(f"    keeps:     {output} in {asset}")
+    lines.append(f"    publishes: {', '.join(grant['publishes']) or 'nothing'}")
+    lines.append(f"    approvers: {', '.join(grant['approvers'])}")
+    cap = grant["max_usd"]
+    lines.append(
+        f"    per turn:  {'at most ' + format(cap, 'g') + ' USD' if cap else 'the default cap'}"
+    )
+    lines.append(f"  contract file: {grant['contract_file']}")
+    lines.append(f"  next: read it, then `hz approve {name}`")
+    return lines
 
 
 def amendment(row: dict[str, Any]) -> str:
@@ -131,6 +159,8 @@ def reindex(data: dict[str, Any]) -> str:
 
 
 def prune(data: dict[str, Any]) -> str:
+    if not data["retention_days"]:
+        return f"removed {len(data['removed'])} bodies (retention_days = 0 keeps them forever)"
     return f"removed {len(data['removed'])} bodies older than {data['retention_days']} days"
 
 
@@ -162,4 +192,11 @@ def wake(data: dict[str, Any]) -> str:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]
     why = f" ({data['reason'] or data['error']})" if data.get("reason") or data.get("error") else ""
-    return f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
+    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
+    if data.get("draft"):
+        path = str(data["draft"]).removeprefix("file:")
+        line += (
+            f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
+            f"(or `hz approve {data['name']}`)"
+        )
+    return line

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from heinzel.cli.base import emit, home_option, hz, json_option, open_app
+from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
 from heinzel.cli.commands import daemon, heinzel
 
 if TYPE_CHECKING:
@@ -32,8 +32,43 @@ def tick(home: str | None, as_json: bool) -> None:
     Example:
       hz system daemon tick
     """
-    report = open_app(home).tick(sleep=time.sleep).run()
-    emit(report.to_json(), as_json, render_tick)
+    app = open_app(home)
+    data = _named(app, app.tick(sleep=time.sleep).run().to_json())
+    emit(data, as_json, render_tick)
+    failed = [e for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
+    if failed or data["errors"]:
+        click.get_current_context().exit(1)
+
+
+def _badly(ended: dict[str, Any]) -> bool:
+    return bool({ended.get("state"), ended.get("disposition")} & {"failed", "abandoned"})
+
+
+def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
+    """The tick's report with each Heinzelmännchen's name beside its id, and the cause
+    (code, message, hint) of each turn that failed or was abandoned."""
+    from heinzel.errors import HeinzelError
+    from heinzel.turns.failure import cause_of
+
+    names: dict[str, str] = {}
+
+    def name(heinzel_id: str) -> str:
+        if heinzel_id not in names:
+            try:
+                names[heinzel_id] = str(app.service.queries.row(heinzel_id)["name"])
+            except (HeinzelError, KeyError, TypeError):
+                names[heinzel_id] = heinzel_id
+        return names[heinzel_id]
+
+    for part in ("woken", "skipped", "errors"):
+        for entry in report[part]:
+            entry["name"] = name(str(entry["id"]))
+    for woken in report["woken"]:
+        for ended in woken.get("ended", []):
+            if _badly(ended):
+                where = app.service.home.session_dir(str(woken["id"]))
+                ended["cause"] = cause_of(where, ended.get("turn"))
+    return report
 
 
 @daemon.command("run")
@@ -61,6 +96,21 @@ def run(interval: float, home: str | None) -> None:
     )
 
 
+def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
+    """A verb's answer; a turn it ran that failed or was abandoned exits 1 with its cause."""
+    from heinzel.turns.failure import cause_of
+
+    if data.get("state") in ("failed", "abandoned") or data.get("disposition") in (
+        "failed",
+        "abandoned",
+    ):
+        app = open_app(home)
+        heinzel_id = app.service.resolve(str(data["name"]))["id"]
+        data["cause"] = cause_of(app.service.home.session_dir(heinzel_id), data.get("turn"))
+    emit(data, as_json, render_verb)
+    exit_if_ended_badly(data)
+
+
 def render_verb(data: dict[str, Any]) -> str:
     """A verb's answer, one ``key: value`` line each."""
     return "\n".join(f"{key}: {value}" for key, value in data.items())
@@ -70,14 +120,31 @@ def render_tick(report: dict[str, Any]) -> str:
     """One tick in a few lines: who woke and why, skips, deferrals, notices, errors."""
     lines = [f"tick at {report['at']}: {len(report['woken'])} woken, {report['fetches']} fetched"]
     for woken in report["woken"]:
+        who = woken.get("name") or woken["id"]
         what = woken.get("woken_by") or ", ".join(w["cause"] for w in woken.get("wakes", []))
-        lines.append(f"  {woken['id']}: {what}")
-    lines += [f"  {s['id']}: skipped ({s['reason']})" for s in report["skipped"]]
+        ends = [_end_text(e) for e in woken.get("ended", [])]
+        lines.append(f"  {who}: {what}" + (f" -> {'; '.join(ends)}" if ends else ""))
+        for ended in woken.get("ended", []):
+            if ended.get("cause"):
+                cause = ended["cause"]
+                lines.append(f"    {cause['code']}: {cause['message']}")
+                if cause.get("hint"):
+                    lines.append(f"    hint: {cause['hint']}")
+    lines += [f"  {s.get('name') or s['id']}: skipped ({s['reason']})" for s in report["skipped"]]
     if report["deferred"]:
         lines.append(f"  {len(report['deferred'])} more wait for the next tick")
     lines += [f"  notice: {n}" for n in report["notices"]]
-    lines += [f"  {e['id']}: {e['code']}" for e in report["errors"]]
+    for error in report["errors"]:
+        who = error.get("name") or error["id"]
+        message = f": {error['message']}" if error.get("message") else ""
+        lines.append(f"  {who}: {error['code']}{message}")
     return "\n".join(lines)
+
+
+def _end_text(ended: dict[str, Any]) -> str:
+    how = ended.get("disposition") or ended.get("state") or "ended"
+    code = (ended.get("cause") or {}).get("code") or ended.get("reason") or ended.get("error")
+    return f"{how} ({code})" if code and _badly(ended) else str(how)
 
 
 @heinzel.command("chat")
@@ -93,7 +160,7 @@ def chat(name: str, text: str, request_id: str | None, home: str | None, as_json
     Example:
       hz heinzel chat weekly-report 'keep it under ten lines'
     """
-    emit(_verbs(home).chat(name, text, request_id=request_id), as_json, render_verb)
+    _reported(home, _verbs(home).chat(name, text, request_id=request_id), as_json)
 
 
 @heinzel.command("resume")
@@ -107,7 +174,7 @@ def resume(name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel resume weekly-report
     """
-    emit(_verbs(home).resume(name), as_json, render_verb)
+    _reported(home, _verbs(home).resume(name), as_json)
 
 
 @heinzel.command("stop")

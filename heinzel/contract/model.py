@@ -11,7 +11,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 from heinzel.contract.types import (
@@ -110,11 +118,36 @@ class Input(_Strict):
     facet: Identifier | None = None
 
 
+def _place(value: Any) -> Any:
+    ok = isinstance(value, str) and (
+        value in ("end", "top")
+        or (value.startswith("under:") and value.removeprefix("under:").strip() != "")
+    )
+    if not ok:
+        raise PydanticCustomError(
+            "HZC073",
+            "place is end, top or under:<heading>, not {value}",
+            {"value": repr(value)},
+        )
+    return value
+
+
 class Output(_Strict):
-    """One output: the asset it keeps true and how long an approved version stays true."""
+    """One output: the asset it keeps true, how long an approved version stays true, and
+    where in the document a new draft goes."""
 
     asset: AssetRef
     valid_for: Duration | None = None
+    place: Annotated[str, BeforeValidator(_place)] = "end"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The default ``place`` is left out, so contracts written before it keep their
+        fingerprint."""
+        data: dict[str, Any] = handler(self)
+        if data.get("place") == "end":
+            del data["place"]
+        return data
 
 
 class Agent(_Strict):

@@ -54,6 +54,7 @@ class HeinzelProjection:
                 "turn.finished",
                 "turn.skipped",
                 "draft.placed",
+                "effect.failed",
                 "approval.observed",
                 "lesson.recorded",
                 "lesson.dismissed",
@@ -308,9 +309,17 @@ class HeinzelProjection:
         d = event.data
         usd = float(d.get("usd") or d.get("cost_usd") or 0.0)
         db.execute(
-            "UPDATE turns SET state = ?, disposition = ?, reason = ?, ended_at = ?, "
-            "cost_usd = cost_usd + ? WHERE id = ?",
-            [state, d.get("disposition", state), d.get("reason"), event.ts, usd, event.turn],
+            "UPDATE turns SET state = ?, disposition = ?, reason = COALESCE(?, reason, ?), "
+            "ended_at = ?, cost_usd = cost_usd + ? WHERE id = ?",
+            [
+                state,
+                d.get("disposition", state),
+                d.get("reason"),
+                d.get("error"),
+                event.ts,
+                usd,
+                event.turn,
+            ],
         )
         db.execute("DELETE FROM waits WHERE turn = ?", [event.turn])
         self._add_cost(db, source, event, usd)
@@ -360,6 +369,12 @@ class HeinzelProjection:
             ],
         )
         self._settle(db, source)
+
+    def _apply_effect_failed(self, db: Database, source: str, event: Event) -> None:
+        """A failed effect's code is the turn's reason until the turn says another."""
+        db.execute(
+            "UPDATE turns SET reason = ? WHERE id = ?", [event.data.get("error"), event.turn]
+        )
 
     def _apply_approval_observed(self, db: Database, source: str, event: Event) -> None:
         state = "rejected" if event.data.get("rejected") else "approved"

@@ -1,7 +1,8 @@
 """Approving a local draft as the user would: by deleting its tag line in the document.
 
 ``hz approve NAME|KEY`` of a pending draft comes here; the next tick reads the approval
-from the document and wakes the learning turn.
+from the document and wakes the learning turn. The key of a draft a newer one replaced
+(one live draft per output) is refused with HZH250 naming the newer one.
 """
 
 from __future__ import annotations
@@ -19,12 +20,34 @@ from ledger.files import write_atomic
 __all__ = ["approve_draft"]
 
 
+def _refuse_superseded(service: Sessions, key: str) -> None:
+    """A key whose draft a newer one replaced: HZH250 naming the newer one."""
+    rows = list(
+        service.index.db.query(
+            "SELECT d.heinzel, h.name FROM drafts d JOIN heinzel h ON h.id = d.heinzel "
+            "WHERE d.key = ? AND d.state = 'superseded'",
+            [key],
+        )
+    )
+    if not rows:
+        return
+    name = rows[0]["name"]
+    newer = [d["key"] for d in service.queries.drafts() if d["heinzel"] == rows[0]["heinzel"]]
+    instead = f" by {newer[-1]}" if newer else ""
+    raise HeinzelError(
+        "HZH250",
+        f"the draft {key} was replaced{instead}: a newer draft of {name} took its place",
+        f"approve the newer one: `hz approve {name}` (`hz drafts` lists it)",
+    )
+
+
 def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     """Approve a pending local draft (by key, or the named one's latest) by deleting its
     tag line, as the user would; None when ``item`` names no pending draft."""
     drafts = service.queries.drafts()
     found = [d for d in drafts if d["key"] == item]
     if not found:
+        _refuse_superseded(service, item)
         try:
             heinzel = service.resolve(item)["id"]
         except HeinzelError:

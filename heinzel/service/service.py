@@ -54,12 +54,15 @@ class Service(Sessions):
             )
         from heinzel.contract import compile_contract
         from heinzel.contract.compiler import read_contract_text
+        from heinzel.service.outputs import check_outputs
 
         compiled: list[tuple[Path, str, CompiledContract]] = []
         for raw in paths:
             path = Path(raw)
             text = read_contract_text(path, str(raw))
-            compiled.append((path.resolve(), text, compile_contract(text, source=str(raw))))
+            contract = compile_contract(text, source=str(raw))
+            check_outputs(contract, path.resolve().parent)
+            compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
         plans = []
         for path, text, contract in compiled:
@@ -133,15 +136,22 @@ class Service(Sessions):
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
             Lifecycle("proposed").fire("approve", row["name"])
             version = int(row["proposed_version"])
+            from heinzel.service.outputs import check_stored_outputs
+
+            warnings = check_stored_outputs(self.home, row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
                 row["id"],
                 "contract.approved",
                 {"version": version, "fingerprint": facts.fingerprint, "approver": self.owner},
             )
-            return {"approved": f"{row['name']} v{version}", **self.queries.row(row["id"])}
+            done = {"approved": f"{row['name']} v{version}", **self.queries.row(row["id"])}
+            return {**done, "warnings": warnings} if warnings else done
         amendment = self.queries.pending_amendment(row["id"])
         if amendment:
+            from heinzel.service.outputs import check_stored_outputs
+
+            warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
             self.append(
                 row["id"],
                 "contract.amended",
@@ -155,6 +165,7 @@ class Service(Sessions):
             return {
                 "approved": f"{row['name']} v{amendment['version']}",
                 **self.queries.row(row["id"]),
+                **({"warnings": warnings} if warnings else {}),
             }
         if pending and pending["kind"] == "draft":
             approved = approve_draft(self, str(row["id"]))
@@ -222,8 +233,11 @@ class Service(Sessions):
 
     def show(self, ref: str) -> dict[str, Any]:
         """The index's view of one, and whether its approved contract file still is the
-        approved one (``contract_problem``: the code and message a turn would refuse with)."""
-        shown = self.queries.show(self.resolve(ref)["id"])
+        approved one (``contract_problem``: the code and message a turn would refuse with); a
+        proposed version also with what approving it grants and the contract file to read
+        (`heinzel.service.outputs.grant`)."""
+        row = self.resolve(ref)
+        shown = self.queries.show(row["id"])
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -232,6 +246,12 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
+        proposed = row.get("proposed_version")
+        if row["state"] == "proposed" and proposed is not None:
+            path = self.home.contract_text_path(row["id"], int(proposed))
+            from heinzel.service.outputs import grant
+
+            shown["grant"] = grant(path)
         return shown
 
     def drafts(self) -> list[dict[str, Any]]:

@@ -82,17 +82,24 @@ class Lifecycle:
             raise HeinzelError(
                 "HZH050",
                 f"cannot {_VERBS[trigger]} {who}while it is {self.state}",
-                _hint(trigger, self.state),
+                _hint(self.state).replace("NAME", name or "NAME"),
             ) from exc
         return self.state
 
 
-def _hint(trigger: str, state: str) -> str:
+def _hint(state: str) -> str:
+    """The one user command that gets past ``state`` (never an internal transition)."""
     if state == "retired":
         return "a retired Heinzelmännchen never wakes; `hz heinzel unretire NAME` brings it back"
     if state == "proposed":
         return "approve version 1 first: `hz approve NAME`"
     if state == "paused":
         return "`hz heinzel unpause NAME` first"
-    allowed = [t for t, sources, _ in TRANSITIONS if state in sources]
-    return f"from {state} it can: {', '.join(allowed)}"
+    if state == "awake":
+        return (
+            "a turn is running; `hz heinzel stop NAME` stops it (one a dead process left "
+            "open is finished by `hz system daemon tick`)"
+        )
+    if state == "waiting":
+        return "a turn waits; `hz heinzel resume NAME` goes on with it now"
+    return "`hz heinzel show NAME` shows its state and what is pending"

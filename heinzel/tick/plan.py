@@ -20,17 +20,14 @@ from typing import Any
 from sqlite_utils import Database
 
 from heinzel.contract.schedule import next_slot
+from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
 from machines.waits import PendingWait
 
 __all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "latest_slot"]
 
-TICK_STATE = """
-CREATE TABLE IF NOT EXISTS tick_seen (
-    heinzel TEXT NOT NULL, input TEXT NOT NULL, fingerprint TEXT, PRIMARY KEY (heinzel, input)
-);
-"""
+TICK_STATE = SEEN_STATE
 """The tick's own bookkeeping beside the derived tables: the fingerprint each watcher's
 last woken turn was handed (with ``tick_sources``, when each source is next polled). Losing
 it (a new index file) costs a cache read and at most one render if-moved would have
@@ -278,10 +275,7 @@ class Planner:
 
     def seen(self, rows: Iterable[tuple[str, str, str]]) -> None:
         """Record the fingerprint each woken watcher was handed, per input."""
-        with write_transaction(self.db):
-            self.db.conn.executemany(
-                "INSERT OR REPLACE INTO tick_seen VALUES (?, ?, ?)", [list(r) for r in rows]
-            )
+        record_seen(self.db, rows)
 
 
 def _read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:

@@ -389,8 +389,10 @@ class Tick:
                     abandon_turn(self.service, heinzel, turn, "superseded")
                     report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
                     continue
-                self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
-                report.woken.append({"id": heinzel, "turn": turn, "woken_by": woken_by})
+                state = self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
+                report.woken.append(
+                    {"id": heinzel, "turn": turn, "woken_by": woken_by, "ended": _ended([state])}
+                )
             mine = TickFetch(
                 staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
             )
@@ -401,9 +403,15 @@ class Tick:
             for batch in batches:
                 started = self.team.started_data(heinzel) if self.team is not None else None
                 more = {"data": started} if started is not None else {}
-                self.runner.run_wakes(heinzel, batch, adapters=self.adapters, staged=mine, **more)
+                states = self.runner.run_wakes(
+                    heinzel, batch, adapters=self.adapters, staged=mine, **more
+                )
                 report.woken.append(
-                    {"id": heinzel, "wakes": [{"cause": w.cause, "key": w.key} for w in batch]}
+                    {
+                        "id": heinzel,
+                        "wakes": [{"cause": w.cause, "key": w.key} for w in batch],
+                        "ended": _ended(states),
+                    }
                 )
             if wakes:
                 planner.seen(
@@ -447,3 +455,9 @@ class Tick:
                     short_text=("message",),
                 )
                 report.notices.append(text)
+
+
+def _ended(states: Sequence[object | None]) -> list[dict[str, Any]]:
+    """How each turn a wake ran ended: turn, state, disposition and its codes."""
+    fields = ("turn", "state", "disposition", "reason", "error")
+    return [{f: getattr(s, f, None) for f in fields} for s in states if s is not None]

@@ -115,8 +115,9 @@ class Verbs:
                     how = "requested"  # pending until a turn has its key
             return {**base, "turn": turn, "delivered": how}
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
-        self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
-        return {**base, "delivered": "a new turn", "key": wake.key}
+        states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        ended = _ended(states[-1] if states else None)
+        return {**base, "delivered": "a new turn", "key": wake.key, **ended}
 
     def resume(self, ref: str) -> dict[str, Any]:
         """Resume the waiting turn now (``woken_by: asked``)."""
@@ -130,8 +131,8 @@ class Verbs:
                 f"{row['name']} has no waiting turn",
                 "`hz heinzel wake NAME` starts a new one",
             )
-        self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
-        return {"name": row["name"], "turn": turn, "woken_by": "asked"}
+        state = self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
+        return {"name": row["name"], "turn": turn, "woken_by": "asked", **_ended(state)}
 
     def stop(self, ref: str) -> dict[str, Any]:
         """End the running turn ``abandoned stopped`` (or ask its host to, at its next step)."""
@@ -170,3 +171,11 @@ class Verbs:
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
         self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
         return {"name": row["name"], "parent": parent, "key": wake.key}
+
+
+def _ended(state: object | None) -> dict[str, Any]:
+    """How a turn this command ran ended (its state, disposition and codes)."""
+    if state is None:
+        return {}
+    fields = ("turn", "state", "disposition", "reason", "error")
+    return {f: getattr(state, f) for f in fields if getattr(state, f, None) is not None}

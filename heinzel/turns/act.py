@@ -9,7 +9,8 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
   to 200 characters, with a hash of the sentence as the model wrote it;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
 - write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
-- observe an approval: the approval wake's key, the journal, ``approval.observed{...}``.
+- observe an approval: the approval wake's key, the journal, ``approval.observed{...}``;
+  then the documents adapter's ``settle`` removes hz's comments around the approved text.
 
 An amendment goes to ``propose`` (the service's ``propose_amendment(by="heinzel")``);
 a widening it refuses (HZC050) is recorded as ``amendment.refused{code}`` and the turn
@@ -20,6 +21,7 @@ and the body.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from heinzel.capabilities.documents import absolute_asset, draft_tag
@@ -46,13 +48,14 @@ def _short(value: str) -> str:
 async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     draft = outcome.draft
     assert draft is not None
-    asset = absolute_asset(env.contract.hz.outputs[draft.output].asset, env.origin)
+    output = env.contract.hz.outputs[draft.output]
+    asset = absolute_asset(output.asset, env.origin)
     key = keys.place_draft(env.heinzel_id, env.version, env.slot, asset)
     tag = draft_tag(env.name, env.version)
     documents = env.documents
 
     async def place(k: str) -> str:
-        return str(documents.place_draft(k, asset, draft.text, tag))
+        return str(documents.place_draft(k, asset, draft.text, tag, output.place))
 
     async def find(k: str) -> Presence:
         return await asyncio.to_thread(documents.find, k)
@@ -60,6 +63,16 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     data = {"asset": asset, "output": draft.output, "contract_version": env.version}
     await ctx.effect(Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data))
     env.body.put(ctx.turn, content_hash(draft.text), {"draft": key, "text": draft.text})
+
+
+def _settle(env: TurnEnv, draft_key: str) -> None:
+    """After ``approval.observed``, hz's two comments around the approved text go (the
+    user's text stays); idempotent, so a resume that repeats it changes nothing."""
+    settle = getattr(env.documents, "settle", None)
+    if draft_key and settle is not None:
+        # the approval is recorded; comments left by a failed settle are harmless
+        with contextlib.suppress(HzError):
+            settle(draft_key)
 
 
 async def _local(
@@ -124,6 +137,13 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
             {k: v for k, v in env.approval.items() if k != "key"},
         )
         disposition = "learned"
+        draft_key = str(env.approval.get("draft_key") or "")
+        approved = [i.content for i in env.extra_inputs if i.name == "approved"]
+        if draft_key and approved:
+            # the approved text stays readable (last_approved) once the markers are gone
+            value = {"approved": draft_key, "text": approved[0]}
+            env.body.put(ctx.turn, content_hash(approved[0]), value)
+        _settle(env, draft_key)
     if outcome.question is not None and disposition == "asked":
         key = keys.question(env.heinzel_id, ctx.turn, 1)
         await _local(

@@ -10,6 +10,7 @@ from typing import Any
 
 from heinzel.errors import HeinzelError
 from heinzel.turns.chat import inbox_answer
+from heinzel.turns.failure import cause_of
 from heinzel.turns.host import TurnHost
 from ledger.event import Event
 from ledger.files import ensure_private_dir, write_atomic
@@ -101,4 +102,5 @@ def answer(
         "reason": state.reason if state else None,
         "error": state.error if state else None,
         "usd": state.spend_usd if state else 0.0,
+        "cause": cause_of(service.home.session_dir(heinzel_id), turn),
     }

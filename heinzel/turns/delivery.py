@@ -31,6 +31,8 @@ import structlog
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request
+from heinzel.turns.failure import root_cause
+from ledger.errors import HzError
 from ledger.event import Clock
 from machines import Journal, Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order
@@ -53,6 +55,8 @@ class Delivery:
         self.journal = journal
         self.clock = clock
         self.session: Session | None = None
+        self.interrupted: Callable[[], str | None] = lambda: None
+        """The signal that asked this process to stop its turn (`heinzel.turns.interrupt`)."""
 
     def _steered(self, turn: str) -> set[str]:
         return {
@@ -84,6 +88,8 @@ class Delivery:
         run = self.session.running if self.session is not None else None
         if run is None:
             return
+        if stop and self.interrupted() is not None:
+            raise asyncio.CancelledError(f"stopped by {self.interrupted()}")
         pending = self._pending()
         if not pending:
             return
@@ -143,10 +149,16 @@ class DeliveringSteps:
     def __init__(self, steps: Steps, delivery: Delivery) -> None:
         self.steps = steps
         self.delivery = delivery
+        self.failure: HzError | None = None
+        """The coded cause of the last step that raised (`heinzel.turns.failure`)."""
 
     async def _around(self, work: Callable[[], Awaitable[Any]]) -> Any:
         self.delivery.poll()
-        result = await work()
+        try:
+            result = await work()
+        except Exception as error:
+            self.failure = root_cause(error) or self.failure
+            raise
         self.delivery.poll(stop=False)
         return result
 

@@ -33,6 +33,7 @@ from heinzel.engine import (
 )
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.index.seen import record_seen
 from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
 from heinzel.store.contracts import approved_text
@@ -40,6 +41,7 @@ from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery
+from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import (
     asked_inputs,
@@ -51,6 +53,7 @@ from heinzel.turns.inputs import (
     search_capabilities,
     stage,
 )
+from heinzel.turns.interrupt import interruptible
 from heinzel.turns.models import turn_model
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
@@ -74,7 +77,7 @@ from machines import Settings as MachineSettings
 if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions
 
-__all__ = ["TurnHost", "default_adapters"]
+__all__ = ["TurnHost", "default_adapters", "summary"]
 
 
 @lru_cache(maxsize=64)
@@ -101,6 +104,8 @@ class TurnHost:
         self.service = service
         self.model = model
         self.runner = runner
+        self.interrupted: str | None = None
+        """The signal (SIGINT, SIGTERM) that stopped a turn of this host; no follow-ups then."""
 
     # -- what a turn reads ---------------------------------------------------------
 
@@ -209,7 +214,12 @@ class TurnHost:
             approval=approval,
             inbox=service.home.inbox_dir(heinzel_id),
             capabilities=search_capabilities(contract, adapters, service.clock()),
-            last_approved=last_approved(service.index.db, heinzel_id, adapters.get("documents")),
+            last_approved=last_approved(
+                service.index.db,
+                heinzel_id,
+                adapters.get("documents"),
+                service.home.session_dir(heinzel_id),
+            ),
             documents=adapters.get("documents"),
             propose=lambda text, why: propose_amendment(
                 service, heinzel_id, text, by="heinzel", source="turn", reason=why
@@ -300,6 +310,16 @@ class TurnHost:
             states, follow = self._drive(
                 env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins, data=data)
             )
+        if states and staged is not None:
+            # what this turn read is what the next tick compares against (statement 4)
+            seen = [
+                (heinzel_id, s.request.input, s.fingerprint)
+                for s in staged.staged
+                if s.request.watcher == heinzel_id and s.fingerprint is not None
+            ]
+            record_seen(service.index.db, seen)
+        if self.interrupted is not None:
+            return states  # the follow-ups' requests stay in the inbox for the tick
         return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
 
     def _drive(
@@ -314,7 +334,14 @@ class TurnHost:
         steps = DeliveringSteps(HeinzelSteps(env), delivery)
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session
-        states = asyncio.run(run(session))
+        with interruptible() as interrupt:
+            delivery.interrupted = lambda: interrupt.signal
+            states = asyncio.run(run(session))
+        if interrupt.signal is not None:
+            self.interrupted = interrupt.signal
+        for state in states:
+            if state.state in ENDED_BADLY and steps.failure is not None:
+                keep_failure(env.body, state.turn, steps.failure)
         return states, delivery.follow_ups(states)
 
     @staticmethod
@@ -380,10 +407,14 @@ class TurnHost:
         write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        return _summary(states)
+        done = summary(states, service.home.session_dir(heinzel_id))
+        if self.interrupted is not None:
+            done["interrupted"] = self.interrupted
+        return done
 
 
-def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
+def summary(states: Sequence[TurnState], session_dir: Path) -> dict[str, Any]:
+    """How the last of ``states`` ended, with its cause when it failed or was abandoned."""
     if not states:
         return {"turn": None, "state": "nothing to do"}
     state = states[-1]
@@ -394,4 +425,5 @@ def _summary(states: Sequence[TurnState]) -> dict[str, Any]:
         "reason": state.reason,
         "error": state.error,
         "usd": state.spend_usd,
+        "cause": cause_of(session_dir, state.turn),
     }

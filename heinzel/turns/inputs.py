@@ -92,8 +92,11 @@ def recent_bodies(bodies: Bodies, view: SpineView, keep: int) -> dict[str, list[
     return out
 
 
-def last_approved(db: Database, heinzel_id: str, documents: Any) -> str | None:
-    """The text of the last approved draft as the document now has it (None: none)."""
+def last_approved(
+    db: Database, heinzel_id: str, documents: Any, session_dir: Path | None = None
+) -> str | None:
+    """The text of the last approved draft: as the document now has it while hz's markers
+    are there, else as the approval turn kept it in its body (None: none)."""
     rows = list(
         db.query(
             "SELECT key FROM drafts WHERE heinzel = ? AND state = 'approved' "
@@ -101,10 +104,26 @@ def last_approved(db: Database, heinzel_id: str, documents: Any) -> str | None:
             [heinzel_id],
         )
     )
-    if not rows or documents is None:
+    if not rows:
         return None
-    state = documents.draft_state(rows[0]["key"])
-    return state.text if isinstance(state, Approved) else None
+    key = rows[0]["key"]
+    state = documents.draft_state(key) if documents is not None else None
+    if isinstance(state, Approved):
+        return state.text
+    if session_dir is None:
+        return None
+    turns = db.query(
+        "SELECT id FROM turns WHERE heinzel = ? AND cause = 'approval' "
+        "ORDER BY started_at DESC LIMIT 5",
+        [heinzel_id],
+    )
+    bodies = Bodies(session_dir)
+    for turn in turns:
+        for record in bodies.read(str(turn["id"])) or []:
+            value = record.get("value")
+            if isinstance(value, dict) and value.get("approved") == key:
+                return str(value.get("text", ""))
+    return None
 
 
 def input_requests(

@@ -77,10 +77,11 @@ class Turns:
         row = service.resolve(ref)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = adapters if adapters is not None else default_adapters(service.settings)
-        return {
-            "name": row["name"],
-            **TurnHost(self.sessions).wake(row["id"], message, adapters=chosen),
-        }
+        done = TurnHost(self.sessions).wake(row["id"], message, adapters=chosen)
+        placed = [d for d in service.queries.drafts() if d["heinzel"] == row["id"]]
+        if done.get("disposition") == "drafted" and placed:
+            done["draft"] = str(placed[-1]["asset"])
+        return {"name": row["name"], **done}
 
     def answer(
         self,

@@ -221,13 +221,11 @@ class TestDraftState:
         assert docs.find(key_for(doc)) == "present"
 
     def test_two_drafts_are_decided_apart(self, doc: Path) -> None:
-        """Approving the first leaves the second, a key that extends the first's, pending."""
+        """An approved first draft is kept beside a second whose key extends the first's."""
         docs = LocalDocuments("priya")
         place(docs, doc, slot="2026-10-30T15:00")
+        without_line(doc, TAG)  # the first is approved before the second comes
         place(docs, doc, "second", slot="2026-10-30T15:001")
-        lines = doc.read_text(encoding="utf-8").split("\n")
-        lines.remove(TAG)  # the first tag line
-        doc.write_text("\n".join(lines), encoding="utf-8")
         assert docs.draft_state(key_for(doc, "2026-10-30T15:00")) == Approved("priya", DRAFT)
         assert docs.draft_state(key_for(doc, "2026-10-30T15:001")) == Pending()
 
@@ -308,11 +306,19 @@ class TestDocumentErrors:
             == "HZH132"
         )
 
-    def test_missing_document_is_hzh131(self, tmp_path: Path) -> None:
-        """The adapter does not create a report that is not there."""
-        path = tmp_path / "nope.md"
+    def test_missing_folder_is_hzh131(self, tmp_path: Path) -> None:
+        """A document whose folder does not exist is not created: HZH131 naming the folder."""
+        path = tmp_path / "nope" / "report.md"
         assert self.code(lambda: place(LocalDocuments("p"), path)) == "HZH131"
-        assert not path.exists()
+        assert not path.parent.exists()
+
+    def test_missing_document_is_created_0600(self, tmp_path: Path) -> None:
+        """The first draft creates a document that is not there yet, readable by the user only."""
+        path = tmp_path / "digest.md"
+        docs = LocalDocuments("p")
+        place(docs, path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert docs.draft_state(key_for(path)) == Pending()
 
     def test_not_utf8_document_is_hzh135(self, doc: Path) -> None:
         """A document in another encoding is refused rather than garbled."""
@@ -350,3 +356,73 @@ class TestDocumentsRead:
         assert absolute_asset("file:r.md", tmp_path) == f"file:{tmp_path / 'r.md'}"
         assert absolute_asset("file:/x/r.md", tmp_path) == "file:/x/r.md"
         assert absolute_asset("doc:team/r", tmp_path) == "doc:team/r"
+
+
+class TestOneLiveDraft:
+    """A new draft replaces the pending one of the same Heinzelmännchen and asset."""
+
+    def test_a_new_draft_replaces_the_pending_one_in_place(self, doc: Path) -> None:
+        """Three drafts in a row leave one section, where the first was, the text around kept."""
+        docs = LocalDocuments("priya")
+        place(docs, doc, "first", slot="s1")
+        doc.write_text(doc.read_text(encoding="utf-8") + "\n## After\n\nmine\n", encoding="utf-8")
+        place(docs, doc, "second", slot="s2")
+        place(docs, doc, "third", slot="s3")
+        text = doc.read_text(encoding="utf-8")
+        assert text.count(TAG) == 1 and text.count("hz:draft key=") == 1
+        assert text.startswith(START) and text.endswith("## After\n\nmine\n")
+        assert text.index("third") < text.index("## After")
+        assert docs.draft_state(key_for(doc, "s3")) == Pending()
+        assert docs.find(key_for(doc, "s1")) == "absent"
+
+    def test_an_approved_section_is_never_replaced(self, doc: Path) -> None:
+        """A draft whose tag the user deleted stays as approved; the new one is placed beside."""
+        docs = LocalDocuments("priya")
+        place(docs, doc, "first", slot="s1")
+        without_line(doc, TAG)
+        place(docs, doc, "second", slot="s2")
+        assert docs.draft_state(key_for(doc, "s1")) == Approved("priya", "first")
+        assert docs.draft_state(key_for(doc, "s2")) == Pending()
+
+    def test_another_heinzel_draft_is_left_alone(self, doc: Path) -> None:
+        """Only the same Heinzelmännchen's pending draft is superseded."""
+        docs = LocalDocuments("priya")
+        place(docs, doc, "first", slot="s1")
+        other = f"hz-other@v1@s2@file:{doc}"
+        docs.place_draft(other, f"file:{doc}", "theirs", TAG)
+        assert docs.draft_state(key_for(doc, "s1")) == Pending()
+        assert docs.draft_state(other) == Pending()
+
+    def test_settle_removes_hz_comments_after_approval(self, doc: Path) -> None:
+        """After approval, settle leaves the user's text without hz's comments; pending is kept."""
+        docs = LocalDocuments("priya")
+        place(docs, doc, "first", slot="s1")
+        assert not docs.settle(key_for(doc, "s1"))  # still pending: untouched
+        without_line(doc, TAG)
+        assert docs.settle(key_for(doc, "s1"))
+        assert doc.read_text(encoding="utf-8") == START + "\nfirst\n"
+        assert not docs.settle(key_for(doc, "s1"))
+
+
+class TestPlacement:
+    """``place``: end, top or under a heading."""
+
+    def test_top_goes_below_the_title(self, doc: Path) -> None:
+        """A changelog's newest draft goes right below its ``# `` title."""
+        LocalDocuments("p").place_draft(key_for(doc), f"file:{doc}", "new", TAG, "top")
+        lines = doc.read_text(encoding="utf-8").split("\n")
+        assert lines[0] == "# Checkout: weekly report" and lines[2] == TAG
+        assert lines.index("## Week of 2026-10-19") > lines.index("new")
+
+    def test_under_a_heading(self, tmp_path: Path) -> None:
+        """``under:Drafts`` puts it right below that heading, before what follows."""
+        path = tmp_path / "r.md"
+        path.write_text("# R\n\n## Drafts\n\nold\n\n## Done\n", encoding="utf-8")
+        LocalDocuments("p").place_draft(key_for(path), f"file:{path}", "new", TAG, "under:Drafts")
+        text = path.read_text(encoding="utf-8")
+        assert text.index("## Drafts") < text.index(TAG) < text.index("new") < text.index("old")
+
+    def test_under_a_missing_heading_goes_to_the_end(self, doc: Path) -> None:
+        """No such heading: the draft goes at the end, the document otherwise unchanged."""
+        LocalDocuments("p").place_draft(key_for(doc), f"file:{doc}", "new", TAG, "under:Nope")
+        assert doc.read_text(encoding="utf-8").startswith(START)

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
-from heinzel.cli.base import hz
+from heinzel.cli import group
 from tests.heinzel.conftest import GOOD
+
+hz = group()
 
 NOW = "2026-10-26T09:00:00Z"
 

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
-from heinzel.cli.base import hz
+from heinzel.cli import group
 from heinzel.errors import HeinzelError
 from heinzel.service import Service
 from heinzel.turns import TurnHost, Turns, default_adapters
@@ -24,6 +23,8 @@ from ledger.spine import read_events
 from machines import TurnState, Wake, keys
 
 from .chat_turn import REASON, chat_model
+
+hz = group()
 
 SCRIPT = Path(__file__).parent / "chat_turn.py"
 

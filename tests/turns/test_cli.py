@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from heinzel.cli import commands, verbs  # noqa: F401  (register the subcommands)
-from heinzel.cli.base import hz
+from heinzel.cli import group
 from ledger.spine import read_events
 from tests.turns.conftest import CONTRACT
+
+hz = group()
 
 Run = Callable[..., Result]
 

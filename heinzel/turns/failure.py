@@ -1,0 +1,55 @@
+"""Why a turn failed, in the user's words: the underlying coded error, kept in the turn's body.
+
+The spine keeps codes only (``effect.failed{error: HZH131}``, ``turn.finished{error:
+HZM021}``); the machine's own code says *that* a step failed, not *why*. The host's steps
+note the deepest coded error under what a step raised (`root_cause`), and the host keeps it
+in the turn's body as ``{"failure": {code, message, hint}}`` (`keep_failure`), so `hz
+heinzel wake`, `chat`, `resume` and `answer` print the cause's code, message and hint, and
+`show` can too, after the process that ran the turn is gone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from heinzel.turns.record import SessionBody
+from ledger.bodies import Bodies
+from ledger.errors import HzError
+from machines.journal import content_hash
+
+__all__ = ["ENDED_BADLY", "cause_of", "keep_failure", "root_cause"]
+
+ENDED_BADLY = frozenset({"failed", "abandoned"})
+"""The ends of a turn a command reports with exit status 1."""
+
+
+def root_cause(error: BaseException) -> HzError | None:
+    """The deepest coded error in ``error``'s chain of causes (None: none is coded)."""
+    found = error if isinstance(error, HzError) else None
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, HzError):
+            found = current
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def keep_failure(body: SessionBody, turn: str, error: HzError) -> None:
+    """Keep ``error`` as the turn's cause in its body (once per turn and error)."""
+    value = {"failure": {"code": error.code, "message": error.message, "hint": error.hint}}
+    body.put(turn, content_hash(value), value)
+
+
+def cause_of(session_dir: Path, turn: str | None) -> dict[str, str] | None:
+    """The cause kept for ``turn`` (the last one kept), or None."""
+    if not turn:
+        return None
+    found: dict[str, str] | None = None
+    for record in Bodies(session_dir).read(turn) or []:
+        value: Any = record.get("value")
+        if isinstance(value, dict) and isinstance(value.get("failure"), dict):
+            found = {k: str(v) for k, v in value["failure"].items()}
+    return found

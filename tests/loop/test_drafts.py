@@ -1,0 +1,145 @@
+"""Drafts in the user's document: one live draft, placed where asked, left clean (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from tests.loop.conftest import Hz
+
+
+class TestOneLiveDraft:
+    """Findings 1 and 2 through the `hz` executable."""
+
+    def test_wakes_keep_one_live_draft(self, approved: Hz, folder: Path) -> None:
+        """Three wakes leave one tagged section in the document, and `hz drafts` lists one."""
+        for _ in range(3):
+            assert approved("heinzel", "wake", "notes-digest").code == 0
+        text = (folder / "report.md").read_text(encoding="utf-8")
+        assert text.count("🧝 DRAFT") == 1 and text.count("hz:draft key=") == 1
+        assert text.startswith("# Report\n")
+        listed = approved("drafts").out.strip().splitlines()
+        assert len(listed) == 2  # the header and one draft
+
+    def test_approved_draft_is_left_clean_and_not_redrafted(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """Wake, approve, tick: hz's comments go, and no second identical draft is placed."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        assert approved("approve", "notes-digest").code == 0
+        ticked = approved("system", "daemon", "tick")
+        assert ticked.code == 0, ticked.err
+        assert "source-changed" not in ticked.out
+        text = (folder / "report.md").read_text(encoding="utf-8")
+        assert "<!-- hz:" not in text and "🧝 DRAFT" not in text
+        assert "ship the rounding fix" in text
+        again = approved("system", "daemon", "tick")
+        assert "source-changed" not in again.out
+        assert "🧝 DRAFT" not in (folder / "report.md").read_text(encoding="utf-8")
+
+    def test_a_changed_source_still_wakes(self, approved: Hz, folder: Path) -> None:
+        """After the approval, a real change of notes.txt does wake source-changed."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        (folder / "notes.txt").write_text("something new\n", encoding="utf-8")
+        ticked = approved("system", "daemon", "tick")
+        assert "source-changed" in ticked.out
+
+
+class TestPlacement:
+    """``outputs.<name>.place`` and a document that does not exist yet."""
+
+    def test_top_places_below_the_title(self, hz: Hz, folder: Path) -> None:
+        """``place: top`` puts the draft above what the document already holds."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace(
+                '{asset: "file:report.md"}', '{asset: "file:report.md", place: top}'
+            ),
+            encoding="utf-8",
+        )
+        (folder / "report.md").write_text("# Report\n\n## Older\n\n- done\n", encoding="utf-8")
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        assert hz("approve", "notes-digest").code == 0
+        assert hz("heinzel", "wake", "notes-digest").code == 0
+        text = (folder / "report.md").read_text(encoding="utf-8")
+        assert text.index("🧝 DRAFT") < text.index("## Older")
+
+    def test_a_bad_place_is_hzc073(self, hz: Hz, folder: Path) -> None:
+        """``place: middle`` is refused at `new` with HZC073 and the forms it takes."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace(
+                '{asset: "file:report.md"}', '{asset: "file:report.md", place: middle}'
+            ),
+            encoding="utf-8",
+        )
+        done = hz("heinzel", "new", "--from", "digest.prose.md")
+        assert done.code == 1 and done.err.startswith("HZC073")
+
+    def test_missing_document_is_created_on_the_first_draft(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """No report.md yet: the first wake creates it, 0600, with the draft."""
+        (folder / "report.md").unlink()
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        report = folder / "report.md"
+        assert "🧝 DRAFT" in report.read_text(encoding="utf-8")
+        assert stat.S_IMODE(report.stat().st_mode) == 0o600
+
+
+class TestSuperseded:
+    """Approving a draft a newer one replaced."""
+
+    def test_approving_a_replaced_key_names_the_newer_one(self, approved: Hz) -> None:
+        """`hz approve KEY` of a replaced draft is HZH250 with the command that approves."""
+        approved("heinzel", "wake", "notes-digest")
+        [first] = json.loads(approved("drafts", "--json").out)
+        approved("heinzel", "wake", "notes-digest")
+        done = approved("approve", first["key"])
+        assert done.code == 1
+        assert done.err.startswith("HZH250: the draft ")
+        assert "hint: approve the newer one: `hz approve notes-digest`" in done.err
+
+
+class TestOutputsCheckedUpFront:
+    """A draft that could never be placed is refused or warned about before any turn."""
+
+    def test_a_missing_folder_is_refused_at_new(self, hz: Hz, folder: Path) -> None:
+        """`new` of a contract drafting into a folder that does not exist: HZH251 and the fix."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "file:no/r.md"),
+            encoding="utf-8",
+        )
+        done = hz("heinzel", "new", "--from", "digest.prose.md")
+        assert done.code == 1
+        assert done.err.startswith("HZH251: output section: the folder ")
+        assert "hint: create it (mkdir -p " in done.err
+        assert hz("heinzel", "list").out.startswith("no Heinzelmännchen")
+
+    def test_a_folder_removed_before_approve_is_refused(self, hz: Hz, folder: Path) -> None:
+        """The folder gone between `new` and `approve`: HZH251 at approve, still proposed."""
+        (folder / "out").mkdir()
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "file:out/r.md"),
+            encoding="utf-8",
+        )
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        (folder / "out").rmdir()
+        done = hz("approve", "notes-digest")
+        assert done.code == 1 and done.err.startswith("HZH251")
+        shown = json.loads(hz("heinzel", "show", "notes-digest", "--json").out)
+        assert shown["state"] == "proposed"
+
+    def test_an_asset_no_adapter_writes_is_warned_at_approve(self, hz: Hz, folder: Path) -> None:
+        """A ``doc:`` output: approve says HZH252 and how to write it as a file."""
+        contract = folder / "digest.prose.md"
+        contract.write_text(
+            contract.read_text(encoding="utf-8").replace("file:report.md", "doc:team/report"),
+            encoding="utf-8",
+        )
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        done = hz("approve", "notes-digest")
+        assert "warning: HZH252: output section: no adapter writes doc: assets" in done.out

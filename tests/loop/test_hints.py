@@ -1,0 +1,88 @@
+"""Every hint in the code names commands a user can type, never an internal transition."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import click
+
+from heinzel.cli import group
+from heinzel.store.lifecycle import STATES, TRANSITIONS, _hint
+
+hz = group()
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = re.compile(r"`(hz [^`]+)`")
+BARE = re.compile(r"\bhz ((?:heinzel|system|daemon) [a-z][a-z-]*)")
+"""An unquoted command in a hint (``hz heinzel resume``); prose such as "hz runs" is not."""
+INTERNAL = {t for t, _, _ in TRANSITIONS} - {"approve", "pause", "unpause", "retire", "unretire"}
+
+
+def hints() -> list[tuple[str, str]]:
+    """(where, text) of every hint: the third argument of a coded error in heinzel/ and
+    machines/, its constant parts joined."""
+    found = []
+    for package in ("heinzel", "machines", "ledger"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call) or not node.args:
+                    continue
+                hint = node.args[2] if len(node.args) >= 3 else None
+                hint = next((k.value for k in node.keywords if k.arg == "hint"), hint)
+                if hint is None:
+                    continue
+                first = node.args[0]
+                if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                    continue
+                if not re.fullmatch(r"HZ[A-Z]\d{3}", first.value):
+                    continue
+                text = "".join(
+                    part.value
+                    for part in ast.walk(hint)
+                    if isinstance(part, ast.Constant) and isinstance(part.value, str)
+                )
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", text))
+    return found
+
+
+def known(words: list[str], *, prefix: bool = False) -> bool:
+    """Whether ``hz WORDS...`` is a real command followed by its arguments (with
+    ``prefix``, a real group or command: the start of an unquoted one)."""
+    command: click.Command = hz
+    for word in words:
+        if not isinstance(command, click.Group):
+            return True
+        if word not in command.commands:
+            return False
+        command = command.commands[word]
+    return prefix or not isinstance(command, click.Group)
+
+
+def test_every_hinted_command_exists() -> None:
+    """Each `hz ...` a hint names is a command of the command line (not a group, not made up)."""
+    hinted = [(where, cmd) for where, text in hints() for cmd in COMMAND.findall(text)]
+    bare = [(where, "hz " + cmd) for where, text in hints() for cmd in BARE.findall(text)]
+    assert len(hinted) + len(bare) > 20
+    wrong = [(where, cmd) for where, cmd in hinted if not known(cmd.split()[1:])]
+    wrong += [(where, cmd) for where, cmd in bare if not known(cmd.split()[1:], prefix=True)]
+    assert wrong == []
+
+
+def test_lifecycle_hints_name_user_verbs_only() -> None:
+    """A refused verb's hint, from every state, names no internal transition (wait, settle)."""
+    for state in STATES:
+        words = set(re.findall(r"[a-z]+", _hint(state)))
+        assert not words & INTERNAL, (state, _hint(state))
+        assert COMMAND.search(_hint(state)), state
+
+
+def test_wake_and_resume_hints_do_not_point_at_each_other() -> None:
+    """Wake refused while a turn runs points at stop, not resume; resume with nothing waiting
+    points at wake, which from asleep runs."""
+    assert "hz heinzel resume" not in _hint("awake")
+    assert "hz heinzel stop" in _hint("awake")
+    nothing_waits = [t for w, t in hints() if "tick/verbs.py" in w and "wake NAME" in t]
+    assert nothing_waits

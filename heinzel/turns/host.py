@@ -25,7 +25,6 @@ from heinzel.contract.source import split
 from heinzel.engine import (
     ContextSettings,
     InputSpec,
-    LessonView,
     Price,
     Pricing,
     SpineRecord,
@@ -52,6 +51,7 @@ from heinzel.turns.inputs import (
     stage,
 )
 from heinzel.turns.models import turn_model
+from heinzel.turns.pins import pinned_fingerprint, pinned_lessons
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.vocabulary import HOST_HIDDEN
@@ -136,7 +136,10 @@ class TurnHost:
         extra: Sequence[InputSpec],
         slot: str,
         approval: Mapping[str, Any] | None = None,
+        pins: Mapping[str, Any] | None = None,
     ) -> TurnEnv:
+        """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
+        contract version and the lessons it saw, whatever was approved since."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -145,8 +148,11 @@ class TurnHost:
                 f"{row['name']} has no approved contract version to run",
                 "approve it first: `hz approve NAME`",
             )
-        version = int(row["contract_version"])
-        contract, body = self._contract(heinzel_id, version, str(row["fingerprint"]))
+        version, fingerprint = int(row["contract_version"]), str(row["fingerprint"])
+        pinned = (pins or {}).get("contract_version")
+        if pinned is not None and int(pinned) != version:
+            version, fingerprint = int(pinned), pinned_fingerprint(spine, int(pinned))
+        contract, body = self._contract(heinzel_id, version, fingerprint)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         model = self.model or turn_model(
@@ -166,11 +172,7 @@ class TurnHost:
                 bound[0], bound[1], timeout_s=timeout, journal=journal, bodies=bodies, turn=turn
             )
 
-        lessons = [
-            LessonView(str(one["seq"]), one["sentence"])
-            for one in service.queries.lessons(heinzel_id)
-            if not one["dismissed"]
-        ]
+        lessons = pinned_lessons(service.queries.lessons(heinzel_id), pins)
         return TurnEnv(
             heinzel_id=heinzel_id,
             name=row["name"],
@@ -352,7 +354,14 @@ class TurnHost:
                 found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
                 extra, approval = found if found else ((), {"key": key})
             env = self._env(
-                heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
+                heinzel_id,
+                spine,
+                cause,
+                adapters,
+                extra=extra,
+                slot=slot,
+                approval=approval,
+                pins=started.data.get("pins") or {},
             )
 
             async def resume(session: Session) -> list[TurnState]:

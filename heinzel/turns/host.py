@@ -39,6 +39,7 @@ from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery
+from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import (
     asked_inputs,
@@ -119,6 +120,10 @@ class TurnHost:
         )
         return SpineView(records)
 
+    def _parent_inputs(self, heinzel_id: str, parent: str) -> list[dict[str, Any]] | None:
+        home = self.service.home
+        return parent_inputs(home.spine_path(heinzel_id), home.session_dir(heinzel_id), parent)
+
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
         rows = self.service.index.db.query(
@@ -137,6 +142,7 @@ class TurnHost:
         slot: str,
         approval: Mapping[str, Any] | None = None,
         pins: Mapping[str, Any] | None = None,
+        reused: Sequence[Mapping[str, Any]] | None = None,
     ) -> TurnEnv:
         """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
         contract version and the lessons it saw, whatever was approved since."""
@@ -180,7 +186,10 @@ class TurnHost:
             contract=contract,
             contract_body=body,
             origin=origin,
-            requests=[] if approval else input_requests(heinzel_id, contract, origin),
+            requests=[]
+            if approval or reused is not None
+            else input_requests(heinzel_id, contract, origin),
+            reused=reused,
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
             model=model,
@@ -270,6 +279,13 @@ class TurnHost:
                 return []
             extra, approval = found
             requests = []
+        parent = retry_parent(wakes)
+        reused = None
+        if parent is not None:
+            reused = self._parent_inputs(heinzel_id, parent)
+            data = {**(data or {}), **fork_data(parent)}
+            if reused is not None:
+                requests, staged = [], None
         if staged is None and requests:
             staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
         if staged is not None:
@@ -291,6 +307,7 @@ class TurnHost:
                 extra=extra,
                 slot=slot,
                 approval=approval,
+                reused=reused,
             )
             pins = Pins(
                 contract_version=env.version,
@@ -362,6 +379,9 @@ class TurnHost:
                 slot=slot,
                 approval=approval,
                 pins=started.data.get("pins") or {},
+                reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
+                if started.data.get("parent_turn")
+                else None,
             )
 
             async def resume(session: Session) -> list[TurnState]:

@@ -322,6 +322,11 @@ class Index:
             for source, spine_path in sources.items():
                 self.catch_up(source, spine_path)
 
+    def forget(self, source: str) -> None:
+        """Drop every row and the watermark of ``source`` (its spine was removed)."""
+        with self.write():
+            self._clear(source)
+
     def _fold(self, source: str, event: Event) -> None:
         if self._upgrades is not None:
             event = self._upgrades.upgrade(event)

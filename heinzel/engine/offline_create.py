@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SOURCES", "Filled", "fill_contract", "parse_schedule"]
+__all__ = ["SOURCES", "Filled", "NamedFiles", "fill_contract", "named_files", "parse_schedule"]
 
 _DAYS = {
     "monday": "MON",
@@ -58,6 +58,45 @@ _REQUIRED_ARGS = {
 """The args a source needs, filled with a placeholder the user edits before approving."""
 
 _TEMPLATES = ("section", "digest")
+
+_FILE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:md|markdown|txt|rst|org|csv|json|ya?ml|html?))"
+    r"(?![\w/-])",
+    re.IGNORECASE,
+)
+_TARGET_WORDS = frozenset(
+    ("into", "to", "in", "onto", "as", "write", "update", "keep", "maintain", "called", "named")
+)
+"""The word before a file name that makes it where the output goes ("into today.md")."""
+
+
+@dataclass(frozen=True, slots=True)
+class NamedFiles:
+    """The files a sentence names: what it reads (sources) and where it writes (targets)."""
+
+    sources: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+
+
+def named_files(sentence: str) -> NamedFiles:
+    """The files ``sentence`` names, sorted: "summarise notes.md into today.md" reads
+    ``notes.md`` and writes ``today.md``. A file name after into/to/in/as/write/update/keep
+    is a target, any other a source."""
+    sources: list[str] = []
+    targets: list[str] = []
+    for match in _FILE.finditer(sentence):
+        before = re.findall(r"[\w-]+", sentence[: match.start()].lower())
+        name = match.group(1).strip(".")
+        chosen = targets if before and before[-1] in _TARGET_WORDS else sources
+        if name not in chosen:
+            chosen.append(name)
+    return NamedFiles(tuple(n for n in sources if n not in targets), tuple(targets))
+
+
+def _identifier(path: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "_", path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower())
+    stem = stem.strip("_") or "file"
+    return stem if stem[0].isalpha() else f"f_{stem}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +155,22 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
     template = _TEMPLATES[min(attempt, len(_TEMPLATES) - 1)]
     lowered = sentence.lower()
     schedule, assumed = parse_schedule(sentence)
+    files = named_files(sentence)
     chosen = [s for s in SOURCES if any(p in lowered for p in s[0])]
-    if not chosen:
+    if not chosen and not files.sources:
         chosen = [SOURCES[0]]
         assumed.append("merged pull requests as the source, since the sentence names none")
+    read = [(_identifier(path), f"files.read, args: {{path: {path}}}") for path in files.sources]
+    named = [(s[1], f"{s[2]}, {_args(s[2])}window: 7d") for s in chosen] + read
     name = _slug(sentence, template)
+    if files.targets:
+        name = _identifier(files.targets[0]).replace("_", "-")
+    target = files.targets[0] if files.targets else f"{name}.md"
+    if target in files.sources:
+        target = f"{name}-summary.md"
     output = "section" if "section" in lowered or template == "section" else "digest"
-    requires = [s[3] for s in chosen] + ["documents:write"]
-    inputs = "\n".join(f"    {s[1]}: {{from: {s[2]}, {_args(s[2])}window: 7d}}" for s in chosen)
+    requires = [s[3] for s in chosen] + (["files:read"] if read else []) + ["documents:write"]
+    inputs = "\n".join(f"    {ident}: {{from: {how}}}" for ident, how in named)
     assumed += [f"{_REQUIRED_ARGS[s[2]]} (edit it)" for s in chosen if s[2] in _REQUIRED_ARGS]
     lines = ["---", f"name: {name}", "kind: responsibility", "hz:", "  namespace: me"]
     if schedule:
@@ -135,7 +182,7 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
         "  inputs:",
         inputs,
         "  outputs:",
-        f'    {output}: {{asset: "file:{name}.md", valid_for: 7d}}',
+        f'    {output}: {{asset: "file:{target}", valid_for: 7d}}',
         "  publishes: [documents.place_draft]",
         "  approvers: [owner]",
         "  agent: {max_usd: 0.5, model_class: standard}",
@@ -145,10 +192,10 @@ def fill_contract(sentence: str, attempt: int = 0) -> Filled:
         f"- `{output}`: {sentence.strip()}",
         "",
         "### Requires",
-        *[f"- `{s[1]}`: {s[2]}" for s in chosen],
+        *[f"- `{ident}`: {how.split(',', 1)[0]}" for ident, how in named],
         "",
         "### Done when",
-        *[f"- [ ] every item of `{s[1]}` is covered" for s in chosen],
+        *[f"- [ ] every item of `{ident}` is covered" for ident, _ in named],
         "",
     ]
     return Filled("\n".join(lines), template, tuple(assumed))

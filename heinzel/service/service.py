@@ -135,6 +135,12 @@ class Service(Sessions):
         pending = json.loads(row["pending"]) if row["pending"] else None
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
             Lifecycle("proposed").fire("approve", row["name"])
+            if row["proposed_version"] is None:
+                raise HeinzelError(
+                    "HZH294",
+                    f"{row['name']} has no contract to approve: its creation never finished",
+                    f"`hz heinzel retire {row['name']}`, then `hz heinzel new` again",
+                )
             version = int(row["proposed_version"])
             from heinzel.service.outputs import check_stored_outputs
 

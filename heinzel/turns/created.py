@@ -6,7 +6,12 @@ gather holds the sentence, think asks the model for a contract text (a compile e
 goes back to the model as a retry, at most ``retries`` times), and act stores it as
 version 1 and records ``contract.proposed{version: 1, fingerprint, by: heinzel}``
 through the effect ledger. The Heinzelmännchen is then ``proposed`` until
-``hz approve``; it takes the contract's name when that name is free.
+``hz approve``, under the contract's name.
+
+A contract whose output is a file the sentence names as a source ("summarise notes.md
+into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
+retry (HZH291), whatever the model. A creation that fails (no contract, HZH293) or whose
+name is taken (HZH292) leaves nothing behind: its session and index rows are removed.
 """
 
 from __future__ import annotations
@@ -18,16 +23,18 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
-from heinzel.contract import compile_contract
+from heinzel.contract import CompiledContract, compile_contract
 from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
+from heinzel.engine.offline_create import named_files
 from heinzel.engine.outcome import Outcome
+from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
 from heinzel.turns.record import EngineRecorder, SessionBody
 from machines import Acted, Effect, Fail, LocalProbe, TurnContext
 from machines.effects import recorded_in
 
-__all__ = ["CREATED_BODY", "CreatedSteps"]
+__all__ = ["CREATED_BODY", "CreatedSteps", "check_created"]
 
 CREATED_BODY = """### Goal
 
@@ -35,6 +42,33 @@ Write the contract of a new Heinzelmännchen from the user's sentence (the input
 `sentence`): a `.prose.md` text with YAML frontmatter and the sections Goal, Requires,
 Maintains and Done when. Return it as the outcome's amendment, with why.
 """
+
+
+def _norm(path: str) -> str:
+    return path.strip().removeprefix("./")
+
+
+def check_created(compiled: CompiledContract, sentence: str) -> CompiledContract:
+    """HZH291 when an output writes a file the sentence names as a source, or a file one of
+    the contract's own inputs reads: an output is never one of its sources."""
+    named = named_files(sentence)
+    hz = compiled.frontmatter.hz
+    read = {
+        _norm(str(i.args.get("path")))
+        for i in hz.inputs.values()
+        if i.from_.startswith("files.") and i.args.get("path")
+    }
+    sources = {_norm(n) for n in named.sources} | read
+    for output, spec in hz.outputs.items():
+        kind, _, where = str(spec.asset).partition(":")
+        if kind == "file" and _norm(where) in sources:
+            wanted = ", ".join(named.targets) or "a file of its own"
+            raise HeinzelError(
+                "HZH291",
+                f"the output {output!r} writes {where}, which the sentence names as a source",
+                f"read {where} as an input and write the output into {wanted}",
+            )
+    return compiled
 
 
 class CreatedSteps:
@@ -88,7 +122,9 @@ class CreatedSteps:
             recorder=recorder,
             budget=Budget(self.pricing, self.cap),
             history_body=self.body.records(ctx.turn),
-            compile_contract=lambda text: compile_contract(text, source="created turn"),
+            compile_contract=lambda text: check_created(
+                compile_contract(text, source="created turn"), self.sentence
+            ),
             retries=self.retries,
         )
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
@@ -165,10 +201,29 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
         wake = Wake("created", keys.created(heinzel_id))
         state = asyncio.run(session.start(turn, [wake], Pins()))
         row = service.queries.row(heinzel_id)
-        if state.disposition == "proposed" and row["contract_name"]:
+        wanted = provisional
+        failure = None
+        if state.disposition != "proposed" or not row["contract_name"]:
+            failure = HeinzelError(
+                "HZH293",
+                f"the created turn wrote no contract hz accepts ({state.error or state.reason})",
+                "say it again more plainly, or write the contract yourself: "
+                "`hz heinzel new --from FILE`",
+            )
+        else:
             wanted = validate_name(row["contract_name"])
-            if not service.queries.find_by_name(namespace, wanted):
+            if service.queries.find_by_name(namespace, wanted):
+                failure = HeinzelError(
+                    "HZH292",
+                    f"a Heinzelmännchen named {wanted!r} already exists in namespace {namespace}",
+                    f"rename it (`hz heinzel rename {wanted} NEW`) or name another in the "
+                    "sentence, then run `hz heinzel new` again",
+                )
+            else:
                 spine.append("heinzel.renamed", {"name": wanted})
+    if failure is not None:
+        discard(service, heinzel_id)
+        raise failure
     shown = service.queries.row(heinzel_id)
     return {
         **shown,
@@ -176,3 +231,11 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
         "disposition": state.disposition,
         "turn_error": state.error,
     }
+
+
+def discard(service: Any, heinzel_id: str) -> None:
+    """Remove a failed creation: its session folder and its index rows."""
+    import shutil
+
+    shutil.rmtree(service.home.session_dir(heinzel_id), ignore_errors=True)
+    service.index.forget(heinzel_id)

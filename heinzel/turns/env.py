@@ -69,5 +69,7 @@ class TurnEnv:
     """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
     writes: ChatWrites | None = None
     """The chat write gate of an asked turn (None: no write tools)."""
+    reused: Sequence[Mapping[str, Any]] | None = None
+    """A fork's inputs: what its parent's gather recorded (None: gather reads the cache)."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""

@@ -26,7 +26,6 @@ from heinzel.contract.source import split
 from heinzel.engine import (
     ContextSettings,
     InputSpec,
-    LessonView,
     Price,
     Pricing,
     SpineView,
@@ -42,6 +41,7 @@ from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery
 from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
+from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import (
     asked_inputs,
@@ -55,6 +55,7 @@ from heinzel.turns.inputs import (
 )
 from heinzel.turns.interrupt import interruptible
 from heinzel.turns.models import turn_model
+from heinzel.turns.pins import pinned_fingerprint, pinned_lessons
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.turns.view import spine_view
@@ -127,6 +128,10 @@ class TurnHost:
         keep = self.service.settings.heinzel.summary_keep_turns
         return spine_view(self.service.index.db, heinzel_id, spine.path, keep)
 
+    def _parent_inputs(self, heinzel_id: str, parent: str) -> list[dict[str, Any]] | None:
+        home = self.service.home
+        return parent_inputs(home.spine_path(heinzel_id), home.session_dir(heinzel_id), parent)
+
     def _spent_today(self) -> Decimal:
         day = self.service.clock().date().isoformat()
         rows = self.service.index.db.query(
@@ -144,7 +149,11 @@ class TurnHost:
         extra: Sequence[InputSpec],
         slot: str,
         approval: Mapping[str, Any] | None = None,
+        pins: Mapping[str, Any] | None = None,
+        reused: Sequence[Mapping[str, Any]] | None = None,
     ) -> TurnEnv:
+        """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
+        contract version and the lessons it saw, whatever was approved since."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -153,8 +162,11 @@ class TurnHost:
                 f"{row['name']} has no approved contract version to run",
                 "approve it first: `hz approve NAME`",
             )
-        version = int(row["contract_version"])
-        contract, body = self._contract(heinzel_id, version, str(row["fingerprint"]))
+        version, fingerprint = int(row["contract_version"]), str(row["fingerprint"])
+        pinned = (pins or {}).get("contract_version")
+        if pinned is not None and int(pinned) != version:
+            version, fingerprint = int(pinned), pinned_fingerprint(spine, int(pinned))
+        contract, body = self._contract(heinzel_id, version, fingerprint)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         model = self.model or turn_model(
@@ -174,11 +186,7 @@ class TurnHost:
                 bound[0], bound[1], timeout_s=timeout, journal=journal, bodies=bodies, turn=turn
             )
 
-        lessons = [
-            LessonView(str(one["seq"]), one["sentence"])
-            for one in service.queries.lessons(heinzel_id)
-            if not one["dismissed"]
-        ]
+        lessons = pinned_lessons(service.queries.lessons(heinzel_id), pins)
         return TurnEnv(
             heinzel_id=heinzel_id,
             name=row["name"],
@@ -186,7 +194,10 @@ class TurnHost:
             contract=contract,
             contract_body=body,
             origin=origin,
-            requests=[] if approval else input_requests(heinzel_id, contract, origin),
+            requests=[]
+            if approval or reused is not None
+            else input_requests(heinzel_id, contract, origin),
+            reused=reused,
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
             model=model,
@@ -281,6 +292,13 @@ class TurnHost:
                 return []
             extra, approval = found
             requests = []
+        parent = retry_parent(wakes)
+        reused = None
+        if parent is not None:
+            reused = self._parent_inputs(heinzel_id, parent)
+            data = {**(data or {}), **fork_data(parent)}
+            if reused is not None:
+                requests, staged = [], None
         if staged is None and requests:
             staged = stage(requests, adapters, service.clock(), SourceCache.of(service.home))  # type: ignore[arg-type]
         if staged is not None:
@@ -302,6 +320,7 @@ class TurnHost:
                 extra=extra,
                 slot=slot,
                 approval=approval,
+                reused=reused,
             )
             pins = Pins(
                 contract_version=env.version,
@@ -382,7 +401,17 @@ class TurnHost:
                 found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
                 extra, approval = found if found else ((), {"key": key})
             env = self._env(
-                heinzel_id, spine, cause, adapters, extra=extra, slot=slot, approval=approval
+                heinzel_id,
+                spine,
+                cause,
+                adapters,
+                extra=extra,
+                slot=slot,
+                approval=approval,
+                pins=started.data.get("pins") or {},
+                reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
+                if started.data.get("parent_turn")
+                else None,
             )
 
             async def resume(session: Session) -> list[TurnState]:

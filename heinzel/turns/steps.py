@@ -49,8 +49,12 @@ class HeinzelSteps:
         return turn_cap(contract_cap, self.env.settings_max_usd)
 
     async def gather(self, ctx: TurnContext) -> Any:
-        """The staged inputs (from the cache) and this wake's own inputs, into the body."""
-        staged = read_staged(self.env.requests, self.env.cache)
+        """The staged inputs (from the cache, or a fork's parent's) and this wake's own
+        inputs, into the body."""
+        if self.env.reused is not None:
+            staged = [dict(i) for i in self.env.reused]
+        else:
+            staged = read_staged(self.env.requests, self.env.cache)
         extra = [
             {"name": i.name, "source": i.source, "content": i.content}
             for i in self.env.extra_inputs

@@ -1,0 +1,57 @@
+"""`hz heinzel new "a sentence"` against loopback providers: sane contracts or nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .conftest import CONTRACT, CREATED, User
+from .fake_providers import Outcome
+
+INTO_THE_SOURCE = {
+    "report": "wrote the contract",
+    "amendment": {"text": CONTRACT.replace("file:report.md", "file:notes.txt"), "why": "x"},
+}
+SENTENCE = "summarise notes.txt into report.md every Friday at three"
+
+
+def _sessions(user: User) -> list[Any]:
+    return sorted((user.home / "heinzel").glob("hz-*"))
+
+
+class TestCreatedContracts:
+    """What the model writes is checked; a failed creation leaves no trace."""
+
+    def test_an_output_into_a_source_goes_back_to_the_model(self, user: User) -> None:
+        """A contract writing into notes.txt (a source the sentence names) is a retry with
+        HZH291; the second contract, into report.md, is the one proposed."""
+        provider = user.serve(lambda body, n: Outcome(INTO_THE_SOURCE if n == 1 else CREATED))
+        made = user.hz("heinzel", "new", SENTENCE, "--json")
+        assert made.returncode == 0, made.stderr
+        assert [r["name"] for r in json.loads(made.stdout)] == ["notes-digest"]
+        assert len(provider.seen) == 2
+        assert "HZH291" in json.dumps(provider.seen[1].body)
+        [session] = _sessions(user)
+        text = (session / "contract" / "v1.prose.md").read_text(encoding="utf-8")
+        assert 'asset: "file:report.md"' in text
+
+    def test_a_model_that_insists_leaves_nothing_behind(self, user: User) -> None:
+        """Every attempt writes into the source: HZH293, exit 1, no session, no row, and
+        `hz approve` has nothing to trip over."""
+        user.serve(lambda body, n: Outcome(INTO_THE_SOURCE))
+        made = user.hz("heinzel", "new", SENTENCE)
+        assert made.returncode == 1 and "HZH293" in made.stderr, made.stderr
+        assert "Traceback" not in made.stderr
+        assert _sessions(user) == []
+        listed = user.hz("heinzel", "list", "--json")
+        assert json.loads(listed.stdout) == []
+
+    def test_a_taken_name_is_a_coded_error(self, user: User) -> None:
+        """The same contract name twice: HZH292, exit 1, and only the first remains."""
+        user.serve(lambda body, n: Outcome(CREATED))
+        assert user.hz("heinzel", "new", SENTENCE).returncode == 0
+        again = user.hz("heinzel", "new", SENTENCE)
+        assert again.returncode == 1 and "HZH292" in again.stderr, again.stderr
+        assert len(_sessions(user)) == 1
+        names = [r["name"] for r in json.loads(user.hz("heinzel", "list", "--json").stdout)]
+        assert names == ["notes-digest"]

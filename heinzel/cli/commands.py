@@ -73,16 +73,34 @@ def new(
 )
 @home_option
 @json_option
+@click.option("--namespace", default=None, help="Only this namespace (team: with leases).")
 def list_(
-    artifact: str | None, state: str | None, contract: str | None, home: str | None, as_json: bool
+    artifact: str | None,
+    state: str | None,
+    contract: str | None,
+    home: str | None,
+    *,
+    as_json: bool,
+    namespace: str | None,
 ) -> None:
-    """List Heinzelmännchen from the index (never opens a spine).
+    """List Heinzelmännchen from the index (never opens a spine). Team ones show their
+    lease holder and last receipt as last fetched from the team repository.
 
     \b
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
+      hz heinzel list --namespace team
     """
-    rows = open_app(home).service.listing(artifact=artifact, state=state, contract=contract)
+    app = open_app(home)
+    rows = app.service.listing(artifact=artifact, state=state, contract=contract)
+    if namespace is not None:
+        rows = [r for r in rows if r.get("namespace") == namespace]
+    team = app.team() if any(r.get("namespace") == "team" for r in rows) else None
+    if team is not None:
+        shared = team.overview()
+        for row in rows:
+            if row["id"] in shared:
+                row["team"] = shared[row["id"]]
     emit(rows, as_json, render.listing)
 
 

@@ -31,7 +31,7 @@ from heinzel.team.lease import Lease
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import lint_record, lint_records
 
-__all__ = ["PublishStats", "lint_branch", "publish", "receipt_keys"]
+__all__ = ["PublishStats", "last_receipts", "lint_branch", "publish", "receipt_keys"]
 
 
 @dataclass(slots=True)
@@ -141,6 +141,31 @@ def receipt_keys(git: Git, teams: Iterable[str], now: datetime) -> dict[str, set
                 continue
             if isinstance(record, dict) and record.get("kind") == "turn.finished":
                 found.setdefault(team, set()).add(str(record.get("key")))
+    return found
+
+
+def last_receipts(git: Git, teams: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each team id's last receipt on the fetched ``hz/state`` (its newest day file's
+    last line), in three git processes; no network."""
+    wanted = sorted(set(teams))
+    tip = git.state_tip()
+    if tip is None or not wanted:
+        return {}
+    listed = git.run("ls-tree", "-r", "-z", "--name-only", tip, "--", *[f"{t}/" for t in wanted])
+    newest: dict[str, str] = {}
+    for path in filter(None, listed.stdout.split("\0")):
+        team = path.split("/", 1)[0]
+        newest[team] = max(newest.get(team, ""), path)
+    found: dict[str, dict[str, Any]] = {}
+    for path, text in git.read_many(tip, sorted(newest.values())).items():
+        lines = text.splitlines()
+        try:
+            record = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            shown = ("kind", "key", "at", "by", "token", "disposition")
+            found[path.split("/", 1)[0]] = {k: record[k] for k in shown if k in record}
     return found
 
 

@@ -28,7 +28,7 @@ from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import from_event, team_id, team_key
-from heinzel.team.state import PublishStats, lint_branch, publish, receipt_keys
+from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
 from ledger.event import format_ts
 from ledger.spine import read_events
 from machines.keys import Wake
@@ -360,6 +360,27 @@ class Team:
         git.fetch()
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
         return lint_branch(git, self.roster(), leases)
+
+    def overview(self) -> dict[str, dict[str, Any]]:
+        """Per local team Heinzelmännchen (by local id): its team id, lease holder and
+        token, and last receipt, as last fetched into the mirror (no network)."""
+        git = self.git
+        members = self.local_members()
+        fetched = (git.mirror / "HEAD").exists()
+        leases = git.leases() if fetched else {}
+        last = last_receipts(git, [m.team for m in members.values()]) if fetched else {}
+        now = self.sessions.clock()
+        found: dict[str, dict[str, Any]] = {}
+        for member in members.values():
+            lease = Lease.from_message(leases[member.team][1]) if member.team in leases else None
+            found[member.local] = {
+                "team": member.team,
+                "holder": lease.holder if lease else None,
+                "token": lease.token if lease else None,
+                "expired": lease.expired(now, timedelta(0)) if lease else None,
+                "last_receipt": last.get(member.team),
+            }
+        return found
 
     def status(self) -> dict[str, Any]:
         """The remote, the outbox, the leases this user holds (as last fetched)."""

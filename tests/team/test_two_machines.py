@@ -168,6 +168,10 @@ def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
     assert finished_slots(remote) == slots
     lint = ben.hz(now, "team", "lint", "--json")
     assert json.loads(lint.stdout) == {"ok": True, "problems": []}
+    [row] = json.loads(ben.hz(now, "heinzel", "list", "--namespace", "team", "--json").stdout)
+    assert row["team"]["holder"] == "ana"
+    assert row["team"]["last_receipt"]["key"].endswith(slots[-1])
+    assert "LAST RECEIPT" in ben.hz(now, "heinzel", "list", "--namespace", "team").stdout
 
 
 @pytest.mark.kill

@@ -126,6 +126,8 @@ class TeamSettings(_Table):
     interval: Duration = Field(default_factory=lambda: parse_duration("5m"))
     max_skew: Duration = Field(default_factory=lambda: timedelta(seconds=30))
     push_retries: Positive = 5
+    orphan_grace: Duration = Field(default_factory=lambda: timedelta(days=1))
+    """How long past its expiry a lease with unsettled claims waits for its holder."""
 
 
 class Settings(_Table):

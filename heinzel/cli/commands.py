@@ -82,21 +82,39 @@ def new(
 )
 @home_option
 @json_option
+@click.option("--namespace", default=None, help="Only this namespace (team: with leases).")
 def list_(
-    artifact: str | None, state: str | None, contract: str | None, home: str | None, as_json: bool
+    artifact: str | None,
+    state: str | None,
+    contract: str | None,
+    home: str | None,
+    *,
+    as_json: bool,
+    namespace: str | None,
 ) -> None:
-    """List Heinzelmännchen from the index (never opens a spine).
+    """List Heinzelmännchen from the index (never opens a spine). Team ones show their
+    lease holder and last receipt as last fetched from the team repository.
 
     \b
     Example:
       hz heinzel list --artifact doc:checkout/weekly-report --json
+      hz heinzel list --namespace team
     """
-    service = open_app(home).service
+    app = open_app(home)
+    service = app.service
     if not service.home.heinzel_dir.exists():
         # read-only: a home that is not there yet is not created by looking at it
         rows: list[dict[str, Any]] = []
     else:
         rows = service.listing(artifact=artifact, state=state, contract=contract)
+    if namespace is not None:
+        rows = [r for r in rows if r.get("namespace") == namespace]
+    team = app.team() if any(r.get("namespace") == "team" for r in rows) else None
+    if team is not None:
+        shared = team.overview()
+        for row in rows:
+            if row["id"] in shared:
+                row["team"] = shared[row["id"]]
     if rows or as_json:
         emit(rows, as_json, render.listing)
     else:

@@ -55,21 +55,37 @@ def approved(rows: list[dict[str, Any]]) -> str:
 def listing(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no Heinzelmännchen (create one: hz heinzel new --from FILE.prose.md)"
+    team = any("team" in r for r in rows)
     table = [["NAME", "NS", "STATE", "CONTRACT", "NEXT DUE", "PENDING", "TODAY"]]
+    if team:
+        table[0] += ["LEASE", "LAST RECEIPT"]
     for r in rows:
         pending = r.get("pending") or {}
-        table.append(
-            [
-                r["name"],
-                r["namespace"],
-                r["state"],
-                f"{r.get('contract_name') or '-'} {_version(r)}",
-                r.get("next_due") or "-",
-                f"{pending['kind']}" if pending else "-",
-                f"{r.get('cost_today') or 0:.2f} USD",
-            ]
-        )
+        line = [
+            r["name"],
+            r["namespace"],
+            r["state"],
+            f"{r.get('contract_name') or '-'} {_version(r)}",
+            r.get("next_due") or "-",
+            f"{pending['kind']}" if pending else "-",
+            f"{r.get('cost_today') or 0:.2f} USD",
+        ]
+        if team:
+            line += _team_cells(r.get("team"))
+        table.append(line)
     return _table(table)
+
+
+def _team_cells(team: dict[str, Any] | None) -> list[str]:
+    """A team row's lease (holder, token, expired) and last receipt (slot, by whom)."""
+    if not team:
+        return ["-", "-"]
+    holder = team.get("holder")
+    lease = f"{holder} #{team['token']}" + (" (expired)" if team.get("expired") else "")
+    last = team.get("last_receipt") or {}
+    slot = str(last.get("key") or "").partition("@")[2] or last.get("at") or "-"
+    receipt = f"{last.get('kind')} {slot} by {last.get('by')}" if last else "-"
+    return [lease if holder else "-", receipt]
 
 
 def show(data: dict[str, Any]) -> str:

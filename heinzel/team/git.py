@@ -133,6 +133,40 @@ class Git:
         done = self.run("cat-file", "-p", f"{commit}:{path}", check=False)
         return done.stdout if done.returncode == 0 else None
 
+    def read_many(self, commit: str, paths: Sequence[str] | None) -> dict[str, str]:
+        """The text of each of ``paths`` (None: every file) that ``commit`` holds, in two
+        git processes (``ls-tree`` for the blobs' ids, one ``cat-file --batch``)."""
+        if paths is not None and not paths:
+            return {}
+        listed = self.run("ls-tree", "-r", "-z", commit, "--", *(paths or ())).stdout
+        blobs: dict[str, str] = {}
+        for entry in listed.split("\0"):
+            head, _, path = entry.partition("\t")
+            parts = head.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                blobs[path] = parts[2]
+        if not blobs:
+            return {}
+        order = list(blobs.items())
+        done = subprocess.run(
+            ["git", "-C", str(self.mirror), "cat-file", "--batch"],
+            input="".join(f"{sha}\n" for _, sha in order).encode(),
+            capture_output=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise git_error("git cat-file failed", done.stderr.decode(errors="replace"))
+        out, at, found = done.stdout, 0, {}
+        for path, _sha in order:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            size = int(header[2]) if len(header) == 3 else 0
+            found[path] = out[end + 1 : end + 1 + size].decode("utf-8", errors="replace")
+            at = end + 1 + size + 1
+        return found
+
     def files(self, commit: str) -> list[str]:
         return self.run("ls-tree", "-r", "--name-only", commit).stdout.split()
 

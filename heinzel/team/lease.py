@@ -16,7 +16,15 @@ daemon read, pure and tested alone:
   renewed within two intervals), and renews it until the owner is seen again; then it
   releases it (expiry = now) once it has no open turn of that Heinzelmännchen, and the
   owner takes it at its next tick;
-- each change of holder raises the fencing token by one; a renewal keeps it.
+- each change of holder raises the fencing token by one; a renewal keeps it, and so does
+  a holder that takes back its own expired lease (nobody held it in between: the ref is
+  only changed by compare-and-swap);
+- ``open`` lists the slot keys the holder claimed (pushed before their turns start) whose
+  ``turn.finished`` receipts are not on ``hz/state`` yet (``unsettled``). Nobody takes a
+  lease from another holder while it has unsettled claims, until ``grace`` past its
+  expiry: the holder may have run those turns and not pushed their receipts yet (killed,
+  then asleep), and running them again would run a slot twice. A holder renews its lease
+  with only its unsettled claims, and does not release it while it has any.
 
 Clock skew: an expiry is trusted ``max_skew`` past its time (a taker waits that much
 longer), so daemons whose clocks differ by less than ``max_skew`` never both hold a lease;
@@ -43,6 +51,7 @@ class Lease:
     expiry: str
     token: int
     owner_seen: str | None = None
+    open: tuple[str, ...] = ()
 
     def to_message(self) -> str:
         return json.dumps(
@@ -51,6 +60,7 @@ class Lease:
                 "expiry": self.expiry,
                 "token": self.token,
                 "owner_seen": self.owner_seen,
+                "open": list(self.open),
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -65,6 +75,7 @@ class Lease:
                 expiry=str(data["expiry"]),
                 token=int(data["token"]),
                 owner_seen=data.get("owner_seen"),
+                open=tuple(str(key) for key in data.get("open") or ()),
             )
         except (ValueError, KeyError, TypeError):
             return None
@@ -93,15 +104,23 @@ def decide(
     interval: timedelta,
     skew: timedelta,
     busy: bool,
+    unsettled: tuple[str, ...] = (),
+    grace: timedelta = timedelta(days=1),
 ) -> Decision:
-    """The rule above for one daemon (``me``) and one lease (``busy``: an open turn)."""
+    """The rule above for one daemon (``me``) and one lease (``busy``: an open turn;
+    ``unsettled``: the lease's claims without a receipt on ``hz/state``)."""
     expiry = format_ts(now + 2 * interval)
     at = format_ts(now)
     token = lease.token if lease is not None else 0
     free = lease is None or lease.expired(now, skew)
+    mine = lease is not None and lease.holder == me
+    waiting = lease is not None and not lease.expired(now, skew + grace)
+    if not mine and free and unsettled and waiting:
+        return Decision("none", None, False)  # its holder may have run them: wait
     if me == owner:
-        if lease is not None and lease.holder == me and not free:
-            return Decision("renew", replace(lease, expiry=expiry, owner_seen=None), True)
+        if lease is not None and mine:
+            kept = replace(lease, expiry=expiry, owner_seen=None, open=unsettled)
+            return Decision("take" if free else "renew", kept, True)
         if free:
             return Decision("take", Lease(me, expiry, token + 1), True)
         seen = lease.owner_seen if lease is not None else None
@@ -110,16 +129,15 @@ def decide(
         return Decision("none", None, False)
     if me not in delegates:
         return Decision("none", None, False)
-    if lease is not None and lease.holder == me and not free:
-        seen = lease.owner_seen
-        back = owner is not None and seen is not None and now - parse_ts(seen) <= 2 * interval
-        if back and not busy:
+    seen = lease.owner_seen if lease is not None else None
+    back = owner is not None and seen is not None and now - parse_ts(seen) <= 2 * interval
+    if lease is not None and mine and not free:
+        if back and not busy and not unsettled:
             gone = format_ts(now - skew - timedelta(seconds=1))
-            return Decision("release", replace(lease, expiry=gone), False)
-        return Decision("renew", replace(lease, expiry=expiry), True)
-    if free:
-        seen = lease.owner_seen if lease is not None and lease.holder != me else None
-        if seen is not None and now - parse_ts(seen) <= 2 * interval:
-            return Decision("none", None, False)  # released for the owner, who is back
+            return Decision("release", replace(lease, expiry=gone, open=()), False)
+        return Decision("renew", replace(lease, expiry=expiry, open=unsettled), True)
+    if free and not back:
+        if lease is not None and mine:
+            return Decision("take", replace(lease, expiry=expiry, open=unsettled), True)
         return Decision("take", Lease(me, expiry, token + 1), True)
     return Decision("none", None, False)

@@ -134,7 +134,7 @@ def from_event(
             "share_changed": data.get("share_changed"),
             "output_fp": _hash(data.get("approved_fp") or data.get("output_fp")),
         }
-    if event.kind == "contract.approved":
+    if event.kind in ("contract.approved", "contract.amended"):
         return {
             **base,
             "kind": "contract.amended",

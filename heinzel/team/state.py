@@ -20,6 +20,7 @@ refused, kept in the outbox's ``refused/`` and reported (HZH303).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,7 +31,7 @@ from heinzel.team.lease import Lease
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import lint_record, lint_records
 
-__all__ = ["PublishStats", "lint_branch", "publish", "receipt_keys"]
+__all__ = ["PublishStats", "last_receipts", "lint_branch", "publish", "receipt_keys"]
 
 
 @dataclass(slots=True)
@@ -121,22 +122,51 @@ def publish(
         )
 
 
-def receipt_keys(git: Git, team: str, now: datetime) -> set[str]:
-    """The keys of ``turn.finished`` receipts of ``team`` in its last days' files."""
+def receipt_keys(git: Git, teams: Iterable[str], now: datetime) -> dict[str, set[str]]:
+    """The keys of ``turn.finished`` receipts per team id in the files of the last eight
+    days, read from the fetched ``hz/state`` in two git processes however many teams."""
+    wanted = sorted(set(teams))
+    found: dict[str, set[str]] = {team: set() for team in wanted}
     tip = git.state_tip()
-    if tip is None:
-        return set()
-    keys: set[str] = set()
-    for back in range(0, 8):
-        text = git.read(tip, f"{team}/{(now - timedelta(days=back)).date().isoformat()}.jsonl")
-        for line in (text or "").splitlines():
+    if tip is None or not wanted:
+        return found
+    days = [(now - timedelta(days=back)).date().isoformat() for back in range(8)]
+    texts = git.read_many(tip, [f"{team}/{day}.jsonl" for team in wanted for day in days])
+    for path, text in texts.items():
+        team = path.split("/", 1)[0]
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict) and record.get("kind") == "turn.finished":
-                keys.add(str(record.get("key")))
-    return keys
+                found.setdefault(team, set()).add(str(record.get("key")))
+    return found
+
+
+def last_receipts(git: Git, teams: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each team id's last receipt on the fetched ``hz/state`` (its newest day file's
+    last line), in three git processes; no network."""
+    wanted = sorted(set(teams))
+    tip = git.state_tip()
+    if tip is None or not wanted:
+        return {}
+    listed = git.run("ls-tree", "-r", "-z", "--name-only", tip, "--", *[f"{t}/" for t in wanted])
+    newest: dict[str, str] = {}
+    for path in filter(None, listed.stdout.split("\0")):
+        team = path.split("/", 1)[0]
+        newest[team] = max(newest.get(team, ""), path)
+    found: dict[str, dict[str, Any]] = {}
+    for path, text in git.read_many(tip, sorted(newest.values())).items():
+        lines = text.splitlines()
+        try:
+            record = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            shown = ("kind", "key", "at", "by", "token", "disposition")
+            found[path.split("/", 1)[0]] = {k: record[k] for k in shown if k in record}
+    return found
 
 
 def lint_branch(git: Git, roster: set[str], leases: dict[str, Lease | None]) -> list[str]:
@@ -145,8 +175,7 @@ def lint_branch(git: Git, roster: set[str], leases: dict[str, Lease | None]) -> 
     if tip is None:
         return []
     lines: list[tuple[str, str]] = []
-    for path in sorted(git.files(tip)):
-        text = git.read(tip, path) or ""
+    for path, text in sorted(git.read_many(tip, None).items()):
         lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
     problems = lint_records(lines, roster)
     for tid, lease in leases.items():

@@ -5,15 +5,18 @@ decides every local team Heinzelmännchen's lease (`heinzel.team.lease.decide`) 
 writes the changes in one push of compare-and-swap updates; `admit` lets a team
 Heinzelmännchen's wakes through only while this daemon holds its lease, and drops a slot
 ``hz/state`` already has a receipt for (a resume of such a turn becomes ``superseded``);
+`claim` writes the slot keys about to run into the leases' ``open`` claims, in one push,
+before any of their turns starts (a slot whose claim did not take does not run);
 `after` copies the receipt-grade events the tick appended into the outbox and pushes the
 outbox to ``hz/state`` (`heinzel.team.state.publish`). Offline, nothing is lost: the
-outbox waits, and a lease is used only until its known expiry.
+outbox waits, a lease is used only until its known expiry and only to resume turns
+already open: a new slot waits for a claim that reached the remote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +28,7 @@ from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import from_event, team_id, team_key
-from heinzel.team.state import PublishStats, lint_branch, publish, receipt_keys
+from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
 from ledger.event import format_ts
 from ledger.spine import read_events
 from machines.keys import Wake
@@ -33,7 +36,14 @@ from machines.keys import Wake
 __all__ = ["Member", "Team"]
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
-_RECEIPT_KINDS = (*_FINAL, "turn.started", "draft.placed", "approval.observed", "contract.approved")
+_RECEIPT_KINDS = (
+    *_FINAL,
+    "turn.started",
+    "draft.placed",
+    "approval.observed",
+    "contract.approved",
+    "contract.amended",
+)
 
 
 class _Report(Protocol):
@@ -63,6 +73,8 @@ class Team:
     leases: dict[str, tuple[str, Lease | None]] = field(default_factory=dict)
     stats: PublishStats = field(default_factory=PublishStats)
     changes: list[dict[str, Any]] = field(default_factory=list)
+    received: dict[str, set[str]] = field(default_factory=dict)
+    claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -119,7 +131,7 @@ class Team:
         """Fetch, decide and write every lease; push what waits in the outbox."""
         now = self.sessions.clock()
         self.members = self.local_members()
-        self.held, self.changes = {}, []
+        self.held, self.changes, self.received, self.claims = {}, [], {}, {}
         if not self.members and not self.outbox.pending():
             return
         git = self.git
@@ -134,6 +146,9 @@ class Team:
         self.leases = {
             tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
         }
+        if self.online:
+            teams = [m.team for m in self.members.values()]
+            self.received = receipt_keys(git, teams, now)
         self._decide(now, git, report)
         self._collect()
         self._flush(report)
@@ -142,8 +157,10 @@ class Team:
         team = self.sessions.settings.team
         updates: list[tuple[str, str, str | None]] = []
         running: dict[str, int] = {}
+        written: dict[str, tuple[str, Lease]] = {}
         for member in self.members.values():
             commit, lease = self.leases.get(member.team, (None, None))
+            done = self.received.get(member.team, set())
             decision = decide(
                 lease,
                 me=self.me,
@@ -153,6 +170,8 @@ class Team:
                 interval=team.interval,
                 skew=team.max_skew,
                 busy=self._busy(member.local),
+                unsettled=tuple(k for k in (lease.open if lease else ()) if k not in done),
+                grace=team.orphan_grace,
             )
             if not self.online:
                 if (
@@ -166,6 +185,7 @@ class Team:
                 continue
             new = git.lease_commit(decision.new.to_message())
             updates.append((LEASE_PREFIX + member.team, new, commit))
+            written[member.team] = (new, decision.new)
             if decision.runs:
                 running[LEASE_PREFIX + member.team] = decision.new.token
             self.changes.append({"team": member.team, "action": decision.action})
@@ -179,6 +199,9 @@ class Team:
         for ref, token in running.items():
             if ref in pushed.accepted:
                 self.held[ref.removeprefix(LEASE_PREFIX)] = token
+        for tid, (commit, lease) in written.items():
+            if LEASE_PREFIX + tid in pushed.accepted:
+                self.leases[tid] = (commit, lease)
         self.stats.lease_conflicts += len(pushed.rejected)
 
     def _busy(self, local: str) -> bool:
@@ -198,8 +221,13 @@ class Team:
             return list(wakes), list(resumes)
         if member.team not in self.held:
             return [], []
-        done = receipt_keys(self.git, member.team, self.sessions.clock()) if self.online else set()
+        done = self.received.get(member.team, set())
         kept = [w for w in wakes if team_key(w.key, heinzel, member.team) not in done]
+        if kept:
+            self.claims[member.team] = (
+                heinzel,
+                [team_key(w.key, heinzel, member.team) for w in kept],
+            )
         turned: list[tuple[str, str]] = []
         for turn, woken_by in resumes:
             row = self.sessions.index.db.execute(
@@ -208,6 +236,42 @@ class Team:
             key = team_key(str(row[0]), heinzel, member.team) if row and row[0] else None
             turned.append((turn, "superseded" if key in done else woken_by))
         return kept, turned
+
+    def claim(self, report: _Report) -> set[str]:
+        """Write the slot keys `admit` let through into their leases' ``open`` claims, in
+        one push, before any turn starts; the local ids whose claim did not take (the
+        lease moved, or the remote is out of reach), whose new wakes must wait."""
+        wanted, self.claims = self.claims, {}
+        refused: set[str] = set()
+        updates: list[tuple[str, str, str | None]] = []
+        written: dict[str, tuple[str, str, Lease]] = {}
+        git = self.git
+        for tid, (local, keys) in wanted.items():
+            commit, lease = self.leases.get(tid, (None, None))
+            if not self.online or lease is None or commit is None or lease.holder != self.me:
+                refused.add(local)
+                continue
+            new = replace(lease, open=tuple(sorted({*lease.open, *keys})))
+            if new.open == lease.open:
+                continue
+            made = git.lease_commit(new.to_message())
+            updates.append((LEASE_PREFIX + tid, made, commit))
+            written[tid] = (local, made, new)
+        if not updates:
+            return refused
+        try:
+            pushed = git.push(updates)
+        except HeinzelError as error:
+            report.errors.append({"id": "team", "code": error.code, "message": error.message})
+            return refused | {local for local, _, _ in written.values()}
+        self.stats.pushes += 1
+        for tid, (local, made, new) in written.items():
+            if LEASE_PREFIX + tid in pushed.accepted:
+                self.leases[tid] = (made, new)
+            else:
+                refused.add(local)
+        self.stats.lease_conflicts += len(pushed.rejected)
+        return refused
 
     def started_data(self, heinzel: str) -> dict[str, Any] | None:
         """What ``turn.started`` of a team turn records: the lease's fencing token."""
@@ -237,9 +301,14 @@ class Team:
             after = cursor.get(member.local, 0)
             started: dict[str, dict[str, Any]] = {}
             drafts: dict[str, str] = {}
+            versions: dict[int, str] = {}
             for event in read_events(path, kinds=_RECEIPT_KINDS):
                 if event.kind == "turn.started" and event.turn:
                     started[event.turn] = {**event.data, "key": event.key}
+                if event.kind in ("contract.approved", "contract.amended"):
+                    versions[int(event.data.get("version") or 0)] = str(
+                        event.data.get("fingerprint") or ""
+                    )
                 if event.seq <= after:
                     continue
                 if event.kind == "draft.placed" and event.turn:
@@ -256,7 +325,7 @@ class Team:
                     by=self.me,
                     token=int(token) if isinstance(token, int) else self.held.get(member.team, 0),
                     started=begun,
-                    contract_fp=member.fingerprint,
+                    contract_fp=_ran_under(begun, versions) or member.fingerprint,
                     draft_hash=drafts.get(event.turn or "") or None,
                 )
                 if record is not None and not (
@@ -292,6 +361,27 @@ class Team:
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
         return lint_branch(git, self.roster(), leases)
 
+    def overview(self) -> dict[str, dict[str, Any]]:
+        """Per local team Heinzelmännchen (by local id): its team id, lease holder and
+        token, and last receipt, as last fetched into the mirror (no network)."""
+        git = self.git
+        members = self.local_members()
+        fetched = (git.mirror / "HEAD").exists()
+        leases = git.leases() if fetched else {}
+        last = last_receipts(git, [m.team for m in members.values()]) if fetched else {}
+        now = self.sessions.clock()
+        found: dict[str, dict[str, Any]] = {}
+        for member in members.values():
+            lease = Lease.from_message(leases[member.team][1]) if member.team in leases else None
+            found[member.local] = {
+                "team": member.team,
+                "holder": lease.holder if lease else None,
+                "token": lease.token if lease else None,
+                "expired": lease.expired(now, timedelta(0)) if lease else None,
+                "last_receipt": last.get(member.team),
+            }
+        return found
+
     def status(self) -> dict[str, Any]:
         """The remote, the outbox, the leases this user holds (as last fetched)."""
         git = self.git
@@ -321,3 +411,10 @@ class Team:
             "leases": held,
             "at": format_ts(now),
         }
+
+
+def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:
+    """The fingerprint of the contract version a turn's ``turn.started`` pinned."""
+    pins = started.get("pins")
+    version = pins.get("contract_version") if isinstance(pins, dict) else None
+    return versions.get(int(version)) or None if isinstance(version, int) else None

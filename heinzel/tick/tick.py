@@ -77,6 +77,8 @@ class TeamHook(Protocol):
         self, heinzel: str, wakes: Sequence[Wake], resumes: Sequence[tuple[str, str]]
     ) -> tuple[list[Wake], list[tuple[str, str]]]: ...
 
+    def claim(self, report: TickReport) -> set[str]: ...
+
     def started_data(self, heinzel: str) -> dict[str, Any] | None: ...
 
     def after(self, report: TickReport) -> None: ...
@@ -188,7 +190,7 @@ class Tick:
         for heinzel, wakes in list(plan.wakes.items()):
             plan.wakes[heinzel] = [w for w in wakes if w.key not in taken]
         if self.team is not None:
-            self._team_gate(plan)
+            self._team_gate(plan, report)
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
         heights = planner.heights(ids)
         ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
@@ -205,14 +207,17 @@ class Tick:
             )
         return report
 
-    def _team_gate(self, plan: _Plan) -> None:
-        """A team Heinzelmännchen runs only where the team hook says (its lease)."""
+    def _team_gate(self, plan: _Plan, report: TickReport) -> None:
+        """A team Heinzelmännchen runs only where the team hook says (its lease), and a
+        new slot only once its claim reached the team repository."""
         assert self.team is not None
         for heinzel in plan.ids():
             wakes, resumes = self.team.admit(
                 heinzel, plan.wakes.get(heinzel, []), plan.resumes.get(heinzel, [])
             )
             plan.wakes[heinzel], plan.resumes[heinzel] = wakes, resumes
+        for heinzel in self.team.claim(report):
+            plan.wakes[heinzel] = []
 
     def _drafts(self, due: Due, plan: _Plan, report: TickReport) -> set[str]:
         """Ask the documents adapter for each placed draft; decided ones wake the learning

@@ -167,3 +167,40 @@ class TestLeaseRule:
             busy=False,
         )
         assert (found.action, found.runs) == ("none", False)
+
+
+class TestUnsettled:
+    """A lease whose holder claimed a slot it has no receipt for is not taken over."""
+
+    def test_a_delegate_waits_for_unsettled_claims_until_the_grace_ends(self) -> None:
+        """Expired, with an open claim lacking a receipt: the delegate waits; a day
+        later it takes it with the next token and no claims."""
+        lease = Lease("ana", "2026-10-28T06:00:00.000Z", 3, open=(f"{TEAM}@slot",))
+        args = {"me": "ben", "owner": "ana", "delegates": ("ben",), "interval": HOUR}
+        waiting = decide(lease, now=NOW, skew=SKEW, busy=False, unsettled=lease.open, **args)
+        assert waiting.action == "none" and not waiting.runs
+        later = NOW + timedelta(days=1)
+        taken = decide(lease, now=later, skew=SKEW, busy=False, unsettled=lease.open, **args)
+        assert taken.action == "take" and taken.new is not None
+        assert (taken.new.token, taken.new.open) == (4, ())
+        settled = decide(lease, now=NOW, skew=SKEW, busy=False, unsettled=(), **args)
+        assert settled.action == "take"
+
+    def test_the_holder_takes_back_its_own_lease_with_the_same_token(self) -> None:
+        """The owner back after a lapse nobody filled keeps its token, so its late
+        receipts are not stale, and keeps only its unsettled claims."""
+        lease = Lease("ana", "2026-10-28T06:00:00.000Z", 3, open=("a", "b"))
+        back = decide(
+            lease,
+            me="ana",
+            owner="ana",
+            delegates=("ben",),
+            now=NOW,
+            interval=HOUR,
+            skew=SKEW,
+            busy=False,
+            unsettled=("b",),
+        )
+        assert back.runs and back.new is not None
+        assert (back.new.token, back.new.open) == (3, ("b",))
+        assert Lease.from_message(back.new.to_message()) == back.new

@@ -53,9 +53,10 @@ class Machine:
             encoding="utf-8",
         )
 
-    def env(self, now: datetime) -> dict[str, str]:
+    def env(self, now: datetime, **extra: str) -> dict[str, str]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
         return {
+            **extra,
             **clean,
             "HZ_HOME": str(self.root / "home"),
             "HZ_CONFIG": str(self.config),
@@ -64,10 +65,12 @@ class Machine:
             "XDG_CONFIG_HOME": str(self.root / "cfg"),
         }
 
-    def hz(self, now: datetime, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def hz(
+        self, now: datetime, *args: str, check: bool = True, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "heinzel", *args],
-            env=self.env(now),
+            env=self.env(now, **extra),
             capture_output=True,
             text=True,
             check=check,
@@ -99,12 +102,9 @@ class Machine:
         return slots
 
 
-@pytest.mark.kill
-def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_path: Path) -> None:
-    """Ana (owner) and Ben (delegate) tick every six hours for a week with random
-    SIGKILLs; Ana stops on Wednesday and Thursday: each slot runs exactly once (both
-    spines and hz/state agree), Ben runs the days Ana is away and hands back, main is
-    never written, and `hz team lint` passes on the whole branch."""
+def team_of_two(tmp_path: Path) -> tuple[Path, Machine, Machine]:
+    """A bare team repository whose HEAD is main, and Ana (owner) and Ben (delegate)
+    with the daily-digest team contract approved at START."""
     remote = tmp_path / "team.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     subprocess.run(
@@ -115,6 +115,72 @@ def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_pat
     for machine in (ana, ben):
         machine.hz(START, "heinzel", "new", "--from", str(tmp_path / "daily-digest.prose.md"))
         machine.hz(START, "approve", "daily-digest")
+    return remote, ana, ben
+
+
+def finished_slots(remote: Path) -> list[str]:
+    """The slots of every turn.finished receipt on the remote's hz/state."""
+    files = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "refs/heads/hz/state"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    finished = []
+    for path in files:
+        text = subprocess.run(
+            ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        finished += [
+            r["key"].split("@", 1)[1]
+            for r in map(json.loads, text.splitlines())
+            if r["kind"] == "turn.finished"
+        ]
+    return sorted(finished)
+
+
+@pytest.mark.kill
+def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
+    tmp_path: Path,
+) -> None:
+    """Ana's daemon dies right after Monday's final turn event is durable (its receipt not
+    yet pushed) and then sleeps for a day: Ben's daemon does not run Monday again (Ana's
+    claim on the lease is unsettled), Ana's return pushes the receipt under her token,
+    and each of three days' slots runs once."""
+    remote, ana, ben = team_of_two(tmp_path)
+    now = START + timedelta(hours=12)  # Monday noon, the 09:00 slot is due
+    # The offline model's turn ends in turn.skipped, its final event (receipt: turn.finished).
+    crashed = ana.hz(now, "system", "daemon", "tick", check=False, HZ_CRASH_AT="after:turn.skipped")
+    assert crashed.returncode == 137
+    assert ana.started() == [ts(START + timedelta(hours=9)).replace("Z", ".000Z")]
+    back = START + timedelta(days=1, hours=12)  # Ana's laptop wakes on Tuesday noon
+    while now < START + timedelta(days=3):
+        now += STEP
+        ben.hz(now, "system", "daemon", "tick")
+        if now >= back:
+            ana.hz(now, "system", "daemon", "tick")
+    slots = [ts(START + timedelta(days=d, hours=9)).replace("Z", ".000Z") for d in range(3)]
+    assert ben.started() == []
+    assert sorted(ana.started()) == slots
+    assert finished_slots(remote) == slots
+    lint = ben.hz(now, "team", "lint", "--json")
+    assert json.loads(lint.stdout) == {"ok": True, "problems": []}
+    [row] = json.loads(ben.hz(now, "heinzel", "list", "--namespace", "team", "--json").stdout)
+    assert row["team"]["holder"] == "ana"
+    assert row["team"]["last_receipt"]["key"].endswith(slots[-1])
+    assert "LAST RECEIPT" in ben.hz(now, "heinzel", "list", "--namespace", "team").stdout
+
+
+@pytest.mark.kill
+def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_path: Path) -> None:
+    """Ana (owner) and Ben (delegate) tick every six hours for a week with random
+    SIGKILLs; Ana stops on Wednesday and Thursday: each slot runs exactly once (both
+    spines and hz/state agree), Ben runs the days Ana is away and hands back, main is
+    never written, and `hz team lint` passes on the whole branch."""
+    remote, ana, ben = team_of_two(tmp_path)
     away = (START + timedelta(days=2), START + timedelta(days=4))  # Wednesday, Thursday
     chance = random.Random(18)
     now = START + STEP
@@ -138,26 +204,7 @@ def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_pat
         check=True,
     )
     assert receipts.stdout.strip()
-    files = subprocess.run(
-        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "refs/heads/hz/state"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    finished = []
-    for path in files:
-        text = subprocess.run(
-            ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        finished += [
-            r["key"].split("@", 1)[1]
-            for r in map(json.loads, text.splitlines())
-            if r["kind"] == "turn.finished"
-        ]
-    assert sorted(finished) == slots
+    assert finished_slots(remote) == slots
     heads = subprocess.run(
         ["git", "-C", str(remote), "for-each-ref", "--format=%(refname)", "refs/heads/"],
         capture_output=True,

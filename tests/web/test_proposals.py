@@ -164,3 +164,31 @@ def test_the_turn_page_shows_the_body_then_expired(
     gone = client.get(f"/h/{hid}/turn/{turn}").text
     assert 'id="expired"' in gone and "turn.started" in gone
     assert client.get(f"/h/{hid}/turn/tn-nothing").status_code == 404
+
+
+@pytest.mark.parametrize(("button", "after"), [("approve", "approved"), ("decline", "declined")])
+def test_the_page_approves_or_declines_an_amendment_hz_heinzel_amend_filed(
+    client: TestClient, home: Path, button: str, after: str
+) -> None:
+    """An amendment the user filed with the real `hz heinzel amend` shows Approve / Decline;
+    each button does what `hz approve` / `hz heinzel decline` do to it."""
+    hid = heinzel_id(home)
+    env = demo_env(home)
+    contract = home / "heinzel" / hid / "contract"
+    latest = max(contract.glob("v*.prose.md"), key=lambda p: int(p.name[1:].split(".")[0]))
+    amended = home / "v-next.prose.md"
+    amended.write_text(latest.read_text(encoding="utf-8") + "\n- [ ] <b>one more line</b>\n")
+    filed = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "amend", hid, "--from", str(amended)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert filed.returncode == 0, filed.stderr
+    page = client.get(f"/h/{hid}").text
+    assert "Approve amendment" in page and "&lt;b&gt;one more line&lt;/b&gt;" in page
+    done = _post(client, f"/h/{hid}/{button}", {})
+    assert done.status_code == 303, done.text  # type: ignore[attr-defined]
+    amendments = _show(hid, env)["amendments"]
+    assert amendments[-1]["state"] == after, amendments
+    assert "Approve amendment" not in client.get(f"/h/{hid}").text

@@ -73,8 +73,12 @@ class Verbs:
 
     # -- the verbs -----------------------------------------------------------------
 
-    def chat(self, ref: str, message: str, *, request_id: str | None = None) -> dict[str, Any]:
-        """Send ``message``: steer or queue for a running turn, else start an asked turn."""
+    def chat(
+        self, ref: str, message: str, *, request_id: str | None = None, run: bool = True
+    ) -> dict[str, Any]:
+        """Send ``message``: steer or queue for a running turn, else start an asked turn
+        (``run=False``: leave that turn to the caller, who runs ``chat`` again with the
+        same request id in another process, as the web head does)."""
         if not message.strip():
             raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
         try:
@@ -115,6 +119,8 @@ class Verbs:
                     how = "requested"  # pending until a turn has its key
             return {**base, "turn": turn, "delivered": how}
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
+        if not run:
+            return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
         states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
         ended = _ended(states[-1] if states else None)
         return {**base, "delivered": "a new turn", "key": wake.key, **ended}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -13,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 
 from heinzel.app import App
 from heinzel.web.auth import Keys, TokenAuth, new_token
+from heinzel.web.background import spawn_chat_turn
 from heinzel.web.views import Views
 
 __all__ = ["create_app", "serve"]
@@ -26,9 +28,13 @@ def create_app(
     *,
     hosts: Collection[str],
     idle_seconds: float = 15.0,
+    env: Mapping[str, str] | None = None,
+    start_turn: Callable[[Path, str, str], object] | None = None,
 ) -> Starlette:
     """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
-    ``hz`` command opens its own), behind ``token``, answering only to ``hosts``."""
+    ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
+    new turn runs in a child process with ``env`` (default: this process's environment);
+    ``start_turn(home, id, request id)`` replaces how it is started."""
     local = threading.local()
 
     def app_here() -> App:
@@ -38,11 +44,19 @@ def create_app(
         return found
 
     keys = Keys(token)
-    views = Views(app_here, keys, idle_seconds=idle_seconds)
+    child_env = dict(os.environ if env is None else env)
+    views = Views(
+        app_here,
+        keys,
+        idle_seconds=idle_seconds,
+        start_turn=start_turn
+        or (lambda home, hid, rid: spawn_chat_turn(home, hid, rid, child_env)),
+    )
     routes = [
         Route("/", views.listing),
         Route("/h/{ref}", views.heinzel),
         Route("/h/{ref}/events", views.events),
+        Route("/h/{ref}/turn/{turn}", views.turn),
         Route("/h/{ref}/chat", views.chat, methods=["POST"]),
         Route("/h/{ref}/approve", views.approve, methods=["POST"]),
         Route("/h/{ref}/decline", views.decline, methods=["POST"]),

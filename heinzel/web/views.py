@@ -15,9 +15,11 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.templating import Jinja2Templates
 
 from heinzel.app import App
+from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after
+from heinzel.web.turnview import open_questions, turn_detail
 from ledger.errors import HzError
 
 __all__ = ["Views"]
@@ -33,10 +35,19 @@ POLL = 0.2
 class Views:
     """The route handlers; ``app`` gives this thread's `App`."""
 
-    def __init__(self, app: Callable[[], App], keys: Keys, *, idle_seconds: float) -> None:
+    def __init__(
+        self,
+        app: Callable[[], App],
+        keys: Keys,
+        *,
+        idle_seconds: float,
+        start_turn: Callable[[Path, str, str], object],
+    ) -> None:
         self.app = app
         self.keys = keys
         self.idle_seconds = idle_seconds
+        self.start_turn = start_turn
+        """``(home, id, request id)``: run a chat's new turn outside the request."""
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
         return TEMPLATES.TemplateResponse(
@@ -75,7 +86,26 @@ class Views:
             versions=_versions(home.contract_dir(data["id"])),
             chats=_chats(Inbox(home, data["id"])),
             seq=last_seq(home.spine_path(data["id"])),
+            questions=open_questions(app, data["id"]),
         )
+
+    def turn(self, request: Request) -> Response:
+        """One turn: its lines, and from its body (while it exists) what it read, the model's
+        messages, the tools it called and the draft; "expired" once the body is gone."""
+        app = self.app()
+        try:
+            row = app.service.resolve(request.path_params["ref"])
+        except HzError as error:
+            return self._error(request, error)
+        detail = turn_detail(app, str(row["id"]), request.path_params["turn"])
+        if detail is None:
+            missing = HeinzelError(
+                "HZH080",
+                f"{row['name']} has no turn {request.path_params['turn']}",
+                "open one from the timeline on its page",
+            )
+            return self._error(request, missing)
+        return self._page(request, "turn.html", h=row, t=detail)
 
     # -- buttons -------------------------------------------------------------------
 
@@ -93,10 +123,17 @@ class Views:
         return RedirectResponse(f"/h/{ref}", status_code=303)
 
     async def chat(self, request: Request) -> Response:
-        """The sidebar's message, sent exactly as ``hz heinzel chat`` sends it."""
-        return await self._act(
-            request, lambda app, ref, form: app.verbs().chat(ref, str(form.get("text", "")))
-        )
+        """The sidebar's message, sent as ``hz heinzel chat`` sends it; a new turn it starts
+        runs in a child process (`heinzel.web.background`), so the answer comes at once."""
+        return await self._act(request, self._chat)
+
+    def _chat(self, app: App, ref: str, form: Any) -> dict[str, Any]:
+        sent = app.verbs().chat(ref, str(form.get("text", "")), run=False)
+        if sent.get("started") is False:
+            heinzel_id = str(sent["key"]).partition("@")[0]
+            self.start_turn(app.service.home.root, heinzel_id, str(sent["request_id"]))
+            sent["started"] = True
+        return sent
 
     async def approve(self, request: Request) -> Response:
         """``hz approve``: v1, the pending amendment, or a draft (its key in ``item``)."""

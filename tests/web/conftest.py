@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from heinzel.app import App
+from heinzel.web.background import spawn_chat_turn
 from heinzel.web.server import create_app
 
 TOKEN = "test-token-0123456789"
@@ -62,15 +64,36 @@ def home(played: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def client(home: Path) -> Iterator[TestClient]:
-    """A client that has exchanged the token for its cookie."""
-    web = create_app(
-        lambda: App.from_environment(str(home), demo_env(home)),
+def children() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The child processes the web head started for chat turns (waited for at the end)."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for child in started:
+        child.wait(timeout=120)
+
+
+def web_app(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str] | None = None
+) -> Starlette:
+    """The web head over ``home``; each chat turn's child process is kept in ``children``."""
+    env = env or demo_env(home)
+
+    def start(root: Path, heinzel: str, request_id: str) -> None:
+        children.append(spawn_chat_turn(root, heinzel, request_id, env))
+
+    return create_app(
+        lambda: App.from_environment(str(home), env),
         TOKEN,
         hosts=["testserver"],
         idle_seconds=0,
+        start_turn=start,
     )
-    with TestClient(web, follow_redirects=False) as test_client:
+
+
+@pytest.fixture
+def client(home: Path, children: list[subprocess.Popen[bytes]]) -> Iterator[TestClient]:
+    """A client that has exchanged the token for its cookie."""
+    with TestClient(web_app(home, children), follow_redirects=False) as test_client:
         answer = test_client.get(f"/auth?token={TOKEN}")
         assert answer.status_code == 303
         yield test_client

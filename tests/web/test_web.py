@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,10 +160,11 @@ class TestPages:
 
 class TestChatAndEvents:
     def test_a_chat_is_hz_heinzel_chat_and_its_lines_arrive(
-        self, client: TestClient, home: Path
+        self, client: TestClient, home: Path, children: list[subprocess.Popen[bytes]]
     ) -> None:
-        """A chat from the page lands in the inbox and runs an asked turn; the events after the
-        page's seq carry that turn's lines, and the stream starts at the row, not seq 1."""
+        """A chat from the page lands in the inbox and starts an asked turn in a child process;
+        the events after the page's seq carry that turn's lines, and the stream starts at the
+        row, not seq 1."""
         hid = heinzel_id(home)
         seq = int(client.get(f"/h/{hid}").text.split('data-seq="')[1].split('"')[0])
         csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
@@ -173,6 +175,7 @@ class TestChatAndEvents:
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["delivered"] == "a new turn"
+        assert [child.wait(timeout=120) for child in children] == [0]
         texts = [r.message for r in _all(Inbox(app_of(home).service.home, hid))]
         assert "keep it under ten lines" in texts
         events = _events(client.get(f"/h/{hid}/events", headers={"Last-Event-ID": str(seq)}).text)

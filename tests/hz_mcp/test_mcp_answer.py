@@ -1,0 +1,63 @@
+"""``heinzel_answer`` over MCP against a real proposed write: a chat turn (the real
+``hz heinzel chat``) whose scripted model proposes ``pause``, answered from the SDK client."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from .client import HZ, priya, session, text
+
+_path = Path(__file__).resolve().parents[1] / "web" / "scripted.py"
+_spec = importlib.util.spec_from_file_location("hz_web_scripted", _path)
+assert _spec is not None and _spec.loader is not None
+scripted = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scripted)
+
+
+def _hz(env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run([HZ, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout
+
+
+@pytest.mark.parametrize(("approve", "state"), [(True, "paused"), (False, "asleep")])
+def test_heinzel_answer_approves_or_denies_a_proposed_write(
+    tmp_path: Path, approve: bool, state: str
+) -> None:
+    """A write the model proposed in a chat turn waits; heinzel_answer approves (it pauses,
+    once) or denies it (it stays asleep), and the turn ends with the question answered."""
+    model = scripted.PausingModel()
+    model.gate.set()
+    try:
+        env = model.env(priya(tmp_path))
+        _hz(env, tmp_path, "heinzel", "new", "--from", "weekly-report.prose.md")
+        _hz(env, tmp_path, "approve", "weekly-report")
+        _hz(env, tmp_path, "heinzel", "chat", "weekly-report", "pause it please")
+        assert '"kind": "question"' in _hz(
+            env, tmp_path, "heinzel", "show", "weekly-report", "--json"
+        )
+
+        async def body(s: ClientSession) -> tuple[Any, Any, Any]:
+            shown = await s.call_tool("heinzel_show", {"name": "weekly-report"})
+            answered = await s.call_tool(
+                "heinzel_answer", {"name": "weekly-report", "approve": approve}
+            )
+            again = await s.call_tool(
+                "heinzel_answer", {"name": "weekly-report", "approve": approve}
+            )
+            return shown, answered, again
+
+        shown, answered, again = session(env, tmp_path, body)
+    finally:
+        model.close()
+    assert shown.structured_content["pending"]["kind"] == "question"
+    assert not answered.is_error, text(answered)
+    after = _hz(env, tmp_path, "heinzel", "show", "weekly-report", "--json")
+    assert f'"state": "{state}"' in after and '"kind": "question"' not in after
+    assert again.is_error and "HZH210" in text(again)

@@ -18,7 +18,7 @@ credentials or no such calendar `HZH172`. The password is read from the variable
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from types import MappingProxyType
@@ -230,12 +230,19 @@ class CalDAVCalendar(_Calendar):
         return [merged]
 
 
-def calendar_adapter(table: Any, environ: Mapping[str, str]) -> _Calendar:
-    """The calendar a ``caldav`` or ``ics`` table (`heinzel.capabilities.configured`) names."""
+def calendar_adapter(
+    table: Any,
+    environ: Mapping[str, str],
+    stored: Callable[[str], str | None] | None = None,
+) -> _Calendar:
+    """The calendar a ``caldav`` or ``ics`` table (`heinzel.capabilities.configured`) names;
+    the CalDAV password from ``password_env``, else the ``caldav`` credential hz stores."""
     attendee = getattr(table, "attendee", None)
     if table.backend == "ics":
         return ICSCalendar(path=table.path, url=table.url, attendee=attendee)
     password = environ.get(table.password_env) if table.password_env else None
+    if not password and stored is not None:
+        password = stored("caldav")
     return CalDAVCalendar(
         table.url,
         username=table.username,

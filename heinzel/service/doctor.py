@@ -38,10 +38,14 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
     from heinzel.capabilities.configured import describe_adapters
+    from heinzel.store.credentials import stored_secret
 
     settings = service.settings
     checks += describe_adapters(
-        settings.adapters, fixtures=settings.heinzel.fixture_sources, environ=os.environ
+        settings.adapters,
+        fixtures=settings.heinzel.fixture_sources,
+        environ=os.environ,
+        stored=lambda provider: stored_secret(provider, os.environ),
     )
     return {"home": str(home.root), "checks": checks}
 

@@ -38,6 +38,7 @@ __all__ = [
     "build_adapters",
     "describe_adapters",
     "parse_adapter_tables",
+    "probe_adapters",
 ]
 
 BACKENDS: Mapping[str, tuple[str, ...]] = {
@@ -223,6 +224,38 @@ def describe_adapters(
             }
         )
     return rows
+
+
+def probe_adapters(
+    tables: Mapping[str, Any], *, environ: Mapping[str, str], stored: Stored = _none
+) -> list[dict[str, Any]]:
+    """For ``hz system doctor --online``: one request per configured source adapter
+    (GitHub's rate limit, once per client however many capabilities share it; CalDAV's
+    principal), each a check that names the failure's code."""
+    from heinzel.capabilities.errors import CapabilityError
+
+    built = build_adapters(
+        tables, approver="owner", http_cache=None, environ=environ, stored=stored
+    )
+    checks: list[dict[str, Any]] = []
+    probed: dict[int, dict[str, Any]] = {}
+    for capability, table in parse_adapter_tables(tables).items():
+        adapter: Any = built.get(capability)
+        target = getattr(adapter, "client", adapter)
+        if not isinstance(table, GitHubTable | CalDAVTable) or not hasattr(target, "probe"):
+            continue
+        if id(target) not in probed:
+            try:
+                probed[id(target)] = {"ok": True, "detail": str(target.probe())}
+            except CapabilityError as exc:
+                probed[id(target)] = {
+                    "ok": False,
+                    "detail": exc.message,
+                    "code": exc.code,
+                    "fix": exc.hint,
+                }
+        checks.append({"name": f"adapter {capability} online", **probed[id(target)]})
+    return checks
 
 
 def _detail(table: Any, environ: Mapping[str, str], stored: Stored) -> str:

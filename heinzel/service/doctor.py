@@ -13,7 +13,8 @@ __all__ = ["diagnose"]
 
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     """Every check as ``{name, ok, detail, fix}`` (and ``code`` when not ok); nothing here
-    changes a file. ``online`` makes one minimal request to each configured model."""
+    changes a file. ``online`` makes one minimal request to each configured model and
+    source adapter."""
     checks: list[dict[str, Any]] = []
     home = service.home
     exists = home.root.exists()
@@ -47,6 +48,14 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         environ=os.environ,
         stored=lambda provider: stored_secret(provider, os.environ),
     )
+    if online:
+        from heinzel.capabilities.configured import probe_adapters
+
+        checks += probe_adapters(
+            settings.adapters,
+            environ=os.environ,
+            stored=lambda provider: stored_secret(provider, os.environ),
+        )
     return {"home": str(home.root), "checks": checks}
 
 

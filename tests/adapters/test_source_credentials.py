@@ -113,3 +113,35 @@ def test_a_stored_caldav_password_opens_a_real_radicale(radicale: str) -> None: 
     with pytest.raises(CapabilityError) as refused:
         adapter(None).fetch("events", {}, WEEK, now=NOW)
     assert refused.value.code == "HZH172"
+
+
+def test_doctor_online_makes_one_request_per_source_adapter_and_names_failures(
+    fake: FakeGitHub,
+    radicale: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`hz system doctor --online`: one GET /rate_limit for code-host and tracker together,
+    the CalDAV principal with a wrong stored password is HZH172, a GitHub 500 is HZH161."""
+    (tmp_path / "config.toml").write_text(
+        f'[adapters.code-host]\nbackend = "github"\nbase_url = "{fake.url}"\n'
+        f'[adapters.tracker]\nbackend = "github"\nbase_url = "{fake.url}"\n'
+        f'[adapters.calendar]\nbackend = "caldav"\nurl = "{radicale}"\nusername = "priya"\n'
+    )
+    fake.routes["/rate_limit"] = []
+    hz(tmp_path, "system", "credential", "set", "caldav", stdin="not-the-password")
+    offline = hz(tmp_path, "system", "doctor", "--json")
+    assert fake.seen == []  # without --online nothing leaves the machine
+
+    doctor = hz(tmp_path, "system", "doctor", "--online", "--json")
+    assert doctor.returncode == 1
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert [s.path for s in fake.seen] == ["/rate_limit"]
+    assert checks["adapter code-host online"]["ok"] is True
+    assert "4999 requests left" in checks["adapter tracker online"]["detail"]
+    assert checks["adapter calendar online"]["code"] == "HZH172"
+    assert "not-the-password" not in doctor.stdout + offline.stdout
+
+    fake.fail["/rate_limit"] = 500
+    text = hz(tmp_path, "system", "doctor", "--online")
+    assert text.returncode == 1
+    assert "HZH161" in text.stdout

@@ -18,7 +18,7 @@ credentials or no such calendar `HZH172`. The password is read from the variable
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from types import MappingProxyType
@@ -189,17 +189,48 @@ class CalDAVCalendar(_Calendar):
         self._password = password
         self._calendar = calendar
 
-    def _calendars(self, name: Any, window: Window) -> list[Any]:
+    def _client(self) -> Any:
         import caldav
+
+        dav: Any = caldav
+        return dav.DAVClient(
+            url=self._url, username=self._username, password=self._password, timeout=30
+        )
+
+    def probe(self) -> str:
+        """One request for ``hz system doctor --online``: the principal, coded as a fetch."""
+        from caldav.lib.error import AuthorizationError, DAVError, NotFoundError
+
+        try:
+            self._client().principal()
+        except (AuthorizationError, NotFoundError) as exc:
+            raise self._refused(exc) from None
+        except (DAVError, OSError, httpx.HTTPError) as exc:
+            raise self._unreachable(exc) from None
+        return f"{self._url} answered, principal found"
+
+    def _refused(self, exc: Exception) -> CapabilityError:
+        return CapabilityError(
+            "HZH172",
+            f"calendar: {self._url} refused: {type(exc).__name__}",
+            "check url, username and the password (password_env, or hz system credential "
+            "set caldav)",
+        )
+
+    def _unreachable(self, exc: Exception) -> CapabilityError:
+        return CapabilityError(
+            "HZH170",
+            f"calendar: {self._url} did not answer: {type(exc).__name__}",
+            "check the server and the network; the next tick tries again",
+            retryable=True,
+        )
+
+    def _calendars(self, name: Any, window: Window) -> list[Any]:
         from caldav.lib.error import AuthorizationError, DAVError, NotFoundError
 
         wanted = str(name) if name else self._calendar
         try:
-            dav: Any = caldav
-            client: Any = dav.DAVClient(
-                url=self._url, username=self._username, password=self._password, timeout=30
-            )
-            calendars: list[Any] = list(client.principal().calendars())
+            calendars: list[Any] = list(self._client().principal().calendars())
             chosen = [c for c in calendars if wanted is None or c.get_display_name() == wanted]
             if not chosen:
                 raise CapabilityError(
@@ -209,18 +240,9 @@ class CalDAVCalendar(_Calendar):
                 )
             found = chosen[0].search(start=window.start, end=window.end, event=True)
         except (AuthorizationError, NotFoundError) as exc:
-            raise CapabilityError(
-                "HZH172",
-                f"calendar: {self._url} refused: {type(exc).__name__}",
-                "check url, username and the password variable (password_env)",
-            ) from None
+            raise self._refused(exc) from None
         except (DAVError, OSError, httpx.HTTPError) as exc:
-            raise CapabilityError(
-                "HZH170",
-                f"calendar: {self._url} did not answer: {type(exc).__name__}",
-                "check the server and the network; the next tick tries again",
-                retryable=True,
-            ) from None
+            raise self._unreachable(exc) from None
         merged = icalendar.Calendar()
         for item in found:
             for component in _parse(item.data, self._url).walk("VEVENT"):
@@ -230,12 +252,19 @@ class CalDAVCalendar(_Calendar):
         return [merged]
 
 
-def calendar_adapter(table: Any, environ: Mapping[str, str]) -> _Calendar:
-    """The calendar a ``caldav`` or ``ics`` table (`heinzel.capabilities.configured`) names."""
+def calendar_adapter(
+    table: Any,
+    environ: Mapping[str, str],
+    stored: Callable[[str], str | None] | None = None,
+) -> _Calendar:
+    """The calendar a ``caldav`` or ``ics`` table (`heinzel.capabilities.configured`) names;
+    the CalDAV password from ``password_env``, else the ``caldav`` credential hz stores."""
     attendee = getattr(table, "attendee", None)
     if table.backend == "ics":
         return ICSCalendar(path=table.path, url=table.url, attendee=attendee)
     password = environ.get(table.password_env) if table.password_env else None
+    if not password and stored is not None:
+        password = stored("caldav")
     return CalDAVCalendar(
         table.url,
         username=table.username,

@@ -19,7 +19,7 @@ secret is never a key here: only the name of the variable that holds it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "build_adapters",
     "describe_adapters",
     "parse_adapter_tables",
+    "probe_adapters",
 ]
 
 BACKENDS: Mapping[str, tuple[str, ...]] = {
@@ -52,6 +53,14 @@ BACKENDS: Mapping[str, tuple[str, ...]] = {
 """The backends each capability may name, the default first where it has one."""
 
 _DEFAULTS = {"files": "files", "git": "git", "documents": "files"}
+
+Stored = Callable[[str], str | None]
+"""A stored credential by provider (``github``, ``caldav``): hz's credential store, which
+this layer may not import (`heinzel.store.credentials.stored_secret` is passed in)."""
+
+
+def _none(_provider: str) -> str | None:
+    return None
 
 
 class _Table(BaseModel):
@@ -149,9 +158,11 @@ def build_adapters(
     http_cache: Path | None,
     environ: Mapping[str, str],
     fixtures: Path | None = None,
+    stored: Stored = _none,
 ) -> dict[str, object]:
     """The adapter map: files, git and documents; the fixture sources when ``fixtures``
-    is set; then each configured table's backend for its capability."""
+    is set; then each configured table's backend for its capability (secrets from the
+    environment, else ``stored``)."""
     adapters: dict[str, object] = {
         "files": FilesCapability(),
         "git": GitCapability(),
@@ -169,7 +180,9 @@ def build_adapters(
 
             key = (table.base_url, table.token_env)
             if key not in clients:
-                token = github_token(environ, base_url=table.base_url, token_env=table.token_env)
+                token = github_token(
+                    environ, base_url=table.base_url, token_env=table.token_env, stored=stored
+                )
                 cache = None if http_cache is None else http_cache / "github"
                 clients[key] = GitHubClient(token, base_url=table.base_url, cache_dir=cache)
             make = github_code_host if capability == "code-host" else github_tracker
@@ -177,12 +190,16 @@ def build_adapters(
         elif isinstance(table, CalDAVTable | ICSTable):
             from heinzel.capabilities.calendars import calendar_adapter
 
-            adapters[capability] = calendar_adapter(table, environ)
+            adapters[capability] = calendar_adapter(table, environ, stored)
     return adapters
 
 
 def describe_adapters(
-    tables: Mapping[str, Any], *, fixtures: Path | None, environ: Mapping[str, str]
+    tables: Mapping[str, Any],
+    *,
+    fixtures: Path | None,
+    environ: Mapping[str, str],
+    stored: Stored = _none,
 ) -> list[dict[str, Any]]:
     """For ``hz system doctor``: every capability, its adapter, and whether it is set up."""
     parsed = parse_adapter_tables(tables)
@@ -190,7 +207,7 @@ def describe_adapters(
     for capability in DEFAULT_REGISTRY.names():
         table = parsed.get(capability)
         if table is not None:
-            backend, detail = table.backend, _detail(table, environ)
+            backend, detail = table.backend, _detail(table, environ, stored)
         elif capability in _DEFAULTS:
             backend, detail = _DEFAULTS[capability], "built in"
         elif fixtures is not None and "fixture" in BACKENDS.get(capability, ()):
@@ -209,14 +226,58 @@ def describe_adapters(
     return rows
 
 
-def _detail(table: Any, environ: Mapping[str, str]) -> str:
+def probe_adapters(
+    tables: Mapping[str, Any], *, environ: Mapping[str, str], stored: Stored = _none
+) -> list[dict[str, Any]]:
+    """For ``hz system doctor --online``: one request per configured source adapter
+    (GitHub's rate limit, once per client however many capabilities share it; CalDAV's
+    principal), each a check that names the failure's code."""
+    from heinzel.capabilities.errors import CapabilityError
+
+    built = build_adapters(
+        tables, approver="owner", http_cache=None, environ=environ, stored=stored
+    )
+    checks: list[dict[str, Any]] = []
+    probed: dict[int, dict[str, Any]] = {}
+    for capability, table in parse_adapter_tables(tables).items():
+        adapter: Any = built.get(capability)
+        target = getattr(adapter, "client", adapter)
+        if not isinstance(table, GitHubTable | CalDAVTable) or not hasattr(target, "probe"):
+            continue
+        if id(target) not in probed:
+            try:
+                probed[id(target)] = {"ok": True, "detail": str(target.probe())}
+            except CapabilityError as exc:
+                probed[id(target)] = {
+                    "ok": False,
+                    "detail": exc.message,
+                    "code": exc.code,
+                    "fix": exc.hint,
+                }
+        checks.append({"name": f"adapter {capability} online", **probed[id(target)]})
+    return checks
+
+
+def _detail(table: Any, environ: Mapping[str, str], stored: Stored) -> str:
     if isinstance(table, GitHubTable):
         variables = [v for v in (table.token_env, "GH_TOKEN", "GITHUB_TOKEN") if v]
         found = next((v for v in variables if environ.get(v)), None)
-        token = f"token from {found}" if found else "token from gh auth token, or none"
-        return f"{table.base_url or 'https://api.github.com/'}, {token}"
+        if found:
+            origin = found
+        elif stored("github"):
+            origin = "hz's credential store"
+        else:
+            origin = "gh auth token, or none"
+        return f"{table.base_url or 'https://api.github.com/'}, token from {origin}"
     if isinstance(table, CalDAVTable):
-        return f"{table.url}" + (f" as {table.username}" if table.username else "")
+        who = f" as {table.username}" if table.username else ""
+        if table.password_env and environ.get(table.password_env):
+            where = f", password from {table.password_env}"
+        elif stored("caldav"):
+            where = ", password from hz's credential store"
+        else:
+            where = ", no password"
+        return f"{table.url}{who}{where}"
     if isinstance(table, ICSTable):
         return str(table.path or table.url)
     if isinstance(table, FixtureTable):

@@ -52,13 +52,21 @@ _TRACKER = {"issues_updated": _spec("issues_updated", {"project", "board", "quer
 
 
 def github_token(
-    environ: Mapping[str, str], *, base_url: str | None = None, token_env: str | None = None
+    environ: Mapping[str, str],
+    *,
+    base_url: str | None = None,
+    token_env: str | None = None,
+    stored: Callable[[str], str | None] | None = None,
 ) -> str | None:
-    """The token: ``token_env``'s variable, ``GH_TOKEN``, ``GITHUB_TOKEN``, or ``gh auth
-    token`` for the host of ``base_url``; None when there is none (anonymous reads)."""
+    """The token: ``token_env``'s variable, ``GH_TOKEN``, ``GITHUB_TOKEN``, the ``github``
+    credential hz stores (``stored``), or ``gh auth token`` for the host of ``base_url``;
+    None when there is none (anonymous reads)."""
     for name in (token_env, "GH_TOKEN", "GITHUB_TOKEN"):
         if name and environ.get(name):
             return environ[name]
+    kept = stored("github") if stored is not None else None
+    if kept:
+        return kept
     gh = shutil.which("gh", path=environ.get("PATH"))
     if gh is None:
         return None

@@ -116,6 +116,13 @@ class GitHubClient:
         )
         return items, etag
 
+    def probe(self) -> str:
+        """One request for ``hz system doctor --online``: ``GET /rate_limit`` (free of the
+        rate limit), coded like any other; what is left of the hour's requests."""
+        response = self._get(self.base_url + "rate_limit", None, {"Accept": "application/json"})
+        left = response.headers.get("x-ratelimit-remaining")
+        return f"{self.base_url} answered" + (f", {left} requests left" if left else "")
+
     def _get(self, url: str, params: Mapping[str, str] | None, headers: Mapping[str, str]) -> Any:
         self._respect_reset()
         self.requests += 1

@@ -370,7 +370,9 @@ def daemon() -> None:
 
 
 @system.command("doctor")
-@click.option("--online", is_flag=True, help="Also make one minimal request to each model.")
+@click.option(
+    "--online", is_flag=True, help="Also make one minimal request to each model and source adapter."
+)
 @home_option
 @json_option
 def doctor(online: bool, home: str | None, as_json: bool) -> None:

@@ -1,4 +1,5 @@
-"""``hz system credential set|list|forget``: the user's model keys, stored 0600.
+"""``hz system credential set|list|forget``: the user's model keys, GitHub token and CalDAV
+password, stored 0600.
 
 The key is read from standard input (piped, or typed at a hidden prompt), never from the
 command line, where other users could see it in the process list.
@@ -24,11 +25,12 @@ def _store() -> CredentialStore:
 
 @system.group()
 def credential() -> None:
-    """The model keys hz stores (the provider's variable, when set, wins).
+    """The keys hz stores: models, github, caldav (the provider's variable, when set, wins).
 
     \b
     Example:
       printf '%s' "$KEY" | hz system credential set anthropic
+      gh auth token | hz system credential set github
       hz system credential list
     """
 

@@ -13,7 +13,8 @@ __all__ = ["diagnose"]
 
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     """Every check as ``{name, ok, detail, fix}`` (and ``code`` when not ok); nothing here
-    changes a file. ``online`` makes one minimal request to each configured model."""
+    changes a file. ``online`` makes one minimal request to each configured model and
+    source adapter."""
     checks: list[dict[str, Any]] = []
     home = service.home
     exists = home.root.exists()
@@ -38,11 +39,23 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
     from heinzel.capabilities.configured import describe_adapters
+    from heinzel.store.credentials import stored_secret
 
     settings = service.settings
     checks += describe_adapters(
-        settings.adapters, fixtures=settings.heinzel.fixture_sources, environ=os.environ
+        settings.adapters,
+        fixtures=settings.heinzel.fixture_sources,
+        environ=os.environ,
+        stored=lambda provider: stored_secret(provider, os.environ),
     )
+    if online:
+        from heinzel.capabilities.configured import probe_adapters
+
+        checks += probe_adapters(
+            settings.adapters,
+            environ=os.environ,
+            stored=lambda provider: stored_secret(provider, os.environ),
+        )
     return {"home": str(home.root), "checks": checks}
 
 

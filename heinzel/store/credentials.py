@@ -1,9 +1,11 @@
-"""The user's model keys: the provider's environment variable, or a credential hz stores.
+"""The user's keys: the provider's environment variable, or a credential hz stores.
 
-A credential is stored by provider name (``anthropic``, ``openai``) in one JSON file,
+A credential is stored by provider name (``anthropic``, ``openai`` for models; ``github``
+for the GitHub token, ``caldav`` for the CalDAV password) in one JSON file,
 ``<user config dir>/hz/credentials.json`` (``HZ_CREDENTIALS`` names another), written
 atomically with mode 0600 in a 0700 folder. It is read only when a turn resolves its
-model, and it never enters a spine, a body, a log or a runner's environment.
+model or the tick builds its source adapters (`stored_secret`), and it never enters a
+spine, a body, a log or a runner's environment.
 `find_key` says where a key came from (``env:ANTHROPIC_API_KEY`` or
 ``credential:<path>``) so that ``hz system doctor`` can show it without printing it.
 """
@@ -33,13 +35,17 @@ __all__ = [
     "credentials_path",
     "find_key",
     "model_with_key",
+    "stored_secret",
 ]
 
 KEY_VARIABLES: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
+    "github": "GH_TOKEN",
+    "caldav": "HZ_CALDAV_PASSWORD",
 }
-"""A provider and the environment variable its key is usually in."""
+"""A provider and the environment variable its key is usually in (a source adapter's
+table may name another: ``token_env``, ``password_env``)."""
 
 PREFIX_PROVIDER: Mapping[str, str] = {
     "anthropic": "anthropic",
@@ -136,6 +142,12 @@ class CredentialStore:
     def providers(self) -> list[str]:
         """The providers with a stored key (never the keys)."""
         return sorted(self._read())
+
+
+def stored_secret(provider: str, env: Mapping[str, str]) -> str | None:
+    """The credential stored for ``provider`` (``github``, ``caldav``...), or None: what a
+    source adapter falls back to when its variable is not set."""
+    return CredentialStore(credentials_path(env)).get(provider) or None
 
 
 def find_key(prefix: str, env: Mapping[str, str]) -> FoundKey | None:

@@ -27,6 +27,7 @@ from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
 from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
 from heinzel.errors import HeinzelError
+from heinzel.store.credentials import stored_secret
 from heinzel.store.home import Home
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
 from ledger.bodies import Bodies
@@ -55,6 +56,7 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
         http_cache=Home(settings.heinzel.home).heinzel_dir / "http",
         environ=os.environ,
         fixtures=fixtures_dir or settings.heinzel.fixture_sources,
+        stored=lambda provider: stored_secret(provider, os.environ),
     )
 
 

@@ -116,6 +116,14 @@ class Verbs:
             return {**base, "turn": turn, "delivered": how}
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
         self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        own = self.service.index.db.execute(
+            "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind IN (?, ?)",
+            [heinzel, wake.key, "turn.started", "turn.skipped"],
+        ).fetchone()
+        taken = Inbox(self.service.home, heinzel).read(request.request_id)
+        if own is None and taken is not None and taken.taken is not None:
+            # a turn that started while this waited for the lock was steered with it
+            return {**base, "delivered": "steered into the turn that ran meanwhile"}
         return {**base, "delivered": "a new turn", "key": wake.key}
 
     def resume(self, ref: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from machines.effects import Effect, Sleep, run_effect
+from machines.effects import Effect, Sleep, run_effect, settle_effect
 from machines.fold import TurnState
 from machines.journal import Body, Journal, content_hash
 from machines.tools import ToolDecl, run_tool
@@ -46,6 +46,8 @@ class TurnContext:
         self.step = step
         self._sleep = sleep
         self._model_index = 0
+        self.settling = False
+        """True while an abandoned turn's act step only probes its started effects."""
         self._steers: list[Steer] = [
             Steer(str(s.get("request_id")), str(s.get("hash"))) for s in state.steered
         ]
@@ -124,7 +126,11 @@ class TurnContext:
         return result
 
     async def effect(self, effect: Effect) -> str:
-        """Perform an effect through the ledger, at most once per key; its result hash."""
+        """Perform an effect through the ledger, at most once per key; its result hash.
+        While ``settling`` (the turn is about to be abandoned) it is only probed."""
+        if self.settling:
+            record = self.state.effects.get(effect.key)
+            return await settle_effect(effect, journal=self.journal, turn=self.turn, record=record)
         return await run_effect(
             effect,
             journal=self.journal,

@@ -7,6 +7,12 @@ started without an outcome is probed by key: ``present`` records done without
 performing, ``absent`` performs once, ``unknown`` performs nothing and leaves the
 turn open (`ProbeUnknown`): the next resume probes again and, past ``max_resumes``,
 the turn ends abandoned. hz never risks a second effect on a guess.
+
+A turn that ends on its timeout or its resume limit never leaves an effect started
+and not probed (`settle_effect`): before it is abandoned, each such effect is probed
+and what the probe found is recorded: ``present`` as ``effect.done{probed}`` and the
+effect's own event (so a draft written just before a kill is recorded), ``absent`` as
+``effect.failed{error: not-performed}``; ``unknown`` records nothing (nobody knows).
 """
 
 from __future__ import annotations
@@ -229,3 +235,33 @@ async def run_effect(
     journal.append("effect.done", {"hash": digest}, turn=turn, key=effect.key)
     _own_event(effect, journal, turn, digest)
     return digest
+
+
+class Settled(Exception):
+    """Raised in a settling act step at the first effect it never started: nothing
+    after it ran before the turn ended, and nothing is performed now."""
+
+
+async def settle_effect(
+    effect: Effect, *, journal: Journal, turn: str, record: EffectRecord | None
+) -> str:
+    """Probe an effect of a turn that is about to be abandoned, and record what is
+    found; never perform it. Raises `Settled` for an effect the turn never started."""
+    if record is None:
+        raise Settled(effect.key)
+    if record.outcome == "failed":
+        return ""
+    if record.outcome == "done":
+        if not record.event_seen:
+            _own_event(effect, journal, turn, str(record.hash))
+        return str(record.hash)
+    presence = await _probe(effect) if effect.probe is not None else "unknown"
+    logs.info("effect.settled", key=effect.key, presence=presence)
+    if presence == "present":
+        digest = content_hash({"key": effect.key, "probed": "present"})
+        journal.append("effect.done", {"hash": digest, "probed": True}, turn=turn, key=effect.key)
+        _own_event(effect, journal, turn, digest)
+        return digest
+    if presence == "absent":
+        journal.append("effect.failed", {"error": "not-performed"}, turn=turn, key=effect.key)
+    return ""

@@ -4,7 +4,8 @@
 - `resume_turn`: fold the turn's own events (``journal.turn_events``, which reads
   from the turn's start, never the whole spine); a final turn is left alone; a
   turn past its timeout (running time only) ends abandoned ``timeout`` and is never
-  resumed; a turn interrupted more than ``max_resumes`` times ends abandoned
+  resumed (its effects started and not probed are probed and recorded first); a
+  turn interrupted more than ``max_resumes`` times ends abandoned
   ``max-resumes`` with its step; otherwise ``turn.resumed{woken_by}`` is recorded
   (``recovery`` after a crash, counted durably) and the steps continue from the
   last checkpoint.
@@ -150,8 +151,7 @@ def prepare_resume(
         )
     run = TurnRun(journal, body, steps, settings, state)
     if run.over_time(resuming=True):
-        run.abandon("timeout")
-        return None
+        return _end(run, "timeout", None)
     if state.state == "waiting":
         if woken_by == "recovery":
             return None
@@ -159,10 +159,20 @@ def prepare_resume(
         return run
     if state.resumes >= settings.max_resumes:
         error = f"interrupted {state.resumes + 1} times in {state.state}"
-        run.abandon("max-resumes", error=error)
-        return None
+        return _end(run, "max-resumes", error)
     run.fire("resume", {"woken_by": "recovery", "step": state.state, "resumes": state.resumes + 1})
     return run
+
+
+def _end(run: TurnRun, reason: str, error: str | None) -> TurnRun | None:
+    """Abandon now, or, with effects started and not probed and the host's steps at
+    hand, return the run to settle them first (`TurnRun.end`, when driven)."""
+    settle = run.state.state == "act" and run.unsettled()
+    if settle and run.steps is not None and run.body is not None:
+        run.ending = (reason, error)
+        return run
+    run.abandon(reason, error=error)
+    return None
 
 
 async def resume_turn(

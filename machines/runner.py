@@ -19,7 +19,7 @@ from typing import Any
 from ledger.event import Clock, Event, format_ts, parse_ts
 from machines import logs
 from machines.context import TurnContext
-from machines.effects import EffectFailed, EffectRefused, Sleep
+from machines.effects import EffectFailed, EffectRefused, Settled, Sleep
 from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
@@ -109,6 +109,8 @@ class TurnRun:
             self.journal, state.turn, state=state.state, waiting_step=state.waiting_step
         )
         self.context: TurnContext | None = None
+        self.ending: tuple[str, str | None] | None = None
+        """Set by the resume rules: end the turn this way (after settling its effects)."""
 
     @property
     def turn(self) -> str:
@@ -149,6 +151,35 @@ class TurnRun:
         step = self.state.waiting_step if self.state.state == "waiting" else self.state.state
         data = self._finished_data("abandoned", reason=reason, step=step, error=error)
         return self.fire("abandon", data)
+
+    def unsettled(self) -> bool:
+        """True when an effect was started without an outcome, or done without its
+        own event: abandoning now would leave the world ahead of the journal."""
+        return any(
+            r.outcome is None or (r.outcome == "done" and not r.event_seen)
+            for r in self.state.effects.values()
+        )
+
+    async def end(self, reason: str, *, error: str | None = None) -> TurnState:
+        """Abandon the turn with ``reason``; first, in act, its started effects are
+        probed and what is found recorded (`machines.effects.settle_effect`) by the
+        host's act step run in settling mode, which performs nothing."""
+        if self.state.state == "act" and self.unsettled() and self.steps and self.body:
+            ctx = TurnContext(
+                journal=self.journal,
+                body=self.body,
+                state=self.state,
+                step="act",
+                sleep=self.settings.sleep,
+            )
+            ctx.settling = True
+            try:
+                await self.steps.act(ctx, self._input("act"))
+            except (Exception, asyncio.CancelledError) as caught:
+                if not isinstance(caught, Settled):
+                    logs.warning("turn.settle_failed", turn=self.turn, error=str(caught))
+        self.abandon(reason, error=error)
+        return self.state
 
     def fail(self, error: str) -> Event:
         """End the turn failed in its current step."""
@@ -242,8 +273,12 @@ class TurnRun:
     async def drive(self) -> TurnState:
         """Walk the steps from the current state until the turn waits or ends."""
         while self.state.state in RUNNING:
+            if self.ending is not None:
+                reason, error = self.ending
+                await self.end(reason, error=error)
+                break
             if self.over_time():
-                self.abandon("timeout")
+                await self.end("timeout")
                 break
             step = self.state.state
             if step == "finish":

@@ -30,6 +30,13 @@ keeping its permissions; a file that changed between read and replace is read ag
 (three tries), so a concurrent save is never overwritten. Nothing outside the section is
 ever changed. A key is ``<id>@v<n>@<slot>@<asset>`` (ADR 0049, statement 5): the asset is
 what follows the third ``@``, which is how `find` knows the file.
+
+A marker is only hz's when the spine says so (issue 11, finding 14): keys are
+predictable, so someone can plant ``<!-- hz:draft key=... -->`` for a draft hz has not
+placed yet, and `place_draft` would take it for its own (and the tick would read its
+text as approved). The act step therefore asks `find` before the first attempt of a key
+the spine has never started, and `refuse_planted` fails the turn ``HZH280`` when the
+markers are already there; the tick reads the state only of drafts the spine placed.
 """
 
 from __future__ import annotations
@@ -447,3 +454,15 @@ def _appended(current: str, section: list[str]) -> str:
     if prefix and not prefix.endswith("\n\n"):
         prefix += "\n"
     return prefix + "\n".join([*section, ""])
+
+
+def refuse_planted(key: str, presence: str) -> None:
+    """HZH280 when markers for ``key`` are in its document before hz ever started to
+    place it (the spine has no effect for the key): a planted or copied marker."""
+    if presence == "present":
+        raise CapabilityError(
+            "HZH280",
+            f"{asset_of_key(key)} already holds hz:draft markers for {key}, "
+            "which hz never placed (planted or copied)",
+            "delete that hz:draft ... hz:end section from the document, then wake it again",
+        )

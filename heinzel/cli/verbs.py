@@ -35,9 +35,27 @@ def tick(home: str | None, as_json: bool) -> None:
     app = open_app(home)
     data = _named(app, app.tick(sleep=time.sleep).run().to_json())
     emit(data, as_json, render_tick)
-    failed = [e for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
+    failed = [(w, e) for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
     if failed or data["errors"]:
+        for woken, ended in failed:  # design.md: what failed goes to stderr, coded
+            click.echo(_failure_text(woken.get("name") or woken["id"], ended), err=True)
+        for error in data["errors"]:
+            who = error.get("name") or error["id"]
+            click.echo(f"{error['code']}: {who}: {error.get('message') or 'failed'}", err=True)
+            if error.get("hint"):
+                click.echo(f"hint: {error['hint']}", err=True)
         click.get_current_context().exit(1)
+
+
+def _failure_text(who: str, ended: dict[str, Any]) -> str:
+    """``CODE: name: message`` and a hint line for a turn the tick ran that failed or was
+    abandoned (its cause when one was recorded, else its reason)."""
+    cause = ended.get("cause") or {}
+    how = ended.get("disposition") or ended.get("state") or "ended"
+    code = cause.get("code") or ended.get("error") or "HZH222"
+    message = cause.get("message") or f"its turn ended {how} ({ended.get('reason') or 'no reason'})"
+    hint = cause.get("hint") or f"`hz heinzel show {who}` shows the turn"
+    return f"{code}: {who}: {message}\nhint: {hint}"
 
 
 def _badly(ended: dict[str, Any]) -> bool:

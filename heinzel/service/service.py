@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
+from heinzel.session.questions import open_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
@@ -252,6 +253,16 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
+        shown["questions"] = [
+            {
+                "kind": "question",
+                "proposal": event.data.get("proposal"),
+                "tool": event.data.get("tool"),
+                "turn": event.turn,
+                "asked_at": event.ts,
+            }
+            for event in open_questions(self, row["id"])
+        ]
         proposed = row.get("proposed_version")
         if row["state"] == "proposed" and proposed is not None:
             path = self.home.contract_text_path(row["id"], int(proposed))

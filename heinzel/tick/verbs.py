@@ -122,6 +122,14 @@ class Verbs:
         if not run:
             return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
         states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        own = self.service.index.db.execute(
+            "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind IN (?, ?)",
+            [heinzel, wake.key, "turn.started", "turn.skipped"],
+        ).fetchone()
+        taken = Inbox(self.service.home, heinzel).read(request.request_id)
+        if own is None and taken is not None and taken.taken is not None:
+            # a turn that started while this waited for the lock was steered with it
+            return {**base, "delivered": "steered into the turn that ran meanwhile"}
         ended = _ended(states[-1] if states else None)
         return {**base, "delivered": "a new turn", "key": wake.key, **ended}
 

@@ -3,7 +3,8 @@
 Every act is an `Effect` with a key, so a crash never performs one twice:
 
 - place_draft: key ``<id>@v<version>@<slot>@<asset>``, probed by the document's
-  markers (`find`), own event ``draft.placed{asset, output, contract_version}``;
+  markers (`find`), own event ``draft.placed{asset, output, contract_version}``; markers
+  already there for a key the spine never started are planted (HZH280, the turn fails);
 - record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, sha256,
   hunks}``: the sentence redacted (addresses, keys, ``password=``: `ledger.redact`) and cut
   to 200 characters, with a hash of the sentence as the model wrote it;
@@ -24,7 +25,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from heinzel.capabilities.documents import absolute_asset, draft_tag
+from heinzel.capabilities.documents import absolute_asset, draft_tag, refuse_planted
 from heinzel.engine.outcome import Outcome
 from ledger.errors import HzError
 from ledger.redact import redact
@@ -60,6 +61,8 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     async def find(k: str) -> Presence:
         return await asyncio.to_thread(documents.find, k)
 
+    if not ctx.settling and key not in ctx.state.effects and not ctx.journal.key_events(key):
+        refuse_planted(key, await find(key))  # the spine never started it: not hz's markers
     data = {"asset": asset, "output": draft.output, "contract_version": env.version}
     await ctx.effect(Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data))
     env.body.put(ctx.turn, content_hash(draft.text), {"draft": key, "text": draft.text})

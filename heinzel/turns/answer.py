@@ -9,36 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from heinzel.errors import HeinzelError
+from heinzel.session.questions import open_questions
 from heinzel.turns.chat import inbox_answer
 from heinzel.turns.failure import cause_of
 from heinzel.turns.host import TurnHost
-from ledger.event import Event
 from ledger.files import ensure_private_dir, write_atomic
-from ledger.spine import read_events
 from machines import crash_hook
 
 __all__ = ["answer"]
-
-
-def _open_questions(host: TurnHost, heinzel_id: str) -> list[Event]:
-    """The chat proposals asked and not yet answered (their ``question.asked`` events)."""
-    service = host.service
-    rows = list(
-        service.index.db.query(
-            "SELECT a.key, a.line_offset FROM keys a WHERE a.heinzel = ? "
-            "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
-            "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
-            "ORDER BY a.seq",
-            [heinzel_id],
-        )
-    )
-    path = service.home.spine_path(heinzel_id)
-    found = []
-    for row in rows:
-        event = next(iter(read_events(path, from_offset=int(row["line_offset"]))), None)
-        if event is not None and event.data.get("proposal"):
-            found.append(event)
-    return found
 
 
 def answer(
@@ -52,7 +30,7 @@ def answer(
     """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
-    waiting = _open_questions(host, heinzel_id)
+    waiting = open_questions(host.service, heinzel_id)
     if not waiting:
         raise HeinzelError(
             "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"

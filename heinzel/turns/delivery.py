@@ -18,6 +18,13 @@ already steered, is taken and never journalled again. After the turn, `follow_up
 gives every requested cause (from the fold, so a resumed turn keeps those requested
 before a crash), the steers no model request received, and the chats that came after the
 last poll, for one follow-up turn.
+
+Exactly once (issue 11, finding 4): a chat sent while no turn runs starts its own turn,
+but the sender waits for the spine's lock, and a turn that started meanwhile may have
+steered it. `undelivered`, called by the host under the lock before it starts a turn,
+drops such a chat: a request steered into a turn that is still open (its resume
+delivers it) or whose model received it is delivered; only a steer that the turn ended
+without (a leftover) still becomes a turn of its own.
 """
 
 from __future__ import annotations
@@ -32,13 +39,14 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request
 from heinzel.turns.failure import root_cause
+from heinzel.turns.record import IndexedJournal
 from ledger.errors import HzError
 from ledger.event import Clock
 from machines import Journal, Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order
 from machines.steps import Acted, Fail, Steps, Wait
 
-__all__ = ["DeliveringSteps", "Delivery"]
+__all__ = ["DeliveringSteps", "Delivery", "undelivered"]
 
 _log = structlog.get_logger("heinzel.turns.delivery")
 
@@ -174,3 +182,50 @@ class DeliveringSteps:
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
         result: Acted | Wait | Fail = await self._around(lambda: self.steps.act(ctx, decided))
         return result
+
+
+def undelivered(
+    journal: IndexedJournal, home: Home, heinzel_id: str, wakes: Sequence[Wake]
+) -> list[Wake]:
+    """``wakes`` without the asked wakes whose chat a turn was already steered with
+    (call it under the spine's lock, so no turn steers one after the check)."""
+    inbox = Inbox(home, heinzel_id)
+    chats: dict[str, Request] = {}
+    for wake in wakes:
+        rid = wake.key.split("@", 1)[1] if wake.cause == "asked" else ""
+        try:
+            request = inbox.read(rid) if rid.startswith("rq-") else None
+        except HeinzelError:
+            request = None
+        if request is not None and request.kind == "chat":
+            chats[wake.key] = request
+    if not chats:
+        return list(wakes)
+    since = min(r.at for r in chats.values())
+    delivered = _steered_since(journal, heinzel_id, since)
+    return [w for w in wakes if w.key not in chats or chats[w.key].request_id not in delivered]
+
+
+def _steered_since(journal: IndexedJournal, heinzel_id: str, since: str) -> set[str]:
+    """The request ids steered into a turn of ``heinzel_id`` that ran at or after
+    ``since`` and either received them (a model request came after) or is still open."""
+    rows = journal.db.execute(
+        "SELECT id FROM turns WHERE heinzel = ? AND (ended_at IS NULL OR ended_at >= ?)",
+        [heinzel_id, since],
+    ).fetchall()
+    found: set[str] = set()
+    for (turn,) in rows:
+        steered: set[str] = set()
+        waiting: set[str] = set()
+        ended = False
+        for event in journal.turn_events(str(turn)):
+            if event.kind == "turn.steered":
+                rid = str(event.data.get("request_id"))
+                steered.add(rid)
+                waiting.add(rid)
+            elif event.kind == "model.request":
+                waiting.clear()
+            elif event.kind in ("turn.finished", "turn.skipped"):
+                ended = True
+        found |= steered - waiting if ended else steered
+    return found

@@ -39,7 +39,7 @@ from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
-from heinzel.turns.delivery import DeliveringSteps, Delivery
+from heinzel.turns.delivery import DeliveringSteps, Delivery, undelivered
 from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
 from heinzel.turns.handoff import BoundHandoff, bind_runner
@@ -281,7 +281,8 @@ class TurnHost:
             contract, _ = self._contract(heinzel_id, int(version), str(row["fingerprint"]))
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
-        if not extra:
+        own_extra = not extra
+        if own_extra:
             asked = [w.key for w in wakes if w.cause in ("asked", "retry")]
             extra = asked_inputs(service.home, heinzel_id, asked)
         if wakes[0].cause == "approval":
@@ -305,6 +306,13 @@ class TurnHost:
             refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            if len(kept := undelivered(journal, service.home, heinzel_id, wakes)) < len(wakes):
+                if not kept:  # a turn was steered with each chat meanwhile: delivered once
+                    return []
+                wakes = kept
+                if own_extra:
+                    asked = [w.key for w in wakes if w.cause in ("asked", "retry")]
+                    extra = asked_inputs(service.home, heinzel_id, asked)
             turn = "tn-" + new_id(service.clock)[3:]
             if contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged):
                 plan = coalesce(journal, wakes)

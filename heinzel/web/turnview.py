@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from heinzel.app import App
+from heinzel.session.questions import open_questions as asked_questions
 from ledger.bodies import Bodies
 from ledger.reading import read_events
 
@@ -45,19 +46,9 @@ def open_questions(app: App, heinzel_id: str) -> list[dict[str, Any]]:
     """The writes proposed in chat turns and not yet answered, oldest first, each with the
     tool, its reason (from the turn's body, while it exists) and the turn."""
     service = app.service
-    rows = service.index.db.execute(
-        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
-        "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
-        "AND b.kind = 'question.answered') ORDER BY a.seq",
-        [heinzel_id],
-    ).fetchall()
-    path = service.home.spine_path(heinzel_id)
     bodies = Bodies(service.home.session_dir(heinzel_id))
     found = []
-    for (offset,) in rows:
-        event = next(iter(read_events(path, from_offset=int(offset))), None)
-        if event is None or not event.data.get("proposal"):
-            continue
+    for event in asked_questions(service, heinzel_id):
         proposal = str(event.data["proposal"])
         call = _calls(bodies.read(str(event.turn)) or []).get(proposal, {})
         args = call.get("args")

@@ -4,6 +4,11 @@ append (``HZ_CRASH_AT``, a real exit 137 mid-work), then ticks until quiet. Noth
 trace, no slot may be drafted twice, no draft may sit in a document that its spine does
 not record, every chain verifies and the index equals a rebuild.
 
+It also damages the world between rounds the way issue 11's findings did: the index is
+deleted once, a garbage line is appended to one spine, and each round sends two chats
+to one Heinzelmännchen at once; every chat must then reach exactly one model run (steered
+into one turn, or the key of one turn of its own, never both).
+
 The short run is part of `make test`; `make soak` runs the long one (``HZ_SOAK_ROUNDS``).
 """
 
@@ -17,6 +22,7 @@ import subprocess
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +61,19 @@ def _rows(index: Path) -> dict[str, list[tuple[object, ...]]]:
         return {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
 
 
+def _received_steers(events: list[Any]) -> list[str]:
+    """The request ids steered into a turn whose model then received them (a leftover
+    steer of an ended turn goes on to a turn of its own, rightly)."""
+    waiting: dict[str, list[str]] = {}
+    received: list[str] = []
+    for event in events:
+        if event.kind == "turn.steered":
+            waiting.setdefault(str(event.turn), []).append(str(event.data["request_id"]))
+        elif event.kind == "model.request":
+            received += waiting.pop(str(event.turn), [])
+    return received
+
+
 @pytest.mark.slow
 def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path) -> None:
     """Seeded concurrent hz processes, some killed mid-append: no traceback, no double or
@@ -66,8 +85,15 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
     for round_ in range(ROUNDS):
         now = (start + timedelta(hours=round_)).strftime("%Y-%m-%dT%H:%M:%SZ")
         running = []
-        for _ in range(PER_ROUND):
-            args = _command(rng, round_)
+        if round_ == 1:
+            (root / "home" / "heinzel" / "index.sqlite").unlink(missing_ok=True)
+        if round_ == 2:
+            with (root / "home" / "heinzel" / ids[0] / "session.jsonl").open("a") as spine:
+                spine.write("not json at all\n")
+        twice = rng.choice(NAMES)
+        commands = [["heinzel", "chat", twice, f"twin {round_}.{n}"] for n in (1, 2)]
+        commands += [_command(rng, round_) for _ in range(PER_ROUND)]
+        for args in commands:
             extra = {"HZ_CRASH_AT": f"append:{rng.randint(1, 6)}"} if rng.random() < 0.35 else {}
             running.append(
                 (
@@ -107,6 +133,16 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
         marked = MARKER.findall((root / f"{name}.md").read_text(encoding="utf-8"))
         assert [k for k, n in Counter(marked).items() if n > 1] == []
         assert sorted(set(marked) - set(placed)) == []  # no orphan draft
+        events = list(read_events(home / heinzel_id / "session.jsonl"))
+        runs = Counter(_received_steers(events))
+        runs.update(
+            str(k).split("@", 1)[1]
+            for e in events
+            if e.kind in ("turn.started", "turn.skipped")
+            for k in e.data.get("keys", [])
+            if str(k).split("@", 1)[1].startswith("rq-")
+        )
+        assert [r for r, n in runs.items() if n > 1] == []  # each chat reached one run
     verified = hz(root, "heinzel", "verify", HZ_NOW=last)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     before = _rows(home / "index.sqlite")

@@ -3,8 +3,10 @@
 
 ``think``: the model's first request writes ``SYNC/ready`` (a FIFO) and blocks on
 ``SYNC/go`` (a FIFO) before it answers with text, so the engine makes a second request.
-``act``: the document's ``place_draft`` does the same. Every request's messages are
-recorded to ``SYNC/request-<n>.json``, so the test sees what the model received.
+``act``: the document's ``place_draft`` does the same. ``start``: the host waits there
+holding the spine's lock, before the turn starts (its first model request does not
+block). Every request's messages are recorded to ``SYNC/request-<n>.json``, so the
+test sees what the model received.
 """
 
 from __future__ import annotations
@@ -77,10 +79,23 @@ class BlockingDocuments(LocalDocuments):
         return super().place_draft(*args, **kwargs)
 
 
+class StartingHost(TurnHost):
+    """A host that meets the test once it holds the lock, before ``turn.started``."""
+
+    sync: Path
+
+    def _env(self, *args: Any, **kwargs: Any) -> Any:
+        rendezvous(self.sync)
+        return super()._env(*args, **kwargs)
+
+
 def main(home: Path, heinzel_id: str, sync: Path, where: str) -> None:
     settings = Settings(heinzel=HeinzelSettings(home=home))
     service = Service(Home(home), lambda: NOW, settings, owner="me")
     host = TurnHost(service, model=model(sync, where == "think"))
+    if where == "start":
+        host = StartingHost(service, model=model(sync, False))
+        host.sync = sync
     adapters = default_adapters(settings)
     if where == "act":
         adapters["documents"] = BlockingDocuments(sync)

@@ -206,3 +206,58 @@ class TestLeftRequests:
         )
         assert state.disposition == "drafted"
         assert Inbox(service.home, heinzel_id).pending() == []
+
+
+def _waiting_for_lock(process: subprocess.Popen[str], lock: Path) -> None:
+    """Block until ``process`` holds the spine's lock file open (it waits for the lock,
+    past its check for a running turn); fail if it exits first."""
+    fds = Path(f"/proc/{process.pid}/fd")
+    for _ in range(6000):
+        assert process.poll() is None, process.communicate()
+        try:
+            if any(os.readlink(fd) == str(lock) for fd in fds.iterdir()):
+                return
+        except FileNotFoundError:
+            continue
+        threading.Event().wait(0.01)
+    raise AssertionError(f"{process.args} never waited for {lock}")
+
+
+@pytest.mark.kill
+def test_two_chats_at_once_are_each_delivered_once(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Two `hz heinzel chat` processes sent while a turn is about to start wait for the
+    lock; that turn is steered with both, so neither runs a turn of its own: one model
+    run, one turn, each request steered once (issue 11, finding 4)."""
+    service, heinzel_id, _ = make_service()
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    child = Child(service, heinzel_id, sync, "start")
+    child.ready()
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+    chats = [
+        subprocess.Popen(
+            [hz, "heinzel", "chat", "notes-digest", f"{TEXT} ({n})"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in (1, 2)
+    ]
+    for chat in chats:
+        _waiting_for_lock(chat, service.home.session_dir(heinzel_id) / "lock")
+    [[turn, _, disposition, _]] = child.go()
+    assert disposition == "drafted"
+    for chat in chats:
+        out, err = chat.communicate(timeout=120)
+        assert chat.returncode == 0, err
+        assert "steered into the turn that ran meanwhile" in out
+    started = _events(service, heinzel_id, "turn.started")
+    assert [e.turn for e in started] == [turn]
+    steered = [e.data["request_id"] for e in _events(service, heinzel_id, "turn.steered")]
+    assert len(steered) == len(set(steered)) == 2
+    assert not (sync / "request-3.json").exists()  # two model requests, one turn's
+    assert Inbox(service.home, heinzel_id).pending() == []

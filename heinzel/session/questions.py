@@ -1,0 +1,31 @@
+"""The questions a Heinzelmännchen asked and nobody answered yet (chat proposals of a write
+that wait on the user): one query over the index's keys, the events read from the spine.
+
+Shared by ``hz heinzel answer`` (`heinzel.turns.answer`), ``hz heinzel show`` (the service)
+and the web page, so all three agree on what waits on the user.
+"""
+
+from __future__ import annotations
+
+from heinzel.session.sessions import Sessions
+from ledger.event import Event
+from ledger.spine import read_events
+
+__all__ = ["open_questions"]
+
+
+def open_questions(sessions: Sessions, heinzel_id: str) -> list[Event]:
+    """The ``question.asked`` events of proposals not yet answered, oldest first."""
+    rows = sessions.index.db.execute(
+        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
+        "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
+        "AND b.kind = 'question.answered') ORDER BY a.seq",
+        [heinzel_id],
+    ).fetchall()
+    path = sessions.home.spine_path(heinzel_id)
+    found = []
+    for (offset,) in rows:
+        event = next(iter(read_events(path, from_offset=int(offset))), None)
+        if event is not None and event.data.get("proposal"):
+            found.append(event)
+    return found

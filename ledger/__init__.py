@@ -5,8 +5,9 @@ migrate-on-read), turn bodies with expiry, atomic private files and the
 derived-index base.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 # A submodule of the same name as the function: bound now, so the function wins.
 from ledger.verify import Break, BreakReason, VerifyReport, verify
@@ -80,13 +81,4 @@ _WHERE: dict[str, str] = {
     "Spine": "ledger.spine",
 }
 
-
-def __getattr__(name: str) -> object:
-    """Load a name's module on first use (PEP 562), so importing one submodule, or this
-    package for one name, does not load every other (start-up by need)."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())

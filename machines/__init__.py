@@ -8,8 +8,9 @@ and skipping turns, the session (single flight, steering, stop), waits, the fold
 crash points and errors.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 # A submodule of the same name as the function: bound now, so the function wins.
 from machines.fold import TurnState, fold
@@ -103,6 +104,7 @@ __all__ = [
 ]
 
 _WHERE: dict[str, str] = {
+    "keys": "machines.keys",
     "DiskBody": "machines.disk_body",
     "EffectRefused": "machines.effects",
     "HZ": "machines.host_vocabulary",
@@ -152,15 +154,4 @@ _WHERE: dict[str, str] = {
     "due_waits": "machines.waits",
 }
 
-
-def __getattr__(name: str) -> object:
-    """Load a name's module on first use (PEP 562), so importing one submodule, or this
-    package for one name, does not load every other (start-up by need)."""
-    if name == "keys":
-        return importlib.import_module("machines.keys")
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())

@@ -1,7 +1,8 @@
 """Contracts: the ``.prose.md`` format, its compiler, amendments (HZC050) and skills (HZC051)."""
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from heinzel.contract.amend import check_amendment, widenings
@@ -55,13 +56,4 @@ _WHERE: dict[str, str] = {
     "resolve_skills": "heinzel.contract.skills",
 }
 
-
-def __getattr__(name: str) -> object:
-    """Load a name's module on first use (PEP 562), so importing one submodule, or this
-    package for one name, does not load every other (start-up by need)."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())

@@ -21,6 +21,7 @@ from heinzel.contract.schedule import next_slot
 from heinzel.index.schema import MARKED, SCHEMA, TABLES
 from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
+from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
 from machines.journal import keys_of
 
@@ -37,15 +38,7 @@ class HeinzelProjection:
         self._handlers: dict[str, Callable[[Database, str, Event], None]] = {
             kind: getattr(self, "_apply_" + kind.replace(".", "_"))
             for kind in (
-                "heinzel.created",
-                "heinzel.renamed",
-                "heinzel.paused",
-                "heinzel.unpaused",
-                "heinzel.retired",
-                "heinzel.unretired",
-                "contract.proposed",
-                "contract.approved",
-                "amendment.proposed",
+                *LIFECYCLE_KINDS,
                 "contract.amended",
                 "amendment.declined",
                 "turn.started",

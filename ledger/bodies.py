@@ -6,16 +6,20 @@ append. `Bodies.append` returns the line's content hash ``sha256:<hex>``, which
 the spine records, so a body that has expired is a gap the user can see, never a
 break in the chain. Bodies expire only through an explicit `Bodies.prune`: it
 deletes regular files named like bodies hz writes, never follows a link, is
-idempotent, and never runs as a side effect of a read.
+idempotent, and never runs as a side effect of a read. A `Bodies` keeps one
+open descriptor per turn it appends to, so a record costs a write and an fsync;
+`Bodies.close` closes them at the turn's end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import re
 import stat
+import weakref
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,6 +41,14 @@ _TURN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _BODY_FILE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
 
 
+def _close_all(handles: dict[str, tuple[int, int]]) -> None:
+    """Close every descriptor in ``handles`` (also when a `Bodies` is collected)."""
+    while handles:
+        _, (fd, _) = handles.popitem()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _check_turn(turn: str) -> str:
     if not isinstance(turn, str) or not _TURN.fullmatch(turn) or ".." in turn:
         raise LedgerError(
@@ -56,6 +68,66 @@ class Bodies:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory) / BODIES_DIR
+        self._open: dict[str, tuple[int, int]] = {}
+        """Per turn: the body's open append descriptor and where hz's last line ends."""
+        self._finalizer = weakref.finalize(self, _close_all, self._open)
+
+    def _handle(self, turn: str, path: Path) -> tuple[int, int]:
+        """The turn's open descriptor and its end, a torn tail cut off first.
+
+        Opened once per turn (directory made private, tail read); after that one
+        ``fstat`` per record: a file removed under the handle is reopened, and one
+        whose size is not where hz's last line ended (another writer, a crash of
+        one) has its tail read again.
+        """
+        fd, end = self._open.get(turn, (-1, -1))
+        try:
+            if fd >= 0:
+                info = os.fstat(fd)
+                if info.st_nlink == 0:
+                    self.close(turn)
+                    fd = -1
+                elif info.st_size == end:
+                    return fd, end
+            if fd < 0:
+                ensure_private_dir(self.directory)
+                fd = open_append(path)
+                self._open[turn] = (fd, -1)
+            size = os.fstat(fd).st_size
+            end = size
+            if size:
+                reader = open_read(path)
+                try:
+                    end = last_newline_end(reader, size)
+                finally:
+                    os.close(reader)
+                if end < size:
+                    os.ftruncate(fd, end)
+        except OSError as error:
+            self.close(turn)
+            raise LedgerError(
+                "HZL002",
+                f"cannot write {path}: {error.strerror or error}",
+                "check the disk (space, permissions, a read-only mount) and retry",
+            ) from error
+        except LedgerError:
+            self.close(turn)
+            raise
+        self._open[turn] = (fd, end)
+        return fd, end
+
+    def close(self, turn: str | None = None) -> None:
+        """Close the open body of ``turn`` (every open body when None): at a turn's end.
+
+        Appending again reopens it; nothing written is lost by closing (each
+        record was fsynced before `append` returned).
+        """
+        if turn is None:
+            _close_all(self._open)
+            return
+        fd, _ = self._open.pop(turn, (-1, -1))
+        if fd >= 0:
+            os.close(fd)
 
     def path(self, turn: str) -> Path:
         """Where the body of ``turn`` lives."""
@@ -81,33 +153,22 @@ class Bodies:
                 f"a record for the body of {turn} is not JSON: {error}",
                 "pass strings, numbers, booleans, null, lists and objects only",
             ) from error
-        ensure_private_dir(self.directory)
-        fd = open_append(path)
+        line = body + b"\n"
+        fd, end = self._handle(turn, path)
         try:
-            size = os.fstat(fd).st_size
-            end = size
-            if size:
-                reader = open_read(path)
-                try:
-                    end = last_newline_end(reader, size)
-                finally:
-                    os.close(reader)
-                if end < size:
-                    os.ftruncate(fd, end)
-            line = body + b"\n"
             written = os.write(fd, line)
             if written != len(line):
                 os.ftruncate(fd, end)
                 raise OSError(0, f"wrote {written} of {len(line)} bytes")
             os.fsync(fd)
         except OSError as error:
+            self.close(turn)
             raise LedgerError(
                 "HZL002",
                 f"cannot write {path}: {error.strerror or error}",
                 "check the disk (space, permissions, a read-only mount) and retry",
             ) from error
-        finally:
-            os.close(fd)
+        self._open[turn] = (fd, end + len(line))
         return f"sha256:{sha256_hex(body)}"
 
     def read(self, turn: str) -> list[dict[str, Any]] | None:

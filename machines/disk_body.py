@@ -23,15 +23,22 @@ class DiskBody:
     def __init__(self, bodies: Bodies | Path) -> None:
         self.bodies = bodies if isinstance(bodies, Bodies) else Bodies(Path(bodies))
         self._cache: dict[tuple[str, str], Any] = {}
+        self._loaded: set[str] = set()
+        """Turns whose body was read once: later puts append without reading it again."""
 
     def _load(self, turn: str) -> None:
         for record in self.bodies.read(turn) or []:
             if record.get("kind") == "value":
                 self._cache[(turn, str(record.get("hash")))] = record.get("value")
+        self._loaded.add(turn)
 
     def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` (once per turn and digest), fsynced."""
-        if (turn, digest) not in self._cache:
+        """Keep ``value`` under ``digest`` (once per turn and digest), fsynced.
+
+        The turn's body is read once, at its first put (a resumed turn's earlier
+        values); after that a put is one append.
+        """
+        if turn not in self._loaded:
             self._load(turn)
         if (turn, digest) in self._cache:
             return
@@ -43,6 +50,10 @@ class DiskBody:
         if (turn, digest) not in self._cache:
             self._load(turn)
         return self._cache[(turn, digest)]
+
+    def close(self, turn: str | None = None) -> None:
+        """Close the open body of ``turn`` (all when None): at the turn's end."""
+        self.bodies.close(turn)
 
     def records(self, turn: str) -> list[dict[str, Any]]:
         """Every record of the turn's body (a host may keep its own kinds beside)."""

@@ -199,7 +199,10 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
         )
         turn = "tn-" + new_id(service.clock)[3:]
         wake = Wake("created", keys.created(heinzel_id))
-        state = asyncio.run(session.start(turn, [wake], Pins()))
+        try:
+            state = asyncio.run(session.start(turn, [wake], Pins()))
+        finally:
+            steps.body.close()
         row = service.queries.row(heinzel_id)
         wanted = provisional
         failure = None

@@ -361,14 +361,17 @@ class TurnHost:
         steps = DeliveringSteps(HeinzelSteps(env), delivery)
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session
-        with interruptible() as interrupt:
-            delivery.interrupted = lambda: interrupt.signal
-            states = asyncio.run(run(session))
-        if interrupt.signal is not None:
-            self.interrupted = interrupt.signal
-        for state in states:
-            if state.state in ENDED_BADLY and steps.failure is not None:
-                keep_failure(env.body, state.turn, steps.failure)
+        try:
+            with interruptible() as interrupt:
+                delivery.interrupted = lambda: interrupt.signal
+                states = asyncio.run(run(session))
+            if interrupt.signal is not None:
+                self.interrupted = interrupt.signal
+            for state in states:
+                if state.state in ENDED_BADLY and steps.failure is not None:
+                    keep_failure(env.body, state.turn, steps.failure)
+        finally:
+            env.body.close()  # the turn's open body handles, each record already fsynced
         return states, delivery.follow_ups(states)
 
     @staticmethod

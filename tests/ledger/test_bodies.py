@@ -61,6 +61,28 @@ class TestAppendAndRead:
         bodies.append("t1", {"a": 2})
         assert bodies.read("t1") == [{"a": 1}, {"a": 2}]
 
+    def test_one_open_body_per_turn_closed_at_the_turn_end(self, tmp_path: Path) -> None:
+        """Appends keep one descriptor per turn body, and close releases them all."""
+        before = len(os.listdir("/proc/self/fd"))
+        bodies = Bodies(tmp_path)
+        for n in range(5):
+            bodies.append("t1", {"n": n})
+            bodies.append("t2", {"n": n})
+        assert len(os.listdir("/proc/self/fd")) == before + 2
+        bodies.close()
+        assert len(os.listdir("/proc/self/fd")) == before
+        bodies.append("t1", {"n": 5})
+        bodies.close("t1")
+        assert [r["n"] for r in bodies.read("t1") or []] == [0, 1, 2, 3, 4, 5]
+
+    def test_a_body_removed_under_its_open_handle_is_written_anew(self, tmp_path: Path) -> None:
+        """A record appended after the body was pruned lands in a new file, not a ghost."""
+        bodies = Bodies(tmp_path)
+        bodies.append("t1", {"a": 1})
+        (tmp_path / "turns" / "t1.jsonl").unlink()
+        bodies.append("t1", {"a": 2})
+        assert bodies.read("t1") == [{"a": 2}]
+
     def test_a_damaged_line_is_a_coded_error(self, tmp_path: Path) -> None:
         """A complete line that is not a JSON object is HZL041."""
         bodies = Bodies(tmp_path)

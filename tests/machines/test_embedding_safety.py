@@ -8,9 +8,11 @@ import sys
 from dataclasses import FrozenInstanceError, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ledger.bodies import Bodies
 from ledger.event import make_event
 from ledger.spine import Spine, verify
 from machines import (
@@ -160,6 +162,40 @@ class TestDiskBody:
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
         assert done.returncode == 137
         assert DiskBody(tmp_path).get("t1", "sha256:ab") == {"v": 1}
+
+    def test_every_put_is_on_disk_with_the_handle_kept_open(self, tmp_path: Path) -> None:
+        """Each of many puts to one turn survives a kill right after the last one returns."""
+        code = (
+            "import os, sys\n"
+            "from machines import DiskBody\n"
+            "body = DiskBody(sys.argv[1])\n"
+            "for n in range(20):\n"
+            "    body.put('t1', f'sha256:{n:02x}', {'v': n})\n"
+            "os._exit(137)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+        assert done.returncode == 137
+        body = DiskBody(tmp_path)
+        assert [body.get("t1", f"sha256:{n:02x}") for n in range(20)] == [
+            {"v": n} for n in range(20)
+        ]
+
+    def test_the_body_is_read_once_per_turn_not_per_put(self, tmp_path: Path) -> None:
+        """A turn's puts read its body once (a resumed turn's values), then only append."""
+        reads: list[str] = []
+
+        class CountingBodies(Bodies):
+            def read(self, turn: str) -> list[dict[str, Any]] | None:
+                reads.append(turn)
+                return super().read(turn)
+
+        DiskBody(tmp_path).put("t1", "sha256:00", {"v": 0})
+        body = DiskBody(CountingBodies(tmp_path))
+        for n in range(10):
+            body.put("t1", f"sha256:{n:02x}", {"v": n})
+        body.close()
+        assert reads == ["t1"]
+        assert [r["value"] for r in body.records("t1")] == [{"v": n} for n in range(10)]
 
     def test_a_missing_value_is_a_key_error(self, tmp_path: Path) -> None:
         """A digest never put (or expired) is KeyError, as the Body protocol says."""

@@ -143,6 +143,13 @@ class HeinzelSteps:
                 return {"status": "cap", "error": error.code}
             if result.status != "deferred":
                 break
+        if result.reports:
+            entries = [
+                {"id": r.call_id, "verb": r.verb, "target": r.target, "description": r.description}
+                for r in result.reports
+            ]
+            digest = env.body.bodies.append(ctx.turn, {"kind": "actions", "entries": entries})
+            ctx.journal.append("step.report", {"n": len(entries), "hash": digest}, turn=ctx.turn)
         return {
             "status": result.status,
             "disposition": asdict(result.disposition),

@@ -27,17 +27,14 @@ TURN_KINDS: Final = (
     "step.tool",
     "amendment.filed",
     "amendment.refused",
-    "step.report",
 )
 """What heinzel's turns add to the machine's kinds: ``step.tool{tool, id, h, ok?}`` (a
 read-only tool call of the think step; ``step.handoff`` is the spec's), and the
-amendment an outcome asked for: filed with the service, or refused (``code``, HZC050);
-``step.report{n, hash}``: the think step's ``report`` entries (the action log), kept in
-the body as ``{kind: actions, entries}`` under that hash."""
+amendment an outcome asked for: filed with the service, or refused (``code``, HZC050)."""
 
 TICK_KINDS: Final = ("notice.posted",)
 """What the tick adds: ``notice.posted{reason, day, message}``, the user told once a day
 (key ``<id>@notice:<reason>:<day>``) that the daily cap skipped wakes."""
 
-HOST_HIDDEN: Final = frozenset(MACHINE_KINDS) | {"amendment.filed", "step.report"}
+HOST_HIDDEN: Final = frozenset(MACHINE_KINDS) | {"amendment.filed"}
 """Kinds the context builder never renders (checkpoints, not events a user reads)."""

@@ -2,9 +2,10 @@
 read, what it wrote and what it decided, rebuilt from the spine and the turn bodies.
 
 The spine holds the facts and hashes (``turn.started``, ``step.started`` of think with the
-hash of the gathered inputs, ``draft.placed``, ``effect.done``, ``step.report``,
-``turn.finished`` or ``turn.skipped``); the body holds the content (the inputs' names and
-fingerprints, the ``report`` tool's entries). A turn whose body is gone (pruned) shows
+hash of the gathered inputs, ``step.started`` of outcome with the hash of the think step's
+value, ``draft.placed``, ``effect.done``, ``turn.finished`` or ``turn.skipped``); the body
+holds the content under those hashes (the inputs' names and fingerprints; the ``report``
+tool's entries in the think value's ``reports``). A turn whose body is gone (pruned) shows
 ``"expired"`` where the body's content was; the spine's part stays.
 """
 
@@ -48,13 +49,16 @@ def _inputs(records: list[dict[str, Any]] | None, events: list[Event]) -> Any:
     return []
 
 
-def _entries(bodies: Bodies, turn: str, records: list[dict[str, Any]] | None) -> Any:
+def _entries(records: list[dict[str, Any]] | None, events: list[Event]) -> Any:
+    """The ``report`` entries in the think step's value (the outcome step's input)."""
     if records is None:
         return EXPIRED
     found: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if record.get("kind") == "actions":
-            for entry in record.get("entries") or ():
+    for event in events:
+        if event.kind == "step.started" and event.data.get("step") == "outcome":
+            value = _body_value(records, str(event.data.get("input")))
+            reports = value.get("reports") if isinstance(value, dict) else None
+            for entry in reports or ():
                 if isinstance(entry, dict):
                     found[str(entry.get("id"))] = entry
     return list(found.values())
@@ -105,7 +109,7 @@ def _turn(bodies: Bodies, turn: str, events: list[Event]) -> dict[str, Any]:
         "version": (started.data.get("pins") or {}).get("contract_version"),
         "read": _inputs(records, events),
         "wrote": _wrote(events),
-        "entries": _entries(bodies, turn, records),
+        "entries": _entries(records, events),
         "decided": decided,
     }
 

@@ -143,19 +143,16 @@ class HeinzelSteps:
                 return {"status": "cap", "error": error.code}
             if result.status != "deferred":
                 break
-        if result.reports:
-            entries = [
-                {"id": r.call_id, "verb": r.verb, "target": r.target, "description": r.description}
-                for r in result.reports
-            ]
-            digest = env.body.bodies.append(ctx.turn, {"kind": "actions", "entries": entries})
-            ctx.journal.append("step.report", {"n": len(entries), "hash": digest}, turn=ctx.turn)
         return {
             "status": result.status,
             "disposition": asdict(result.disposition),
             "outcome": None if result.outcome is None else result.outcome.model_dump(mode="json"),
             "usd": str(result.usd),
             "error": result.error,
+            "reports": [
+                {"id": r.call_id, "verb": r.verb, "target": r.target, "description": r.description}
+                for r in result.reports
+            ],
         }
 
     def _message(self, request_id: str) -> str:

@@ -25,12 +25,7 @@ class TestVocabulary:
 
     def test_turn_kinds_are_pinned(self) -> None:
         """What heinzel's turns add."""
-        assert TURN_KINDS == (
-            "step.tool",
-            "amendment.filed",
-            "amendment.refused",
-            "step.report",
-        )
+        assert TURN_KINDS == ("step.tool", "amendment.filed", "amendment.refused")
 
     def test_no_kind_is_named_twice(self) -> None:
         """heinzel's kinds and the machine's never overlap."""

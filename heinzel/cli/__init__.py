@@ -20,6 +20,7 @@ def group() -> click.Group:
     from heinzel.cli import (  # noqa: F401  (they register the subcommands)
         commands,
         credential,
+        report,
         serve,
         team,
         verbs,

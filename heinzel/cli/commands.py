@@ -305,18 +305,19 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
 
 @heinzel.command("answer")
 @click.argument("name")
-@click.argument("said", type=click.Choice(["yes", "no"]))
+@click.argument("said")
 @click.option("--proposal", default=None, help="Which proposal (when several wait).")
 @home_option
 @json_option
 def answer(name: str, said: str, proposal: str | None, home: str | None, as_json: bool) -> None:
-    """Answer a write it proposed in a chat turn; the turn goes on at once.
+    """Answer its question: yes|no to a write it proposed, or free text to a question its
+    outcome asked; the waiting turn goes on at once.
 
     \b
     Example:
-      hz heinzel answer weekly-report yes
+      hz heinzel answer weekly-report "only the platform team's incidents"
     """
-    done = open_app(home).turns.answer(name, said == "yes", proposal)
+    done = open_app(home).turns.respond(name, said, proposal)
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 

@@ -29,3 +29,21 @@ def open_questions(sessions: Sessions, heinzel_id: str) -> list[Event]:
         if event is not None and event.data.get("proposal"):
             found.append(event)
     return found
+
+
+def open_asks(sessions: Sessions, heinzel_id: str) -> list[Event]:
+    """The ``question.asked`` events of an outcome's free-text question (no proposal)
+    not yet answered, oldest first."""
+    rows = sessions.index.db.execute(
+        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
+        "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
+        "AND b.kind = 'question.answered') ORDER BY a.seq",
+        [heinzel_id],
+    ).fetchall()
+    path = sessions.home.spine_path(heinzel_id)
+    found = []
+    for (offset,) in rows:
+        event = next(iter(read_events(path, from_offset=int(offset))), None)
+        if event is not None and not event.data.get("proposal"):
+            found.append(event)
+    return found

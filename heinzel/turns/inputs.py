@@ -62,12 +62,15 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
 
 def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple[InputSpec, ...]:
     """The user's words for a turn from the inbox: the messages of asked keys
-    ``<id>@<request id>`` as inputs ``message``, ``message-2``..., and a retry's hint
-    (key ``<id>@retry:<parent>:<request id>``) as ``hint``; an unreadable one: no input."""
+    ``<id>@<request id>`` as inputs ``message``, ``message-2``..., a retry's hint
+    (key ``<id>@retry:<parent>:<request id>``) as ``hint``, and the answer to a question
+    (key ``<id>@answer:<turn>``) as ``answer``; an unreadable one: no input."""
     found: list[InputSpec] = []
     for key in wake_keys:
         tail = key.split("@", 1)[-1]
         retry = tail.startswith("retry:")
+        if tail.startswith("answer:"):
+            tail = "answer-" + tail.removeprefix("answer:")
         path = home.inbox_dir(heinzel_id) / f"{tail.rsplit(':', 1)[-1] if retry else tail}.json"
         try:
             message = json.loads(path.read_text(encoding="utf-8")).get("message")
@@ -77,6 +80,7 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
             continue
         asked = [i for i in found if i.name.startswith("message")]
         name = "hint" if retry else ("message" if not asked else f"message-{len(asked) + 1}")
+        name = "answer" if tail.startswith("answer-") else name
         found.append(InputSpec(name, str(message), "inbox"))
     return tuple(found)
 

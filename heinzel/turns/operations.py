@@ -100,3 +100,31 @@ class Turns:
         row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)
         return answer(TurnHost(service), row["id"], approved, proposal, adapters=chosen)
+
+    def respond(
+        self,
+        ref: str,
+        said: str,
+        proposal: str | None = None,
+        *,
+        adapters: Mapping[str, object] | None = None,
+    ) -> dict[str, Any]:
+        """``hz heinzel answer NAME SAID``: yes|no to an open proposed write (`answer`),
+        else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296)."""
+        from heinzel.errors import HeinzelError
+        from heinzel.session.questions import open_questions
+        from heinzel.turns.answer_text import answer_text
+        from heinzel.turns.host import TurnHost, default_adapters
+
+        service = self.sessions
+        row = service.resolve(ref)
+        if proposal is not None or open_questions(service, row["id"]):
+            if said not in ("yes", "no"):
+                raise HeinzelError(
+                    "HZH296",
+                    f"{row['name']} waits on a proposed write: the answer is yes or no",
+                    f"hz heinzel answer {row['name']} yes (or no)",
+                )
+            return self.answer(ref, said == "yes", proposal, adapters=adapters)
+        chosen = adapters if adapters is not None else default_adapters(service.settings)
+        return {**answer_text(TurnHost(service), row["id"], said, adapters=chosen)}

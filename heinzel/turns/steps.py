@@ -149,6 +149,10 @@ class HeinzelSteps:
             "outcome": None if result.outcome is None else result.outcome.model_dump(mode="json"),
             "usd": str(result.usd),
             "error": result.error,
+            "reports": [
+                {"id": r.call_id, "verb": r.verb, "target": r.target, "description": r.description}
+                for r in result.reports
+            ],
         }
 
     def _message(self, request_id: str) -> str:

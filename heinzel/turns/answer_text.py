@@ -1,0 +1,64 @@
+"""Answering an outcome's free-text question (``hz heinzel answer NAME "text"``).
+
+A turn whose outcome asks a question ends its act step waiting on ``{kind: answer, key}``
+(`heinzel.turns.act`). The answer goes to ``inbox/answer-<turn>.json`` first (a second
+answer to the same question reuses the first), then ``question.answered{id, hash}`` under
+the question's key (the text only in the inbox and the waiting turn's body), then the
+waiting turn resumes and ends ``asked``, then one turn of cause asked under the key
+``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
+machine never starts a key twice).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from heinzel.errors import HeinzelError
+from heinzel.session.questions import open_asks
+from heinzel.turns.host import TurnHost, summary
+from ledger.bodies import Bodies
+from ledger.files import ensure_private_dir, write_atomic
+from machines import Wake, crash_hook
+from machines.journal import content_hash
+
+__all__ = ["answer_text"]
+
+
+def answer_text(
+    host: TurnHost, heinzel_id: str, text: str, *, adapters: Mapping[str, object]
+) -> dict[str, Any]:
+    """Record the answer to the oldest open question, resume its turn, run the follow-up."""
+    service = host.service
+    name = str(service.queries.row(heinzel_id)["name"])
+    waiting = open_asks(service, heinzel_id)
+    if not waiting:
+        raise HeinzelError(
+            "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
+        )
+    if not text.strip():
+        raise HeinzelError(
+            "HZH295", "the answer is empty", f'say it in words: hz heinzel answer {name} "..."'
+        )
+    chosen = waiting[0]
+    key, turn = str(chosen.key), str(chosen.turn)
+    inbox = service.home.inbox_dir(heinzel_id)
+    ensure_private_dir(inbox)
+    path = inbox / f"answer-{turn}.json"
+    try:
+        text = str(json.loads(path.read_text(encoding="utf-8"))["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        record = {"key": key, "message": text, "at": service.clock().isoformat()}
+        write_atomic(path, json.dumps(record).encode("utf-8"))
+    digest = content_hash(text)
+    with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+        Bodies(service.home.session_dir(heinzel_id)).append(
+            turn, {"kind": "answer", "key": key, "hash": digest, "text": text}
+        )
+        spine.append("question.answered", {"id": path.stem, "hash": digest}, turn=turn, key=key)
+    host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
+    follow = Wake("asked", f"{heinzel_id}@answer:{turn}")
+    states = host.run_wakes(heinzel_id, [follow], adapters=adapters)
+    done = summary(states, service.home.session_dir(heinzel_id))
+    return {"name": name, "question": str(chosen.data.get("question") or ""), **done}

@@ -1,0 +1,49 @@
+"""`hz heinzel answer NAME "free text"`: a question an outcome asked, answered in words."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.spine import read_events
+
+from .conftest import CREATED, DRAFT, User
+from .fake_providers import Outcome
+
+ANSWER = "only the platform team's incidents"
+ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
+
+
+def _ask_then_draft(body: dict[str, Any], n: int) -> Outcome:
+    """Ask until a request carries the user's answer, then draft."""
+    return Outcome(DRAFT if ANSWER in json.dumps(body) else ASK)
+
+
+def test_a_free_text_answer_resumes_and_reaches_the_model(user: User) -> None:
+    """The asked turn waits; the answer is recorded (hash only in the spine), the waiting
+    turn ends, one follow-up turn sees the answer as its input and drafts; a second answer
+    finds nothing open (HZH210)."""
+    user.serve(lambda body, n: Outcome(CREATED))
+    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.hz("approve", "notes-digest").returncode == 0
+    provider = user.serve(_ask_then_draft)
+    asked = user.hz("heinzel", "wake", "notes-digest", "--json")
+    assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
+    shown = user.hz("heinzel", "show", "notes-digest")
+    assert "pending:  question" in shown.stdout, shown.stdout
+    done = user.hz("heinzel", "answer", "notes-digest", ANSWER, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["disposition"] == "drafted", done.stdout
+    assert ANSWER in json.dumps(provider.seen[-1].body)
+    [spine] = (user.home / "heinzel").glob("hz-*/session.jsonl")
+    events = list(read_events(spine))
+    [answered] = [e for e in events if e.kind == "question.answered"]
+    assert set(answered.data) == {"id", "hash"} and ANSWER not in spine.read_text()
+    ended = [e.data["disposition"] for e in events if e.kind == "turn.finished"]
+    assert ended[-2:] == ["asked", "drafted"]
+    inbox = spine.parent / "inbox" / f"{answered.data['id']}.json"
+    assert json.loads(inbox.read_text())["message"] == ANSWER
+    body = (spine.parent / "turns" / f"{answered.turn}.jsonl").read_text()
+    assert ANSWER in body
+    again = user.hz("heinzel", "answer", "notes-digest", "another")
+    assert again.returncode == 1 and again.stderr.startswith("HZH210"), again.stderr

@@ -93,6 +93,7 @@ class Service(Sessions):
                     "owner": self.owner,
                     "origin": str(path.parent),
                 },
+                short_text=("origin",),  # a deep folder's path is longer than a plain field
             )
             spine.append(
                 "contract.proposed", {"version": 1, "fingerprint": facts.fingerprint, "by": "user"}

@@ -15,16 +15,24 @@ Every key starts with the owner's id and ``@`` (ADR 0049 statement 5, 13):
 | place_draft effect | ``<id>@v<contract version>@<slot>@<asset>`` |
 | question effect | ``<id>@question:<turn>:<n>`` |
 
+A key must fit the spine's label cap (200 characters, HZL024). A key that fits keeps the
+readable form above, so every key already written reads the same. A place_draft key that
+would not (a deep folder's absolute asset) has its asset replaced by ``short_asset``
+(``<scheme>:#<16 hex of its SHA-256>:<file name>``) and a long slot by ``#<16 hex>``; the
+documents adapter records each shortened asset so it can find the file again.
+
 The rule: a key with ``turn.started`` and no end resumes that turn; a key with
 ``turn.finished`` or ``turn.skipped`` does nothing; an unseen key starts a turn.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ledger.guard import MAX_PLAIN
 from machines.errors import bad_key_part
 from machines.host_vocabulary import HZ, Vocabulary
 from machines.journal import Journal
@@ -36,6 +44,20 @@ def _part(name: str, value: str, *, allow_at: bool = False) -> str:
     if not text or any(c.isspace() for c in text) or ("@" in text and not allow_at):
         raise bad_key_part(name, text)
     return text
+
+
+def _hashed(text: str) -> str:
+    """``#<16 hex>``: a long key part by its hash (never holds ``@`` or a space)."""
+    return "#" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def short_asset(asset: str) -> str:
+    """``<scheme>:#<16 hex>:<file name>``: a long asset in a key, its file name kept."""
+    scheme, sep, rest = asset.partition(":")
+    if not sep or not scheme.isalnum() or len(scheme) > 20:
+        scheme, rest = "asset", asset
+    name = "".join(c for c in rest.rstrip("/").rsplit("/", 1)[-1] if c.isprintable())[-40:]
+    return f"{scheme}:{_hashed(asset)}" + (f":{name}" if name else "")
 
 
 def schedule(owner: str, slot: str) -> str:
@@ -82,11 +104,14 @@ def stale(owner: str, output: str, valid_until: str) -> str:
 
 
 def place_draft(owner: str, contract_version: int, slot: str, asset: str) -> str:
-    """``<id>@v<contract version>@<slot>@<asset>``: the place_draft effect's key."""
-    return (
-        f"{_part('id', owner)}@v{int(contract_version)}@{_part('slot', slot)}"
-        f"@{_part('asset', asset)}"
-    )
+    """``<id>@v<contract version>@<slot>@<asset>``: the place_draft effect's key, with a
+    long asset (and slot) shortened so the key always fits the spine."""
+    head = f"{_part('id', owner)}@v{int(contract_version)}"
+    slot, asset = _part("slot", slot), _part("asset", asset)
+    key = f"{head}@{slot}@{asset}"
+    if len(key) <= MAX_PLAIN:
+        return key
+    return f"{head}@{slot if len(slot) <= 80 else _hashed(slot)}@{short_asset(asset)}"
 
 
 def question(owner: str, turn: str, index: int) -> str:

@@ -159,6 +159,7 @@ def build_adapters(
     environ: Mapping[str, str],
     fixtures: Path | None = None,
     stored: Stored = _none,
+    asset_names: Path | None = None,
 ) -> dict[str, object]:
     """The adapter map: files, git and documents; the fixture sources when ``fixtures``
     is set; then each configured table's backend for its capability (secrets from the
@@ -166,7 +167,7 @@ def build_adapters(
     adapters: dict[str, object] = {
         "files": FilesCapability(),
         "git": GitCapability(),
-        "documents": LocalDocuments(approver),
+        "documents": LocalDocuments(approver, names=asset_names),
     }
     if fixtures is not None:
         adapters.update(fixture_sources(fixtures))

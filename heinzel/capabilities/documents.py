@@ -67,7 +67,8 @@ from heinzel.capabilities.protocols import (
 )
 from ledger.errors import LedgerError
 from ledger.event import sha256_hex
-from ledger.files import read_capped, write_atomic
+from ledger.files import ensure_private_dir, read_capped, write_atomic
+from machines.keys import short_asset
 
 __all__ = [
     "TAG_PREFIX",
@@ -83,6 +84,8 @@ TAG_PREFIX = "🧝 DRAFT"
 _START = "<!-- hz:draft key={key} -->"
 _END = "<!-- hz:end key={key} -->"
 _MARK = "<!-- hz:"
+_SHORT_RE = re.compile(r"^[A-Za-z0-9]+:#([0-9a-f]{16})(?::.*)?$")
+"""A shortened asset in a draft key (``machines.keys.short_asset``); group 1 its hash."""
 _START_RE = re.compile(r"^<!-- hz:draft key=(\S+) -->$")
 PLACES = ("end", "top", "under:<heading>")
 """Where a new draft goes in its document (``outputs.<name>.place``)."""
@@ -166,11 +169,46 @@ class _Section:
 
 class LocalDocuments:
     """Drafts in local Markdown files; ``approver`` is who approves (from configuration),
-    ``base`` the folder relative ``file:`` paths resolve against."""
+    ``base`` the folder relative ``file:`` paths resolve against, ``names`` the folder
+    where a long asset shortened in its draft key (``machines.keys.short_asset``) is
+    recorded, one file per hash, so any process finds the document again."""
 
-    def __init__(self, approver: str, base: Path | None = None) -> None:
+    def __init__(self, approver: str, base: Path | None = None, names: Path | None = None) -> None:
         self._approver = approver
         self._base = base
+        self._names = names
+
+    def remember(self, asset: str) -> None:
+        """Record ``asset`` under its short form's hash (before a key naming it is used)."""
+        if self._names is None:
+            return
+        digest = _SHORT_RE.match(short_asset(asset))
+        assert digest is not None
+        path = self._names / digest.group(1)
+        if path.is_file() and path.read_text(encoding="utf-8") == asset:
+            return
+        ensure_private_dir(self._names)
+        write_atomic(path, asset.encode("utf-8"))
+
+    def _asset_of(self, key: str) -> str:
+        """The asset a draft key names, a shortened one read back from ``names``."""
+        part = asset_of_key(key)
+        short = _SHORT_RE.match(part)
+        if short is None:
+            return part
+        path = None if self._names is None else self._names / short.group(1)
+        try:
+            asset = path.read_text(encoding="utf-8") if path is not None else ""
+        except OSError:
+            asset = ""
+        if not asset or short_asset(asset) != part:
+            raise CapabilityError(
+                "HZH253",
+                f"the draft key {key!r} names a shortened asset hz has no record of",
+                "the record is kept under the home's heinzel/assets folder; "
+                "restore it from a backup, or reject the draft by deleting its section",
+            )
+        return asset
 
     @property
     def name(self) -> str:
@@ -204,7 +242,8 @@ class LocalDocuments:
 
         Returns the SHA-256 of the draft text as it stands in the document.
         """
-        if asset_of_key(key) != asset:
+        self.remember(asset)
+        if self._asset_of(key) != asset:
             raise CapabilityError(
                 "HZH134",
                 f"the key {key!r} names another asset than {asset}",
@@ -242,13 +281,13 @@ class LocalDocuments:
         """Remove an approved section's two comments (and the blank line each leaves),
         keeping the user's text; True when something was removed. A pending, missing or
         broken section is left alone, so calling it again is harmless."""
-        path = self._path(asset_of_key(key))
+        path = self._path(self._asset_of(key))
         for _ in range(_TRIES):
             try:
                 original = self._load(path)
             except CapabilityError:
                 return False
-            lines = self._decode(original, asset_of_key(key)).split("\n")
+            lines = self._decode(original, self._asset_of(key)).split("\n")
             section = _Section(lines, key)
             if not section.present or not section.well_formed() or section.tagged():
                 return False
@@ -275,13 +314,13 @@ class LocalDocuments:
         """Pending, approved (with the text as it now reads), rejected, or unknown."""
         lines = self._lines_or_none(key)
         if lines is None:
-            return Unknown(f"cannot read {asset_of_key(key)}")
+            return Unknown(f"cannot read {self._asset_of(key)}")
         section = _Section(lines, key)
         if not section.present:
             return Rejected()
         if not section.well_formed():
             return Unknown(
-                f"the draft's markers in {asset_of_key(key)} no longer pair up "
+                f"the draft's markers in {self._asset_of(key)} no longer pair up "
                 "(a hz:draft or hz:end comment was deleted or copied)"
             )
         if section.tagged():
@@ -294,7 +333,7 @@ class LocalDocuments:
         return self._decode(self._load(path), asset)
 
     def _lines_or_none(self, key: str) -> list[str] | None:
-        path = self._path(asset_of_key(key))
+        path = self._path(self._asset_of(key))
         try:
             return self._load(path).decode("utf-8").split("\n")
         except (CapabilityError, UnicodeDecodeError):
@@ -389,10 +428,15 @@ def _section_lines(key: str, body: str, tag: str) -> list[str]:
     return [tag, _START.format(key=key), "", body, "", _END.format(key=key)]
 
 
+def _same(part: str) -> str:
+    """A key's asset part in one form (shortened), so both forms of an asset compare equal."""
+    return part if _SHORT_RE.match(part) else short_asset(part)
+
+
 def _superseded(lines: list[str], key: str) -> list[tuple[int, int]]:
     """The pending sections of the same Heinzelmännchen and asset as ``key``: (first line,
     last line) each, tag line included."""
-    owner, asset = key.split("@", 1)[0], asset_of_key(key)
+    owner, asset = key.split("@", 1)[0], _same(asset_of_key(key))
     found = []
     for line in lines:
         match = _START_RE.match(line.strip())
@@ -400,7 +444,7 @@ def _superseded(lines: list[str], key: str) -> list[tuple[int, int]]:
         if other is None or other == key or other.split("@", 1)[0] != owner:
             continue
         try:
-            if asset_of_key(other) != asset:
+            if _same(asset_of_key(other)) != asset:
                 continue
         except CapabilityError:
             continue

@@ -144,6 +144,12 @@ def _grant(name: str, grant: dict[str, Any]) -> list[str]:
 
 
 def amendment(row: dict[str, Any]) -> str:
+    if "replaces" in row:
+        return (
+            f"replaced the proposal of {row['name']}: v{row['version']} proposed in place of "
+            f"v{row['replaces']} (nothing was approved yet)\n"
+            f"next: read it with `hz heinzel show {row['name']}`, then `hz approve {row['name']}`"
+        )
     return f"amendment {row['id']}: v{row['version']} by {row['by']}, {row['state']}" + (
         " (widens the contract: needs your approval)" if row.get("widens") else ""
     )

@@ -78,7 +78,7 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
                 names[heinzel_id] = heinzel_id
         return names[heinzel_id]
 
-    for part in ("woken", "skipped", "errors"):
+    for part in ("woken", "skipped", "busy", "errors"):
         for entry in report[part]:
             entry["name"] = name(str(entry["id"]))
     for woken in report["woken"]:
@@ -149,6 +149,11 @@ def render_tick(report: dict[str, Any]) -> str:
                 if cause.get("hint"):
                     lines.append(f"    hint: {cause['hint']}")
     lines += [f"  {s.get('name') or s['id']}: skipped ({s['reason']})" for s in report["skipped"]]
+    lines += [
+        f"  {b.get('name') or b['id']}: a turn runs in another process; "
+        f"{', '.join(b['causes']) or 'its wakes'} wait for the next tick"
+        for b in report.get("busy", [])
+    ]
     if report["deferred"]:
         lines.append(f"  {len(report['deferred'])} more wait for the next tick")
     lines += [f"  notice: {n}" for n in report["notices"]]

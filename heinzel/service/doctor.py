@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,10 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         environ=os.environ,
         stored=lambda provider: stored_secret(provider, os.environ),
     )
+    checks += _needed(
+        service,
+        {c["name"].removeprefix("adapter ") for c in checks if c.get("configured") is False},
+    )
     if online:
         from heinzel.capabilities.configured import probe_adapters
 
@@ -57,6 +62,37 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
             stored=lambda provider: stored_secret(provider, os.environ),
         )
     return {"home": str(home.root), "checks": checks}
+
+
+def _needed(service: Sessions, missing: set[str]) -> list[dict[str, Any]]:
+    """HZH104 before it happens: each Heinzelmännchen (not retired) whose contract requires
+    or reads a capability in ``missing`` (no adapter configured), with the fix."""
+    if not missing or not service.home.root.exists():
+        return []
+    rows = service.index.db.query(
+        "SELECT name, frontmatter FROM heinzel WHERE state != 'retired' ORDER BY name", []
+    )
+    checks = []
+    for row in rows:
+        front = json.loads(row["frontmatter"] or "{}")
+        wanted = {str(r).split(":", 1)[0] for r in front.get("hz.requires") or []}
+        wanted |= {
+            str(value).split(".", 1)[0]
+            for key, value in front.items()
+            if key.startswith("hz.inputs.") and key.endswith(".from")
+        }
+        checks += [
+            {
+                "name": f"{row['name']} needs {capability}",
+                "ok": False,
+                "code": "HZH104",
+                "detail": f"its contract uses {capability}, which no adapter is configured for",
+                "fix": f"add an [adapters.{capability}] table to your configuration "
+                "(docs/adapters.md), or amend the contract",
+            }
+            for capability in sorted(wanted & missing)
+        ]
+    return checks
 
 
 def _runner_check(name: str, table: Any) -> dict[str, Any]:

@@ -93,6 +93,7 @@ class Service(Sessions):
                     "owner": self.owner,
                     "origin": str(path.parent),
                 },
+                short_text=("origin",),  # a deep folder's path is longer than a plain field
             )
             spine.append(
                 "contract.proposed", {"version": 1, "fingerprint": facts.fingerprint, "by": "user"}
@@ -200,6 +201,12 @@ class Service(Sessions):
         from heinzel.contract.compiler import read_contract_text
 
         text = read_contract_text(Path(file), file)
+        row = self.resolve(ref)
+        if row["contract_version"] is None and row["proposed_version"] is not None:
+            from heinzel.contract import compile_contract
+            from heinzel.service.outputs import check_outputs
+
+            check_outputs(compile_contract(text, source=file), Path(file).resolve().parent)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:

@@ -24,6 +24,8 @@ def propose_amendment(
 ) -> dict[str, Any]:
     """File an amendment: the user's is accepted; the Heinzelmännchen's may not widen."""
     row = sessions.resolve(ref)
+    if row["contract_version"] is None and row["proposed_version"] is not None and by == "user":
+        return _replace_proposal(sessions, row, text, source=source)
     if row["contract_version"] is None:
         raise HeinzelError(
             "HZH074",
@@ -63,6 +65,32 @@ def propose_amendment(
         short_text=("reason",),
     )
     return sessions.queries.amendment(amendment)
+
+
+def _replace_proposal(
+    sessions: Sessions, row: Mapping[str, Any], text: str, *, source: str
+) -> dict[str, Any]:
+    """The user replaces a proposal nobody approved yet: the new text is stored as the next
+    version (a stored version never changes) and proposed in its place; approving the
+    Heinzelmännchen then grants this text, and the old proposal is never run (the service
+    checks the new outputs first, as `new --from` does)."""
+    new = compile_contract(text, source=source)
+    version = int(row["proposed_version"]) + 1
+    facts = store_version(sessions.home, row["id"], version, text, new)
+    sessions.append(
+        row["id"],
+        "contract.proposed",
+        {"version": version, "fingerprint": facts.fingerprint, "by": "user"},
+    )
+    return {
+        "heinzel": row["id"],
+        "name": row["name"],
+        "version": version,
+        "replaces": int(row["proposed_version"]),
+        "by": "user",
+        "state": "proposed",
+        "widens": False,
+    }
 
 
 def _refuse_declined(

@@ -92,6 +92,7 @@ class TickReport:
     woken: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
+    busy: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     fetches: int = 0
@@ -192,6 +193,7 @@ class Tick:
         if self.team is not None:
             self._team_gate(plan, report)
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
+        ids = self._not_busy(ids, plan, report)
         heights = planner.heights(ids)
         ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
         limit = self.service.settings.heinzel.max_wakes_per_tick
@@ -206,6 +208,19 @@ class Tick:
                 report=report,
             )
         return report
+
+    def _not_busy(self, ids: list[str], plan: _Plan, report: TickReport) -> list[str]:
+        """A Heinzelmännchen whose spine lock another process holds (a turn running there)
+        is passed over at once rather than waited for (HZL010): its new wakes stay due (no
+        slot, fingerprint or key is taken), so the next tick plans them again."""
+        free = []
+        for heinzel in ids:
+            if lock_held(self.service.home.session_dir(heinzel) / "lock"):
+                causes = sorted({w.cause for w in plan.wakes.get(heinzel, [])})
+                report.busy.append({"id": heinzel, "causes": causes})
+            else:
+                free.append(heinzel)
+        return free
 
     def _team_gate(self, plan: _Plan, report: TickReport) -> None:
         """A team Heinzelmännchen runs only where the team hook says (its lease), and a

@@ -54,6 +54,9 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     key = keys.place_draft(env.heinzel_id, env.version, env.slot, asset)
     tag = draft_tag(env.name, env.version)
     documents = env.documents
+    remember = getattr(documents, "remember", None)
+    if remember is not None:  # a shortened asset in the key is found again by any process
+        remember(asset)
 
     async def place(k: str) -> str:
         return str(documents.place_draft(k, asset, draft.text, tag, output.place))
@@ -64,7 +67,8 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     if not ctx.settling and key not in ctx.state.effects and not ctx.journal.key_events(key):
         refuse_planted(key, await find(key))  # the spine never started it: not hz's markers
     data = {"asset": asset, "output": draft.output, "contract_version": env.version}
-    await ctx.effect(Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data))
+    placed = Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data, ("asset",))
+    await ctx.effect(placed)  # a deep folder's path passes the plain-field cap as short text
     env.body.put(ctx.turn, content_hash(draft.text), {"draft": key, "text": draft.text})
 
 

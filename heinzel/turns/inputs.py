@@ -57,6 +57,7 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
         environ=os.environ,
         fixtures=fixtures_dir or settings.heinzel.fixture_sources,
         stored=lambda provider: stored_secret(provider, os.environ),
+        asset_names=Home(settings.heinzel.home).heinzel_dir / "assets",
     )
 
 

@@ -14,8 +14,9 @@ from ledger.spine import read_events
 __all__ = ["open_questions"]
 
 
-def open_questions(sessions: Sessions, heinzel_id: str) -> list[Event]:
-    """The ``question.asked`` events of proposals not yet answered, oldest first."""
+def _unanswered(sessions: Sessions, heinzel_id: str) -> list[Event]:
+    """Every ``question.asked`` event with no ``question.answered`` under its key, oldest
+    first (one index query; the events read at their offsets)."""
     rows = sessions.index.db.execute(
         "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
         "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
@@ -23,27 +24,16 @@ def open_questions(sessions: Sessions, heinzel_id: str) -> list[Event]:
         [heinzel_id],
     ).fetchall()
     path = sessions.home.spine_path(heinzel_id)
-    found = []
-    for (offset,) in rows:
-        event = next(iter(read_events(path, from_offset=int(offset))), None)
-        if event is not None and event.data.get("proposal"):
-            found.append(event)
-    return found
+    events = (next(iter(read_events(path, from_offset=int(offset))), None) for (offset,) in rows)
+    return [event for event in events if event is not None]
+
+
+def open_questions(sessions: Sessions, heinzel_id: str) -> list[Event]:
+    """The ``question.asked`` events of proposals not yet answered, oldest first."""
+    return [e for e in _unanswered(sessions, heinzel_id) if e.data.get("proposal")]
 
 
 def open_asks(sessions: Sessions, heinzel_id: str) -> list[Event]:
     """The ``question.asked`` events of an outcome's free-text question (no proposal)
     not yet answered, oldest first."""
-    rows = sessions.index.db.execute(
-        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
-        "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
-        "AND b.kind = 'question.answered') ORDER BY a.seq",
-        [heinzel_id],
-    ).fetchall()
-    path = sessions.home.spine_path(heinzel_id)
-    found = []
-    for (offset,) in rows:
-        event = next(iter(read_events(path, from_offset=int(offset))), None)
-        if event is not None and not event.data.get("proposal"):
-            found.append(event)
-    return found
+    return [e for e in _unanswered(sessions, heinzel_id) if not e.data.get("proposal")]

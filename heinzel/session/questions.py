@@ -11,7 +11,7 @@ from heinzel.session.sessions import Sessions
 from ledger.event import Event
 from ledger.spine import read_events
 
-__all__ = ["open_questions"]
+__all__ = ["open_asks", "open_questions", "unfinished_answers"]
 
 
 def _unanswered(sessions: Sessions, heinzel_id: str) -> list[Event]:
@@ -37,3 +37,28 @@ def open_asks(sessions: Sessions, heinzel_id: str) -> list[Event]:
     """The ``question.asked`` events of an outcome's free-text question (no proposal)
     not yet answered, oldest first."""
     return [e for e in _unanswered(sessions, heinzel_id) if not e.data.get("proposal")]
+
+
+def unfinished_answers(sessions: Sessions, heinzel_id: str) -> list[Event]:
+    """The free-text answers (``question.answered`` with an ``answer-<turn>`` id) whose
+    follow-up turn (key ``<id>@answer:<turn>``) never started: a process killed between
+    recording the answer and running the turn it owes. Oldest first."""
+    rows = sessions.index.db.execute(
+        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.answered' "
+        "ORDER BY a.seq",
+        [heinzel_id],
+    ).fetchall()
+    path = sessions.home.spine_path(heinzel_id)
+    found = []
+    for (offset,) in rows:
+        event = next(iter(read_events(path, from_offset=int(offset))), None)
+        if event is None or not str(event.data.get("id", "")).startswith("answer-"):
+            continue
+        started = sessions.index.db.execute(
+            "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? "
+            "AND kind IN ('turn.started', 'turn.skipped')",
+            [heinzel_id, f"{heinzel_id}@answer:{event.turn}"],
+        ).fetchone()
+        if started is None:
+            found.append(event)
+    return found

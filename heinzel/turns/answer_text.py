@@ -6,7 +6,9 @@ answer to the same question reuses the first), then ``question.answered{id, hash
 the question's key (the text only in the inbox and the waiting turn's body), then the
 waiting turn resumes and ends ``asked``, then one turn of cause asked under the key
 ``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
-machine never starts a key twice).
+machine never starts a key twice). A process killed after ``question.answered`` and before
+that follow-up ran leaves the answer owed: the next ``hz heinzel answer`` (any text; the
+first answer stands) finishes it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from heinzel.session.questions import open_asks
+from heinzel.session.questions import open_asks, unfinished_answers
 from heinzel.turns.host import TurnHost, summary
 from ledger.bodies import Bodies
 from ledger.files import ensure_private_dir, write_atomic
@@ -33,6 +35,10 @@ def answer_text(
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
+    owed = unfinished_answers(service, heinzel_id)
+    if not waiting and owed:
+        # answered before a crash: the first answer stands; finish what it started
+        return {"name": name, **_follow_up(host, heinzel_id, str(owed[0].turn), adapters)}
     if not waiting:
         raise HeinzelError(
             "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
@@ -57,8 +63,18 @@ def answer_text(
             turn, {"kind": "answer", "key": key, "hash": digest, "text": text}
         )
         spine.append("question.answered", {"id": path.stem, "hash": digest}, turn=turn, key=key)
-    host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
+    done = _follow_up(host, heinzel_id, turn, adapters)
+    return {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+
+
+def _follow_up(
+    host: TurnHost, heinzel_id: str, turn: str, adapters: Mapping[str, object]
+) -> dict[str, Any]:
+    """The asking turn resumed (while it still waits) and the one follow-up turn run."""
+    service = host.service
+    state = service.index.db.execute("SELECT state FROM turns WHERE id = ?", [turn]).fetchone()
+    if state is not None and state[0] == "waiting":
+        host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
     follow = Wake("asked", f"{heinzel_id}@answer:{turn}")
     states = host.run_wakes(heinzel_id, [follow], adapters=adapters)
-    done = summary(states, service.home.session_dir(heinzel_id))
-    return {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    return summary(states, service.home.session_dir(heinzel_id))

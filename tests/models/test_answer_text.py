@@ -47,3 +47,30 @@ def test_a_free_text_answer_resumes_and_reaches_the_model(user: User) -> None:
     assert ANSWER in body
     again = user.hz("heinzel", "answer", "notes-digest", "another")
     assert again.returncode == 1 and again.stderr.startswith("HZH210"), again.stderr
+
+
+def test_an_answer_killed_before_its_follow_up_is_finished_by_the_next(user: User) -> None:
+    """Killed right after `question.answered`: nothing is lost; the next `hz heinzel answer`
+    resumes the asking turn and runs the follow-up once with the first answer, then HZH210."""
+    user.serve(lambda body, n: Outcome(CREATED))
+    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.hz("approve", "notes-digest").returncode == 0
+    provider = user.serve(_ask_then_draft)
+    asked = user.hz("heinzel", "wake", "notes-digest", "--json")
+    assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
+    killed = user.hz(
+        "heinzel", "answer", "notes-digest", ANSWER, HZ_CRASH_AT="after:question.answered"
+    )
+    assert killed.returncode == 137, killed.stderr
+    done = user.hz("heinzel", "answer", "notes-digest", "a later answer", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["disposition"] == "drafted", done.stdout
+    assert ANSWER in json.dumps(provider.seen[-1].body)
+    assert "a later answer" not in json.dumps(provider.seen[-1].body)
+    [spine] = (user.home / "heinzel").glob("hz-*/session.jsonl")
+    events = list(read_events(spine))
+    assert [e.kind for e in events].count("question.answered") == 1
+    follow = [e for e in events if e.kind == "turn.started" and "@answer:" in str(e.key)]
+    assert len(follow) == 1
+    again = user.hz("heinzel", "answer", "notes-digest", "another")
+    assert again.returncode == 1 and again.stderr.startswith("HZH210"), again.stderr

@@ -17,7 +17,7 @@ from machines.journal import InMemoryBody
 from machines.keys import Wake
 from machines.resume import Pins, prepare_resume, start_turn
 from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
+from machines.spine_journal import SpineJournal
 from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps, SimulatedCrash
 
 TURNS = 30
@@ -37,7 +37,7 @@ def machine_appends(directory: Path) -> tuple[float, int]:
     clock = ManualClock()
     settings = Settings(clock=clock, sleep=RecordingSleep())
     with Spine.open(directory, clock=clock) as spine:
-        journal = SpineJournal(spine)
+        journal = SpineJournal.open(spine)
         start = time.perf_counter()
         for n in range(TURNS):
             steps = ScriptedSteps(FakeWorld(), owner=f"hz-bench{n}")
@@ -89,7 +89,7 @@ def resume_time(directory: Path, filler: int) -> tuple[float, float]:
             raise SimulatedCrash
 
     with Spine.open(directory, clock=clock, on_durable=[crash]) as spine:
-        journal = SpineJournal(spine)
+        journal = SpineJournal.open(spine)
         with contextlib.suppress(SimulatedCrash):
             asyncio.run(
                 start_turn(
@@ -102,9 +102,8 @@ def resume_time(directory: Path, filler: int) -> tuple[float, float]:
                     pins=Pins(1),
                 )
             )
-        index = SpineIndex(turn_offsets=dict(journal.index.turn_offsets))
     with Spine.open(directory, clock=clock) as spine:
-        journal = SpineJournal(spine, index)
+        journal = SpineJournal.open(spine)  # the scan is not timed: the fold is
         start = time.perf_counter()
         fold("t1", journal.turn_events("t1"))
         read = time.perf_counter() - start

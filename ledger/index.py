@@ -16,7 +16,8 @@ writes; every write transaction takes the write lock up front (``BEGIN
 IMMEDIATE``, `Index.write`) and waits for it up to `BUSY_SECONDS`, so no
 transaction reads a snapshot and then fails to upgrade it. A SQLite failure is
 never raised bare: `sqlite_error` turns it into a coded `LedgerError` (HZL052 busy
-past the wait, HZL053 disk full, HZL051 anything else).
+past the wait, HZL053 a refused write,
+HZL054 another I/O error, HZL051 anything else).
 """
 
 from __future__ import annotations
@@ -54,25 +55,43 @@ _SET_MARK_SQL = (
     "ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, at = excluded.at"
 )
 BUSY_SECONDS = 60.0
-_FULL = ("database or disk is full", "disk i/o error")
+_BUSY = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED: their extended codes share the low byte
+_FULL = frozenset({13, 778})  # SQLITE_FULL, SQLITE_IOERR_WRITE (ENOSPC, EFBIG)
+_IOERR = 10  # SQLITE_IOERR: its extended codes share the low byte
 
 
 def sqlite_error(path: Path, error: sqlite3.Error) -> LedgerError:
-    """A coded error for a SQLite failure on the index at ``path``."""
+    """A coded error for a SQLite failure on the index at ``path``.
+
+    Told apart by SQLite's extended result code, not its message: "disk I/O error"
+    covers a refused write (a full disk or file size limit, HZL053) as well as a
+    failed read, lock or memory map (HZL054).
+    """
     text = str(error)
+    code = getattr(error, "sqlite_errorcode", None)
+    name = getattr(error, "sqlite_errorname", None) or "unknown"
+    primary = None if code is None else code & 0xFF
     lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
+    if primary in _BUSY or (code is None and ("locked" in lowered or "busy" in lowered)):
         return LedgerError(
             "HZL052",
             f"the index {path} stayed busy (other hz processes writing) for {BUSY_SECONDS:.0f} s",
             "nothing was lost; retry the command when the other processes are done",
         )
-    if any(marker in lowered for marker in _FULL):
+    if code in _FULL or (code is None and "full" in lowered):
         return LedgerError(
             "HZL053",
-            f"the disk holding the index {path} is full ({text}); nothing was lost",
+            f"the disk holding the index {path} refused a write ({text}: full, or over the "
+            "file size limit); nothing was lost",
             "free space on that disk (or raise the file size limit), then run "
             "`hz heinzel reindex`: what the spine recorded is kept",
+        )
+    if primary == _IOERR:
+        return LedgerError(
+            "HZL054",
+            f"an I/O error on the index {path} ({name}); nothing was lost",
+            "run the command again; if it keeps failing, check the disk and the files' "
+            "permissions, then `hz heinzel reindex` rebuilds the index from the spines",
         )
     return LedgerError(
         "HZL051",

@@ -66,3 +66,25 @@ def test_a_full_disk_under_the_index_is_coded_and_nothing_is_lost(tmp_path: Path
     assert '"kind":"contract.approved"' in spine.read_text(encoding="utf-8")
     assert hz("heinzel", "reindex").returncode == 0
     assert "state:    asleep" in hz("heinzel", "show", "weekly-report").stdout
+
+
+def test_sqlite_failures_are_told_apart_by_their_result_code(tmp_path: Path) -> None:
+    """A refused write is HZL053, a failed lock or read HZL054, busy HZL052: by code, not text."""
+    import sqlite3
+
+    from ledger.index import sqlite_error
+
+    def failure(code: int, name: str) -> sqlite3.OperationalError:
+        error = sqlite3.OperationalError("disk I/O error")
+        error.sqlite_errorcode = code
+        error.sqlite_errorname = name
+        return error
+
+    index = tmp_path / "index.sqlite"
+    assert sqlite_error(index, failure(778, "SQLITE_IOERR_WRITE")).code == "HZL053"
+    assert sqlite_error(index, failure(13, "SQLITE_FULL")).code == "HZL053"
+    shm = sqlite_error(index, failure(4618, "SQLITE_IOERR_SHMOPEN"))
+    assert shm.code == "HZL054"
+    assert "SQLITE_IOERR_SHMOPEN" in shm.message
+    assert sqlite_error(index, failure(517, "SQLITE_BUSY_SNAPSHOT")).code == "HZL052"
+    assert sqlite_error(index, failure(26, "SQLITE_NOTADB")).code == "HZL051"

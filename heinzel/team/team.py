@@ -158,6 +158,7 @@ class Team:
         updates: list[tuple[str, str, str | None]] = []
         running: dict[str, int] = {}
         written: dict[str, tuple[str, Lease]] = {}
+        planned: list[tuple[str, str | None, Lease]] = []
         for member in self.members.values():
             commit, lease = self.leases.get(member.team, (None, None))
             done = self.received.get(member.team, set())
@@ -183,14 +184,16 @@ class Team:
                 continue
             if decision.new is None:
                 continue
-            new = git.lease_commit(decision.new.to_message())
-            updates.append((LEASE_PREFIX + member.team, new, commit))
-            written[member.team] = (new, decision.new)
+            planned.append((member.team, commit, decision.new))
             if decision.runs:
                 running[LEASE_PREFIX + member.team] = decision.new.token
             self.changes.append({"team": member.team, "action": decision.action})
-        if not updates:
+        if not planned:
             return
+        made = git.lease_commits([lease.to_message() for _, _, lease in planned])
+        for (tid, commit, lease), new in zip(planned, made, strict=True):
+            updates.append((LEASE_PREFIX + tid, new, commit))
+            written[tid] = (new, lease)
         try:
             pushed = git.push(updates)
         except HeinzelError as error:
@@ -245,6 +248,7 @@ class Team:
         refused: set[str] = set()
         updates: list[tuple[str, str, str | None]] = []
         written: dict[str, tuple[str, str, Lease]] = {}
+        planned: list[tuple[str, str, str, Lease]] = []
         git = self.git
         for tid, (local, keys) in wanted.items():
             commit, lease = self.leases.get(tid, (None, None))
@@ -252,13 +256,14 @@ class Team:
                 refused.add(local)
                 continue
             new = replace(lease, open=tuple(sorted({*lease.open, *keys})))
-            if new.open == lease.open:
-                continue
-            made = git.lease_commit(new.to_message())
-            updates.append((LEASE_PREFIX + tid, made, commit))
-            written[tid] = (local, made, new)
-        if not updates:
+            if new.open != lease.open:
+                planned.append((tid, local, commit, new))
+        if not planned:
             return refused
+        shas = git.lease_commits([new.to_message() for _, _, _, new in planned])
+        for (tid, local, commit, new), sha in zip(planned, shas, strict=True):
+            updates.append((LEASE_PREFIX + tid, sha, commit))
+            written[tid] = (local, sha, new)
         try:
             pushed = git.push(updates)
         except HeinzelError as error:

@@ -38,9 +38,10 @@ __all__ = ["PublishStats", "last_receipts", "lint_branch", "publish", "receipt_k
 class PublishStats:
     """Counts for the bench and ``hz team status``."""
 
-    pushes: int = 0
-    conflicts: int = 0
-    lease_conflicts: int = 0
+    pushes: int = 0  # receipt pushes that took
+    conflicts: int = 0  # receipt pushes that lost a race and were retried
+    lease_pushes: int = 0  # pushes of lease and claim changes (one per tick step at most)
+    lease_conflicts: int = 0  # lease refs whose compare-and-swap was rejected
     refused: int = 0
     receipts: int = 0
 

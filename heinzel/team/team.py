@@ -16,7 +16,7 @@ already open: a new slot waits for a claim that reached the remote.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,6 +48,7 @@ _RECEIPT_KINDS = (
 
 class _Report(Protocol):
     errors: list[dict[str, Any]]
+    team: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,7 @@ class Team:
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
             return
+        self.stats.lease_pushes += 1
         for ref, token in running.items():
             if ref in pushed.accepted:
                 self.held[ref.removeprefix(LEASE_PREFIX)] = token
@@ -269,7 +271,7 @@ class Team:
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
             return refused | {local for local, _, _ in written.values()}
-        self.stats.pushes += 1
+        self.stats.lease_pushes += 1
         for tid, (local, made, new) in written.items():
             if LEASE_PREFIX + tid in pushed.accepted:
                 self.leases[tid] = (made, new)
@@ -291,6 +293,7 @@ class Team:
             return
         self._collect()
         self._flush(report)
+        report.team = {**asdict(self.stats), "leases": self.changes}
 
     # -- receipts --------------------------------------------------------------------
 

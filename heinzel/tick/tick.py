@@ -96,6 +96,7 @@ class TickReport:
     errors: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     fetches: int = 0
+    team: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

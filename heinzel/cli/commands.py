@@ -129,13 +129,19 @@ def list_(
 @home_option
 @json_option
 def show(name: str, home: str | None, as_json: bool) -> None:
-    """Versions, timeline, lessons, the pending item and cost by cause.
+    """Versions, timeline, lessons, the pending item and cost by cause; a team one's
+    lease holder and last receipt as last fetched from the team repository.
 
     \b
     Example:
       hz heinzel show weekly-report
     """
-    emit(open_app(home).service.show(name), as_json, render.show)
+    app = open_app(home)
+    data = app.service.show(name)
+    team = app.team() if data.get("namespace") == "team" else None
+    if team is not None:
+        data["team"] = team.overview().get(data["id"])
+    emit(data, as_json, render.show)
 
 
 def _lifecycle_command(verb: str, help_text: str) -> None:

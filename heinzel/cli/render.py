@@ -98,6 +98,9 @@ def show(data: dict[str, Any]) -> str:
         f"  assets:   {', '.join(data.get('assets') or []) or '-'}",
         f"  next due: {data.get('next_due') or '-'}",
     ]
+    if "team" in data:
+        lease, receipt = _team_cells(data["team"])
+        lines += [f"  lease:    {lease}", f"  receipt:  {receipt}"]
     pending = data.get("pending")
     lines.append(
         f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"

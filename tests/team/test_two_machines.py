@@ -172,6 +172,9 @@ def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
     assert row["team"]["holder"] == "ana"
     assert row["team"]["last_receipt"]["key"].endswith(slots[-1])
     assert "LAST RECEIPT" in ben.hz(now, "heinzel", "list", "--namespace", "team").stdout
+    shown = json.loads(ben.hz(now, "heinzel", "show", "daily-digest", "--json").stdout)
+    assert shown["team"]["holder"] == "ana"
+    assert "lease:    ana #" in ben.hz(now, "heinzel", "show", "daily-digest").stdout
 
 
 @pytest.mark.kill

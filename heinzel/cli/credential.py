@@ -1,5 +1,6 @@
 """``hz system credential set|list|forget``: the user's model keys, GitHub token and CalDAV
-password, stored 0600.
+password, kept in the OS keyring where the `keyring` package finds a real one, else in a
+0600 file.
 
 The key is read from standard input (piped, or typed at a hidden prompt), never from the
 command line, where other users could see it in the process list.
@@ -14,7 +15,9 @@ import click
 
 from heinzel.cli.base import emit, json_option
 from heinzel.cli.commands import system
+from heinzel.errors import HeinzelError
 from heinzel.store.credentials import KEY_VARIABLES, CredentialStore, credentials_path
+from heinzel.store.os_keyring import os_keyring
 
 PROVIDER = click.Choice(sorted(KEY_VARIABLES))
 
@@ -48,6 +51,15 @@ def set_(provider: str) -> None:
         key = click.prompt(f"{provider} key", hide_input=True)
     else:
         key = sys.stdin.read()
+    keyring = os_keyring()
+    if keyring is not None:
+        if not key.strip():
+            raise HeinzelError(
+                "HZH263", "the key is empty", "pipe the key in, or type it when asked"
+            )
+        keyring.set(provider, key.strip())
+        click.echo(f"stored the {provider} key in the OS keyring ({keyring.name})")
+        return
     store = _store()
     store.set(provider, key)
     click.echo(f"stored the {provider} key in {store.path} (mode 0600)")
@@ -64,10 +76,12 @@ def list_(as_json: bool) -> None:
     """
     store = _store()
     stored = set(store.providers())
+    keyring = os_keyring()
     rows = [
         {
             "provider": provider,
             "stored": provider in stored,
+            "keyring": keyring is not None and keyring.get(provider) is not None,
             "variable": variable,
             "variable_set": bool(os.environ.get(variable)),
         }
@@ -76,12 +90,17 @@ def list_(as_json: bool) -> None:
 
     def text(found: list[dict[str, object]]) -> str:
         lines = [f"credentials file: {store.path}"]
+        lines.append(f"OS keyring: {keyring.name if keyring is not None else 'none found'}")
         for row in found:
             where = []
-            if row["variable_set"]:
+            used = bool(row["variable_set"])
+            if used:
                 where.append(f"${row['variable']} (used)")
+            if row["keyring"]:
+                where.append("keyring" + (" (overridden)" if used else " (used)"))
+                used = True
             if row["stored"]:
-                where.append("stored" + (" (overridden)" if row["variable_set"] else " (used)"))
+                where.append("stored" + (" (overridden)" if used else " (used)"))
             lines.append(f"{row['provider']}: {', '.join(where) or 'no key'}")
         return "\n".join(lines)
 
@@ -91,11 +110,13 @@ def list_(as_json: bool) -> None:
 @credential.command("forget")
 @click.argument("provider", type=PROVIDER)
 def forget(provider: str) -> None:
-    """Remove PROVIDER's stored key.
+    """Remove PROVIDER's stored key (from the OS keyring and the file).
 
     \b
     Example:
       hz system credential forget openai
     """
-    removed = _store().forget(provider)
+    keyring = os_keyring()
+    removed = keyring.forget(provider) if keyring is not None else False
+    removed = _store().forget(provider) or removed
     click.echo(f"forgot the {provider} key" if removed else f"no stored {provider} key")

@@ -4,8 +4,10 @@
 ``anthropic:<name>`` drives the Anthropic messages API, ``openai:<name>`` the
 OpenAI Responses API and ``openai-chat:<name>`` Chat Completions, each through
 pydantic-ai (our code never imports a vendor SDK). ``base_url`` points either at
-a compatible gateway. A missing extra (HZE002) or key (HZE003) is named with its
-fix, which is what ``hz system doctor`` shows.
+a compatible gateway. The provider's client retries nothing (``max_retries=0``): hz
+retries a 429 or a 5xx itself, once per attempt (`heinzel.engine.retrying`). A missing
+extra (HZE002) or key (HZE003) is named with its fix, which is what ``hz system doctor``
+shows.
 """
 
 from __future__ import annotations
@@ -97,13 +99,17 @@ def resolve_model(
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
+            # Retries are hz's own (`heinzel.engine.retrying`), counted once: none here.
+            client = AnthropicProvider(api_key=key, base_url=base_url).client
             return AnthropicModel(
-                model_name, provider=AnthropicProvider(api_key=key, base_url=base_url)
+                model_name,
+                provider=AnthropicProvider(anthropic_client=client.with_options(max_retries=0)),
             )
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=base_url, api_key=key)
+        openai = OpenAIProvider(base_url=base_url, api_key=key).client
+        provider = OpenAIProvider(openai_client=openai.with_options(max_retries=0))
         if prefix == "openai-chat":
             return OpenAIChatModel(model_name, provider=provider)
         return OpenAIResponsesModel(model_name, provider=provider)

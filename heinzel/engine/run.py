@@ -44,8 +44,10 @@ from pydantic_graph import End
 from heinzel.engine.body import Saved, dump_conversation, dump_messages
 from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
+from heinzel.engine.errors import INVALID_REPLY, MALFORMED_REPLY, EngineError
 from heinzel.engine.money import Budget
 from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
+from heinzel.engine.retrying import provider_failure
 from heinzel.engine.spec import Recorder, TurnSpec
 from heinzel.engine.steps import Stepper
 from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
@@ -54,7 +56,7 @@ from ledger.errors import HzError
 __all__ = ["PROVIDER_ERROR", "Answer", "Proposal", "ThinkResult", "think"]
 
 PROVIDER_ERROR = "provider-http"
-"""A turn the provider failed (after its client's bounded retries): ``provider-http-<status>``."""
+"""A turn the provider failed (after hz's bounded retries): ``provider-http-<status>``."""
 
 Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
 CompileContract = Callable[[str], object]
@@ -74,6 +76,8 @@ class ThinkResult:
     reports: tuple[Report, ...] = ()
     interrupted: tuple[str, ...] = ()
     error: str | None = None
+    failure: EngineError | None = None
+    """A failed think's coded cause (HZE010 to HZE012) with its fix, for the user."""
 
 
 def _last_retry(messages: Sequence[ModelMessage]) -> str:
@@ -83,6 +87,24 @@ def _last_retry(messages: Sequence[ModelMessage]) -> str:
                 content = getattr(part, "content", "")
                 return content if isinstance(content, str) else json.dumps(content, default=str)
     return ""
+
+
+def _reply_failure(error: UnexpectedModelBehavior, complaint: str) -> EngineError:
+    """HZE011 for a reply that never validated, HZE012 for one not in the API's shape."""
+    if str(error).startswith("Exceeded maximum output retries"):
+        said = f": {complaint[:300]}" if complaint else ""
+        return EngineError(
+            INVALID_REPLY,
+            f"the model's reply was not a valid outcome, after one retry{said}",
+            "try a stronger model (`agent.model_class: best`), or say what to fix: "
+            '`hz heinzel retry NAME "hint"`',
+        )
+    return EngineError(
+        MALFORMED_REPLY,
+        f"the provider's reply was not its API's shape: {str(error).splitlines()[0][:200]}",
+        "check that base_url points at an Anthropic- or OpenAI-compatible endpoint "
+        "(`hz system doctor --online`)",
+    )
 
 
 async def think(
@@ -100,6 +122,7 @@ async def think(
     answers: Mapping[str, Answer] | None = None,
     compile_contract: CompileContract | None = None,
     retries: int = 2,
+    output_retries: int = 1,
 ) -> ThinkResult:
     """Run (or resume) the think step of one turn and return how it ended.
 
@@ -111,6 +134,7 @@ async def think(
     setting ``stop`` cancels the run. ``write_tools`` (a chat turn) need approval:
     the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
     checks an amendment's text; its `HzError` goes back to the model as a retry.
+    ``retries`` bounds a tool's retries, ``output_retries`` the outcome's (one, then HZE011).
     Raises `EngineError` for what the caller must fix (HZE001, HZE005, HZE006, HZE007,
     HZE009); a model's failure or a cap is a result, not an exception.
     """
@@ -139,7 +163,7 @@ async def think(
         instructions=context.instructions,
         output_type=output_type,
         toolsets=toolsets,
-        retries={"tools": retries, "output": retries},
+        retries={"tools": retries, "output": output_retries},
         name=f"turn-{spec.turn}",
     )
 
@@ -246,12 +270,27 @@ async def think(
                     error=str(error),
                 )
             except UnexpectedModelBehavior as error:
-                detail = f"{error}: {_last_retry(run.all_messages())}".strip(": ")
+                complaint = _last_retry(run.all_messages())
+                detail = f"{error}: {complaint}".strip(": ")
                 stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
-                return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+                return ended(
+                    "failed",
+                    failed(detail),
+                    run.all_messages(),
+                    run.usage,
+                    error=detail,
+                    failure=_reply_failure(error, complaint),
+                )
             except ModelHTTPError as error:
                 detail = f"{PROVIDER_ERROR}-{error.status_code}: {error.model_name}"
-                return ended("failed", failed(detail), run.all_messages(), run.usage, error=detail)
+                return ended(
+                    "failed",
+                    failed(detail),
+                    run.all_messages(),
+                    run.usage,
+                    error=detail,
+                    failure=provider_failure(error, model),
+                )
             except AgentRunError as error:
                 return ended(
                     "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)

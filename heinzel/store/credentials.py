@@ -6,7 +6,9 @@ for the GitHub token, ``caldav`` for the CalDAV password) in one JSON file,
 atomically with mode 0600 in a 0700 folder. It is read only when a turn resolves its
 model or the tick builds its source adapters (`stored_secret`), and it never enters a
 spine, a body, a log or a runner's environment.
-`find_key` says where a key came from (``env:ANTHROPIC_API_KEY`` or
+Where the `keyring` package finds a real OS keyring (`heinzel.store.os_keyring`), keys
+are kept there instead, and looked for there between the variable and the file.
+`find_key` says where a key came from (``env:ANTHROPIC_API_KEY``, ``keyring:<backend>`` or
 ``credential:<path>``) so that ``hz system doctor`` can show it without printing it.
 """
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 import platformdirs
 
 from heinzel.errors import HeinzelError
+from heinzel.store.os_keyring import os_keyring
 from ledger.files import ensure_private_dir, write_atomic
 
 if TYPE_CHECKING:
@@ -145,19 +148,25 @@ class CredentialStore:
 
 
 def stored_secret(provider: str, env: Mapping[str, str]) -> str | None:
-    """The credential stored for ``provider`` (``github``, ``caldav``...), or None: what a
-    source adapter falls back to when its variable is not set."""
-    return CredentialStore(credentials_path(env)).get(provider) or None
+    """The credential stored for ``provider`` (``github``, ``caldav``...) in the OS keyring
+    or the file, or None: what a source adapter falls back to when its variable is unset."""
+    keyring = os_keyring()
+    kept = keyring.get(provider) if keyring is not None else None
+    return kept or CredentialStore(credentials_path(env)).get(provider) or None
 
 
 def find_key(prefix: str, env: Mapping[str, str]) -> FoundKey | None:
-    """The key a model of ``prefix`` runs with: the environment first, then the store."""
+    """The key a model of ``prefix`` runs with: the environment, the OS keyring, the file."""
     provider = PREFIX_PROVIDER.get(prefix)
     if provider is None:
         return None
     variable = KEY_VARIABLES[provider]
     if env.get(variable):
         return FoundKey(env[variable], f"env:{variable}")
+    keyring = os_keyring()
+    kept = keyring.get(provider) if keyring is not None else None
+    if kept and keyring is not None:
+        return FoundKey(kept, f"keyring:{keyring.name}")
     store = CredentialStore(credentials_path(env))
     stored = store.get(provider)
     if stored:

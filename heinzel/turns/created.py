@@ -126,6 +126,7 @@ class CreatedSteps:
                 compile_contract(text, source="created turn"), self.sentence
             ),
             retries=self.retries,
+            output_retries=self.retries,
         )
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
         return {"status": result.status, "outcome": outcome, "error": result.error}

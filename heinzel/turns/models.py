@@ -5,6 +5,8 @@ summary turns, a resumed turn, the created turn) comes here: the name from
 ``[heinzel] model | model_fast | model_best`` (`heinzel.engine.models.choose_model`),
 the key from the provider's environment variable or the stored credential
 (`heinzel.store.credentials.find_key`), and ``base_url`` for a compatible gateway.
+A provider's model is wrapped in `RetryingModel` (a 429 or a 5xx asked again with
+tenacity); under a fixed clock (``HZ_NOW``) its waits return at once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heinzel.engine.models import ModelChoice, choose_model
+from heinzel.engine.retrying import RetryingModel, RetryPolicy, no_sleep
 from heinzel.store.credentials import model_with_key
 
 if TYPE_CHECKING:
@@ -33,8 +36,12 @@ def model_name(service: Sessions, cause: Cause, model_class: str = "standard") -
 
 
 def named_model(service: Sessions, name: str) -> Model:
-    """The pydantic-ai model for ``name`` with the user's key and ``base_url``."""
-    return model_with_key(name, service.settings.heinzel.base_url, service.env)
+    """The pydantic-ai model for ``name`` with the user's key and ``base_url``, retrying."""
+    model = model_with_key(name, service.settings.heinzel.base_url, service.env)
+    if name == "offline":
+        return model
+    fixed = bool(service.env.get("HZ_NOW"))
+    return RetryingModel(model, RetryPolicy(sleep=no_sleep) if fixed else RetryPolicy())
 
 
 def turn_model(service: Sessions, cause: Cause, model_class: str = "standard") -> Model:

@@ -30,6 +30,7 @@ from heinzel.engine.spec import Cause
 from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, settle, write_tools
 from heinzel.turns.env import TurnEnv
+from heinzel.turns.failure import keep_failure
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
 from machines import Acted, Fail, Skip, TurnContext, Wait
@@ -149,6 +150,13 @@ class HeinzelSteps:
             "outcome": None if result.outcome is None else result.outcome.model_dump(mode="json"),
             "usd": str(result.usd),
             "error": result.error,
+            "failure": None
+            if result.failure is None
+            else {
+                "code": result.failure.code,
+                "message": result.failure.message,
+                "hint": result.failure.hint,
+            },
             "reports": [
                 {"id": r.call_id, "verb": r.verb, "target": r.target, "description": r.description}
                 for r in result.reports
@@ -171,6 +179,9 @@ class HeinzelSteps:
         if status == "cap":
             return Skip("cap")
         if status != "outcome" or thought["outcome"] is None:
+            failure = thought.get("failure")
+            if failure:
+                keep_failure(self.env.body, ctx.turn, EngineError(**failure))
             error = str(thought.get("error") or "")
             if status == "failed" and error.startswith(PROVIDER_ERROR):
                 return Fail(error.split(":", 1)[0])

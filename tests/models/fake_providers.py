@@ -30,9 +30,10 @@ class Call:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The final outcome, through the output tool (``final_result*``)."""
+    """The final outcome, through the output tool (``final_result*``); a string is sent as
+    the call's arguments as it is (garbage JSON on purpose)."""
 
-    data: dict[str, Any]
+    data: dict[str, Any] | str
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class Provider:
         return [t["function"]["name"] for t in tools]
 
     @staticmethod
-    def _anthropic(pairs: list[tuple[str, dict[str, Any]]], n: int) -> dict[str, Any]:
+    def _anthropic(pairs: list[tuple[str, Any]], n: int) -> dict[str, Any]:
         return {
             "id": f"msg_{n}",
             "type": "message",
@@ -153,12 +154,15 @@ class Provider:
         }
 
     @staticmethod
-    def _openai(pairs: list[tuple[str, dict[str, Any]]], n: int) -> dict[str, Any]:
+    def _openai(pairs: list[tuple[str, Any]], n: int) -> dict[str, Any]:
         calls = [
             {
                 "id": f"call_{n}_{i}",
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
+                "function": {
+                    "name": name,
+                    "arguments": _json(args),
+                },
             }
             for i, (name, args) in enumerate(pairs)
         ]
@@ -178,6 +182,11 @@ class Provider:
         }
 
 
+def _json(args: Any) -> str:
+    """A call's arguments as sent: a string as it is (garbage on purpose), else JSON."""
+    return args if isinstance(args, str) else json.dumps(args)
+
+
 def _sse(message: dict[str, Any]) -> str:
     """An Anthropic message as the server-sent events of a streamed answer."""
     start = {**message, "content": [], "stop_reason": None}
@@ -192,7 +201,7 @@ def _sse(message: dict[str, Any]) -> str:
             {
                 "type": "content_block_delta",
                 "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                "delta": {"type": "input_json_delta", "partial_json": _json(block["input"])},
             },
             {"type": "content_block_stop", "index": index},
         ]

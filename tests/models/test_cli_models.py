@@ -6,6 +6,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from ledger.spine import read_events
 
 from .conftest import CREATED, DRAFT, KEY, User, answered_a_tool, outcome_after_report
@@ -82,29 +84,52 @@ class TestProviderFailures:
     """What the provider does wrong ends the turn with a code, never a traceback or a loss."""
 
     def test_a_429_is_retried(self, user: User) -> None:
-        """A rate limit on the first request is retried, and the turn drafts."""
+        """A rate limit is asked again (tenacity, Retry-After honoured); the refused attempt is
+        neither recorded nor charged, and the turn drafts."""
         _created(user)
         draft = outcome_after_report(DRAFT)
-        user.serve(lambda body, n: Http(429) if n == 1 else draft(body, n))
+        provider = user.serve(lambda body, n: Http(429) if n == 1 else draft(body, n))
         woke = user.hz("heinzel", "wake", "notes-digest", "--json")
         assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout
+        assert len(provider.seen) == 3 and set(provider.keys()) == {KEY}
+        requests = [e for e in _events(user) if e.kind == "model.request"]
+        assert len(requests) == 3, requests  # the created turn's one, then the wake's two
 
-    def test_a_500_that_stays_fails_the_turn(self, user: User) -> None:
-        """A provider that keeps failing: retried a bounded number of times, then a failed turn."""
+    def test_a_500_that_stays_is_a_coded_failure(self, user: User) -> None:
+        """A provider that keeps failing: three attempts in all, then HZE010 with its fix and
+        exit status 1; nothing recorded as spent."""
         _created(user)
         provider = user.serve(lambda body, n: Http(500))
         woke = user.hz("heinzel", "wake", "notes-digest", "--json")
         shown = json.loads(woke.stdout)
         assert (shown["disposition"], shown["error"]) == ("failed", "provider-http-500"), shown
-        assert 1 < len(provider.seen) <= 4
+        assert woke.returncode == 1
+        assert "HZE010: the provider answered HTTP 500 to 3 attempts" in woke.stderr
+        assert "hint: the provider is failing" in woke.stderr, woke.stderr
+        assert len(provider.seen) == 3
+        requests = [e for e in _events(user) if e.kind == "model.request"]
+        assert len(requests) == 1, requests  # the created turn's only
 
-    def test_a_malformed_reply_fails_the_turn(self, user: User) -> None:
-        """A reply that is not the API's shape: a failed turn naming it."""
+    def test_a_malformed_reply_is_a_coded_failure(self, user: User) -> None:
+        """A reply that is not the API's shape: HZE012 naming base_url, exit status 1."""
         _created(user)
         user.serve(lambda body, n: Raw('{"nonsense": true}'))
-        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
-        shown = json.loads(woke.stdout)
-        assert shown["disposition"] == "failed" and shown["error"], shown
+        woke = user.hz("heinzel", "wake", "notes-digest")
+        assert woke.returncode == 1, woke.stdout
+        assert "HZE012: the provider's reply was not its API's shape" in woke.stderr
+        assert "base_url" in woke.stderr, woke.stderr
+
+    @pytest.mark.parametrize("reply", ['{"report": "x", "draft": ', {"draft": "not a draft"}])
+    def test_an_invalid_outcome_gets_one_retry(self, user: User, reply: Any) -> None:
+        """Garbage JSON or an outcome that fails validation: the model is asked once more,
+        then HZE011 with its fix and exit status 1."""
+        _created(user)
+        provider = user.serve(lambda body, n: Outcome(reply))
+        woke = user.hz("heinzel", "wake", "notes-digest")
+        assert woke.returncode == 1, woke.stdout
+        assert "HZE011: the model's reply was not a valid outcome, after one retry" in woke.stderr
+        assert "hz heinzel retry NAME" in woke.stderr, woke.stderr
+        assert len(provider.seen) == 2
 
     def test_killed_during_think_resumes_without_a_second_spend(self, user: User) -> None:
         """Killed after the first model request, the tick resumes from it: one request more."""

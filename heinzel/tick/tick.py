@@ -38,6 +38,7 @@ from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
 from ledger.spine import read_events
 from machines import keys
+from machines.crash import crash_at
 from machines.keys import Wake, coalesce
 from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
@@ -177,6 +178,7 @@ class Tick:
         plan = _Plan()
         decided = self._drafts(due, plan, report)
         staged = self._stage(due, planner, now, report)
+        crash_at("staged")  # HZ_CRASH_AT=at:staged: the cache written, no turn started
         self._slots(due, plan, now)
         for row in due.stale:
             wake = Wake("stale", keys.stale(row["heinzel"], row["output"], row["valid_until"]))

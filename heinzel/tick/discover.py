@@ -108,15 +108,15 @@ class Discovery:
         compiled, _ = approved_text(self.service.home, heinzel, version, str(row["fingerprint"]))
         origin = Path(str(row["origin"] or "."))
         candidates: list[tuple[str, str, Discover, str]] = []
-        known = _known_docs(compiled, origin)
+        known, listed = _known_docs(compiled, origin), _documents(origin)
         for name, hint in sorted(compiled.hz.discover.items()):
-            for relative in _documents(origin):
+            for relative in listed:
                 doc = f"file:{relative}"
                 absolute = str(absolute_args("documents", "read", {"doc": doc}, origin)["doc"])
                 if absolute in known or not hint.admits(hint.from_, {"doc": doc}):
                     continue
                 candidates.append((_source(hint.from_, relative), name, hint, doc))
-        keyed = {keys.discovered(heinzel, source): c for c in candidates for source in [c[0]]}
+        keyed = {keys.discovered(heinzel, c[0]): c for c in candidates}
         taken = planner.taken(keyed)
         for key, (source, name, hint, doc) in keyed.items():
             if key in taken:

@@ -225,3 +225,27 @@ class TestWidening:
             CONTRACT.split("  discover:\n", maxsplit=1)[0] + CONTRACT.split("recheck: 1h}\n", 1)[1]
         )
         assert "discover" not in compile_contract(plain).to_json()
+
+
+def test_a_folder_that_is_gone_is_reported_and_the_tick_goes_on(tmp_path: Path) -> None:
+    """The contract's folder moved away: the tick reports HZH178 for that Heinzelmännchen
+    and wakes nothing (no traceback); with the folder back, the next day's discovery finds
+    the document."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "incident-digest.prose.md").write_text(CONTRACT, encoding="utf-8")
+    (work / "notes.md").write_text("- nothing paged\n", encoding="utf-8")
+    (work / "digest.md").write_text("# Digest\n", encoding="utf-8")
+    (work / "checkout-incidents.md").write_text("# Incidents\n", encoding="utf-8")
+    new = run(tmp_path, WED, "heinzel", "new", "--from", "work/incident-digest.prose.md")
+    assert new.returncode == 0, new.stderr
+    assert run(tmp_path, WED, "approve", "incident-digest").returncode == 0
+    work.rename(tmp_path / "moved")
+    done = run(tmp_path, THU, "system", "daemon", "tick", "--json")
+    assert done.returncode == 1  # the tick's errors (the input's file is gone too)
+    report = json.loads(done.stdout)
+    assert ("discovery", "HZH178") in [(e.get("part"), e["code"]) for e in report["errors"]]
+    assert report["woken"] == []
+    (tmp_path / "moved").rename(work)
+    [woken] = tick(tmp_path, FRI)["woken"]
+    assert [w["cause"] for w in woken["wakes"]] == ["discovered"]

@@ -24,10 +24,8 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heinzel.contract import CompiledContract
-from heinzel.contract.model import Discover
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text
@@ -39,6 +37,10 @@ from ledger.event import format_ts
 from ledger.files import write_atomic
 from machines import keys
 from machines.keys import Wake
+
+if TYPE_CHECKING:  # the compiler loads only when a tick reads a contract
+    from heinzel.contract import CompiledContract
+    from heinzel.contract.model import Discover
 
 __all__ = ["MAX_FILES", "Discovery", "Found"]
 

@@ -4,6 +4,8 @@
 ``append:<n>``: right after the n-th append of this process.
 ``before-index:<kind>``: right after that kind is durable in the spine and before the
 index has seen it (the host installs ``crash_hook(early=True)`` before its index hook).
+``at:<name>``: at a named point in a host's code, where no event is written (`crash_at`);
+hz's is ``at:staged``, after the tick wrote its source cache and before any wake.
 A no-op unless the variable is set. Hosts install `crash_hook` as an
 ``on_durable`` callback of their spine (the in-memory journal calls it too), so the
 exit happens after the fsync and before anything else runs.
@@ -29,6 +31,7 @@ class CrashPoint:
     kind: str | None = None
     n: int | None = None
     early: bool = False
+    name: str | None = None
 
 
 def parse(value: str) -> CrashPoint:
@@ -40,11 +43,26 @@ def parse(value: str) -> CrashPoint:
         return CrashPoint(kind=what, early=True)
     if how == "append" and what.isdigit() and int(what) > 0:
         return CrashPoint(n=int(what))
+    if how == "at" and what:
+        return CrashPoint(name=what)
     raise MachineError(
         "HZM050",
         f"HZ_CRASH_AT={value!r} is not a crash point",
-        "use after:<event kind>, before-index:<event kind> or append:<n> (n from 1), or unset it",
+        "use after:<event kind>, before-index:<event kind>, append:<n> (n from 1) or "
+        "at:<point>, or unset it",
     )
+
+
+def crash_at(
+    name: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    exit_: Callable[[int], None] = os._exit,
+) -> None:
+    """Exit 137 here when ``HZ_CRASH_AT`` is ``at:<name>`` (a no-op otherwise)."""
+    value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
+    if value and parse(value).name == name:
+        exit_(CRASH_EXIT)
 
 
 def crash_hook(
@@ -59,7 +77,7 @@ def crash_hook(
     if not value:
         return _nothing
     point = parse(value)
-    if point.early != early:
+    if point.early != early or point.name is not None:
         return _nothing
     count = 0
 

@@ -5,7 +5,8 @@ newest update first) and keeps those merged in the window; ``code-host.merged_co
 {repo, branch?}`` reads ``/repos/{repo}/commits`` and keeps those committed in it;
 ``code-host.issues {repo, labels?, state?}`` and ``tracker.issues_updated {project,
 query?}`` read ``/repos/{repo}/issues`` (issues and pull requests) and keep those updated
-in it. ``project`` is ``owner/name`` (a ``board`` is refused: Projects are not read yet);
+in it. ``project`` is ``owner/name``; a ``board`` (``owner/number``) reads a GitHub Projects
+board through GraphQL instead (`heinzel.capabilities.github_projects`);
 ``query`` is a case-insensitive substring of the title or body. Records are oldest first;
 no e-mail address is ever kept; a body is cut at 4000 characters. Facets ``items`` and
 ``ids``; the cursor is the listing's ETag.
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.git import strip_emails
 from heinzel.capabilities.github_http import GITHUB_API, GitHubClient
+from heinzel.capabilities.github_projects import read_board
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
 from ledger.event import format_ts, parse_ts
 
@@ -111,12 +113,16 @@ class GitHubSource:
         """The records of ``method`` in ``window`` (one request when nothing moved)."""
         check_call(self, method, args, window)
         assert window is not None  # check_call refuses a search method without one
-        if args.get("board"):
-            raise CapabilityError(
-                "HZH102",
-                "github: Projects boards are not read yet",
-                "name the repository instead: project: owner/name",
-            )
+        if args.get("board") is not None:
+            if args.get("project") is not None:
+                raise CapabilityError(
+                    "HZH102",
+                    "github: name a board or a project (a repository), not both",
+                    "board: owner/number reads a Projects board; project: owner/name a repository",
+                )
+            records = read_board(self.client, args["board"], args, window)
+            ids = [r["key"] for r in records]
+            return fetched(records, {"items": records, "ids": ids}, cursor=None, now=now)
         repo = _repo(args.get("project" if method == "issues_updated" else "repo"))
         reader: Callable[[str, Mapping[str, Any], Window], tuple[list[dict[str, Any]], Any]]
         reader = {

@@ -13,6 +13,12 @@ Rate limits are respected: a ``403``/``429`` with ``x-ratelimit-remaining: 0`` o
 before it. A ``5xx``, a timeout or a refused connection is `HZH161` (retryable); bad
 credentials `HZH162`; an unknown repository `HZH163`. The token is handed to githubkit
 only; it is never in an error, a cache file or a log.
+
+`GitHubClient.graphql` sends one query to the GraphQL API (``POST /graphql``, or
+``/api/graphql`` for an Enterprise ``/api/v3`` base) through githubkit's
+``github.graphql``, coded the same way; GraphQL has no conditional requests, so each call
+is a full read. A ``NOT_FOUND`` error is `HZH163`, a ``RATE_LIMITED`` one `HZH160`, any
+other error in the answer `HZH179` with GitHub's message.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from githubkit import GitHub
-from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
+from githubkit.exception import GraphQLFailed, RateLimitExceeded, RequestError, RequestFailed
 
 from heinzel.capabilities.errors import CapabilityError
 from ledger.files import ensure_private_dir, write_atomic
@@ -123,12 +129,42 @@ class GitHubClient:
         left = response.headers.get("x-ratelimit-remaining")
         return f"{self.base_url} answered" + (f", {left} requests left" if left else "")
 
-    def _get(self, url: str, params: Mapping[str, str] | None, headers: Mapping[str, str]) -> Any:
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``data`` of one GraphQL query (every call is a request: no ETags here)."""
         self._respect_reset()
         self.requests += 1
         try:
-            query = None if params is None else dict(params)  # a next link carries its own
-            return self._gh.request("GET", url, params=query, headers=dict(headers))
+            data: dict[str, Any] = self._send(
+                lambda: self._gh.graphql.request(query, dict(variables)), "graphql"
+            )
+            return data
+        except GraphQLFailed as exc:
+            errors = exc.response.errors or []
+            if any(error.type == "NOT_FOUND" for error in errors):
+                raise CapabilityError(
+                    "HZH163",
+                    f"GitHub has no such board: {errors[0].message[:200]}",
+                    "check board: (owner/number) and that the token can read the project",
+                ) from None
+            message = errors[0].message[:200] if errors else "an empty error list"
+            raise CapabilityError(
+                "HZH179",
+                f"GitHub's GraphQL API refused the query: {message}",
+                "a token with the read:project scope reads Projects boards",
+            ) from None
+
+    def _get(self, url: str, params: Mapping[str, str] | None, headers: Mapping[str, str]) -> Any:
+        self._respect_reset()
+        self.requests += 1
+        query = None if params is None else dict(params)  # a next link carries its own
+        return self._send(
+            lambda: self._gh.request("GET", url, params=query, headers=dict(headers)), url
+        )
+
+    def _send(self, call: Callable[[], Any], url: str) -> Any:
+        """``call()``, its failures coded (rate limit, status, no answer)."""
+        try:
+            return call()
         except RateLimitExceeded as exc:
             reset = self._clock() + exc.retry_after.total_seconds()
             self._store("rate-limit", {"reset": reset})

@@ -6,8 +6,9 @@ are real: created and approved on Monday; Friday 15:00's scheduled draft, killed
 after ``effect.started`` and once right after ``draft.placed`` and finished by the next
 ticks with one section and no second model call; Monday's approval with Priya's edits and
 two lessons; Tuesday's chat and her amendment to v2; the next Friday's draft under v2 with
-both lessons. The model is the built-in ``offline`` one (not AI, and it says so). `Week` is
-also what ``tests/e2e/test_priya.py`` drives.
+both lessons; Wednesday's discovered document, proposed once and declined. The model is
+the built-in ``offline`` one (not AI, and it says so). `Week` is also what
+``tests/e2e/test_priya.py`` drives.
 """
 
 from __future__ import annotations
@@ -194,7 +195,14 @@ class Week:
     def _next_friday(self, s: Step) -> None:
         self.hz(s, "2026-11-06T14:05:00Z", "system", "daemon", "tick")
 
-    def play(self, out: Callable[[Step], None] = lambda step: None, *, until: int = 5) -> None:
+    def _wednesday(self, s: Step) -> None:
+        incidents = "# Checkout incidents\n\n- 2026-11-10 card declines spiked; fixed by a retry\n"
+        (self.work / "checkout-incidents.md").write_text(incidents, encoding="utf-8")
+        self.hz(s, "2026-11-11T08:00:00Z", "system", "daemon", "tick")
+        self.hz(s, "2026-11-11T09:00:00Z", "heinzel", "decline", NAME)
+        self.hz(s, "2026-11-12T08:00:00Z", "system", "daemon", "tick")
+
+    def play(self, out: Callable[[Step], None] = lambda step: None, *, until: int = 6) -> None:
         """The week (its first ``until`` moments), each handed to ``out`` as it ends."""
         moments: list[tuple[str, str, str, Callable[[Step], None]]] = [
             (
@@ -239,6 +247,17 @@ class Week:
                 "it for the next slot; the turn is pinned to v2 and to the lessons so far, "
                 "and the tag says v2.",
                 self._next_friday,
+            ),
+            (
+                "Wed 11 Nov 09:00",
+                "discovered, proposed, declined",
+                "A colleague starts checkout-incidents.md beside the report. The first tick of "
+                "the day runs the daily discovery: v2's discover hint (*incident*) matches it, "
+                "and the Heinzelmännchen wakes with cause discovered, once for that source. The "
+                "offline model proposes by rule an amendment reading it instead of the "
+                "on-call channel; Priya declines it. The next day's discovery finds the same "
+                "document and wakes nothing: a source is proposed once.",
+                self._wednesday,
             ),
         ]
         for when, title, story, play in moments[:until]:

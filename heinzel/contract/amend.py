@@ -4,7 +4,10 @@
 
 - ``requires``: a capability:mode the old version did not grant;
 - ``inputs``: an input that is new, reads another method or other args, looks back further
-  (a longer window), or drops or changes the old facet (a new facet only narrows);
+  (a longer window), or drops or changes the old facet (a new facet only narrows); except
+  a source one of the old version's ``discover`` hints names, under that hint's name (the
+  user granted it when approving the hint);
+- ``discover``: a hint that is new or changed (a hint grants the source it names);
 - ``publishes``: a write method the old version did not name;
 - ``outputs``: an output that is new or names another asset (a new target);
 - ``agent.max_usd``: a higher cap, or none where there was one;
@@ -56,6 +59,12 @@ def widenings(old: CompiledContract, new: CompiledContract) -> list[str]:
         f"inputs.{name}"
         for name, spec in after.inputs.items()
         if _input_widens(spec, before.inputs.get(name))
+        and not (name in before.discover and before.discover[name].admits(spec.from_, spec.args))
+    ]
+    found += [
+        f"discover.{name}"
+        for name, hint in after.discover.items()
+        if before.discover.get(name) != hint
     ]
     found += [f"publishes {p}" for p in after.publishes if p not in before.publishes]
     found += [

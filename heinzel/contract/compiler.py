@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heinzel.capabilities.registry import DEFAULT_REGISTRY, Registry
 from heinzel.contract.body import Body, parse_body
-from heinzel.contract.model import Agent, Frontmatter, Hz, Input, Output
+from heinzel.contract.model import Agent, Discover, Frontmatter, Hz, Input, Output
 from heinzel.contract.semantics import check_semantics
 from heinzel.contract.source import LineMap, load_yaml, split
 from heinzel.errors import ContractError
@@ -207,13 +207,14 @@ _KEYS: dict[str, type[BaseModel]] = {
     "hz": Hz,
     "hz.inputs.*": Input,
     "hz.outputs.*": Output,
+    "hz.discover.*": Discover,
     "hz.agent": Agent,
 }
 
 
 def _allowed(loc: tuple[str | int, ...]) -> str:
     parent = [str(part) for part in loc[:-1]]
-    if len(parent) == 3 and parent[1] in ("inputs", "outputs"):
+    if len(parent) == 3 and parent[1] in ("inputs", "outputs", "discover"):
         parent[2] = "*"
     model = _KEYS.get(".".join(parent))
     if model is None:
@@ -227,7 +228,7 @@ def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
     where = ".".join(str(part) for part in loc)
     kind = str(error["type"])
     line = lines.line(loc)
-    if kind.startswith("HZC"):
+    if kind.startswith(("HZC", "HZH")):
         return ContractError(
             kind, f"{where}: {error['msg']}", _HINTS.get(kind, ""), file=source, line=line
         )
@@ -263,6 +264,7 @@ _HZ_HINT = (
 )
 
 _HINTS = {
+    "HZH177": "match is a glob over file names: * any run, ? one character",
     "HZC012": "a name is a slug: lowercase letters and digits joined by single hyphens",
     "HZC013": "namespace is me (yours) or team (the team's)",
     "HZC014": "render_on_schedule is always or if-moved",

@@ -8,6 +8,7 @@ meaning. `docs/contract.md` documents every field.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Annotated, Any, Literal
 
@@ -37,6 +38,7 @@ from heinzel.contract.types import (
 __all__ = [
     "MAX_TURN_USD",
     "Agent",
+    "Discover",
     "Frontmatter",
     "Hz",
     "Input",
@@ -118,6 +120,39 @@ class Input(_Strict):
     facet: Identifier | None = None
 
 
+def _glob(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise PydanticCustomError(
+            "HZH177",
+            "match is a file-name pattern such as *incident*, not {value}",
+            {"value": repr(value)},
+        )
+    return value
+
+
+class Discover(_Strict):
+    """A ``discover`` hint: a source the daily discovery may find and propose as the input
+    named by the hint's key (docs/contract.md, "Discovery")."""
+
+    from_: MethodRef = Field(alias="from")
+    match: Annotated[str, BeforeValidator(_glob)]
+    instead_of: Identifier | None = None
+    recheck: Duration | None = None
+
+    def admits(self, from_: str, args: dict[str, Any]) -> bool:
+        """Whether an input reading ``from_`` with ``args`` is a source this hint names:
+        the same method, and one ``doc: file:<path>`` whose path (or file name) matches."""
+        doc = args.get("doc")
+        if from_ != self.from_ or set(args) != {"doc"} or not isinstance(doc, str):
+            return False
+        scheme, _, path = doc.partition(":")
+        pattern = self.match.casefold()
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return scheme == "file" and any(
+            fnmatch.fnmatchcase(part.casefold(), pattern) for part in (path, name)
+        )
+
+
 def _place(value: Any) -> Any:
     ok = isinstance(value, str) and (
         value in ("end", "top")
@@ -185,6 +220,16 @@ class Hz(_Strict):
     """A team Heinzelmännchen's owner: the roster handle whose daemon runs it (docs/team.md)."""
     delegates: Annotated[list[Slug], AfterValidator(_sorted_set)] = Field(default_factory=list)
     """Roster handles whose daemons take it over when the owner's stops ticking."""
+    discover: dict[Identifier, Discover] = Field(default_factory=dict)
+    """Sources the daily discovery may propose, each as the input named by its key."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No hints are left out, so contracts written before them keep their fingerprint."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("discover"):
+            data.pop("discover", None)
+        return data
 
 
 class Frontmatter(_Strict):

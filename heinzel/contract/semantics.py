@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from heinzel.capabilities.registry import Method, Registry
-from heinzel.contract.model import Frontmatter, Input
+from heinzel.contract.model import Discover, Frontmatter, Input
 from heinzel.contract.source import LineMap, Path_
 from heinzel.contract.types import split_method, split_requirement
 from heinzel.errors import ContractError
 
-__all__ = ["check_semantics"]
+__all__ = ["DISCOVERABLE", "check_semantics"]
+
+DISCOVERABLE = frozenset({"documents.read"})
+"""The methods the daily discovery can list sources for (``discover`` hints)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,8 @@ def check_semantics(
     for name, spec in hz.inputs.items():
         problems += _input(name, spec, set(hz.requires), registry)
     problems += _publishes(hz.publishes, raw_hz.get("publishes"), set(hz.requires), registry)
+    for name, hint in hz.discover.items():
+        problems += _discover(name, hint, set(hz.requires), set(hz.inputs), registry)
     if hz.namespace == "team" and hz.render_on_schedule == "if-moved":
         problems.append(
             _Problem(
@@ -175,6 +180,47 @@ def _input(name: str, spec: Input, requires: set[str], registry: Registry) -> li
             )
         )
     return problems
+
+
+def _discover(
+    name: str, hint: Discover, requires: set[str], inputs: set[str], registry: Registry
+) -> list[_Problem]:
+    """A hint reads like an input would (HZC03x), a method discovery can list (HZH175),
+    under a name no input has, instead of one that exists (HZH176)."""
+    base: Path_ = ("hz", "discover", name)
+    method, problem = _method((*base, "from"), hint.from_, registry)
+    if method is None:
+        return [problem] if problem else []
+    capability, _ = split_method(hint.from_)
+    if hint.from_ not in DISCOVERABLE:
+        return [
+            _Problem(
+                (*base, "from"),
+                "HZH175",
+                f"discover {name}: discovery can't list sources of {hint.from_}",
+                "discover hints read: " + ", ".join(sorted(DISCOVERABLE)),
+            )
+        ]
+    if f"{capability}:read" not in requires:
+        return [
+            _Problem(
+                (*base, "from"),
+                "HZC033",
+                f"discover {name} reads {capability}, which requires does not grant",
+                f"add {capability}:read to hz.requires",
+            )
+        ]
+    if name in inputs or (hint.instead_of is not None and hint.instead_of not in inputs):
+        what = f"{name} is already an input" if name in inputs else f"no input {hint.instead_of}"
+        return [
+            _Problem(
+                base,
+                "HZH176",
+                f"discover {name}: {what}",
+                "name the hint as the new input it would become; instead_of names an input",
+            )
+        ]
+    return []
 
 
 def _publishes(

@@ -7,6 +7,8 @@ element with its ``<input>`` data and ``<done-when>`` items) and answers by rule
 - a drafting turn: a Markdown section with one bullet per item of each input,
   every Done-when item checked by rule;
 - an approval turn (inputs ``draft`` and ``approved``): lessons from the diff;
+- a discovered turn (inputs ``discovered`` and ``contract``): an amendment adding the
+  source (`heinzel.engine.offline_discover`);
 - a created turn (input ``sentence``): a contract filled from a template
   (`heinzel.engine.offline_create`); a compile error sent back as a retry makes
   it try the next template.
@@ -31,6 +33,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from heinzel.engine.offline_create import fill_contract
+from heinzel.engine.offline_discover import discovered_outcome
 
 __all__ = ["NOT_AI", "ParsedTurn", "draft_items", "offline_model", "parse_turn"]
 
@@ -296,6 +299,8 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         outcome = _created_outcome(turn, _retries(messages))
     elif turn.cause == "approval" and "approved" in turn.inputs:
         outcome = _lessons_outcome(turn)
+    elif turn.cause == "discovered" and (found := discovered_outcome(turn.inputs, NOT_AI)):
+        outcome = found
     else:
         outcome = _draft_outcome(turn)
     if turn is not None and turn.summary_due:

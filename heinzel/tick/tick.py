@@ -6,7 +6,8 @@ documents adapter, fetches each source whose recheck is due exactly once and sta
 the source cache (`heinzel.store.sources.fetch_once`) before any turn starts, and builds the
 wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
 Heinzelmännchen without a schedule, waits that are due, turns a dead process left
-running, and chats still pending in an inbox with no turn to take them. Keys the index
+running, chats still pending in an inbox with no turn to take them, and once a day the
+sources the contracts' ``discover`` hints name (`heinzel.tick.discover`). Keys the index
 already has a final turn for are dropped. Heinzelmännchen are woken by graph height,
 then oldest due, at most ``max_wakes_per_tick``; one whose new wakes would cross the
 daily cap gets one ``turn.skipped{reason: cap}`` instead, and the user one
@@ -29,6 +30,7 @@ from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
+from heinzel.tick.discover import Discovery
 from heinzel.tick.isolate import isolated
 from heinzel.tick.plan import Due, Planner, latest_slot
 from ledger.errors import LedgerError
@@ -36,6 +38,7 @@ from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
 from ledger.spine import read_events
 from machines import keys
+from machines.crash import crash_at
 from machines.keys import Wake, coalesce
 from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
@@ -176,6 +179,7 @@ class Tick:
         plan = _Plan()
         decided = self._drafts(due, plan, report)
         staged = self._stage(due, planner, now, report)
+        crash_at("staged")  # HZ_CRASH_AT=at:staged: the cache written, no turn started
         self._slots(due, plan, now)
         for row in due.stale:
             wake = Wake("stale", keys.stale(row["heinzel"], row["output"], row["valid_until"]))
@@ -184,6 +188,8 @@ class Tick:
         self._waits(due, staged=staged, decided=decided, planner=planner, plan=plan, now=now)
         self._running(due, plan)
         self._inbox(due, plan, planner, report)
+        for found in Discovery(self.service).run(now, planner, report.errors):
+            plan.wake(found.heinzel, found.wake, report.at)
         if not plan.ids():
             return report
         # A key with any turn is not woken again: a final one is done, an open one is
@@ -418,9 +424,11 @@ class Tick:
                 staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
             )
             # each approval is its own learning turn, before the rest (so a draft due in
-            # the same tick already has its lessons); the rest coalesce into one turn
-            batches = [[w] for w in wakes if w.cause == "approval"]
-            batches += [rest] if (rest := [w for w in wakes if w.cause != "approval"]) else []
+            # the same tick already has its lessons), and a discovered source its own turn
+            # (it proposes one amendment); the rest coalesce into one turn
+            alone = ("approval", "discovered")
+            batches = [[w] for w in wakes if w.cause in alone]
+            batches += [rest] if (rest := [w for w in wakes if w.cause not in alone]) else []
             for batch in batches:
                 started = self.team.started_data(heinzel) if self.team is not None else None
                 more = {"data": started} if started is not None else {}

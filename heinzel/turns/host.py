@@ -44,6 +44,7 @@ from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
 from heinzel.turns.handoff import BoundHandoff, bind_runner
 from heinzel.turns.inputs import (
+    INBOX_CAUSES,
     asked_inputs,
     default_adapters,
     input_requests,
@@ -283,7 +284,7 @@ class TurnHost:
         approval = None
         own_extra = not extra
         if own_extra:
-            asked = [w.key for w in wakes if w.cause in ("asked", "retry")]
+            asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
             extra = asked_inputs(service.home, heinzel_id, asked)
         if wakes[0].cause == "approval":
             documents = adapters.get("documents")
@@ -311,7 +312,7 @@ class TurnHost:
                     return []
                 wakes = kept
                 if own_extra:
-                    asked = [w.key for w in wakes if w.cause in ("asked", "retry")]
+                    asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
                     extra = asked_inputs(service.home, heinzel_id, asked)
             turn = "tn-" + new_id(service.clock)[3:]
             if contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged):
@@ -405,7 +406,7 @@ class TurnHost:
             key = str(started.key)
             slot = key.split("@", 1)[1]
             causes = started.data.get("causes") or [{"cause": cause, "key": key}]
-            asked = [str(c.get("key")) for c in causes if c.get("cause") in ("asked", "retry")]
+            asked = [str(c.get("key")) for c in causes if c.get("cause") in INBOX_CAUSES]
             extra = asked_inputs(service.home, heinzel_id, asked)
             approval = None
             if cause == "approval":

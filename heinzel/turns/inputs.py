@@ -28,14 +28,17 @@ from heinzel.contract.types import parse_duration, split_method
 from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.store.credentials import stored_secret
+from heinzel.store.discovered import read_found
 from heinzel.store.home import Home
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
 from ledger.bodies import Bodies
 
 __all__ = [
+    "INBOX_CAUSES",
     "SearchCapability",
     "asked_inputs",
     "default_adapters",
+    "discovered_inputs",
     "input_requests",
     "last_approved",
     "read_staged",
@@ -45,6 +48,10 @@ __all__ = [
     "search_capabilities",
     "stage",
 ]
+
+
+INBOX_CAUSES = ("asked", "retry", "discovered")
+"""Causes whose turn reads what was written for it first (`asked_inputs`)."""
 
 
 def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> dict[str, object]:
@@ -69,6 +76,9 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
     found: list[InputSpec] = []
     for key in wake_keys:
         tail = key.split("@", 1)[-1]
+        if tail.startswith("discovered:"):
+            found += discovered_inputs(home, heinzel_id, tail.removeprefix("discovered:"))
+            continue
         retry = tail.startswith("retry:")
         if tail.startswith("answer:"):
             tail = "answer-" + tail.removeprefix("answer:")
@@ -84,6 +94,22 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
         name = "answer" if tail.startswith("answer-") else name
         found.append(InputSpec(name, str(message), "inbox"))
     return tuple(found)
+
+
+def discovered_inputs(home: Home, heinzel_id: str, source: str) -> list[InputSpec]:
+    """A discovered turn's inputs: ``discovered`` (the record the daily discovery wrote:
+    hint, method, args, the input it would replace) and ``contract`` (the text of the
+    version it was found under, which an amendment starts from); none when unreadable."""
+    record = read_found(home, heinzel_id, source)
+    if record is None:
+        return []
+    try:
+        version = int(record["version"])
+        text = home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+    except (KeyError, TypeError, ValueError, OSError):
+        return []
+    shown = json.dumps(record, sort_keys=True, ensure_ascii=False)
+    return [InputSpec("discovered", shown, "discovery"), InputSpec("contract", text, "contract")]
 
 
 def recent_bodies(bodies: Bodies, view: SpineView, keep: int) -> dict[str, list[ModelMessage]]:

@@ -1,5 +1,8 @@
 """A loopback GitHub: list endpoints in GitHub's documented shapes, with ETags, 304s,
-``Link`` pagination, a rate limit and server errors, counting every request.
+``Link`` pagination, a rate limit and server errors, counting every request; and
+``POST /graphql`` answering a Projects (v2) board query in the GraphQL API's shape
+(``repositoryOwner.projectV2.items`` with ``pageInfo``, ``GRAPHQL_PAGE`` items a page, a
+``NOT_FOUND`` error for an unknown board).
 
 Run it as a script (``python github_server.py DIR``) to serve from another process: it
 reads ``DIR/routes.json`` ({path: [item, ...]}), writes its port to ``DIR/port`` and its
@@ -19,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 PER_PAGE = 2
+GRAPHQL_PAGE = 2
 
 
 @dataclass
@@ -38,6 +42,9 @@ class FakeGitHub:
     a time; ``fail`` maps a path to a status to answer instead (403 means rate limited)."""
 
     routes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    boards: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    graphql_error: dict[str, Any] | None = None
     fail: dict[str, int] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     log: Path | None = None
@@ -53,6 +60,9 @@ class FakeGitHub:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                fake.answer(self)
+
+            def do_POST(self) -> None:
                 fake.answer(self)
 
             def log_message(self, *args: Any) -> None:
@@ -102,6 +112,8 @@ class FakeGitHub:
             "X-RateLimit-Reset": "4102444800",
             "X-GitHub-Media-Type": "github.v3; format=json",
         }
+        if handler.command == "POST" and path not in self.fail:
+            return _graphql_answer(self, path, handler, base)
         failing = self.fail.get(path)
         if failing == 403:
             base["X-RateLimit-Remaining"] = "0"
@@ -134,6 +146,79 @@ class FakeGitHub:
         if links:
             base["Link"] = ", ".join(links)
         return 200, base, body
+
+
+def _graphql_answer(
+    self: FakeGitHub, path: str, handler: BaseHTTPRequestHandler, base: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
+    """``POST /graphql``: a board query answered from ``boards`` ("owner/number")."""
+    length = int(handler.headers.get("Content-Length") or 0)
+    request = json.loads(handler.rfile.read(length) or b"{}")
+    self.queries.append(request)
+    variables = request.get("variables") or {}
+    if path != "/graphql" or "projectV2" not in str(request.get("query")):
+        return 404, base, json.dumps({"message": "Not Found"}).encode()
+    board = f"{variables.get('owner')}/{variables.get('number')}"
+    if self.graphql_error is not None:
+        return 200, base, json.dumps({"data": None, "errors": [self.graphql_error]}).encode()
+    if board not in self.boards:
+        answer = {
+            "data": {"repositoryOwner": {"projectV2": None}},
+            "errors": [
+                {
+                    "type": "NOT_FOUND",
+                    "path": ["repositoryOwner", "projectV2"],
+                    "locations": [{"line": 4, "column": 5}],
+                    "message": f"Could not resolve to a ProjectV2 with the number "
+                    f"{variables.get('number')}.",
+                }
+            ],
+        }
+        return 200, base, json.dumps(answer).encode()
+    items = self.boards[board]
+    start = int(variables.get("after") or 0)
+    chunk = items[start : start + GRAPHQL_PAGE]
+    more = start + GRAPHQL_PAGE < len(items)
+    project = {
+        "title": f"Board {board}",
+        "items": {
+            "pageInfo": {"hasNextPage": more, "endCursor": str(start + len(chunk))},
+            "nodes": chunk,
+        },
+    }
+    body = {"data": {"repositoryOwner": {"projectV2": project}}}
+    return 200, base, json.dumps(body).encode()
+
+
+def board_item(
+    number: int,
+    updated_at: str,
+    *,
+    status: str | None = "Todo",
+    kind: str = "Issue",
+    item_updated_at: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A Projects (v2) item node as the board query selects it: the item's own
+    ``updatedAt``, its Status value and its content (an Issue, a PullRequest or a
+    DraftIssue)."""
+    content: dict[str, Any] = {"__typename": kind, "title": f"Item {number}"}
+    content["updatedAt"] = updated_at
+    content["body"] = f"Details of {number}"
+    if kind != "DraftIssue":
+        content.update(
+            number=number,
+            state="OPEN",
+            url=f"https://github.com/octo/app/issues/{number}",
+            author={"login": "sam"},
+            repository={"nameWithOwner": "octo/app"},
+        )
+    content.update(extra)
+    return {
+        "updatedAt": item_updated_at or updated_at,
+        "status": {"name": status} if status else None,
+        "content": content,
+    }
 
 
 def pull(number: int, merged_at: str | None, updated_at: str, **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Every HZH1xx code the adapters raise is documented in docs/errors.md, and no other."""
+"""Every HZH1xx code the adapters (and discovery, whose codes share the band) raise is
+documented in docs/errors.md, and no other."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULES = [
     *sorted((ROOT / "heinzel" / "capabilities").glob("*.py")),
     ROOT / "heinzel" / "store" / "sources.py",
+    ROOT / "heinzel" / "contract" / "model.py",
+    ROOT / "heinzel" / "contract" / "compiler.py",
+    ROOT / "heinzel" / "contract" / "semantics.py",
+    ROOT / "heinzel" / "tick" / "discover.py",
 ]
 CODE = re.compile(r"HZH1\d\d")
 

@@ -196,7 +196,7 @@ class TestFailures:
         assert (caught.value.code, caught.value.retryable) == ("HZH161", True)
 
     def test_bad_repo_and_board_are_refused(self, fake: FakeGitHub, tmp_path: Path) -> None:
-        """repo must be owner/name; a Projects board is refused with a hint; no request."""
+        """repo must be owner/name, a board owner/number; each refused with a hint, no request."""
         source = github_code_host(client(fake, tmp_path))
         with pytest.raises(CapabilityError) as caught:
             source.fetch("merged_commits", {"repo": "../etc"}, WEEK, now=NOW)

@@ -30,7 +30,7 @@ class TestPriyasWeek:
         week = Week(tmp_path / "home")
         week.setup()
         week.play()
-        created, friday, monday, tuesday, later = week.steps
+        created, friday, monday, tuesday, later, wednesday = week.steps
 
         assert kinds(created.lines) == ["heinzel.created", "contract.proposed", "contract.approved"]
 
@@ -73,3 +73,19 @@ class TestPriyasWeek:
             "🧝 DRAFT (weekly-report v2): edit, then delete this line to approve"
         ]
         assert week.report().count(MARK) == 1  # the approved section is left clean
+
+        # Wednesday: the daily discovery finds the incidents document once, the offline
+        # model proposes reading it instead of the channel, Priya declines, and the next
+        # day's discovery wakes nothing for it
+        assert wednesday.exits == [0, 0, 0]
+        [found] = [e for e in wednesday.lines if e["kind"] == "turn.started"]
+        assert found["data"]["cause"] == "discovered"
+        assert found["key"].endswith("@discovered:documents.read:file:checkout-incidents.md")
+        assert kinds(wednesday.lines)[-4:] == [
+            "amendment.filed",
+            "step.started",
+            "turn.finished",
+            "amendment.declined",
+        ]
+        [proposed] = [e for e in wednesday.lines if e["kind"] == "amendment.proposed"]
+        assert (proposed["data"]["by"], proposed["data"]["widens"]) == ("heinzel", False)

@@ -154,3 +154,42 @@ def test_priyas_friday_on_github_and_caldav_survives_a_kill_without_refetching(
         )
     ]
     assert leaked == []
+
+
+@pytest.mark.kill
+@pytest.mark.slow
+def test_a_tick_killed_between_staging_and_turn_started_never_fetches_again(
+    github: FakeGitHub,
+    radicale: str,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """Killed at ``at:staged`` (the source cache written, no ``turn.started``), the next
+    tick makes zero requests to GitHub and drafts Friday's section once from the cache."""
+    import caldav
+
+    client = caldav.DAVClient(url=radicale, username="priya", password=PASSWORD)
+    work = client.principal().make_calendar(name="work")
+    for one in per_uid(ICS):
+        work.save_event(one)
+    priya = Priya(tmp_path, github, radicale)
+    created = priya.hz(
+        "heinzel", "new", "--from", "weekly-report.prose.md", now="2026-10-29T08:00:00Z"
+    )
+    assert created.returncode == 0, created.stderr
+    assert priya.hz("approve", "weekly-report", now="2026-10-29T08:01:00Z").returncode == 0
+    github.seen.clear()
+
+    killed = priya.tick(FRIDAY, HZ_CRASH_AT="at:staged")
+    assert killed.returncode == 137
+    assert len(github.seen) == 3  # the issues page and two pull-request pages, staged
+    assert priya.turns() == []  # killed before any turn.started
+    assert list((tmp_path / "home" / "heinzel" / "sources").rglob("*"))
+
+    github.seen.clear()
+    again = priya.tick(FRIDAY)
+    assert again.returncode == 0, again.stderr
+    assert github.seen == []
+    assert [t["disposition"] for t in priya.turns()] == ["drafted"]
+    report = (tmp_path / "home").parent.joinpath("weekly-report.md").read_text("utf-8")
+    assert report.count("🧝 DRAFT (weekly-report v1)") == 1
+    assert "Rounding fix" in report and "Refund totals off by a cent" in report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger.event import make_event
-from machines.crash import CRASH_EXIT, CrashPoint, crash_hook, parse
+from machines.crash import CRASH_EXIT, CrashPoint, crash_at, crash_hook, parse
 from machines.errors import MachineError
 
 
@@ -21,7 +21,19 @@ class TestCrashPoints:
             CrashPoint(n=3),
         )
 
-    @pytest.mark.parametrize("bad", ["after:", "append:0", "append:x", "before:turn.started", "x"])
+    def test_a_named_point_exits_there_only(self) -> None:
+        """at:<name> exits at `crash_at(name)`, not at another name nor at any event."""
+        exits: list[int] = []
+        environ = {"HZ_CRASH_AT": "at:staged"}
+        crash_at("elsewhere", environ, exit_=exits.append)
+        crash_hook(environ, exit_=exits.append)(event("turn.started"))  # type: ignore[arg-type]
+        assert exits == []
+        crash_at("staged", environ, exit_=exits.append)
+        assert (parse("at:staged"), exits) == (CrashPoint(name="staged"), [CRASH_EXIT])
+
+    @pytest.mark.parametrize(
+        "bad", ["after:", "append:0", "append:x", "before:turn.started", "x", "at:"]
+    )
     def test_a_bad_point_is_a_coded_error(self, bad: str) -> None:
         """Anything else is HZM050."""
         with pytest.raises(MachineError, match="HZM050"):

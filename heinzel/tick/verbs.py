@@ -50,10 +50,11 @@ class Verbs:
         service: Sessions,
         runner: TurnRunner,
         adapters: Mapping[str, object],
-        answer: Callable[[str, str], Mapping[str, Any]] | None = None,
+        answer: Callable[[str, str, Callable[[], None]], Mapping[str, Any]] | None = None,
     ) -> None:
-        """``answer(heinzel_id, text)`` answers an open question in words (the turns'
-        `heinzel.turns.Turns.answer_text`); without it a chat never answers one."""
+        """``answer(heinzel_id, text, recorded)`` answers an open question in words (the
+        turns' `heinzel.turns.Turns.answer_text`; ``recorded`` runs once the answer is in
+        the spine); without it a chat never answers one."""
         self.service = service
         self.runner = runner
         self.adapters = adapters
@@ -149,16 +150,22 @@ class Verbs:
         self, heinzel: str, request: Request, base: dict[str, Any], asked: Event, *, run: bool
     ) -> dict[str, Any]:
         """The message answers the open question (``hz heinzel answer``'s path: the answer
-        recorded once, the waiting turn resumed, its follow-up run), then the request is
-        taken so no turn gets it a second time. ``run=False``: only say so (the web head
-        runs this again in a child process)."""
+        recorded once, the waiting turn resumed, its follow-up run); the request is taken
+        as soon as the answer is in the spine, before the waiting turn resumes, so no
+        turn's inbox delivery gets it a second time. ``run=False``: only say so (the web
+        head runs this again in a child process)."""
         question = str(asked.data.get("question") or "")
         said = {**base, "delivered": "answers the open question", "question": question}
         if not run:
             return {**said, "key": f"{heinzel}@answer:{asked.turn}", "started": False}
         assert self.answer is not None
-        done = dict(self.answer(heinzel, request.message))
-        Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
+        inbox = Inbox(self.service.home, heinzel)
+
+        def take() -> None:
+            inbox.take(request.request_id, at=self.service.clock())
+
+        done = dict(self.answer(heinzel, request.message, take))
+        take()  # an answer owed since a crash: finished above, the request taken now
         done.pop("name", None)
         done.pop("question", None)
         return {**said, **done}

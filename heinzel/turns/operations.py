@@ -8,7 +8,7 @@ is ``hz heinzel answer``. Each runs in this process with the session's lock held
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -127,7 +127,12 @@ class Turns:
         return self.answer_text(row["id"], said, adapters=adapters)
 
     def answer_text(
-        self, ref: str, text: str, *, adapters: Mapping[str, object] | None = None
+        self,
+        ref: str,
+        text: str,
+        *,
+        adapters: Mapping[str, object] | None = None,
+        recorded: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         """``text`` as the free-text answer to the oldest open question (``hz heinzel
         answer``, and a chat while a question is open): recorded once, the waiting turn
@@ -138,4 +143,5 @@ class Turns:
         service = self.sessions
         row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)
-        return {**answer_text(TurnHost(service), row["id"], text, adapters=chosen)}
+        host = TurnHost(service)
+        return {**answer_text(host, row["id"], text, adapters=chosen, recorded=recorded)}

@@ -68,8 +68,9 @@ def _ask_then_draft(body: dict[str, Any], n: int) -> Outcome:
 
 
 def test_a_chat_while_a_question_is_open_answers_it_once(user: User) -> None:
-    """The chat is the answer: ``question.answered`` once, the waiting turn ends, the
-    follow-up drafts with it; the next chat is an ordinary one (a new asked turn)."""
+    """The chat is the answer: ``question.answered`` once, the waiting turn ends, exactly
+    one follow-up drafts with it (no second turn for the same message); the next chat is an
+    ordinary one (a new asked turn)."""
     user.serve(lambda body, n: Outcome(CREATED))
     assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
     assert user.hz("approve", "notes-digest").returncode == 0
@@ -84,9 +85,13 @@ def test_a_chat_while_a_question_is_open_answers_it_once(user: User) -> None:
     assert ANSWER in json.dumps(provider.seen[-1].body)
     [answered] = _events(user, "question.answered")
     assert set(answered.data) == {"id", "hash"}
+    after = [e.key for e in _events(user, "turn.started") if e.seq > answered.seq]
+    assert [str(k).split("@", 1)[1] for k in after] == [f"answer:{answered.turn}"]
     again = user.hz("heinzel", "chat", "notes-digest", "thanks, keep it short", "--json")
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["delivered"] == "a new turn"
+    chatted = json.loads(again.stdout)
+    assert chatted["delivered"] == "a new turn"
+    assert chatted["key"] in [e.key for e in _events(user, "turn.started")]
     assert len(_events(user, "question.answered")) == 1
     ended = [e.data["disposition"] for e in _events(user, "turn.finished")]
-    assert ended[-3:] == ["asked", "drafted", "drafted"]
+    assert ended[1:3] == ["asked", "drafted"], ended

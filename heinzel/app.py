@@ -54,10 +54,18 @@ class App:
         return default_adapters(self.service.settings)
 
     def verbs(self) -> Verbs:
-        """chat, resume, stop and retry, running turns through `turns`."""
+        """chat, resume, stop and retry, running turns through `turns` (a chat while a
+        question is open answers it through `Turns.answer_text`)."""
         from heinzel.tick.verbs import Verbs
 
-        return Verbs(self.service, self.turns, self.adapters)
+        return Verbs(
+            self.service,
+            self.turns,
+            self.adapters,
+            answer=lambda heinzel_id, text, recorded: self.turns.answer_text(
+                heinzel_id, text, adapters=self.adapters, recorded=recorded
+            ),
+        )
 
     def tick(self, sleep: Callable[[float], None]) -> Tick:
         """One tick over the home, waking through `turns`; with ``[team] repository``

@@ -5,10 +5,11 @@ separate process with ``HZ_NOW`` set to its moment, so the clock, the locks and 
 are real: created and approved on Monday; Friday 15:00's scheduled draft, killed once right
 after ``effect.started`` and once right after ``draft.placed`` and finished by the next
 ticks with one section and no second model call; Monday's approval with Priya's edits and
-two lessons; Tuesday's chat and her amendment to v2; the next Friday's draft under v2 with
-both lessons; Wednesday's discovered document, proposed once and declined. The model is
-the built-in ``offline`` one (not AI, and it says so). `Week` is also what
-``tests/e2e/test_priya.py`` drives.
+two lessons; Tuesday's chat, whose turn proposes the amendment she asked for (hers, citing
+her message), approved as v2; the next Friday's draft under v2 with both lessons;
+Wednesday's discovered document, proposed once and declined. The model is the built-in
+``offline`` one (not AI, and it says so). `Week` is also what ``tests/e2e/test_priya.py``
+drives.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from heinzel.errors import HeinzelError
 
-__all__ = ["FIXTURES", "Week", "priya_edits", "run_demo", "without_section"]
+__all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 NAME = "weekly-report"
@@ -45,18 +46,6 @@ def priya_edits(text: str) -> str:
     reordered = section[:prs] + section[board:calendar] + section[prs:board] + section[calendar:]
     kept = [line for line in reordered if "Payments partner sync" not in line]
     return "\n".join(lines[:tag] + kept + lines[end:])
-
-
-def without_section(text: str, key: str) -> str:
-    """The document with the draft section of ``key`` deleted (a rejection): its tag line,
-    its markers, what is between them, and the blank line before it."""
-    lines = text.split("\n")
-    start = lines.index(f"{MARK}{key} -->")
-    end = lines.index(f"<!-- hz:end key={key} -->")
-    first = start - 1 if start > 0 and lines[start - 1].startswith("🧝 DRAFT") else start
-    if first > 0 and not lines[first - 1].strip():
-        first -= 1
-    return "\n".join(lines[:first] + lines[end + 1 :])
 
 
 @dataclass
@@ -185,12 +174,7 @@ class Week:
     def _tuesday(self, s: Step) -> None:
         message = (self.work / "amendment-v2.message.txt").read_text("utf-8").strip()
         self.hz(s, "2026-11-03T09:00:00Z", "heinzel", "chat", NAME, message)
-        placed = [e["key"] for e in self.spine() if e["kind"] == "draft.placed"]
-        report = self.work / "weekly-report.md"
-        report.write_text(without_section(report.read_text("utf-8"), placed[-1]), "utf-8")
-        v2 = "weekly-report.v2.prose.md"
-        self.hz(s, "2026-11-03T09:05:00Z", "heinzel", "amend", NAME, "--from", v2)
-        self.hz(s, "2026-11-03T09:06:00Z", "approve", NAME)
+        self.hz(s, "2026-11-03T09:05:00Z", "approve", NAME)
 
     def _next_friday(self, s: Step) -> None:
         self.hz(s, "2026-11-06T14:05:00Z", "system", "daemon", "tick")
@@ -233,19 +217,19 @@ class Week:
             (
                 "Tue 3 Nov 10:00",
                 "chat, and the amendment to v2",
-                "Priya writes in its chat (the message goes to the inbox first). The offline "
-                "model, not being AI, answers with a fresh draft rather than an amendment, "
-                "and she deletes that section (a rejection, observed at the next tick). "
-                "She files the amendment she wants, adding the on-call channel as an input: "
-                "it widens the contract, so only she may approve it, and she does: v2.",
+                'Priya writes in its chat: "also mention incidents from the #checkout-oncall '
+                'channel" (the message goes to the inbox first). The turn proposes an '
+                "amendment adding the channel as an input, marked as her request and citing "
+                "her message (the offline model does this by a simple rule). It widens the "
+                "contract, which the Heinzelmännchen may never do on its own; as her request "
+                "it waits for her approval, and she approves it: v2.",
                 self._tuesday,
             ),
             (
                 "Fri 6 Nov 15:05",
                 "the next draft, under v2 with both lessons",
-                "The tick observes Tuesday's rejected section (one line, no turn) and wakes "
-                "it for the next slot; the turn is pinned to v2 and to the lessons so far, "
-                "and the tag says v2.",
+                "The tick wakes it for the next slot; the turn is pinned to v2 and to the "
+                "lessons so far, it reads the on-call channel too, and the tag says v2.",
                 self._next_friday,
             ),
             (
@@ -267,7 +251,17 @@ class Week:
 def _line(event: dict[str, Any]) -> str:
     """One spine line, short: seq, kind, and the fields a newcomer cares about."""
     data = event["data"]
-    keys = ("cause", "step", "woken_by", "disposition", "reason", "version", "share_changed")
+    keys = (
+        "cause",
+        "step",
+        "woken_by",
+        "disposition",
+        "reason",
+        "version",
+        "by",
+        "requested_in",
+        "share_changed",
+    )
     shown = [f"{k}={data[k]}" for k in keys if k in data]
     if "sentence" in data:
         shown.append(f"{str(data['sentence'])[:60]!r}")
@@ -301,14 +295,16 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     week.setup()
     echo(f"hz demo: Priya's weekly report (ADR 0049), in {home}")
     week.play(lambda step: echo(render_step(step)))
-    sections = week.report().count(MARK)
+    placed = {e["key"] for e in week.spine() if e["kind"] == "draft.placed"}
+    pending = week.report().count(MARK)
     tags = [line for line in week.report().splitlines() if line.startswith("🧝 DRAFT")]
     echo("\nThe tags waiting in the report now:")
     for tag in tags:
         echo(f"  {tag}")
     echo(
-        f"\nThe report holds {sections} hz sections, one per Friday (the crashed Friday's "
-        f"placed once): {week.work / 'weekly-report.md'}"
+        f"\nThe report holds {len(placed)} hz sections, one per Friday (the crashed Friday's "
+        f"placed once); {len(placed) - pending} approved, its hz markers removed, and "
+        f"{pending} waiting for its tag to be deleted: {week.work / 'weekly-report.md'}"
     )
     echo(f"The home is {home}. Try:")
     echo(f"  hz heinzel show {NAME} --home {home}")

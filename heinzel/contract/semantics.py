@@ -210,14 +210,13 @@ def _discover(
                 f"add {capability}:read to hz.requires",
             )
         ]
-    if name in inputs or (hint.instead_of is not None and hint.instead_of not in inputs):
-        what = f"{name} is already an input" if name in inputs else f"no input {hint.instead_of}"
+    if name in inputs:  # instead_of may name an input a later version adds
         return [
             _Problem(
                 base,
                 "HZH176",
-                f"discover {name}: {what}",
-                "name the hint as the new input it would become; instead_of names an input",
+                f"discover {name}: {name} is already an input",
+                "name the hint as the new input it would become",
             )
         ]
     return []

@@ -9,6 +9,8 @@ element with its ``<input>`` data and ``<done-when>`` items) and answers by rule
 - an approval turn (inputs ``draft`` and ``approved``): lessons from the diff;
 - a discovered turn (inputs ``discovered`` and ``contract``): an amendment adding the
   source (`heinzel.engine.offline_discover`);
+- a chat message asking to "also mention X from S" (`heinzel.engine.offline_amend`):
+  it calls ``contract`` and proposes that input as an amendment citing the message;
 - a created turn (input ``sentence``): a contract filled from a template
   (`heinzel.engine.offline_create`); a compile error sent back as a retry makes
   it try the next template.
@@ -32,6 +34,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from heinzel.engine.offline_amend import Addition, addition, amended
 from heinzel.engine.offline_create import fill_contract
 from heinzel.engine.offline_discover import discovered_outcome
 
@@ -48,6 +51,7 @@ _DUE = re.compile(r'<summary-due previous="(\w+)"/>')
 _LINES = re.compile(r"(?:at most|under|no more than) (\d+) lines")
 _MAX_ITEMS = 20
 _FROM_USER = re.compile(r"^(message(-\d+)?|hint)$")
+_MESSAGE = re.compile(r"^message(-\d+)?$")
 """Inputs that carry the user's words (a chat message, a retry's hint): read, not drafted from."""
 
 
@@ -242,6 +246,43 @@ def _created_outcome(turn: ParsedTurn, attempt: int) -> dict[str, Any]:
     }
 
 
+def _asked_addition(turn: ParsedTurn) -> tuple[str, Addition] | None:
+    """The last message input that asks to "also mention X from S", and what it asks."""
+    found = None
+    for name, content in turn.inputs.items():
+        if _MESSAGE.match(name) and (add := addition(content)) is not None:
+            found = (name, add)
+    return found
+
+
+def _amendment_outcome(
+    messages: list[ModelMessage], asks: tuple[str, Addition] | None
+) -> dict[str, Any] | None:
+    """The amendment a chat message asked for, built on the ``contract`` tool's text and
+    citing that message (None: nothing asked, or the text has no place for it)."""
+    if asks is None:
+        return None
+    returned = [
+        str(p.content)
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if p.part_kind == "tool-return" and getattr(p, "tool_name", "") == "contract"
+    ]
+    name, add = asks
+    text = amended(returned[-1], add) if returned else None
+    if text is None:
+        return None
+    return {
+        "report": f"{NOT_AI}: proposed input {add.name} as the user asked in chat",
+        "amendment": {
+            "text": text,
+            "why": f"{NOT_AI}: the user asked in chat for {add.name} ({add.requires})",
+            "asked_in": name,
+        },
+    }
+
+
 def _summary(turn: ParsedTurn) -> dict[str, Any]:
     return {
         "asset": ", ".join(turn.outputs) or turn.contract,
@@ -276,7 +317,9 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if p.part_kind == "tool-return"
     }
     offered = {t.name for t in info.function_tools}
-    first = [n for n in ("last_approved", "report") if n in offered and n not in called]
+    asks = _asked_addition(turn) if turn is not None and "contract" in offered else None
+    wanted = ("last_approved", "report", "contract") if asks else ("last_approved", "report")
+    first = [n for n in wanted if n in offered and n not in called]
     if turn is not None and first:
         calls: list[ToolCallPart] = []
         for name in first:
@@ -302,7 +345,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     elif turn.cause == "discovered" and (found := discovered_outcome(turn.inputs, NOT_AI)):
         outcome = found
     else:
-        outcome = _draft_outcome(turn)
+        outcome = _amendment_outcome(messages, asks) or _draft_outcome(turn)
     if turn is not None and turn.summary_due:
         if outcome.get("nothing_to_do"):
             outcome = {"report": outcome["report"]}

@@ -75,10 +75,17 @@ class Lesson(_Strict):
 
 
 class Amendment(_Strict):
-    """A proposed contract text and why."""
+    """A proposed contract text and why.
+
+    ``asked_in`` names the input that holds the user's message asking for this change
+    (``message``, ``message-2``...): hz checks that it is the user's words from the inbox
+    and files the amendment as the user's request; without it the amendment is the
+    Heinzelmännchen's own, which may not widen the contract (HZC050).
+    """
 
     text: Text
     why: Line
+    asked_in: Line | None = None
 
 
 class Summary(_Strict):

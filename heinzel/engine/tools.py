@@ -61,6 +61,8 @@ class TurnServices:
 
     view: SpineView = field(default_factory=SpineView)
     last_approved: str | None = None
+    contract_text: str | None = None
+    """The contract's full text at the turn's version (the ``contract`` tool; None: no tool)."""
     lessons: Sequence[LessonView] = ()
     capabilities: Sequence[ReadCapability] = ()
     runner: Runner | None = None
@@ -170,6 +172,15 @@ def build_toolset(
 
     for fn in (last_approved, lessons, previous_turns, report):
         _add(toolset, fn, fn.__name__, fn.__doc__ or "")
+    if services.contract_text is not None:
+        text = services.contract_text
+
+        def contract() -> str:
+            """Your contract's full text at this turn's version, frontmatter and body: the
+            text an amendment starts from."""
+            return text
+
+        _add(toolset, contract, "contract", contract.__doc__ or "")
     runner = services.runner
     if runner is not None:
 

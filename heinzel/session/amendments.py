@@ -2,7 +2,9 @@
 
 `propose_amendment` is shared by the service (``hz heinzel amend``) and the turn host (a
 turn whose outcome proposes an amendment): HZC050 refuses a widening the Heinzelmännchen
-proposes on its own, HZH079 what the user already declined.
+proposes on its own, HZH079 what the user already declined. A turn's amendment that cites
+the user's chat message (``asked``) is the user's request, filed ``by: user`` with the
+message's request id and hash (``requested_in``, ``hash``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,25 @@ __all__ = ["propose_amendment"]
 
 
 def propose_amendment(
-    sessions: Sessions, ref: str, text: str, *, by: str, source: str, reason: str = ""
+    sessions: Sessions,
+    ref: str,
+    text: str,
+    *,
+    by: str,
+    source: str,
+    reason: str = "",
+    asked: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """File an amendment: the user's is accepted; the Heinzelmännchen's may not widen."""
+    """File an amendment: the user's is accepted; the Heinzelmännchen's may not widen.
+
+    ``asked`` (a turn's amendment that cites the user's chat message: its request id and
+    hash) makes it the user's request: filed ``by: user`` with ``requested_in`` and
+    ``hash``, checked as the user's (it may widen; ``hz approve`` decides)."""
+    if asked is not None:
+        by = "user"
     row = sessions.resolve(ref)
-    if row["contract_version"] is None and row["proposed_version"] is not None and by == "user":
+    fresh = row["contract_version"] is None and row["proposed_version"] is not None
+    if fresh and by == "user" and asked is None:
         return _replace_proposal(sessions, row, text, source=source)
     if row["contract_version"] is None:
         raise HeinzelError(
@@ -61,6 +77,11 @@ def propose_amendment(
             "by": by,
             "widens": widens,
             "reason": reason[:200],
+            **(
+                {"requested_in": asked["request"], "hash": asked["hash"]}
+                if asked is not None
+                else {}
+            ),
         },
         short_text=("reason",),
     )

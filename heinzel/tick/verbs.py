@@ -2,6 +2,9 @@
 
 Each message is first a request file (`heinzel.store.inbox`), then a spine line or a turn:
 
+- ``chat`` while a turn's question waits for the user (and no turn runs elsewhere): the
+  message is the answer, as ``hz heinzel answer NAME "text"`` gives it (once per key); a
+  chat after that is an ordinary chat.
 - ``chat`` while a turn runs in another process (its spine lock is held): the request
   waits in the inbox and that turn's host delivers it at its next step boundary
   (`heinzel.turns.delivery`: a steer in gather or think, a follow-up request after). While
@@ -18,15 +21,17 @@ Each message is first a request file (`heinzel.store.inbox`), then a spine line 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.session.open_turns import abandon_turn, lock_held
+from heinzel.session.questions import open_asks
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request
 from heinzel.tick.tick import TurnRunner
+from ledger.event import Event
 from machines import keys
 from machines.fold import fold
 from machines.keys import Wake
@@ -45,10 +50,15 @@ class Verbs:
         service: Sessions,
         runner: TurnRunner,
         adapters: Mapping[str, object],
+        answer: Callable[[str, str, Callable[[], None]], Mapping[str, Any]] | None = None,
     ) -> None:
+        """``answer(heinzel_id, text, recorded)`` answers an open question in words (the
+        turns' `heinzel.turns.Turns.answer_text`; ``recorded`` runs once the answer is in
+        the spine); without it a chat never answers one."""
         self.service = service
         self.runner = runner
         self.adapters = adapters
+        self.answer = answer
 
     # -- helpers -------------------------------------------------------------------
 
@@ -94,6 +104,9 @@ class Verbs:
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         turn = self._running(heinzel)
+        asks = open_asks(self.service, heinzel)
+        if asks and self.answer is not None and not (turn and self._elsewhere(heinzel)):
+            return self._answered(heinzel, request, base, asks[0], run=run)
         if turn and self._elsewhere(heinzel):
             return {**base, "turn": turn, "delivered": "queued for the running turn"}
         if turn:
@@ -131,7 +144,40 @@ class Verbs:
             # a turn that started while this waited for the lock was steered with it
             return {**base, "delivered": "steered into the turn that ran meanwhile"}
         ended = _ended(states[-1] if states else None)
-        return {**base, "delivered": "a new turn", "key": wake.key, **ended}
+        return {**base, "delivered": "a new turn", "key": wake.key, **ended, **self._filed(heinzel)}
+
+    def _answered(
+        self, heinzel: str, request: Request, base: dict[str, Any], asked: Event, *, run: bool
+    ) -> dict[str, Any]:
+        """The message answers the open question (``hz heinzel answer``'s path: the answer
+        recorded once, the waiting turn resumed, its follow-up run); the request is taken
+        as soon as the answer is in the spine, before the waiting turn resumes, so no
+        turn's inbox delivery gets it a second time. ``run=False``: only say so (the web
+        head runs this again in a child process)."""
+        question = str(asked.data.get("question") or "")
+        said = {**base, "delivered": "answers the open question", "question": question}
+        if not run:
+            return {**said, "key": f"{heinzel}@answer:{asked.turn}", "started": False}
+        assert self.answer is not None
+        inbox = Inbox(self.service.home, heinzel)
+
+        def take() -> None:
+            inbox.take(request.request_id, at=self.service.clock())
+
+        done = dict(self.answer(heinzel, request.message, take))
+        take()  # an answer owed since a crash: finished above, the request taken now
+        done.pop("name", None)
+        done.pop("question", None)
+        return {**said, **done}
+
+    def _filed(self, heinzel: str) -> dict[str, Any]:
+        """The amendment the turn filed, when it waits on the user (how to approve it)."""
+        pending = self.service.queries.pending_amendment(heinzel)
+        if pending is None:
+            return {}
+        whose = "your request" if pending["by"] == "user" else "its own proposal"
+        name = self.service.queries.row(heinzel)["name"]
+        return {"amendment": f"v{pending['version']} waits for you ({whose}): hz approve {name}"}
 
     def resume(self, ref: str) -> dict[str, Any]:
         """Resume the waiting turn now (``woken_by: asked``)."""

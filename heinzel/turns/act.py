@@ -15,8 +15,10 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
 
 An amendment goes to ``propose`` (the service's ``propose_amendment(by="heinzel")``);
 a widening it refuses (HZC050) is recorded as ``amendment.refused{code}`` and the turn
-goes on. Text never enters the spine: hunks are hashes, the draft is in the document
-and the body.
+goes on. An amendment whose ``asked_in`` names an input read from the inbox (the user's
+chat message) is filed as the user's request, citing that message's request id and hash
+(`asked_in`): the user's own words may widen the contract, and ``hz approve`` decides.
+Text never enters the spine: hunks are hashes, the draft is in the document and the body.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from machines.journal import content_hash
 if TYPE_CHECKING:
     from heinzel.turns.env import TurnEnv
 
-__all__ = ["SUMMARY_TEXTS", "perform", "write_summary"]
+__all__ = ["SUMMARY_TEXTS", "asked_in", "perform", "write_summary"]
 
 SUMMARY_TEXTS = ("asset", "wants", "decisions", "open_questions", "next_deadline", "sources")
 """The summary's fixed fields: short texts a user reads, so the context can chain them."""
@@ -107,6 +109,16 @@ async def write_summary(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> Non
     await _local(ctx, "write_summary", key, "summary.written", summary, short=SUMMARY_TEXTS)
 
 
+def asked_in(env: TurnEnv, name: str | None) -> dict[str, str] | None:
+    """The user's message an amendment cites (``asked_in``), as its request id and hash:
+    only an input hz read from the inbox counts; anything else makes it the turn's own."""
+    for item in env.extra_inputs:
+        if name and item.name == name and item.source.startswith("inbox:"):
+            request = item.source.removeprefix("inbox:")
+            return {"request": request, "hash": content_hash(item.content)}
+    return None
+
+
 async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
     """Perform the acts of ``decided`` (the think result) and say how the turn ends."""
     outcome = Outcome.model_validate(decided["outcome"])
@@ -127,8 +139,9 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
     if outcome.amendment is not None and env.propose is not None:
         key = f"{env.heinzel_id}@amendment:{ctx.turn}"
         if not ctx.journal.key_events(key):
+            asked = asked_in(env, outcome.amendment.asked_in)
             try:
-                env.propose(outcome.amendment.text, outcome.amendment.why)
+                env.propose(outcome.amendment.text, outcome.amendment.why, asked)
                 ctx.journal.append("amendment.filed", {}, turn=ctx.turn, key=key)
             except HzError as error:
                 ctx.journal.append(

@@ -14,7 +14,7 @@ first answer stands) finishes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from heinzel.errors import HeinzelError
@@ -29,9 +29,16 @@ __all__ = ["answer_text"]
 
 
 def answer_text(
-    host: TurnHost, heinzel_id: str, text: str, *, adapters: Mapping[str, object]
+    host: TurnHost,
+    heinzel_id: str,
+    text: str,
+    *,
+    adapters: Mapping[str, object],
+    recorded: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Record the answer to the oldest open question, resume its turn, run the follow-up."""
+    """Record the answer to the oldest open question, resume its turn, run the follow-up
+    (``recorded`` runs once the answer is in the spine, before any turn resumes: a chat
+    takes its request there, so no turn's inbox delivery gets the message a second time)."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
@@ -63,6 +70,8 @@ def answer_text(
             turn, {"kind": "answer", "key": key, "hash": digest, "text": text}
         )
         spine.append("question.answered", {"id": path.stem, "hash": digest}, turn=turn, key=key)
+    if recorded is not None:
+        recorded()
     done = _follow_up(host, heinzel_id, turn, adapters)
     return {"name": name, "question": str(chosen.data.get("question") or ""), **done}
 

@@ -59,7 +59,8 @@ class TurnEnv:
     slot: str = "now"
     approval: Mapping[str, Any] | None = None
     documents: Any = None
-    propose: Callable[[str, str], Mapping[str, Any]] | None = None
+    propose: Callable[[str, str, Mapping[str, str] | None], Mapping[str, Any]] | None = None
+    """Files an amendment: its text, why, and the user's message it cites (None: its own)."""
     compile_contract: Callable[[str], object] | None = None
     recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
     """The settled messages of the last turns whose bodies are kept (the context shows them)."""
@@ -71,5 +72,7 @@ class TurnEnv:
     """The chat write gate of an asked turn (None: no write tools)."""
     reused: Sequence[Mapping[str, Any]] | None = None
     """A fork's inputs: what its parent's gather recorded (None: gather reads the cache)."""
+    contract_text: str | None = None
+    """The approved version's whole text (the model's ``contract`` tool, for amendments)."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""

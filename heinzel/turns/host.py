@@ -114,9 +114,8 @@ class TurnHost:
     def _contract(
         self, heinzel_id: str, version: int, fingerprint: str
     ) -> tuple[CompiledContract, str]:
-        """The approved version, refused when its file changed (`approved_text`)."""
-        compiled, text = approved_text(self.service.home, heinzel_id, version, fingerprint)
-        return compiled, _body(text)
+        """The approved version and its text, refused when its file changed (`approved_text`)."""
+        return approved_text(self.service.home, heinzel_id, version, fingerprint)
 
     def _origin(self, heinzel_id: str) -> Path:
         for event in read_events(self.service.home.spine_path(heinzel_id)):
@@ -167,7 +166,7 @@ class TurnHost:
         pinned = (pins or {}).get("contract_version")
         if pinned is not None and int(pinned) != version:
             version, fingerprint = int(pinned), pinned_fingerprint(spine, int(pinned))
-        contract, body = self._contract(heinzel_id, version, fingerprint)
+        contract, text = self._contract(heinzel_id, version, fingerprint)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         model = self.model or turn_model(
@@ -193,7 +192,8 @@ class TurnHost:
             name=row["name"],
             version=version,
             contract=contract,
-            contract_body=body,
+            contract_body=_body(text),
+            contract_text=text,
             origin=origin,
             requests=[]
             if approval or reused is not None
@@ -233,8 +233,8 @@ class TurnHost:
                 service.home.session_dir(heinzel_id),
             ),
             documents=adapters.get("documents"),
-            propose=lambda text, why: propose_amendment(
-                service, heinzel_id, text, by="heinzel", source="turn", reason=why
+            propose=lambda text, why, asked: propose_amendment(
+                service, heinzel_id, text, by="heinzel", source="turn", reason=why, asked=asked
             ),
             writes=ChatWrites(
                 heinzel_id,

@@ -72,7 +72,8 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
     """The user's words for a turn from the inbox: the messages of asked keys
     ``<id>@<request id>`` as inputs ``message``, ``message-2``..., a retry's hint
     (key ``<id>@retry:<parent>:<request id>``) as ``hint``, and the answer to a question
-    (key ``<id>@answer:<turn>``) as ``answer``; an unreadable one: no input."""
+    (key ``<id>@answer:<turn>``) as ``answer``; an unreadable one: no input. Each input's
+    source is ``inbox:<file stem>`` (the request id), so an amendment can cite it."""
     found: list[InputSpec] = []
     for key in wake_keys:
         tail = key.split("@", 1)[-1]
@@ -92,7 +93,7 @@ def asked_inputs(home: Home, heinzel_id: str, wake_keys: Sequence[str]) -> tuple
         asked = [i for i in found if i.name.startswith("message")]
         name = "hint" if retry else ("message" if not asked else f"message-{len(asked) + 1}")
         name = "answer" if tail.startswith("answer-") else name
-        found.append(InputSpec(name, str(message), "inbox"))
+        found.append(InputSpec(name, str(message), f"inbox:{path.stem}"))
     return tuple(found)
 
 

@@ -8,7 +8,7 @@ is ``hz heinzel answer``. Each runs in this process with the session's lock held
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -113,8 +113,6 @@ class Turns:
         else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296)."""
         from heinzel.errors import HeinzelError
         from heinzel.session.questions import open_questions
-        from heinzel.turns.answer_text import answer_text
-        from heinzel.turns.host import TurnHost, default_adapters
 
         service = self.sessions
         row = service.resolve(ref)
@@ -126,5 +124,24 @@ class Turns:
                     f"hz heinzel answer {row['name']} yes (or no)",
                 )
             return self.answer(ref, said == "yes", proposal, adapters=adapters)
+        return self.answer_text(row["id"], said, adapters=adapters)
+
+    def answer_text(
+        self,
+        ref: str,
+        text: str,
+        *,
+        adapters: Mapping[str, object] | None = None,
+        recorded: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """``text`` as the free-text answer to the oldest open question (``hz heinzel
+        answer``, and a chat while a question is open): recorded once, the waiting turn
+        resumed, its follow-up turn run (`heinzel.turns.answer_text`)."""
+        from heinzel.turns.answer_text import answer_text
+        from heinzel.turns.host import TurnHost, default_adapters
+
+        service = self.sessions
+        row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)
-        return {**answer_text(TurnHost(service), row["id"], said, adapters=chosen)}
+        host = TurnHost(service)
+        return {**answer_text(host, row["id"], text, adapters=chosen, recorded=recorded)}

@@ -105,6 +105,7 @@ class HeinzelSteps:
         services = TurnServices(
             view=env.view,
             last_approved=env.last_approved,
+            contract_text=env.contract_text,
             lessons=env.lessons,
             capabilities=env.capabilities,
             runner=handoff,

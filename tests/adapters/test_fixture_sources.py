@@ -127,17 +127,18 @@ class TestPriyaContracts:
                 )
 
     def test_v2_adds_exactly_the_incidents_input_and_chat_read(self) -> None:
-        """The amendment widens inputs and requires by the on-call channel, and adds
-        Wednesday's discover hint (with documents:read, which it reads), nothing else."""
+        """The amendment widens inputs and requires by the on-call channel, nothing else;
+        both carry Wednesday's discover hint (v1's names the input v2 adds)."""
         v1, v2 = (
             frontmatter("weekly-report.prose.md")["hz"],
             frontmatter("weekly-report.v2.prose.md")["hz"],
         )
         assert set(v2["inputs"]) - set(v1["inputs"]) == {"incidents"}
         assert v2["inputs"]["incidents"]["from"] == "chat.messages"
-        assert set(v2["requires"]) - set(v1["requires"]) == {"chat:read", "documents:read"}
+        assert set(v2["requires"]) - set(v1["requires"]) == {"chat:read"}
+        assert v1["discover"] == v2["discover"]
         assert v2["discover"]["incident_doc"]["instead_of"] == "incidents"
-        changed = ("inputs", "requires", "discover")
+        changed = ("inputs", "requires")
         assert {k: v for k, v in v2.items() if k not in changed} == {
             k: v for k, v in v1.items() if k not in changed
         }

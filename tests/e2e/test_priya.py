@@ -22,8 +22,8 @@ class TestPriyasWeek:
 
     def test_the_week(self, tmp_path: Path) -> None:
         """Created, Friday's draft through two kills with one section and no second spend,
-        Monday's two lessons, Tuesday's v2, and the next Friday's v2 draft with both
-        lessons pinned."""
+        Monday's two lessons, Tuesday's chat yielding her amendment (no hand-written file),
+        approved as v2, and the next Friday's v2 draft with both lessons pinned."""
         clean = Week(tmp_path / "clean", crashes=False)
         clean.setup()
         clean.play(until=2)
@@ -58,17 +58,25 @@ class TestPriyasWeek:
         assert observed["data"]["approver"] == "priya"
         assert 0 < observed["data"]["share_changed"] < 1
 
+        # Tuesday: her chat message yields the amendment, hers and citing her message
+        [asked] = [e for e in tuesday.lines if e["kind"] == "turn.started"]
+        assert asked["data"]["cause"] == "asked"
+        [proposed] = [e for e in tuesday.lines if e["kind"] == "amendment.proposed"]
+        request = asked["key"].split("@", 1)[1]
+        assert proposed["data"]["by"] == "user" and proposed["data"]["requested_in"] == request
+        assert proposed["data"]["widens"] is True
         assert [e["data"]["version"] for e in tuesday.lines if e["kind"] == "contract.amended"] == [
             2
         ]
+        assert kinds(tuesday.lines).count("draft.placed") == 0
 
-        [rejected] = [e for e in later.lines if e["kind"] == "approval.observed"]
-        assert rejected["data"]["rejected"] is True  # Tuesday's chat draft, deleted
+        assert "approval.observed" not in kinds(later.lines)
         [started] = [e for e in later.lines if e["kind"] == "turn.started"]
         assert started["data"]["pins"]["contract_version"] == 2
         assert started["data"]["pins"]["lessons_seq"] >= lessons[-1]["seq"]
         [placed_v2] = [e for e in later.lines if e["kind"] == "draft.placed"]
         assert "@v2@2026-11-06T14:00:00.000Z@" in placed_v2["key"]
+        assert "### incidents" in week.report()  # v2 reads the on-call channel
         assert [x for x in week.report().splitlines() if x.startswith("🧝 DRAFT")] == [
             "🧝 DRAFT (weekly-report v2): edit, then delete this line to approve"
         ]

@@ -1,0 +1,83 @@
+"""The sidebar chat answers an open question (issue 12, item 4), as ``hz heinzel chat``
+does: the page's message goes through ``App.verbs().chat`` and its child process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from ledger.spine import read_events
+
+from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
+from .scripted import MODEL, fake
+
+ANSWER = "only the platform team's incidents"
+QUESTION = "Which incidents belong in it?"
+
+
+def _script(body: dict[str, Any], n: int) -> Any:
+    """Ask until a request carries the answer, then nothing to do."""
+    if ANSWER in json.dumps(body):
+        return fake.Outcome({"report": "noted", "nothing_to_do": True, "reason": "answered"})
+    return fake.Outcome({"report": "one thing is unclear", "question": QUESTION})
+
+
+@pytest.fixture
+def env(home: Path) -> Iterator[dict[str, str]]:
+    """The demo's environment with every model role at the scripted provider."""
+    provider = fake.Provider("openai", _script)
+    yield {
+        **demo_env(home),
+        "HZ_MODEL": MODEL,
+        "HZ_MODEL_FAST": MODEL,
+        "HZ_MODEL_BEST": MODEL,
+        "HZ_BASE_URL": provider.base_url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    provider.close()
+
+
+def test_the_sidebar_chat_answers_the_open_question(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """A wake leaves a question open; the page's message answers it in the child process
+    (``question.answered`` once, exactly one turn after it: the follow-up, keyed by the
+    question's turn, never a second turn for the same message); the next message is a new
+    turn."""
+    hid = heinzel_id(home)
+    woken = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(woken.stdout)["state"] == "waiting", woken.stderr
+    client = TestClient(web_app(home, children, env), follow_redirects=False)
+    with client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
+        headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+        sent = client.post(f"/h/{hid}/chat", data={"text": ANSWER}, headers=headers)
+        assert sent.status_code == 200, sent.text
+        assert sent.json()["delivered"] == "answers the open question"
+        assert sent.json()["question"] == QUESTION
+        assert children[0].wait(timeout=120) == 0
+        events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
+        [answered] = [e for e in events if e.kind == "question.answered"]
+        after = [e for e in events if e.seq > answered.seq]
+        assert [e.key for e in after if e.kind == "turn.started"] == [
+            f"{hid}@answer:{answered.turn}"
+        ]
+        again = client.post(f"/h/{hid}/chat", data={"text": "and thanks"}, headers=headers)
+        assert again.json()["delivered"] == "a new turn"
+        assert children[1].wait(timeout=120) == 0
+    events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
+    assert [e.kind for e in events].count("question.answered") == 1

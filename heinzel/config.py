@@ -13,6 +13,7 @@ given its arguments: the command line passes ``os.environ`` and the default path
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ PROJECT_KEYS = frozenset(
         "heinzel.summary_after_turns",
         "heinzel.summary_keep_turns",
         "heinzel.lock_timeout",
+        "heinzel.skills",
     }
 )
 """The only keys a project's ``hz.toml`` may set; none of them chooses what runs or spends."""
@@ -67,6 +69,7 @@ ENV_KEYS: Mapping[str, str] = {
     "HZ_RETENTION_DAYS": "retention_days",
     "HZ_APPROVER": "approver",
     "HZ_FIXTURE_SOURCES": "fixture_sources",
+    "HZ_SKILLS": "skills",
 }
 """Environment variables and the ``[heinzel]`` key each sets."""
 
@@ -105,6 +108,9 @@ class HeinzelSettings(_Table):
     fixture_sources: Path | None = None
     lock_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=10))
     prices: dict[str, Price] = Field(default_factory=dict)
+    skills: list[Path] = Field(default_factory=list)
+    """Skill directories of every layer, general to specific (`skill_dirs`); unlike the
+    other keys, each layer adds to them rather than replacing them."""
 
     def model_for(self, model_class: str) -> str:
         """The model string for a contract's ``agent.model_class`` hint."""
@@ -189,6 +195,25 @@ def _read(path: Path, label: str, *, required: bool) -> dict[str, Any] | None:
         raise _error("HZH012", f"{path} is not valid TOML: {exc}", "fix the TOML syntax") from None
 
 
+SKILLS_DIR = "skills"
+"""The skill directory beside each layer's file: ``/etc/hz/skills``, ``<user config
+dir>/hz/skills``, ``skills/`` beside the project's ``hz.toml``."""
+
+
+def _skill_dirs(value: Any, base: Path, source: str) -> list[Path]:
+    """A layer's ``skills`` (a list of paths, or ``HZ_SKILLS`` split on ``os.pathsep``),
+    relative paths against ``base``."""
+    if isinstance(value, str):
+        value = [part for part in value.split(os.pathsep) if part]
+    if not isinstance(value, list) or not all(isinstance(one, str) for one in value):
+        raise _error(
+            "HZH014",
+            f"bad value for heinzel.skills (from {source}): a list of directories",
+            'write skills = ["path/to/skills"]',
+        )
+    return [(base / Path(one).expanduser()) for one in value]
+
+
 _HEINZEL_KEYS = frozenset(HeinzelSettings.model_fields)
 _TEAM_KEYS = frozenset(TeamSettings.model_fields)
 
@@ -261,9 +286,12 @@ def load_settings(
     config = env.get("HZ_CONFIG")
     layers = [("site", site, False), ("user", user, False), ("project", project, False)]
     layers.append(("HZ_CONFIG", cwd / config if config else None, True))
+    skills: list[Path] = []
     for label, path, required in layers:
         if path is None:
             continue
+        if label != "HZ_CONFIG":
+            skills.append(path.parent / SKILLS_DIR)
         data = _read(path, label, required=required)
         if data is None:
             continue
@@ -272,15 +300,21 @@ def load_settings(
             if label == "project" and key not in PROJECT_KEYS:
                 ignored.append(key)
                 continue
+            if key == "heinzel.skills":
+                skills.extend(_skill_dirs(value, path.parent, f"{label}:{path}"))
             values[key] = _home(key, value, path.parent, env)
             provenance[key] = f"{label}:{path}"
     for variable, key in ENV_KEYS.items():
-        if variable in env:
+        if variable == "HZ_SKILLS" and variable in env:
+            skills.extend(_skill_dirs(env[variable], cwd, f"env:{variable}"))
+            provenance["heinzel.skills"] = f"env:{variable}"
+        elif variable in env:
             values[f"heinzel.{key}"] = _home(f"heinzel.{key}", env[variable], cwd, env)
             provenance[f"heinzel.{key}"] = f"env:{variable}"
     if "heinzel.home" not in values:
         values["heinzel.home"] = data_dir or platformdirs.user_data_path("hz")
         provenance["heinzel.home"] = "default"
+    values["heinzel.skills"] = list(dict.fromkeys(skills))
     settings = _validate(values, provenance)
     return LoadedSettings(settings, provenance, tuple(ignored), project, tuple(files))
 

@@ -42,10 +42,13 @@ class Pins:
     lessons_seq: int | None = None
 
     def record(self, vocabulary: Vocabulary = HZ) -> dict[str, Any]:
-        """The ``pins`` object of ``turn.started``, with the vocabulary it runs under."""
+        """The ``pins`` object of ``turn.started``, with the vocabulary it runs under
+        (``skills`` only when there are some: most turns use none, and the spine stays
+        small)."""
+        skills = {"skills": dict(sorted(self.skills.items()))} if self.skills else {}
         return {
             "contract_version": self.contract_version,
-            "skills": dict(sorted(self.skills.items())),
+            **skills,
             "lessons_seq": self.lessons_seq,
             **vocabulary.pins(),
         }

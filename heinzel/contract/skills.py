@@ -8,6 +8,8 @@ grant an input, a tool, a target or a cap (``allowed-tools``, ``inputs``, ``max_
 is refused with ``HZC051``, wherever it appears in the frontmatter's top level or ``hz:``.
 Contracts name skills in ``hz.uses``; `resolve_skills` finds them in skill directories
 given in layer order, general to specific, the most specific copy winning.
+`skills_for_turn` is what every turn runs: the contract's ``uses`` and, after them, the
+skills whose ``applies`` match what the turn's contract touches.
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from heinzel.contract.source import LineMap, load_yaml, split
 from heinzel.errors import ContractError
 from heinzel.ids import is_slug
 
-__all__ = ["GRANT_KEYS", "SKILL_FILE", "Applies", "Skill", "load_skill", "resolve_skills"]
+__all__ = [
+    "GRANT_KEYS",
+    "SKILL_FILE",
+    "Applies",
+    "Skill",
+    "Turn",
+    "copies",
+    "load_skill",
+    "resolve_skills",
+    "skills_for_turn",
+]
 
 SKILL_FILE = "SKILL.md"
 
@@ -176,7 +188,7 @@ def resolve_skills(uses: Sequence[str], dirs: Sequence[Path]) -> list[Skill]:
     """
     skills = []
     for name in uses:
-        found = [d / name / SKILL_FILE for d in dirs if (d / name / SKILL_FILE).is_file()]
+        found = copies(name, dirs)
         if not found:
             raise ContractError(
                 "HZC052",
@@ -186,3 +198,48 @@ def resolve_skills(uses: Sequence[str], dirs: Sequence[Path]) -> list[Skill]:
             )
         skills.append(load_skill(found[-1]))
     return skills
+
+
+class Turn(BaseModel):
+    """What a turn touches, for ``applies``: its outputs' asset types (``doc`` of
+    ``doc:team/report``) and the capabilities it reads, writes or publishes to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    asset_types: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset()
+
+
+def _matches(skill: Skill, turn: Turn) -> bool:
+    """One of the skill's asset types or capabilities is the turn's (``roles`` match no
+    turn yet: hz knows no user roles, so such a skill comes in through ``uses``)."""
+    if skill.applies is None:
+        return False
+    return bool(
+        turn.asset_types.intersection(skill.applies.asset_types)
+        or turn.capabilities.intersection(skill.applies.capabilities)
+    )
+
+
+def copies(name: str, dirs: Sequence[Path]) -> list[Path]:
+    """Every ``SKILL.md`` of ``name`` in ``dirs``, in layer order."""
+    return [d / name / SKILL_FILE for d in dirs if (d / name / SKILL_FILE).is_file()]
+
+
+def skills_for_turn(uses: Sequence[str], dirs: Sequence[Path], turn: Turn) -> list[Skill]:
+    """The skills of one turn: ``uses`` in the contract's order (`resolve_skills`), then
+    every other skill whose ``applies`` matches ``turn``, in layer order (general to
+    specific) and by name, the most specific copy of each name winning."""
+    chosen = resolve_skills(uses, dirs)
+    named = set(uses)
+    seen: dict[str, Path] = {}
+    for folder in dirs:
+        if folder.is_dir():
+            for file in sorted(folder.glob(f"*/{SKILL_FILE}")):
+                if file.parent.name not in named:
+                    seen.setdefault(file.parent.name, file)
+    for name in seen:
+        skill = load_skill(copies(name, dirs)[-1])
+        if _matches(skill, turn):
+            chosen.append(skill)
+    return chosen

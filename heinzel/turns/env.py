@@ -20,6 +20,7 @@ from heinzel.engine import (
     LessonView,
     Pricing,
     ReadCapability,
+    Skill,
     SpineView,
 )
 from heinzel.store.sources import SourceCache, SourceRequest
@@ -53,6 +54,8 @@ class TurnEnv:
     context_settings: ContextSettings
     view: SpineView = field(default_factory=SpineView)
     lessons: Sequence[LessonView] = ()
+    skills: Sequence[Skill] = ()
+    """The turn's skills (`heinzel.turns.pins.turn_skills`), rendered after the contract."""
     runner: Callable[[str, Journal], BoundHandoff | None] | None = None
     """Makes the turn's handoff runner (None: no runner is bound, no handoff tool)."""
     extra_inputs: Sequence[InputSpec] = ()

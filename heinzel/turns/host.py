@@ -28,6 +28,7 @@ from heinzel.engine import (
     InputSpec,
     Price,
     Pricing,
+    Skill,
     SpineView,
 )
 from heinzel.errors import HeinzelError
@@ -56,7 +57,7 @@ from heinzel.turns.inputs import (
 )
 from heinzel.turns.interrupt import interruptible
 from heinzel.turns.models import turn_model
-from heinzel.turns.pins import pinned_fingerprint, pinned_lessons
+from heinzel.turns.pins import pinned_fingerprint, pinned_lessons, turn_skills
 from heinzel.turns.record import IndexedJournal, SessionBody
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.turns.view import spine_view
@@ -153,7 +154,7 @@ class TurnHost:
         reused: Sequence[Mapping[str, Any]] | None = None,
     ) -> TurnEnv:
         """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
-        contract version and the lessons it saw, whatever was approved since."""
+        contract version, the skills and the lessons it saw, whatever changed since."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -187,6 +188,7 @@ class TurnHost:
             )
 
         lessons = pinned_lessons(service.queries.lessons(heinzel_id), pins)
+        skills = turn_skills(contract, config.skills, pins)
         return TurnEnv(
             heinzel_id=heinzel_id,
             name=row["name"],
@@ -220,6 +222,7 @@ class TurnHost:
             view=view,
             recent=recent_bodies(bodies, view, config.summary_keep_turns),
             lessons=lessons,
+            skills=[Skill(one.name, one.text, one.fingerprint) for one in skills],
             runner=handoff if bound is not None else None,
             extra_inputs=tuple(extra),
             slot=slot,
@@ -333,6 +336,7 @@ class TurnHost:
             )
             pins = Pins(
                 contract_version=env.version,
+                skills={one.name: one.fingerprint for one in env.skills},
                 lessons_seq=max((int(one.id) for one in env.lessons), default=None),
             )
             states, follow = self._drive(
@@ -420,7 +424,7 @@ class TurnHost:
                 extra=extra,
                 slot=slot,
                 approval=approval,
-                pins=started.data.get("pins") or {},
+                pins=started.data.get("pins") or {},  # {}: pinned to nothing (old turns)
                 reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
                 if started.data.get("parent_turn")
                 else None,

@@ -90,6 +90,7 @@ class HeinzelSteps:
             env.view,
             bodies=env.recent,
             lessons=env.lessons,
+            skills=env.skills,
             last_approved=env.last_approved,
             handoff=env.runner is not None,
             settings=env.context_settings,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -155,7 +156,48 @@ _PROJECT_VALUES = {
     "heinzel.summary_after_turns": "10",
     "heinzel.summary_keep_turns": "3",
     "heinzel.lock_timeout": '"30s"',
+    "heinzel.skills": '["house"]',
 }
+
+
+class TestSkillDirectories:
+    def test_each_layer_adds_its_skill_directories_general_to_specific(
+        self, dirs: dict[str, Path]
+    ) -> None:
+        """site, user, project (each its own skills/ then its skills key), then HZ_SKILLS:
+        the layers add up instead of replacing one another."""
+        write(dirs["site"], '[heinzel]\nskills = ["/opt/skills"]\n')
+        write(dirs["user"], '[heinzel]\nskills = ["mine"]\n')
+        write(dirs["project"] / "hz.toml", '[heinzel]\nskills = ["docs/skills"]\n')
+        loaded = load(dirs, {"HZ_SKILLS": "/a" + os.pathsep + "/b"})
+        assert loaded.settings.heinzel.skills == [
+            dirs["site"].parent / "skills",
+            Path("/opt/skills"),
+            dirs["user"].parent / "skills",
+            dirs["user"].parent / "mine",
+            dirs["project"] / "skills",
+            dirs["project"] / "docs" / "skills",
+            Path("/a"),
+            Path("/b"),
+        ]
+        assert loaded.ignored == ()
+
+    def test_without_files_the_site_and_user_skill_directories_remain(
+        self, dirs: dict[str, Path]
+    ) -> None:
+        """A site or user may keep skills without any config file; no project, no project dir."""
+        assert load(dirs).settings.heinzel.skills == [
+            dirs["site"].parent / "skills",
+            dirs["user"].parent / "skills",
+        ]
+
+    def test_skills_that_is_not_a_list_is_refused(self, dirs: dict[str, Path]) -> None:
+        """skills = 3 is HZH014 naming the file."""
+        write(dirs["user"], "[heinzel]\nskills = 3\n")
+        with pytest.raises(HeinzelError) as refused:
+            load(dirs)
+        assert refused.value.code == "HZH014"
+        assert str(dirs["user"]) in refused.value.message
 
 
 class TestErrors:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from heinzel.contract import load_skill, resolve_skills
+from heinzel.contract.skills import Turn, skills_for_turn
 from heinzel.errors import ContractError
 
 HOUSE_STYLE = """---
@@ -121,3 +122,53 @@ class TestResolveSkills:
         write_skill(tmp_path, "terse", "---\nname: terse\ndescription: Be terse.\n---\nShort.\n")
         names = [s.name for s in resolve_skills(["terse", "house-style"], [tmp_path])]
         assert names == ["terse", "house-style"]
+
+
+def applying(name: str, applies: str, body: str = "Advice.") -> str:
+    return f"---\nname: {name}\ndescription: x\nhz:\n  applies: {applies}\n---\n{body}\n"
+
+
+class TestSkillsForTurn:
+    def test_project_overrides_user_overrides_site(self, tmp_path: Path) -> None:
+        """The same skill in three layers: the project's copy is the turn's, once."""
+        site, user, project = (tmp_path / x for x in ("site", "user", "project"))
+        for folder in (site, user, project):
+            write_skill(folder, "house-style", HOUSE_STYLE.replace("Short", folder.name))
+        [skill] = skills_for_turn(["house-style"], [site, user, project], Turn())
+        assert skill.text.startswith("# House style\n\nproject sentences.")
+        [skill] = skills_for_turn(["house-style"], [site, user], Turn())
+        assert "user sentences." in skill.text
+
+    def test_applies_by_asset_type_or_capability(self, tmp_path: Path) -> None:
+        """A skill not in uses comes in when one of its asset types or capabilities is the
+        turn's; one matching neither, or only by role, stays out."""
+        write_skill(tmp_path, "docs", applying("docs", "{asset_types: [doc]}"))
+        write_skill(tmp_path, "chat", applying("chat", "{capabilities: [chat]}"))
+        write_skill(tmp_path, "mail", applying("mail", "{capabilities: [mail]}"))
+        write_skill(tmp_path, "boss", applying("boss", "{roles: [manager]}"))
+        write_skill(tmp_path, "plain", "---\nname: plain\ndescription: x\n---\nPlain.\n")
+        turn = Turn(asset_types=frozenset({"doc"}), capabilities=frozenset({"chat"}))
+        assert [s.name for s in skills_for_turn([], [tmp_path], turn)] == ["chat", "docs"]
+        assert skills_for_turn([], [tmp_path], Turn()) == []
+
+    def test_uses_come_first_and_an_applying_skill_only_once(self, tmp_path: Path) -> None:
+        """The contract's uses keep their order; a used skill that also applies is not
+        repeated; an applying skill's most specific copy is the one loaded."""
+        site, project = tmp_path / "site", tmp_path / "project"
+        write_skill(site, "docs", applying("docs", "{asset_types: [doc]}", "Site docs."))
+        write_skill(project, "docs", applying("docs", "{asset_types: [doc]}", "Project docs."))
+        write_skill(site, "terse", applying("terse", "{asset_types: [doc]}"))
+        turn = Turn(asset_types=frozenset({"doc"}))
+        found = skills_for_turn(["terse"], [site, project], turn)
+        assert [(s.name, s.text) for s in found] == [
+            ("terse", "Advice.\n"),
+            ("docs", "Project docs.\n"),
+        ]
+
+    def test_an_applying_skill_that_grants_is_refused(self, tmp_path: Path) -> None:
+        """HZC051 holds for skills found by applies, not only for those in uses."""
+        text = applying("sneaky", "{asset_types: [doc]}").replace("hz:", "tools: [shell]\nhz:")
+        write_skill(tmp_path, "sneaky", text)
+        with pytest.raises(ContractError) as refused:
+            skills_for_turn([], [tmp_path], Turn(asset_types=frozenset({"doc"})))
+        assert refused.value.code == "HZC051"

@@ -8,6 +8,7 @@ import click
 
 from heinzel.cli import render
 from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
+from heinzel.cli.forms import artifact_forms, plain_rows
 
 
 @hz.group()
@@ -56,7 +57,7 @@ def new(
     """
     if sentence and not files:
         created = open_app(home).turns.create_from_sentence(sentence, namespace=namespace)
-        emit([created], as_json, render.created)
+        emit(plain_rows([created]), as_json, render.created)
         return
     if not files:
         raise click.UsageError("give --from FILE (one or more), or a sentence")
@@ -68,11 +69,11 @@ def new(
     if len(set(files)) != len(files):
         raise click.UsageError("the same file is given twice with --from")
     rows = open_app(home).service.create_from_files(list(files), name=name, namespace=namespace)
-    emit(rows, as_json, render.created)
+    emit(plain_rows(rows), as_json, render.created)
 
 
 @heinzel.command("list")
-@click.option("--artifact", default=None, help="Only those that keep this asset ref.")
+@click.option("--artifact", default=None, help="Only those that keep this asset (or file).")
 @click.option("--state", default=None, help="proposed|asleep|awake|waiting|paused|retired")
 @click.option(
     "--contract",
@@ -106,7 +107,7 @@ def list_(
         # read-only: a home that is not there yet is not created by looking at it
         rows: list[dict[str, Any]] = []
     else:
-        rows = service.listing(artifact=artifact, state=state, contract=contract)
+        rows = service.listing(artifact=artifact_forms(artifact), state=state, contract=contract)
     if namespace is not None:
         rows = [r for r in rows if r.get("namespace") == namespace]
     team = app.team() if any(r.get("namespace") == "team" for r in rows) else None

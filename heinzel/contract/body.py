@@ -5,6 +5,8 @@ Requires, Maintains (with ``#### facet`` sub-sections), Continuity and Done when
 sections are kept as they are, and a ``####`` heading outside Maintains is part of the
 text of the section it sits in. Items are written ``- `name`: description``; Done when is a
 checklist (``- [ ] item``). `normalise` is the whitespace-blind form the fingerprint uses.
+Every problem of a body is reported at once, in a fixed order: sections written twice, a
+missing or empty Goal, a missing Done when, then its items.
 """
 
 from __future__ import annotations
@@ -102,35 +104,42 @@ def _section(raw: _Raw, title: str | None = None) -> Section:
     return Section(title=heading, text=normalise(raw.lines), items=_items(raw.lines))
 
 
-def _checklist(raw: _Raw, source: str) -> list[str]:
+def _checklist(raw: _Raw, source: str, problems: list[ContractError]) -> list[str]:
     items: list[str] = []
+    before = len(problems)
     for offset, line in enumerate(raw.lines, start=1):
         stripped = line.strip()
         if (check := _CHECK.match(stripped)) is not None:
             items.append(" ".join(check[1].split()))
         elif _BULLET.match(stripped) and not line.startswith((" ", "\t")):
-            raise ContractError(
-                "HZC062",
-                "a ### Done when item is not a checklist item",
-                "write each condition as '- [ ] the condition'",
-                file=source,
-                line=raw.line + offset,
+            problems.append(
+                ContractError(
+                    "HZC062",
+                    "a ### Done when item is not a checklist item",
+                    "write each condition as '- [ ] the condition'",
+                    file=source,
+                    line=raw.line + offset,
+                )
             )
         elif stripped and items and line.startswith((" ", "\t")):
             items[-1] += " " + " ".join(stripped.split())
-    if not items:
-        raise ContractError(
-            "HZC061",
-            "### Done when has no checklist items",
-            "list what must hold before a draft is placed, as '- [ ] the condition'",
-            file=source,
-            line=raw.line,
+    if not items and len(problems) == before:
+        problems.append(
+            ContractError(
+                "HZC061",
+                "### Done when has no checklist items",
+                "list what must hold before a draft is placed, as '- [ ] the condition'",
+                file=source,
+                line=raw.line,
+            )
         )
     return items
 
 
 def parse_body(body: str, *, first_line: int, source: str) -> Body:
-    """Parse the Markdown after the frontmatter, or raise a ``HZC06x`` error."""
+    """Parse the Markdown after the frontmatter, or raise a ``HZC06x`` error carrying
+    every problem found."""
+    problems: list[ContractError] = []
     preamble, raws = _sections(body, first_line)
     known: dict[str, _Raw] = {}
     facets: list[Section] = []
@@ -151,33 +160,42 @@ def parse_body(body: str, *, first_line: int, source: str) -> Body:
         if current is None:
             others.append(raw)
         elif current in known:
-            raise ContractError(
-                "HZC063",
-                f"the section ### {raw.title} is written twice",
-                f"merge the two; the first is on line {known[current].line}",
-                file=source,
-                line=raw.line,
+            problems.append(
+                ContractError(
+                    "HZC063",
+                    f"the section ### {raw.title} is written twice",
+                    f"merge the two; the first is on line {known[current].line}",
+                    file=source,
+                    line=raw.line,
+                )
             )
         else:
             known[current] = raw
     goal = known.get("goal")
     if goal is None or not normalise(goal.lines):
-        raise ContractError(
-            "HZC064",
-            "the contract has no ### Goal" if goal is None else "### Goal is empty",
-            "say in a sentence or two what this Heinzelmännchen keeps true, under ### Goal",
-            file=source,
-            line=first_line if goal is None else goal.line,
+        problems.append(
+            ContractError(
+                "HZC064",
+                "the contract has no ### Goal" if goal is None else "### Goal is empty",
+                "say in a sentence or two what this Heinzelmännchen keeps true, under ### Goal",
+                file=source,
+                line=first_line if goal is None else goal.line,
+            )
         )
     done = known.get("done_when")
     if done is None:
-        raise ContractError(
-            "HZC060",
-            "the contract has no ### Done when",
-            "add a ### Done when checklist ('- [ ] ...') the model checks before a draft",
-            file=source,
-            line=first_line,
+        problems.append(
+            ContractError(
+                "HZC060",
+                "the contract has no ### Done when",
+                "add a ### Done when checklist ('- [ ] ...') the model checks before a draft",
+                file=source,
+                line=first_line,
+            )
         )
+    done_when = [] if done is None else _checklist(done, source, problems)
+    if problems or goal is None:
+        raise ContractError.of(problems)
     return Body(
         preamble=normalise(preamble),
         goal=_section(goal, "Goal"),
@@ -185,7 +203,7 @@ def parse_body(body: str, *, first_line: int, source: str) -> Body:
         maintains=_optional(known, "maintains"),
         facets=facets,
         continuity=_optional(known, "continuity"),
-        done_when=_checklist(done, source),
+        done_when=done_when,
         other=[_section(raw) for raw in others],
     )
 

@@ -1,9 +1,12 @@
 """The contract compiler: ``.prose.md`` text in, a typed `CompiledContract` or a `ContractError`.
 
-The compiler reports one error, the first it finds, in this order: the file's structure
-(frontmatter fences, YAML, duplicate keys), the OpenProse ``kind``, the frontmatter's shape
-and values (the first in document order), the frontmatter's meaning against the capability
-registry (the first in document order), then the body. It never lets another exception out.
+The compiler reports every independent error of a file at once, the first one first, in
+this order: the file's structure (a legacy ``.prose`` program, frontmatter fences, YAML,
+duplicate keys), the OpenProse ``kind``, a file of several nodes (each of these stops the
+compile: nothing after it can be read right), then the frontmatter's shape and values (in
+document order), its meaning against the capability registry (in document order; checked
+only when the shape is right), and the body (every body problem). The one `ContractError`
+raised carries the rest in ``also``. It never lets another exception out.
 
 The intent fingerprint is ``sha256:`` over the canonical JSON of the validated frontmatter
 (defaults filled in, sets sorted, durations canonical) and the parsed body with every
@@ -14,6 +17,7 @@ writing a default out leaves it unchanged; any change of a value or of a word ch
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from heinzel.capabilities.registry import DEFAULT_REGISTRY, Registry
 from heinzel.contract.body import Body, parse_body
 from heinzel.contract.model import Agent, Discover, Frontmatter, Hz, Input, Output
+from heinzel.contract.openprose import OPENPROSE_KINDS, check_kind, legacy_program, nodes
 from heinzel.contract.semantics import check_semantics
 from heinzel.contract.source import LineMap, load_yaml, split
 from heinzel.errors import ContractError
@@ -39,9 +44,6 @@ __all__ = [
     "load_contract",
     "read_contract_text",
 ]
-
-OPENPROSE_KINDS = ("function", "gateway", "test", "program", "service", "agent")
-"""OpenProse kinds hz reads but can't run: refused with ``HZC010``."""
 
 MAX_CONTRACT_BYTES = 1 << 20
 
@@ -103,7 +105,11 @@ def _collapse(value: Any) -> Any:
 def compile_contract(
     text: str, *, source: str = "<text>", registry: Registry = DEFAULT_REGISTRY
 ) -> CompiledContract:
-    """Compile ``text`` (a whole ``.prose.md`` file) or raise the first `ContractError`."""
+    """Compile ``text`` (a whole ``.prose.md`` file) or raise a `ContractError` carrying
+    every independent error found (the first first)."""
+    legacy = legacy_program(text, source)
+    if legacy is not None:
+        raise legacy
     parts = split(text, source=source)
     data, lines = load_yaml(parts.yaml_text, offset=parts.yaml_line, source=source)
     if not isinstance(data, dict):
@@ -114,13 +120,29 @@ def compile_contract(
             file=source,
             line=parts.yaml_line,
         )
-    _check_kind(data, lines, source)
+    check_kind(data, lines, source)
+    several = nodes(parts.body, parts.body_line, source)
+    if several is not None:
+        raise several
+    errors: list[ContractError] = []
+    frontmatter: Frontmatter | None = None
     try:
         frontmatter = Frontmatter.model_validate(data)
     except ValidationError as exc:
-        raise _first(exc, lines, source) from None
-    check_semantics(frontmatter, data, lines, registry=registry, source=source)
-    body = parse_body(parts.body, first_line=parts.body_line, source=source)
+        errors += _all(exc, lines, source)
+    if frontmatter is not None:
+        try:
+            check_semantics(frontmatter, data, lines, registry=registry, source=source)
+        except ContractError as exc:
+            errors.append(exc)
+    body: Body | None = None
+    try:
+        body = parse_body(parts.body, first_line=parts.body_line, source=source)
+    except ContractError as exc:
+        errors.append(exc)
+    if errors:
+        raise ContractError.of(errors)
+    assert frontmatter is not None and body is not None  # no errors: both were made
     return CompiledContract(
         frontmatter=frontmatter,
         body=body,
@@ -172,36 +194,6 @@ def load_contract(path: Path, *, registry: Registry = DEFAULT_REGISTRY) -> Compi
     return compile_contract(text, source=str(path), registry=registry)
 
 
-def _check_kind(data: dict[Any, Any], lines: LineMap, source: str) -> None:
-    kind = data.get("kind")
-    if "kind" not in data:
-        raise ContractError(
-            "HZC005",
-            "missing key kind",
-            "add 'kind: responsibility' to the frontmatter",
-            file=source,
-            line=lines.line(()),
-        )
-    if kind == "responsibility":
-        return
-    line = lines.line(("kind",))
-    if isinstance(kind, str) and kind in OPENPROSE_KINDS:
-        raise ContractError(
-            "HZC010",
-            f"an OpenProse {kind} is not something hz can run",
-            "hz runs contracts of kind responsibility; keep this file for OpenProse",
-            file=source,
-            line=line,
-        )
-    raise ContractError(
-        "HZC011",
-        f"unknown kind {kind!r}",
-        "a contract hz runs has 'kind: responsibility'",
-        file=source,
-        line=line,
-    )
-
-
 _KEYS: dict[str, type[BaseModel]] = {
     "": Frontmatter,
     "hz": Hz,
@@ -220,7 +212,9 @@ def _allowed(loc: tuple[str | int, ...]) -> str:
     if model is None:
         return "remove it; see docs/contract.md for the keys allowed here"
     keys = sorted(f.alias or n for n, f in model.model_fields.items())
-    return "the keys allowed here are: " + ", ".join(keys)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+    mean = f"did you mean {close[0]!r}? " if close else ""
+    return mean + "the keys allowed here are: " + ", ".join(keys)
 
 
 def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
@@ -253,9 +247,17 @@ def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
     )
 
 
-def _first(exc: ValidationError, lines: LineMap, source: str) -> ContractError:
-    errors = [_translate(error, lines, source) for error in exc.errors()]
-    return min(errors, key=lambda e: e.line or 0)
+def _all(exc: ValidationError, lines: LineMap, source: str) -> list[ContractError]:
+    """Every validation error once, in document order (a stable sort by line)."""
+    seen: set[tuple[str, int | None, str]] = set()
+    errors = []
+    for error in exc.errors():
+        translated = _translate(error, lines, source)
+        key = (translated.code, translated.line, translated.message)
+        if key not in seen:
+            seen.add(key)
+            errors.append(translated)
+    return sorted(errors, key=lambda e: e.line or 0)
 
 
 _HZ_HINT = (
@@ -279,4 +281,5 @@ _HINTS = {
     "HZC042": "approvers lists owner or roster handles",
     "HZC043": "input and output names are lowercase identifiers: letters, digits, underscores",
     "HZC044": "name each skill once, by its directory name",
+    "HZC092": "write id and version as short text, e.g. id: 067NC4KG01RG50R40M30E20918",
 }

@@ -232,9 +232,33 @@ class Hz(_Strict):
         return data
 
 
+def _openprose_text(value: Any) -> Any:
+    ok = isinstance(value, str | int | float) and not isinstance(value, bool)
+    if not ok or str(value).strip() == "" or len(str(value)) > 200:
+        raise PydanticCustomError(
+            "HZC092",
+            "OpenProse's id and version are short text or a number, not {value}",
+            {"value": repr(value)[:80]},
+        )
+    return str(value)
+
+
 class Frontmatter(_Strict):
-    """The whole frontmatter: OpenProse's ``name`` and ``kind``, and ``hz``."""
+    """The whole frontmatter: OpenProse's ``name``, ``kind``, ``id`` and ``version``, and
+    ``hz``. ``id`` and ``version`` are OpenProse's own keys: kept as text, unused by hz."""
 
     name: Slug
     kind: Literal["responsibility"]
+    id: Annotated[str, BeforeValidator(_openprose_text)] | None = None
+    version: Annotated[str, BeforeValidator(_openprose_text)] | None = None
     hz: Hz
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``id`` and ``version`` are left out when absent, so contracts written before
+        them keep their fingerprint."""
+        data: dict[str, Any] = handler(self)
+        for key in ("id", "version"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data

@@ -3,8 +3,8 @@
 Every input reads a known read method of a capability ``requires`` grants with mode read;
 every publish names a known write method of a capability granted with mode write; a
 method that searches a window gets one and one that doesn't gets none; args are those the
-method accepts; ``if-moved`` is refused for team contracts. All problems are found and the
-first in document order is raised.
+method accepts; ``if-moved`` is refused for team contracts. All problems are found and
+raised together, in document order (the first is the error's own code).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def check_semantics(
     registry: Registry,
     source: str,
 ) -> None:
-    """Raise the first (in document order) problem of meaning in ``frontmatter``."""
+    """Raise every problem of meaning in ``frontmatter`` at once, in document order."""
     hz = frontmatter.hz
     raw_hz: dict[str, Any] = data["hz"]
     problems: list[_Problem] = []
@@ -61,9 +61,12 @@ def check_semantics(
             )
         )
     if problems:
-        first = min(problems, key=lambda p: lines.line(p.path))
-        raise ContractError(
-            first.code, first.message, first.hint, file=source, line=lines.line(first.path)
+        ordered = sorted(problems, key=lambda p: lines.line(p.path))
+        raise ContractError.of(
+            [
+                ContractError(p.code, p.message, p.hint, file=source, line=lines.line(p.path))
+                for p in ordered
+            ]
         )
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
+from heinzel.capabilities.documents import absolute_asset
 from heinzel.clock import Clock
 from heinzel.errors import HeinzelError
 from heinzel.ids import is_id
@@ -38,6 +43,8 @@ class Queries:
     def _public(self, row: dict[str, Any], today: str | None = None) -> dict[str, Any]:
         """``today`` once per listing, not per row (the clock read and formatted once)."""
         out = dict(row)
+        if out.get("state") == "retired" and "next_due" in out:
+            out["next_due"] = None  # a retired one is never due
         for key in ("assets", "watched", "frontmatter", "pending"):
             if key in out and isinstance(out[key], str):
                 out[key] = json.loads(out[key])
@@ -70,15 +77,18 @@ class Queries:
             found = self.find_by_name(namespace, name)
             if found:
                 return found
-            raise _unknown(ref)
+            raise _unknown(ref, self._names())
         rows = self._rows("SELECT * FROM heinzel WHERE name = ?", [ref])
         if len(rows) == 1:
             return rows[0]
         if not rows:
-            raise _unknown(ref)
+            raise _unknown(ref, self._names())
         raise HeinzelError(
             "HZH081", f"{ref!r} names one in each namespace", f"say which: me/{ref} or team/{ref}"
         )
+
+    def _names(self) -> list[str]:
+        return [str(r[0]) for r in self.db.execute("SELECT name FROM heinzel").fetchall()]
 
     def pending_amendment(self, heinzel_id: str) -> dict[str, Any] | None:
         rows = self._rows(
@@ -135,14 +145,23 @@ class Queries:
     # -- listings ----------------------------------------------------------------
 
     def listing(
-        self, *, artifact: str | None = None, state: str | None = None, contract: str | None = None
+        self,
+        *,
+        artifact: str | tuple[str, ...] | None = None,
+        state: str | None = None,
+        contract: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Filter by asset ref, state, and contract (NAME, NAME@V, or KEY=VALUE)."""
+        """Filter by asset ref, state, and contract (NAME, NAME@V, or KEY=VALUE).
+
+        ``artifact`` is one asset ref or several forms of one (any matches): the form the
+        contract wrote (``file:report.md``) or the absolute file it names, resolved against
+        the contract's folder (``file:/home/me/notes/report.md``)."""
         where: list[str] = []
         params: list[Any] = []
         if artifact:
-            where.append("id IN (SELECT heinzel FROM heinzel_assets WHERE asset = ?)")
-            params.append(artifact)
+            forms = (artifact,) if isinstance(artifact, str) else artifact
+            where.append("id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(self._holding(forms)))
         if state:
             if state not in STATES:
                 raise HeinzelError(
@@ -160,6 +179,22 @@ class Queries:
         today = self._today()
         rows = self._rows(sql + " ORDER BY namespace, name", params)
         return [self._public(r, today) for r in rows]
+
+    def _holding(self, forms: tuple[str, ...]) -> list[str]:
+        """The ids whose outputs keep the asset any of ``forms`` names."""
+        wanted = {_normal(form) for form in forms}
+        rows = self.db.execute(
+            "SELECT a.heinzel, a.asset, o.origin FROM heinzel_assets a "
+            "LEFT JOIN tick_origins o ON o.heinzel = a.heinzel"
+        ).fetchall()
+        return sorted(
+            {
+                str(heinzel)
+                for heinzel, asset, origin in rows
+                if _normal(asset) in wanted
+                or (origin and _normal(absolute_asset(asset, Path(origin))) in wanted)
+            }
+        )
 
     def drafts(self) -> list[dict[str, Any]]:
         return self._rows(
@@ -218,7 +253,18 @@ def _contract_filter(text: str) -> tuple[str, list[Any]]:
     return "contract_name = ?", [name]
 
 
-def _unknown(ref: str) -> HeinzelError:
-    return HeinzelError(
-        "HZH080", f"no Heinzelmännchen named {ref!r}", "`hz heinzel list` shows them all"
-    )
+def _normal(asset: str) -> str:
+    """An asset ref with an absolute file path written plainly (``a/./b`` is ``a/b``)."""
+    scheme, _, path = asset.partition(":")
+    if scheme == "file" and path.startswith("/"):
+        return "file:" + os.path.normpath(path)
+    return asset
+
+
+def _unknown(ref: str, names: Sequence[str] = ()) -> HeinzelError:
+    """HZH080, with "did you mean" when a known name is close to ``ref``."""
+    close = difflib.get_close_matches(ref.rpartition("/")[2], sorted(set(names)), n=3)
+    hint = "`hz heinzel list` shows them all"
+    if close:
+        hint = "did you mean " + " or ".join(repr(name) for name in close) + "? " + hint
+    return HeinzelError("HZH080", f"no Heinzelmännchen named {ref!r}", hint)

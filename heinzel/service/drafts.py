@@ -2,7 +2,9 @@
 
 ``hz approve NAME|KEY`` of a pending draft comes here; the next tick reads the approval
 from the document and wakes the learning turn. The key of a draft a newer one replaced
-(one live draft per output) is refused with HZH250 naming the newer one.
+(one live draft per output) is refused with HZH250 naming the newer one. Approving a draft
+that is already approved (its tag line gone, or the tick has read the approval) is HZH073
+"already approved", as approving an approved contract is: one behaviour, exit 1.
 """
 
 from __future__ import annotations
@@ -41,6 +43,27 @@ def _refuse_superseded(service: Sessions, key: str) -> None:
     )
 
 
+def _already(key: str, path: Path | None = None) -> HeinzelError:
+    where = f" (its tag line is gone from {path})" if path is not None else ""
+    return HeinzelError(
+        "HZH073",
+        f"the draft {key} is already approved{where}",
+        "nothing to do: the next `hz system daemon tick` learns from your edits",
+    )
+
+
+def _refuse_approved(service: Sessions, key: str) -> None:
+    """A key whose draft the tick already saw approved: HZH073."""
+    rows = list(
+        service.index.db.query(
+            "SELECT key FROM drafts WHERE key = ? AND state = 'approved'",
+            [key],
+        )
+    )
+    if rows:
+        raise _already(key)
+
+
 def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     """Approve a pending local draft (by key, or the named one's latest) by deleting its
     tag line, as the user would; None when ``item`` names no pending draft."""
@@ -48,6 +71,7 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     found = [d for d in drafts if d["key"] == item]
     if not found:
         _refuse_superseded(service, item)
+        _refuse_approved(service, item)
         try:
             heinzel = service.resolve(item)["id"]
         except HeinzelError:
@@ -74,11 +98,12 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
             f"the draft {key} is not in {path} as placed",
             "put its markers back, or approve it by hand",
         )
-    if at[0] > 0 and lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
-        del lines[at[0] - 1]
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        write_atomic(path, "\n".join(lines).encode("utf-8"))
-        os.chmod(path, mode)
+    if at[0] == 0 or not lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
+        raise _already(key, path)
+    del lines[at[0] - 1]
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    write_atomic(path, "\n".join(lines).encode("utf-8"))
+    os.chmod(path, mode)
     return {
         "approved": key,
         "file": str(path),

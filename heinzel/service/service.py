@@ -179,10 +179,15 @@ class Service(Sessions):
             approved = approve_draft(self, str(row["id"]))
             if approved is not None:
                 return approved
+        what = (
+            f"{row['name']} has nothing to approve"
+            if row["contract_version"] is None
+            else f"{row['name']} v{row['contract_version']} is already approved; nothing is pending"
+        )
         raise HeinzelError(
             "HZH073",
-            f"{row['name']} has nothing to approve",
-            "`hz heinzel show NAME` shows its pending item",
+            what,
+            f"nothing to do; `hz heinzel show {row['name']}` shows its state",
         )
 
     def _fingerprint(self, row: Mapping[str, Any], version: int) -> str:
@@ -241,7 +246,11 @@ class Service(Sessions):
     # -- listing -----------------------------------------------------------------
 
     def listing(
-        self, *, artifact: str | None = None, state: str | None = None, contract: str | None = None
+        self,
+        *,
+        artifact: str | tuple[str, ...] | None = None,
+        state: str | None = None,
+        contract: str | None = None,
     ) -> list[dict[str, Any]]:
         return self.queries.listing(artifact=artifact, state=state, contract=contract)
 

@@ -101,6 +101,13 @@ class Verbs:
             ) from None
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
+        if row["contract_version"] is None:
+            # refused before the inbox is written: a refused message is never delivered later
+            raise HeinzelError(
+                "HZH202",
+                f"{row['name']} has no approved contract version to run; the message was not kept",
+                f"`hz approve {row['name']}`, then send the message again",
+            )
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         turn = self._running(heinzel)

@@ -204,7 +204,7 @@ class TestApproveDraft:
         service: Service,
         adapters: dict[str, object],
     ) -> None:
-        """The tag line goes, the text stays, the adapter reads Approved; unknown: HZH073."""
+        """The tag line goes, the text stays, the adapter reads Approved; again: HZH073."""
         document = tmp_path / "report.md"
         document.write_text("# Report\n", encoding="utf-8")
         heinzel = approved(
@@ -235,7 +235,9 @@ class TestApproveDraft:
         state = docs.draft_state(key)  # type: ignore[attr-defined]
         assert isinstance(state, Approved)
         assert state.text == "Shipped."
-        assert service.approve(key)["approved"] == key
+        with pytest.raises(HeinzelError) as twice:  # one behaviour for approving twice
+            service.approve(key)
+        assert twice.value.code == "HZH073" and "already approved" in twice.value.message
 
 
 class TestPrune:

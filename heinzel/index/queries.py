@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime
 from typing import Any
-
-from sqlite_utils import Database
 
 from heinzel.clock import Clock
 from heinzel.errors import HeinzelError
@@ -25,12 +24,15 @@ STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
 class Queries:
     """Index lookups; rows come back as plain dicts with JSON columns decoded."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: sqlite3.Connection, clock: Clock) -> None:
+        """``db`` is a plain connection: the writer's, or a read one (start-up by need)."""
         self.db = db
         self.clock = clock
 
     def _rows(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.query(sql, list(params))]
+        cursor = self.db.execute(sql, list(params))
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
 
     def _today(self) -> str:
         return format_ts(self.clock())[:10]

@@ -114,9 +114,9 @@ class Sessions:
             from heinzel.index.projection import HeinzelProjection
             from ledger.index import Index
 
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            # reads go to the writer's connection from now on (they see its writes at once);
+            # the read connection closes with the last `Queries` still holding it
+            self._reader = None
             ensure_private_dir(self.home.heinzel_dir)
             self._index = Index(
                 self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]

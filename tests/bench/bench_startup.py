@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_heinzel import populate
 
-from tests.tick.homes import FRIDAY, make_home
+from heinzel.logs import configure_logging
+from tests.tick.homes import CREATED, FRIDAY, make_home
 
 HZ = str(Path(sys.executable).with_name("hz"))
 HEAVY = (
@@ -124,6 +125,7 @@ def killed_in_act(where: Path) -> Path:
     """A home whose one Heinzelmännchen's turn was killed right after ``effect.started``
     (act, the model already called): the next tick recovers it without calling a model."""
     where.mkdir()
+    configure_logging("cli", stream=sys.stderr, clock=lambda: CREATED, level="warning")
     root, _ids = make_home(where, 1)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(where), "HZ_HOME": str(root / "home")}
     env |= {"HZ_NOW": FRIDAY, "HZ_FIXTURE_SOURCES": str(root)}

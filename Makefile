@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench soak demo lock clean claude chromium
+.PHONY: test lint typecheck unit bench bench-peers soak demo lock clean claude chromium
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,20 @@ unit: $(STAMP) $(CLAUDE_STAMP) $(CHROMIUM)
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
+## make bench-peers: hz beside DBOS and LangGraph on one workload, interleaved, with the fsync
+## floor (tests/bench/peers/run.py). The peers live in their own venv, never in the lock.
+PEERS_VENV  := .bench-peers-venv
+PEERS_STAMP := $(PEERS_VENV)/.installed
+PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
+
+$(PEERS_STAMP):
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --quiet --disable-pip-version-check $(PEERS_PKGS)
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
+
 ## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
 SOAK_ROUNDS ?= 40
 soak: $(STAMP)
@@ -76,4 +90,4 @@ lock:
 	uv pip compile requirements.in --python-version 3.11 --generate-hashes -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS_VENV) .mypy_cache .pytest_cache .ruff_cache

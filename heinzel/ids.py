@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 import threading
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ulid import ULID, ULIDGenerator
+if TYPE_CHECKING:
+    from ulid import ULIDGenerator
 
 from heinzel.errors import HeinzelError
 from ledger.event import Clock
@@ -45,7 +47,7 @@ class IdMinter:
     """
 
     def __init__(self) -> None:
-        self._generator = ULIDGenerator()
+        self._generator: ULIDGenerator | None = None  # python-ulid loads with the first id
         self._lock = threading.Lock()
         self._last_ms = 0
 
@@ -57,6 +59,10 @@ class IdMinter:
                 "HZH002", "the clock returned a naive datetime", "inject a clock returning UTC"
             )
         with self._lock:
+            if self._generator is None:
+                from ulid import ULIDGenerator
+
+                self._generator = ULIDGenerator()
             self._last_ms = max(int(moment.timestamp() * 1000), self._last_ms)
             ulid = self._generator.generate(self._last_ms)
         return ID_PREFIX + str(ulid)
@@ -74,6 +80,8 @@ def id_time(text: str) -> datetime:
     """The moment an id was minted (its ULID's timestamp, UTC)."""
     if not is_id(text):
         raise HeinzelError("HZH003", f"not a Heinzelmännchen id: {text!r}", _ID_HINT)
+    from ulid import ULID
+
     return ULID.from_str(text[len(ID_PREFIX) :]).datetime
 
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import MutableMapping
-from typing import Any, Literal, TextIO
-
-import structlog
-from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import is_id
 from ledger.event import Clock, format_ts
+
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
+# structlog loads with the first logger (`get_logger`): a command that only reads never
+# logs, so it never pays for it (start-up by need).
+_pending: list[Callable[[], None]] = []
 
 __all__ = [
     "CONTENT_KEYS",
@@ -60,17 +64,32 @@ def _json(event_dict: MutableMapping[str, Any], **_kwargs: Any) -> str:
     return json.dumps(event_dict, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def configure_logging(mode: LogMode, *, stream: TextIO, clock: Clock, level: str = "info") -> None:
+def configure_logging(
+    mode: LogMode, *, stream: TextIO, clock: Clock, level: str = "info", later: bool = False
+) -> None:
     """Configure structlog once, at the edge (the daemon or the command line).
 
     ``daemon`` renders one JSON object per line; ``cli`` renders readable lines without
     colour (the command line passes stderr, so logs never mix with ``--json`` output).
+    The level is checked now; with ``later`` structlog is configured by the first
+    `get_logger` (a process that never logs never loads it), unless it was configured
+    otherwise by then.
     """
     numeric = logging.getLevelNamesMapping().get(level.upper())
     if numeric is None:
         raise HeinzelError(
             "HZH020", f"unknown log level {level!r}", "use debug, info, warning or error"
         )
+    _pending.clear()
+    if later:
+        _pending.append(lambda: _configure(mode, stream, clock, numeric))
+    else:
+        _configure(mode, stream, clock, numeric)
+
+
+def _configure(mode: LogMode, stream: TextIO, clock: Clock, numeric: int) -> None:
+    import structlog
+
     renderer: Processor = (
         structlog.processors.JSONRenderer(serializer=_json)
         if mode == "daemon"
@@ -91,7 +110,13 @@ def configure_logging(mode: LogMode, *, stream: TextIO, clock: Clock, level: str
 
 
 def get_logger(**bound: Any) -> FilteringBoundLogger:
-    """A logger with ``bound`` key-values (structlog's bound logger)."""
+    """A logger with ``bound`` key-values (structlog's bound logger); the first one sets up
+    logging as `configure_logging` was asked to."""
+    import structlog
+
+    if _pending and not structlog.is_configured():
+        _pending.pop()()
+    _pending.clear()  # configured meanwhile by someone else (a test's capture): theirs stands
     log: FilteringBoundLogger = structlog.get_logger()
     return log.bind(**bound)
 

@@ -1,5 +1,8 @@
 """The derived-index base: a SQLite file (sqlite-utils) of rows folded from many spines.
 
+Readers that write nothing need none of this module's set-up: `ledger.index_read` opens
+the same file with plain sqlite3 when it is current (start-up by need).
+
 The index is never authoritative. Callers register `Projection` objects (the
 `heinzel` package registers its own); each turns events into rows, per
 *source* (one spine, e.g. one Heinzelmännchen id). Per source the index keeps a
@@ -28,14 +31,15 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple, Protocol, Self
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
 
 from ledger.errors import HzError, LedgerError
 from ledger.event import Event, sha256_hex
 from ledger.files import FILE_MODE, ensure_private_dir, last_newline_end, open_read
 from ledger.reading import Upgrades, iter_lines, parse_event
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = [
     "BUSY_SECONDS",
@@ -43,6 +47,7 @@ __all__ = [
     "Index",
     "Projection",
     "Watermark",
+    "behind",
     "spine_tail",
     "sqlite_error",
     "write_transaction",
@@ -152,6 +157,21 @@ def spine_tail(spine_path: Path) -> tuple[int, str] | None:
     return (-1, "") if event is None else (event.seq, event.hash)
 
 
+def behind(marks: Mapping[str, tuple[int, str]], sources: Mapping[str, Path]) -> list[str]:
+    """The sources whose spine's last line is not their watermark ``(seq, hash)``: what
+    `Index.refresh` catches up. A missing or empty spine is never behind; neither is a
+    source with a watermark whose spine ends in a damaged line (its writer contains it)."""
+    found = []
+    for source, spine_path in sources.items():
+        tail = spine_tail(spine_path)
+        if tail is None or marks.get(source) == tail:
+            continue
+        if source in marks and tail == (-1, ""):
+            continue
+        found.append(source)
+    return found
+
+
 class Projection(Protocol):
     """Folds spine events into rows of its own tables, keyed by source."""
 
@@ -197,6 +217,8 @@ class Index:
             ) from error
         os.fchmod(fd, FILE_MODE)
         os.close(fd)
+        from sqlite_utils import Database  # only a writer needs it (start-up by need)
+
         self.db = Database(sqlite3.connect(self.path, timeout=BUSY_SECONDS))
         try:
             self.db.enable_wal()
@@ -321,16 +343,8 @@ class Index:
             marks = {
                 row["source"]: (row["seq"], row["hash"]) for row in self.db.table(WATERMARKS).rows
             }
-        behind = []
-        for source, spine_path in sources.items():
-            tail = spine_tail(spine_path)
-            if tail is None or marks.get(source) == tail:
-                continue
-            if source in marks and tail == (-1, ""):
-                continue  # a damaged last line; its writer contains it
-            behind.append(source)
         caught: dict[str, HzError | None] = {}
-        for source in behind:
+        for source in behind(marks, sources):
             try:
                 self.catch_up(source, sources[source])
                 caught[source] = None

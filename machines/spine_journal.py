@@ -11,7 +11,10 @@ such key" for a key that is done, and a finished turn would run again.
 `SpineIndex.scan` refuses a path with no spine (HZM064).
 
 Even with an agreeing index, `recorded_done` answers from the spine file itself,
-so the effect ledger never performs a key the spine records as done.
+so the effect ledger never performs a key the spine records as done: the bytes a
+`SpineIndex.scan` read are answered from the ``effect.done`` lines it read there
+(``scanned_done``, apart from the keys the index serves), the rest (lines appended
+since, or every line for an index built otherwise) by a byte search for the key.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class SpineIndex:
     ``complete`` is False for `SpineIndex.at_tail`: an index that starts empty at
     the spine's tail because the host's own derived index answers for the lines
     before it (the journal then refuses to guess a turn's start: HZM060).
+    ``scanned_to``: every line of the spine file that starts before this offset was
+    read by `scan` (0 for an index built any other way), and ``scanned_done`` holds
+    the hash of the last ``effect.done`` it read there for each key: what the file
+    said, kept apart from ``keyed`` (which a host may prune or fill).
     """
 
     turn_offsets: dict[str, int] = field(default_factory=dict)
@@ -44,6 +51,8 @@ class SpineIndex:
     last_seq: int = 0
     last_hash: str | None = None
     complete: bool = True
+    scanned_to: int = field(default=0, compare=False)
+    scanned_done: dict[str, str] = field(default_factory=dict, compare=False)
 
     def add(self, event: Event) -> None:
         """Take in one event (call it for every event, in order)."""
@@ -65,8 +74,13 @@ class SpineIndex:
                 "open the spine first (Spine.open creates it), then scan spine.path",
             )
         index = cls()
+        last = 0
         for event in read_events(file, upgrades=upgrades):
             index.add(event)
+            last = event.offset
+            if event.kind == "effect.done" and event.key is not None:
+                index.scanned_done[event.key] = str(event.data.get("hash"))
+        index.scanned_to = last  # the last line is searched again: harmless, and never missed
         return index
 
     @classmethod
@@ -176,20 +190,26 @@ class SpineJournal:
         return list(self.index.keyed.get(key, ()))
 
     def recorded_done(self, key: str) -> str | None:
-        """The hash of an ``effect.done`` for ``key`` in the spine file, whatever the
-        index says (a byte search for the key, then only matching lines parsed)."""
-        return done_in_file(self.spine.path, key)
+        """The hash of the last ``effect.done`` for ``key`` in the spine file, whatever
+        the index's keys say: for the lines a `SpineIndex.scan` read (verified against
+        the spine's tail when this journal was built) what it read there, for the bytes
+        after them a byte search for the key (only matching lines parsed). Without a
+        scanned index the whole file is searched."""
+        start = self.index.scanned_to
+        after = done_in_file(self.spine.path, key, start=start)
+        return after if after is not None else self.index.scanned_done.get(key)
 
 
-def done_in_file(path: Path, key: str) -> str | None:
-    """The last ``effect.done`` hash recorded for ``key`` in the spine at ``path``."""
+def done_in_file(path: Path, key: str, *, start: int = 0) -> str | None:
+    """The last ``effect.done`` hash recorded for ``key`` in the spine at ``path``, in
+    the lines that start at ``start`` or later (a line's start offset)."""
     needle = b'"key":' + canonical(key).encode("utf-8")
     found: str | None = None
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
+        if os.fstat(handle.fileno()).st_size <= start:
             return None
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            at = view.find(needle)
+            at = view.find(needle, start)
             while at >= 0:
                 start = view.rfind(b"\n", 0, at) + 1
                 end = view.find(b"\n", at)

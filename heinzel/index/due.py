@@ -27,9 +27,7 @@ import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, Final
 
 from heinzel.capabilities.documents import absolute_asset
 from heinzel.contract.schedule import next_slot
@@ -37,6 +35,9 @@ from heinzel.contract.types import parse_duration
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args, source_key
 from ledger.event import Event, format_ts, parse_ts
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["TICK_SCHEMA", "TickProjection"]
 

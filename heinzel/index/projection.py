@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from heinzel.contract.schedule import next_slot
 from heinzel.index.schema import MARKED, SCHEMA, TABLES
@@ -24,6 +22,9 @@ from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
 from machines.journal import keys_of
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["SCHEMA", "TABLES", "HeinzelProjection"]
 

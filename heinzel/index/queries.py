@@ -5,14 +5,12 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
-from heinzel.capabilities.documents import absolute_asset
 from heinzel.clock import Clock
 from heinzel.errors import HeinzelError
 from heinzel.ids import is_id
@@ -30,12 +28,15 @@ STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
 class Queries:
     """Index lookups; rows come back as plain dicts with JSON columns decoded."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: sqlite3.Connection, clock: Clock) -> None:
+        """``db`` is a plain connection: the writer's, or a read one (start-up by need)."""
         self.db = db
         self.clock = clock
 
     def _rows(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.query(sql, list(params))]
+        cursor = self.db.execute(sql, list(params))
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
 
     def _today(self) -> str:
         return format_ts(self.clock())[:10]
@@ -182,6 +183,8 @@ class Queries:
 
     def _holding(self, forms: tuple[str, ...]) -> list[str]:
         """The ids whose outputs keep the asset any of ``forms`` names."""
+        from heinzel.capabilities.documents import absolute_asset  # only with --artifact
+
         wanted = {_normal(form) for form in forms}
         rows = self.db.execute(
             "SELECT a.heinzel, a.asset, o.origin FROM heinzel_assets a "

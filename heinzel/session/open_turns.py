@@ -7,10 +7,6 @@ import fcntl
 import os
 
 from heinzel.session.sessions import Sessions
-from machines.fold import fold
-from machines.runner import Settings as MachineSettings
-from machines.runner import TurnRun
-from machines.spine_journal import SpineIndex, SpineJournal
 
 __all__ = ["abandon_turn", "lock_held"]
 
@@ -22,6 +18,11 @@ async def _no_wait(seconds: float) -> None:
 def abandon_turn(sessions: Sessions, heinzel_id: str, turn: str, reason: str) -> None:
     """End an open turn (running in no process, or waiting) ``abandoned`` with ``reason``
     (``stopped``, ``superseded``), under the spine's lock."""
+    from machines.fold import fold
+    from machines.runner import Settings as MachineSettings
+    from machines.runner import TurnRun
+    from machines.spine_journal import SpineIndex, SpineJournal
+
     with sessions.open_spine(heinzel_id) as spine:
         journal = SpineJournal(spine, SpineIndex.scan(spine.path))
         settings = MachineSettings(clock=sessions.clock, sleep=_no_wait)

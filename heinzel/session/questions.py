@@ -17,7 +17,7 @@ __all__ = ["open_asks", "open_questions", "unfinished_answers"]
 def _unanswered(sessions: Sessions, heinzel_id: str) -> list[Event]:
     """Every ``question.asked`` event with no ``question.answered`` under its key, oldest
     first (one index query; the events read at their offsets)."""
-    rows = sessions.index.db.execute(
+    rows = sessions.read_db.execute(
         "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
         "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
         "AND b.kind = 'question.answered') ORDER BY a.seq",
@@ -43,7 +43,7 @@ def unfinished_answers(sessions: Sessions, heinzel_id: str) -> list[Event]:
     """The free-text answers (``question.answered`` with an ``answer-<turn>`` id) whose
     follow-up turn (key ``<id>@answer:<turn>``) never started: a process killed between
     recording the answer and running the turn it owes. Oldest first."""
-    rows = sessions.index.db.execute(
+    rows = sessions.read_db.execute(
         "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.answered' "
         "ORDER BY a.seq",
         [heinzel_id],
@@ -54,7 +54,7 @@ def unfinished_answers(sessions: Sessions, heinzel_id: str) -> list[Event]:
         event = next(iter(read_events(path, from_offset=int(offset))), None)
         if event is None or not str(event.data.get("id", "")).startswith("answer-"):
             continue
-        started = sessions.index.db.execute(
+        started = sessions.read_db.execute(
             "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? "
             "AND kind IN ('turn.started', 'turn.skipped')",
             [heinzel_id, f"{heinzel_id}@answer:{event.turn}"],

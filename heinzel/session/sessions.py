@@ -9,26 +9,35 @@ from the index. It knows nothing of turns or of the user's verbs.
 
 from __future__ import annotations
 
+import re
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from heinzel.clock import Clock, clock_from_env
-from heinzel.config import Settings, default_site_path, default_user_path, load_settings
-from heinzel.index.due import TickProjection
-from heinzel.index.projection import HeinzelProjection
 from heinzel.index.queries import Queries
+from heinzel.index.schema import SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.store.home import Home
 from ledger.event import Event
 from ledger.files import ensure_private_dir
-from ledger.index import Index
-from ledger.spine import Spine
-from machines.crash import crash_hook
+
+if TYPE_CHECKING:
+    from heinzel.config import Settings
+    from ledger.index import Index
+    from ledger.spine import Spine
+
+# Start-up by need: reading (a listing, a show, a refusal) loads neither the settings'
+# pydantic models, the index writer (sqlite-utils, the projections), structlog nor
+# `machines`; each loads with the first thing that needs it.
 
 __all__ = ["Sessions"]
+
+_READ_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
+"""The tables a plain read connection must find (else the writer opens and creates them)."""
 
 
 class Sessions:
@@ -39,43 +48,75 @@ class Sessions:
         self,
         home: Home,
         clock: Clock,
-        settings: Settings,
+        settings: Settings | Callable[[], Settings],
         *,
         owner: str,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        """``env`` is the environment the user's model keys are read from (none: no keys)."""
+        """``env`` is the environment the user's model keys are read from (none: no keys);
+        ``settings`` may be a function that loads them when first used."""
         self.home = home
         self.clock = clock
-        self.settings = settings
+        self._settings = settings
         self.owner = owner
         self.env: Mapping[str, str] = env or {}
         self._index: Index | None = None
+        self._reader: sqlite3.Connection | None = None
         self._held: dict[str, Spine] = {}
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration, loaded (and checked) the first time something needs it."""
+        if callable(self._settings):
+            self._settings = self._settings()
+        return self._settings
 
     @classmethod
     def from_environment(cls, home_option: str | None, env: Mapping[str, str]) -> Self:
-        """The service a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the config."""
-        loaded = load_settings(
-            env=env, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
-        )
-        home = (
-            Home(Path(home_option).expanduser().resolve())
-            if home_option
-            else Home(loaded.settings.heinzel.home)
-        )
+        """The service a command runs with: ``--home``/``HZ_HOME``, ``HZ_NOW``, the config.
+
+        The configuration files are read and checked when something first needs a setting
+        (`settings`); the home comes from ``--home`` or ``HZ_HOME`` without them, as
+        ``HZ_HOME`` overrides every file. Logging is set up with the first logger."""
+        cwd = Path.cwd()
+
+        def load() -> Settings:
+            from heinzel.config import default_site_path, default_user_path, load_settings
+
+            site, user = default_site_path(), default_user_path()
+            return load_settings(env=env, cwd=cwd, site=site, user=user).settings
+
+        settings: Settings | Callable[[], Settings] = load
+        if home_option:
+            home = Home(Path(home_option).expanduser().resolve())
+        elif env.get("HZ_HOME"):
+            home = Home(_env_home(env["HZ_HOME"], cwd, env))
+        else:
+            settings = load()
+            home = Home(settings.heinzel.home)
         owner = env.get("HZ_USER") or env.get("USER") or "me"
         clock = clock_from_env(env)
         configure_logging(
-            "cli", stream=sys.stderr, clock=clock, level=env.get("HZ_LOG_LEVEL", "warning")
+            "cli",
+            stream=sys.stderr,
+            clock=clock,
+            level=env.get("HZ_LOG_LEVEL", "warning"),
+            later=True,
         )
-        return cls(home, clock, loaded.settings, owner=owner, env=env)
+        return cls(home, clock, settings, owner=owner, env=env)
 
     # -- plumbing ----------------------------------------------------------------
 
     @property
     def index(self) -> Index:
         if self._index is None:
+            from heinzel.index.due import TickProjection
+            from heinzel.index.projection import HeinzelProjection
+            from ledger.index import Index
+
+            # reads go to the writer's connection from now on (they see its writes at once);
+            # the read connection closes with the last `Queries` still holding it
+            self._reader = None
             ensure_private_dir(self.home.heinzel_dir)
             self._index = Index(
                 self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
@@ -92,14 +133,33 @@ class Sessions:
         return self._index
 
     @property
+    def read_db(self) -> sqlite3.Connection:
+        """A connection to read the index from: the writer's once it is open; before, a plain
+        one when the index is current (`ledger.index_read.open_current`), else the writer's
+        (which catches up first). Reads see the same rows either way."""
+        if self._index is not None:
+            return self._index.db.conn
+        if self._reader is None:
+            from ledger.index_read import open_current
+
+            spines = {i: self.home.spine_path(i) for i in self.home.session_ids()}
+            self._reader = open_current(self.home.index_path, spines, _READ_TABLES)
+            if self._reader is None:
+                return self.index.db.conn
+        return self._reader
+
+    @property
     def queries(self) -> Queries:
-        return Queries(self.index.db, self.clock)
+        return Queries(self.read_db, self.clock)
 
     def open_spine(
         self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
     ) -> Spine:
         """The session's spine for writing (its lock held), the index kept current;
         ``on_durable`` hooks run after the index's (a crash hook last of all)."""
+        from ledger.spine import Spine
+        from machines.crash import crash_hook
+
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
         spine = Spine.open(
@@ -145,6 +205,14 @@ class Sessions:
 
     def resolve(self, ref: str) -> dict[str, Any]:
         return self.queries.resolve(ref)
+
+
+def _env_home(value: str, cwd: Path, env: Mapping[str, str]) -> Path:
+    """``HZ_HOME`` as `heinzel.config.load_settings` reads it: ``~/`` is ``$HOME``, a
+    relative path is relative to the working directory."""
+    if value.startswith("~/") and "HOME" in env:
+        return Path(env["HOME"]) / value[2:]
+    return cwd / Path(value)
 
 
 def _log_event(heinzel_id: str) -> Callable[[Event], None]:

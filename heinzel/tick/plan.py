@@ -15,15 +15,16 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from heinzel.contract.schedule import next_slot
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
 from machines.waits import PendingWait
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "latest_slot"]
 

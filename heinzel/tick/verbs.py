@@ -22,7 +22,7 @@ Each message is first a request file (`heinzel.store.inbox`), then a spine line 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
@@ -30,12 +30,13 @@ from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.questions import open_asks
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request
-from heinzel.tick.tick import TurnRunner
-from ledger.event import Event
-from machines import keys
-from machines.fold import fold
-from machines.keys import Wake
-from machines.spine_journal import SpineIndex, SpineJournal
+
+if TYPE_CHECKING:
+    from heinzel.tick.tick import TurnRunner
+    from ledger.event import Event
+
+# `machines` loads inside the verbs that write (chat, retry): a refusal reads the index
+# alone (start-up by need).
 
 __all__ = ["Verbs"]
 
@@ -68,7 +69,7 @@ class Verbs:
         return inbox.write(rid, kind, message, at=self.service.clock())
 
     def _one(self, sql: str, heinzel_id: str) -> str | None:
-        row = self.service.index.db.execute(sql, [heinzel_id]).fetchone()
+        row = self.service.read_db.execute(sql, [heinzel_id]).fetchone()
         return str(row[0]) if row else None
 
     def _running(self, heinzel_id: str) -> str | None:
@@ -89,6 +90,11 @@ class Verbs:
         """Send ``message``: steer or queue for a running turn, else start an asked turn
         (``run=False``: leave that turn to the caller, who runs ``chat`` again with the
         same request id in another process, as the web head does)."""
+        from machines import keys
+        from machines.fold import fold
+        from machines.keys import Wake
+        from machines.spine_journal import SpineIndex, SpineJournal
+
         if not message.strip():
             raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
         try:
@@ -142,7 +148,7 @@ class Verbs:
         if not run:
             return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
         states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
-        own = self.service.index.db.execute(
+        own = self.service.read_db.execute(
             "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind IN (?, ?)",
             [heinzel, wake.key, "turn.started", "turn.skipped"],
         ).fetchone()
@@ -223,6 +229,9 @@ class Verbs:
 
     def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:
         """Fork the last ended turn after its gather, with the user's hint."""
+        from machines import keys
+        from machines.keys import Wake
+
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
         parent = self._one(

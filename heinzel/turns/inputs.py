@@ -15,10 +15,9 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage
-from sqlite_utils import Database
 
 from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.protocols import Approved, ReadCapability, Window
@@ -32,6 +31,9 @@ from heinzel.store.discovered import read_found
 from heinzel.store.home import Home
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
 from ledger.bodies import Bodies
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = [
     "INBOX_CAUSES",

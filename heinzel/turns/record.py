@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["EngineRecorder", "IndexedJournal", "SessionBody"]
 

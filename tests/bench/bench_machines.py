@@ -1,5 +1,7 @@
 """The turn machine's cost: per checkpointed step against a bare spine append, and
-resume time against the number of events before the turn (it must not grow)."""
+resume time against the number of events before the turn (it must not grow), and the
+check of a new effect key against the spine file (`recorded_done`) beside a search of the
+whole file."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from machines.journal import InMemoryBody
 from machines.keys import Wake
 from machines.resume import Pins, prepare_resume, start_turn
 from machines.runner import Settings
-from machines.spine_journal import SpineJournal
+from machines.spine_journal import SpineJournal, done_in_file
 from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps, SimulatedCrash
 
 TURNS = 30
@@ -114,6 +116,24 @@ def resume_time(directory: Path, filler: int) -> tuple[float, float]:
         return read, time.perf_counter() - start
 
 
+def new_key_check(directory: Path, filler: int) -> tuple[float, float]:
+    """What the effect ledger pays to check a new key against the spine file: a search of
+    the whole file (the former `recorded_done`) against `recorded_done` after a scan (only
+    the bytes past what the scan read), interleaved, best of 20 each."""
+    spine_with(directory, filler)
+    whole, tail = [], []
+    with Spine.open(directory, clock=ManualClock()) as spine:
+        journal = SpineJournal.open(spine)
+        for i in range(20):
+            start = time.perf_counter()
+            done_in_file(spine.path, f"new-{i}")
+            whole.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            journal.recorded_done(f"new-{i}")
+            tail.append(time.perf_counter() - start)
+    return min(whole), min(tail)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         base = Path(root)
@@ -136,6 +156,12 @@ def main() -> None:
                 f"after {n:>7} preceding events (best of 5): read+fold {read * 1e3:.2f} ms "
                 f"(x{read / first_read:.2f}), whole resume {resume * 1e3:.2f} ms "
                 f"(x{resume / first_resume:.2f})"
+            )
+        for n in SIZES:
+            whole, tail = new_key_check(base / f"key-{n}", n)
+            print(
+                f"a new effect key after {n:>7} events: recorded_done {tail * 1e6:8.1f} us "
+                f"against {whole * 1e6:8.1f} us searching the whole file"
             )
 
 

@@ -2,14 +2,17 @@
 ``python -c pass`` measured interleaved in the same run (median of several).
 
 Targets (issue 15): ``hz --help`` 5x, ``hz heinzel list`` over 500 rows 8x, a refusal that
-needs no work 8x (``hz heinzel stop`` with no running turn). Also ``list --json`` over
-10,000 rows, and which heavy modules each command loads. ``PYTHONPATH=<another checkout>``
-runs that checkout's code instead (an older commit's figures on the same machine).
+needs no work 8x (``hz heinzel stop`` with no running turn), a tick that recovers a turn
+killed in act and calls no model 15x (a fresh copy of the killed home each round). Also
+``list --json`` over 10,000 rows, and which heavy modules each command loads.
+``PYTHONPATH=<another checkout>`` runs that checkout's code instead (an older commit's
+figures on the same machine).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -18,11 +21,23 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_heinzel import populate
 
+from heinzel.logs import configure_logging
+from tests.tick.homes import CREATED, FRIDAY, make_home
+
 HZ = str(Path(sys.executable).with_name("hz"))
-HEAVY = ("pydantic_ai", "pydantic", "yaml", "sqlite_utils", "machines", "heinzel.contract.compiler")
+HEAVY = (
+    "pydantic_ai",
+    "pydantic",
+    "yaml",
+    "sqlite_utils",
+    "structlog",
+    "machines",
+    "heinzel.contract.compiler",
+)
 ROUNDS = 9
 
 
@@ -76,21 +91,60 @@ def main() -> None:
                 0,
             ),
         }
+        killed = killed_in_act(base / "killed")
+        template = base / "template"
+        shutil.copytree(killed, template, symlinks=True)
+        tick_env = {**env, "HZ_HOME": str(killed / "home"), "HZ_NOW": FRIDAY}
+        tick_env["HZ_FIXTURE_SOURCES"] = str(killed)
+        recovering = [HZ, "system", "daemon", "tick", "--json"]
         bare: list[float] = []
         times: dict[str, list[float]] = {name: [] for name in cases}
+        ticks: list[float] = []
         for _ in range(ROUNDS):
             bare.append(once([sys.executable, "-c", "pass"], env, True))
             for name, (args, ok, _) in cases.items():
                 times[name].append(once(args, env, ok))
+            fresh(template, killed)
+            ticks.append(once(recovering, tick_env, True))
         floor = statistics.median(bare)
         print(f"python -c pass (baseline):          {floor:7.1f} ms")
         for name, (args, _, target) in cases.items():
-            ms = statistics.median(times[name])
-            goal = (
-                f"target {target}x -> {'ok' if ms / floor <= target else 'OVER'}" if target else ""
-            )
-            print(f"{name:35s} {ms:7.1f} ms  {ms / floor:5.1f}x  {goal}")
+            report(name, statistics.median(times[name]), floor, target)
             print(f"    loads: {' '.join(heavy_modules(args[1:], env)) or '-'}")
+        report("hz system daemon tick (recovers)", statistics.median(ticks), floor, 15)
+        fresh(template, killed)
+        print(f"    loads: {' '.join(heavy_modules(recovering[1:], tick_env)) or '-'}")
+
+
+def report(name: str, ms: float, floor: float, target: int) -> None:
+    goal = f"target {target}x -> {'ok' if ms / floor <= target else 'OVER'}" if target else ""
+    print(f"{name:35s} {ms:7.1f} ms  {ms / floor:5.1f}x  {goal}")
+
+
+def killed_in_act(where: Path) -> Path:
+    """A home whose one Heinzelmännchen's turn was killed right after ``effect.started``
+    (act, the model already called): the next tick recovers it without calling a model."""
+    where.mkdir()
+    configure_logging("cli", stream=sys.stderr, clock=lambda: CREATED, level="warning")
+    root, _ids = make_home(where, 1)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(where), "HZ_HOME": str(root / "home")}
+    env |= {"HZ_NOW": FRIDAY, "HZ_FIXTURE_SOURCES": str(root)}
+    done = subprocess.run(
+        [HZ, "system", "daemon", "tick"],
+        env={**env, "HZ_CRASH_AT": "after:effect.started"},
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 137, done.stderr[-400:]
+    return root
+
+
+def fresh(template: Path, to: Path) -> None:
+    """``to`` restored from its copy, in place (the index keeps absolute paths): each round
+    recovers the same killed turn."""
+    shutil.rmtree(to, ignore_errors=True)
+    shutil.copytree(template, to, symlinks=True)
 
 
 if __name__ == "__main__":

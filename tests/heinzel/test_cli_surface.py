@@ -129,24 +129,56 @@ def _loaded(args: list[str], home: str) -> set[str]:
     return set(line.split()[1:])
 
 
+@pytest.fixture(scope="module")
+def one_approved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home holding one approved Heinzelmännchen, ``report-1``, made by the ``hz`` a
+    person runs."""
+    import subprocess
+    import sys
+
+    home = tmp_path_factory.mktemp("read-path") / "home"
+    hz_bin = str(Path(sys.executable).with_name("hz"))
+    contract = str(ROOT / "fixtures/contracts/good/weekly-report.prose.md")
+    for args in (
+        ["heinzel", "new", "--from", contract, "--name", "report-1"],
+        ["approve", "report-1"],
+    ):
+        subprocess.run([hz_bin, *args, "--home", str(home)], check=True, capture_output=True)
+    return home
+
+
+READ_PATH_ABSENT = (
+    "pydantic_ai",
+    "pydantic",
+    "yaml",
+    "heinzel.contract.compiler",
+    "heinzel.engine",
+    "heinzel.config",
+    "transitions",
+    "sqlite_utils",
+    "structlog",
+    "machines",
+    "ulid",
+)
+"""What reading the index and refusing never loads (start-up by need, issue 15 item 5)."""
+
+
 @pytest.mark.parametrize(
     ("args", "absent"),
     [
         (["--help"], ("sqlite_utils", "pydantic", "yaml", "machines", "structlog")),
-        (
-            ["heinzel", "list", "--json"],
-            ("pydantic_ai", "yaml", "heinzel.contract.compiler", "transitions", "heinzel.engine"),
-        ),
-        (
-            ["heinzel", "stop", "nobody"],
-            ("pydantic_ai", "yaml", "heinzel.contract.compiler", "heinzel.engine"),
-        ),
+        (["heinzel", "list", "--json"], READ_PATH_ABSENT),
+        (["heinzel", "stop", "nobody"], READ_PATH_ABSENT),
+        (["heinzel", "stop", "report-1"], READ_PATH_ABSENT),
+        (["heinzel", "list"], READ_PATH_ABSENT),
     ],
 )
 def test_commands_load_only_what_they_use(
-    tmp_path: Path, args: list[str], absent: tuple[str, ...]
+    tmp_path: Path, one_approved: Path, args: list[str], absent: tuple[str, ...]
 ) -> None:
-    """`hz --help`, a listing and a refusal that needs no work load none of the heavy
-    modules they do not use (the compiler, YAML, pydantic-ai, the engine)."""
-    loaded = _loaded(args, str(tmp_path))
+    """`hz --help`, a listing and a refusal that needs no work (an unknown name, a
+    Heinzelmännchen with no running turn) load none of the modules they do not use: the
+    compiler, YAML, pydantic-ai, the engine, and on the read path also the index writer
+    (sqlite-utils), the settings' pydantic models, structlog and `machines`."""
+    loaded = _loaded([*args, "--home", str(one_approved)], str(tmp_path))
     assert sorted(m for m in absent if m in loaded) == []

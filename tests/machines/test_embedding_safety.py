@@ -14,7 +14,7 @@ import pytest
 
 from ledger.bodies import Bodies
 from ledger.event import make_event
-from ledger.spine import Spine, verify
+from ledger.spine import Spine, read_events, verify
 from machines import (
     HZ,
     Acted,
@@ -110,6 +110,48 @@ class TestTheIndexMustAgreeWithTheSpine:
                 )
             )
         assert sum(world.performed.values()) == 1
+
+    def test_an_index_built_by_hand_that_lacks_the_key_still_cannot_rerun_it(
+        self, tmp_path: Path
+    ) -> None:
+        """An index not scanned from the file (its lines added by the host, the done key
+        left out) agrees with the tail, yet the byte search over the whole file finds
+        the key done and the effect runs once."""
+        clock, world = ManualClock(), FakeWorld()
+        finished_once(tmp_path, clock, world)
+        steps = ScriptedSteps(world, owner="hz-s")
+        settings = Settings(clock=clock, sleep=RecordingSleep())
+        with Spine.open(tmp_path, clock=clock) as spine:
+            partial = SpineIndex()
+            for event in read_events(spine.path):
+                if event.kind != "effect.done":
+                    partial.add(event)
+                partial.last_seq, partial.last_hash = event.seq, event.hash
+            journal = SpineJournal(spine, partial)
+            assert partial.scanned_to == 0
+            asyncio.run(
+                start_turn(
+                    journal, InMemoryBody(), steps, settings, turn="t2", wakes=WAKES, pins=Pins(1)
+                )
+            )
+        assert sum(world.performed.values()) == 1
+
+    def test_a_done_line_appended_after_the_scan_is_found_in_the_file(self, tmp_path: Path) -> None:
+        """Lines after what the scan read are searched in the file: an ``effect.done``
+        appended past the journal (straight to the spine) is seen; the scanned part is
+        answered from what the scan read, not searched again."""
+        clock = ManualClock()
+        with Spine.open(tmp_path, clock=clock) as spine:
+            spine.append("effect.done", {"hash": "h-old"}, turn="t0", key="k-old")
+            spine.append("usage", {"tokens": 1})
+            journal = SpineJournal.open(spine)
+            assert journal.index.scanned_to > 0
+            assert journal.recorded_done("k-old") == "h-old"
+            assert journal.recorded_done("k-new") is None
+            spine.append("effect.done", {"hash": "h-new"}, turn="t0", key="k-new")
+            assert journal.recorded_done("k-new") == "h-new"
+            spine.append("effect.done", {"hash": "h-again"}, turn="t0", key="k-old")
+            assert journal.recorded_done("k-old") == "h-again"
 
     def test_every_reader_takes_the_directory_or_the_file(self, tmp_path: Path) -> None:
         """Spine.open, SpineIndex.scan and verify accept the directory and the file alike."""

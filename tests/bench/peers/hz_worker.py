@@ -1,0 +1,85 @@
+"""hz's side of the peer workload (run by ``run.py`` with hz's own Python).
+
+A durable step is one replay-safe tool call in a turn of `machines` over a real spine
+and `DiskBody` (what hz's turn host does per tool call). Modes, each printing one JSON
+line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
+less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
+(a turn of N calls killed by the process's own exit 137 after half of them),
+``recover N DIR`` (a whole new process resumes that turn to its end; ``run.py`` times
+the process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ledger.event import Event
+from ledger.spine import Spine
+from machines import DiskBody, Pins, Settings, SpineJournal, Wake, start_turn
+from machines.resume import prepare_resume
+from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
+from machines.tools import ToolDecl
+
+
+def steps(n: int) -> ScriptedSteps:
+    tools = [ToolDecl(f"tool{i}", True) for i in range(n)]
+    return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools)
+
+
+def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
+    clock = ManualClock()
+    settings = Settings(clock=clock, sleep=RecordingSleep())
+    seen = [0]
+
+    def crash(event: Event) -> None:
+        seen[0] += event.kind == "tool.result"
+        if crash_after and seen[0] == crash_after:
+            os._exit(137)
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with Spine.open(directory, clock=clock, on_durable=[crash]) as spine:
+        journal = SpineJournal.open(spine)
+        body = DiskBody(directory / "bodies")
+        start = time.perf_counter()
+        asyncio.run(
+            start_turn(
+                journal,
+                body,
+                steps(n),
+                settings,
+                turn=name,
+                wakes=[Wake("asked", f"hz-peer@{name}")],
+                pins=Pins(1),
+            )
+        )
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    mode, n, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    if mode == "steps":
+        turn(directory / "warm", n, "warm")  # imports and first-use costs, not timed
+        full = min(turn(directory / f"n{r}", n, f"t{r}") for r in range(3))
+        empty = min(turn(directory / f"z{r}", 0, f"z{r}") for r in range(3))
+        print(json.dumps({"per_step_us": (full - empty) / n * 1e6}))
+    elif mode == "crash":
+        turn(directory, n, "crashed", crash_after=n // 2)
+    else:
+        clock = ManualClock()
+        settings = Settings(clock=clock, sleep=RecordingSleep())
+        with Spine.open(directory, clock=clock) as spine:
+            journal = SpineJournal.open(spine)
+            body = DiskBody(directory / "bodies")
+            run = prepare_resume(journal, body, steps(n), settings, turn="crashed")
+            assert run is not None
+            asyncio.run(run.drive())
+        print(json.dumps({"recovered": True}))
+
+
+if __name__ == "__main__":
+    main()

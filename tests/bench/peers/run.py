@@ -1,0 +1,111 @@
+"""``make bench-peers``: hz beside DBOS (SQLite) and LangGraph (SqliteSaver, sync) on the
+same workload, interleaved in one run, with the fsync floor of the same disk measured
+between them (issue 15, item 8).
+
+Per round, for each system in turn: the marginal cost of one durable step (a workflow
+of N steps less one of none, each the best of 3 after an untimed
+run, inside one process), then a crash halfway
+through a workflow of N steps (the process exits 137 inside a step) and the whole
+process that recovers it and runs it to its end, timed from spawn to exit. The floor
+is one small append and ``fsync`` on a file in the same directory. Medians over the
+rounds; every figure printed beside the others, and each peer as a ratio to hz.
+
+Not yet measured here: listing 500 and 10,000 workflows (hz's listing has its own
+figures in ``bench_startup`` and ``bench_heinzel``).
+
+Usage: ``python tests/bench/peers/run.py --peers-python .bench-peers-venv/bin/python``
+(hz runs with the Python that runs this script). ``PEERS_N`` and ``PEERS_ROUNDS`` set
+the workflow size (default 20) and the rounds (default 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKERS = {"hz": "hz_worker.py", "DBOS": "dbos_worker.py", "LangGraph": "langgraph_worker.py"}
+
+
+def fsync_floor_us(directory: Path, count: int = 200) -> float:
+    """The median of ``count`` appends of 64 bytes, each followed by ``fsync``."""
+    path = directory / "floor"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    times = []
+    try:
+        for _ in range(count):
+            start = time.perf_counter()
+            os.write(fd, b"x" * 63 + b"\n")
+            os.fsync(fd)
+            times.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return statistics.median(times) * 1e6
+
+
+def worker(python: str, system: str, mode: str, n: int, directory: Path) -> tuple[int, str, float]:
+    """Run one worker process; its exit status, last stdout line and wall time in ms."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [python, str(HERE / WORKERS[system]), mode, str(n), str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "DBOS__APPVERSION": "peerbench"},
+    )
+    took = (time.perf_counter() - start) * 1000
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode not in (0, 137):
+        raise SystemExit(f"{system} {mode} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return done.returncode, last, took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--peers-python", required=True)
+    args = parser.parse_args()
+    n = int(os.environ.get("PEERS_N", "20"))
+    rounds = int(os.environ.get("PEERS_ROUNDS", "3"))
+    pythons = {"hz": sys.executable, "DBOS": args.peers_python, "LangGraph": args.peers_python}
+    floors: list[float] = []
+    step: dict[str, list[float]] = {system: [] for system in WORKERS}
+    recovery: dict[str, list[float]] = {system: [] for system in WORKERS}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:
+        base = Path(tmp)
+        for r in range(rounds):
+            for system, python in pythons.items():
+                floors.append(fsync_floor_us(base))
+                _, line, _ = worker(python, system, "steps", n, base / f"{system}-steps-{r}")
+                step[system].append(float(json.loads(line)["per_step_us"]))
+                where = base / f"{system}-crash-{r}"
+                status, _, _ = worker(python, system, "crash", n, where)
+                if status != 137:
+                    raise SystemExit(f"{system}: the crash run exited {status}, not 137")
+                status, line, took = worker(python, system, "recover", n, where)
+                if status != 0 or not json.loads(line).get("recovered"):
+                    raise SystemExit(f"{system}: recovery did not finish the workflow")
+                recovery[system].append(took)
+    floor = statistics.median(floors)
+    print(f"fsync floor (64-byte append + fsync, same disk): {floor:8.1f} us")
+    print(f"workflow of {n} durable steps, {rounds} rounds interleaved, medians:")
+    hz_step, hz_recovery = statistics.median(step["hz"]), statistics.median(recovery["hz"])
+    for system in WORKERS:
+        per = statistics.median(step[system])
+        rec = statistics.median(recovery[system])
+        print(
+            f"  {system:10s} step {per:9.1f} us ({per / floor:5.2f}x floor, "
+            f"{per / hz_step:5.2f}x hz)   crash recovery (whole process) {rec:8.1f} ms "
+            f"({rec / hz_recovery:5.2f}x hz)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
+from heinzel.index.notices import notices
 from heinzel.session.questions import open_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
+from ledger.event import format_ts
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
@@ -243,7 +245,9 @@ class Service(Sessions):
     def listing(
         self, *, artifact: str | None = None, state: str | None = None, contract: str | None = None
     ) -> list[dict[str, Any]]:
-        return self.queries.listing(artifact=artifact, state=state, contract=contract)
+        rows = self.queries.listing(artifact=artifact, state=state, contract=contract)
+        notices(self.index.db, rows, today=self._today())
+        return rows
 
     def show(self, ref: str) -> dict[str, Any]:
         """The index's view of one, and whether its approved contract file still is the
@@ -252,6 +256,7 @@ class Service(Sessions):
         (`heinzel.service.outputs.grant`)."""
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
+        notices(self.index.db, [shown], today=self._today())
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -279,7 +284,13 @@ class Service(Sessions):
         return shown
 
     def drafts(self) -> list[dict[str, Any]]:
-        return self.queries.drafts()
+        """The pending drafts, each with its Heinzelmännchen's notices."""
+        rows = self.queries.drafts()
+        notices(self.index.db, rows, today=self._today(), id_field="heinzel")
+        return rows
+
+    def _today(self) -> str:
+        return format_ts(self.clock())[:10]
 
     # -- the record --------------------------------------------------------------
 
@@ -311,18 +322,10 @@ class Service(Sessions):
         return {"sessions": len(sources), "index": str(self.home.index_path)}
 
     def prune(self) -> dict[str, Any]:
-        from heinzel.store.inbox import Inbox
-        from ledger.bodies import Bodies
+        """Every expired body, inbox request and cache entry (`heinzel.session.retention`)."""
+        from heinzel.session.retention import prune_all
 
-        days = self.settings.heinzel.retention_days
-        removed: list[str] = []
-        for heinzel_id in self.home.session_ids():
-            ended = self.queries.ended_turns(heinzel_id)
-            removed += Bodies(self.home.session_dir(heinzel_id)).prune(
-                now=self.clock(), retention_days=days, ended=ended
-            )
-            removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
-        return {"retention_days": days, "removed": removed}
+        return prune_all(self)
 
     def doctor(self, *, online: bool = False) -> dict[str, Any]:
         from heinzel.service.doctor import diagnose  # the runners load only here

@@ -37,7 +37,10 @@ def state_line(row: dict[str, Any]) -> str:
 
 
 def created(rows: list[dict[str, Any]]) -> str:
-    lines = [f"created {state_line(r)}" for r in rows]
+    lines = []
+    for r in rows:
+        lines.append(f"created {state_line(r)}")
+        lines += [f"warning: {w}" for w in r.get("warnings", [])]
     names = " ".join(r["name"] for r in rows)
     first = rows[0]["name"] if rows else "NAME"
     lines.append(f"next: read it with `hz heinzel show {first}`, then `hz approve {names}`")

@@ -60,11 +60,13 @@ class Service(Sessions):
         from heinzel.service.outputs import check_outputs
 
         compiled: list[tuple[Path, str, CompiledContract]] = []
+        warnings: list[list[str]] = []
         for raw in paths:
             path = Path(raw)
             text = read_contract_text(path, str(raw))
             contract = compile_contract(text, source=str(raw))
-            check_outputs(contract, path.resolve().parent)
+            found = check_outputs(contract, path.resolve().parent)
+            warnings.append(found + self._unserved(contract))
             compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
         plans = []
@@ -79,7 +81,20 @@ class Service(Sessions):
                 )
             claimed.add((ns, chosen))
             plans.append((path, text, contract, chosen, ns))
-        return [self._create(*plan) for plan in plans]
+        rows = [self._create(*plan) for plan in plans]
+        return [{**r, "warnings": w} if w else r for r, w in zip(rows, warnings, strict=True)]
+
+    def _unserved(self, contract: CompiledContract) -> list[str]:
+        """HZH104 warnings: capabilities the contract uses that no adapter serves."""
+        from heinzel.service.doctor import adapter_warnings, unserved
+
+        return adapter_warnings(contract, unserved(self))
+
+    def _unserved_stored(self, heinzel_id: str, version: int) -> list[str]:
+        from heinzel.contract import compile_contract
+
+        text = self.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+        return self._unserved(compile_contract(text, source=f"v{version}"))
 
     def _create(
         self, path: Path, text: str, contract: CompiledContract, name: str, namespace: str
@@ -149,6 +164,7 @@ class Service(Sessions):
             from heinzel.service.outputs import check_stored_outputs
 
             warnings = check_stored_outputs(self.home, row["id"], version)
+            warnings += self._unserved_stored(row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
                 row["id"],
@@ -162,6 +178,7 @@ class Service(Sessions):
             from heinzel.service.outputs import check_stored_outputs
 
             warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
+            warnings += self._unserved_stored(row["id"], int(amendment["version"]))
             self.append(
                 row["id"],
                 "contract.amended",

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from heinzel.session.sessions import Sessions
+from heinzel.session.spend import spent_today
 from heinzel.store.home import Home
 from tests.loop.conftest import Hz
 
@@ -41,7 +42,8 @@ def test_the_daily_cap_counts_what_an_open_turn_already_spent(
     approved: Hz, hz_env: dict[str, str]
 ) -> None:
     """A waiting turn that spent 4.75 USD today (of the 5 a day) leaves no room for a new
-    turn capped at 0.5 USD: the tick skips the wake with reason cap instead of running it."""
+    turn capped at 0.5 USD: the tick skips the wake with reason cap instead of running it,
+    and `list` carries the cap notice (a turn host resuming it counts its own spend)."""
     sessions = Sessions.from_environment(None, {**hz_env, "HZ_NOW": "2026-10-30T14:02:30Z"})
     heinzel = str(sessions.resolve("notes-digest")["id"])
     with sessions.open_spine(heinzel) as spine:
@@ -55,7 +57,13 @@ def test_the_daily_cap_counts_what_an_open_turn_already_spent(
         spine.append(
             "turn.waiting", {"step": "think", "until": "2026-11-30T00:00:00.000Z"}, turn="tn-open"
         )
+    now = sessions.clock()
+    assert spent_today(sessions.index, sessions.home, now) == 4.75
+    assert spent_today(sessions.index, sessions.home, now, mine={heinzel}) == 0.0
     done = approved("system", "daemon", "tick")
     assert done.code == 0, done.out + done.err
     assert "notes-digest: skipped (cap)" in done.out, done.out
     assert "the daily cap of 5 USD is reached" in done.out
+    listed = approved("heinzel", "list")
+    assert "notice: notes-digest: the daily cap is reached: 1 wake(s) skipped today" in listed.out
+    assert "next: wait for tomorrow, or raise [heinzel] max_usd_per_day" in listed.out

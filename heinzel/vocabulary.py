@@ -34,7 +34,9 @@ amendment an outcome asked for: filed with the service, or refused (``code``, HZ
 
 TICK_KINDS: Final = ("notice.posted",)
 """What the tick adds: ``notice.posted{reason, day, message}``, the user told once a day
-(key ``<id>@notice:<reason>:<day>``) that the daily cap skipped wakes."""
+(key ``<id>@notice:<reason>:<day>``) that the daily cap skipped wakes, or once per draft
+(key ``<id>@notice:superseded:<hash>``) that a superseded section was approved in the
+document (`heinzel.tick.superseded`)."""
 
 HOST_HIDDEN: Final = frozenset(MACHINE_KINDS) | {"amendment.filed"}
 """Kinds the context builder never renders (checkpoints, not events a user reads)."""

@@ -37,7 +37,10 @@ def state_line(row: dict[str, Any]) -> str:
 
 
 def created(rows: list[dict[str, Any]]) -> str:
-    lines = [f"created {state_line(r)}" for r in rows]
+    lines = []
+    for r in rows:
+        lines.append(f"created {state_line(r)}")
+        lines += [f"warning: {w}" for w in r.get("warnings", [])]
     names = " ".join(r["name"] for r in rows)
     first = rows[0]["name"] if rows else "NAME"
     lines.append(f"next: read it with `hz heinzel show {first}`, then `hz approve {names}`")
@@ -73,7 +76,23 @@ def listing(rows: list[dict[str, Any]]) -> str:
         if team:
             line += _team_cells(r.get("team"))
         table.append(line)
-    return _table(table)
+    return "\n".join([_table(table), *_notice_lines(rows)])
+
+
+def _notice_lines(rows: list[dict[str, Any]], indent: str = "") -> list[str]:
+    """Each row's notices (`heinzel.index.notices`), once per Heinzelmännchen, with the
+    command that moves it."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for r in rows:
+        who = str(r.get("name") or r.get("id"))
+        if who in seen:
+            continue
+        seen.add(who)
+        for notice in r.get("notices") or []:
+            lines.append(f"{indent}notice: {who}: {notice['message']}")
+            lines.append(f"{indent}  next: {notice['next']}")
+    return lines
 
 
 def _team_cells(team: dict[str, Any] | None) -> list[str]:
@@ -105,6 +124,9 @@ def show(data: dict[str, Any]) -> str:
     lines.append(
         f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
     )
+    for notice in data.get("notices") or []:
+        lines.append(f"  notice:   {notice['message']}")
+        lines.append(f"            next: {notice['next']}")
     if data.get("grant"):
         lines += _grant(data["name"], data["grant"])
     if data["amendments"]:
@@ -186,7 +208,10 @@ def reindex(data: dict[str, Any]) -> str:
 def prune(data: dict[str, Any]) -> str:
     if not data["retention_days"]:
         return f"removed {len(data['removed'])} bodies (retention_days = 0 keeps them forever)"
-    return f"removed {len(data['removed'])} bodies older than {data['retention_days']} days"
+    return (
+        f"removed {len(data['removed'])} expired files (turn bodies, inbox requests, "
+        f"source-cache entries) older than {data['retention_days']} days"
+    )
 
 
 def drafts(rows: list[dict[str, Any]]) -> str:
@@ -198,7 +223,7 @@ def drafts(rows: list[dict[str, Any]]) -> str:
             [r["name"], r["asset"] or "-", f"v{r['contract_version']}", r["placed_at"], r["key"]]
             for r in rows
         ]
-    )
+    ) + "".join("\n" + line for line in _notice_lines(rows))
 
 
 def doctor(data: dict[str, Any]) -> str:

@@ -78,8 +78,8 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
                 names[heinzel_id] = heinzel_id
         return names[heinzel_id]
 
-    for part in ("woken", "skipped", "busy", "errors"):
-        for entry in report[part]:
+    for part in ("woken", "skipped", "handed", "busy", "errors"):
+        for entry in report.get(part, []):
             entry["name"] = name(str(entry["id"]))
     for woken in report["woken"]:
         for ended in woken.get("ended", []):
@@ -150,6 +150,11 @@ def render_tick(report: dict[str, Any]) -> str:
                     lines.append(f"    hint: {cause['hint']}")
     lines += [f"  {s.get('name') or s['id']}: skipped ({s['reason']})" for s in report["skipped"]]
     lines += [
+        f"  {h.get('name') or h['id']}: a turn runs in another process; "
+        f"{', '.join(h['causes'])} handed to it (turn.requested, run after it)"
+        for h in report.get("handed", [])
+    ]
+    lines += [
         f"  {b.get('name') or b['id']}: a turn runs in another process; "
         f"{', '.join(b['causes']) or 'its wakes'} wait for the next tick"
         for b in report.get("busy", [])
@@ -157,6 +162,8 @@ def render_tick(report: dict[str, Any]) -> str:
     if report["deferred"]:
         lines.append(f"  {len(report['deferred'])} more wait for the next tick")
     lines += [f"  notice: {n}" for n in report["notices"]]
+    if report.get("pruned"):
+        lines.append(f"  pruned {report['pruned']} expired files (retention_days)")
     for error in report["errors"]:
         who = error.get("name") or error["id"]
         message = f": {error['message']}" if error.get("message") else ""

@@ -15,7 +15,9 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
 - ``tick_answers``: answered question keys; ``tick_notices``: notices, once per key;
 - ``tick_sources``: when each source is next polled. A source gets its row, due at once,
   when a contract naming it is approved; the tick moves it on and keeps it across a
-  rebuild (it is not a derived row, and losing it costs one refetch).
+  rebuild (it is not a derived row, and losing it costs one refetch);
+- ``tick_superseded``: the superseded drafts whose section the tick already read once
+  (`heinzel.tick.superseded`); bookkeeping like ``tick_sources``, a rebuild reads them again.
 
 It also advances ``heinzel.next_due`` past a schedule slot once a turn started or was
 skipped for it, so a slot is asked for once.
@@ -71,6 +73,7 @@ CREATE TABLE IF NOT EXISTS tick_notices (
 );
 CREATE INDEX IF NOT EXISTS tick_notices_day ON tick_notices(reason, day);
 CREATE TABLE IF NOT EXISTS tick_sources (key TEXT PRIMARY KEY, next_check TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tick_superseded (key TEXT PRIMARY KEY, checked_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tick_sources_next ON tick_sources(next_check);
 """
 

@@ -7,9 +7,10 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from heinzel.contract import CompiledContract
     from heinzel.session.sessions import Sessions
 
-__all__ = ["diagnose"]
+__all__ = ["adapter_warnings", "diagnose", "unserved"]
 
 
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
@@ -62,6 +63,32 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
             stored=lambda provider: stored_secret(provider, os.environ),
         )
     return {"home": str(home.root), "checks": checks}
+
+
+def unserved(service: Sessions) -> set[str]:
+    """The capabilities no adapter serves in this configuration (none configured, no
+    built-in one, no fixture): what `hz system doctor` lists as not configured."""
+    from heinzel.capabilities.configured import describe_adapters
+
+    rows = describe_adapters(
+        service.settings.adapters,
+        fixtures=service.settings.heinzel.fixture_sources,
+        environ=os.environ,
+    )
+    return {r["name"].removeprefix("adapter ") for r in rows if r.get("configured") is False}
+
+
+def adapter_warnings(contract: CompiledContract, missing: set[str]) -> list[str]:
+    """HZH104 as a warning at ``new`` and ``approve``: each capability the contract
+    requires or reads that no adapter serves (its turns would fail on it), naming doctor."""
+    wanted = {str(r).split(":", 1)[0] for r in contract.hz.requires}
+    wanted |= {spec.from_.split(".", 1)[0] for spec in contract.hz.inputs.values()}
+    return [
+        f"HZH104: {contract.name} uses {capability}, which no adapter is configured for, so "
+        f"its turns will fail on it; `hz system doctor` shows the fix (an [adapters.{capability}] "
+        "table)"
+        for capability in sorted(wanted & missing)
+    ]
 
 
 def _needed(service: Sessions, missing: set[str]) -> list[dict[str, Any]]:

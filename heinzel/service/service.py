@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
+from heinzel.index.notices import notices
 from heinzel.session.questions import open_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
+from ledger.event import format_ts
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
@@ -58,11 +60,13 @@ class Service(Sessions):
         from heinzel.service.outputs import check_outputs
 
         compiled: list[tuple[Path, str, CompiledContract]] = []
+        warnings: list[list[str]] = []
         for raw in paths:
             path = Path(raw)
             text = read_contract_text(path, str(raw))
             contract = compile_contract(text, source=str(raw))
-            check_outputs(contract, path.resolve().parent)
+            found = check_outputs(contract, path.resolve().parent)
+            warnings.append(found + self._unserved(contract))
             compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
         plans = []
@@ -77,7 +81,20 @@ class Service(Sessions):
                 )
             claimed.add((ns, chosen))
             plans.append((path, text, contract, chosen, ns))
-        return [self._create(*plan) for plan in plans]
+        rows = [self._create(*plan) for plan in plans]
+        return [{**r, "warnings": w} if w else r for r, w in zip(rows, warnings, strict=True)]
+
+    def _unserved(self, contract: CompiledContract) -> list[str]:
+        """HZH104 warnings: capabilities the contract uses that no adapter serves."""
+        from heinzel.service.doctor import adapter_warnings, unserved
+
+        return adapter_warnings(contract, unserved(self))
+
+    def _unserved_stored(self, heinzel_id: str, version: int) -> list[str]:
+        from heinzel.contract import compile_contract
+
+        text = self.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+        return self._unserved(compile_contract(text, source=f"v{version}"))
 
     def _create(
         self, path: Path, text: str, contract: CompiledContract, name: str, namespace: str
@@ -147,6 +164,7 @@ class Service(Sessions):
             from heinzel.service.outputs import check_stored_outputs
 
             warnings = check_stored_outputs(self.home, row["id"], version)
+            warnings += self._unserved_stored(row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
                 row["id"],
@@ -160,6 +178,7 @@ class Service(Sessions):
             from heinzel.service.outputs import check_stored_outputs
 
             warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
+            warnings += self._unserved_stored(row["id"], int(amendment["version"]))
             self.append(
                 row["id"],
                 "contract.amended",
@@ -252,7 +271,9 @@ class Service(Sessions):
         state: str | None = None,
         contract: str | None = None,
     ) -> list[dict[str, Any]]:
-        return self.queries.listing(artifact=artifact, state=state, contract=contract)
+        rows = self.queries.listing(artifact=artifact, state=state, contract=contract)
+        notices(self.read_db, rows, today=self._today())
+        return rows
 
     def show(self, ref: str) -> dict[str, Any]:
         """The index's view of one, and whether its approved contract file still is the
@@ -261,6 +282,7 @@ class Service(Sessions):
         (`heinzel.service.outputs.grant`)."""
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
+        notices(self.read_db, [shown], today=self._today())
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -288,7 +310,13 @@ class Service(Sessions):
         return shown
 
     def drafts(self) -> list[dict[str, Any]]:
-        return self.queries.drafts()
+        """The pending drafts, each with its Heinzelmännchen's notices."""
+        rows = self.queries.drafts()
+        notices(self.read_db, rows, today=self._today(), id_field="heinzel")
+        return rows
+
+    def _today(self) -> str:
+        return format_ts(self.clock())[:10]
 
     # -- the record --------------------------------------------------------------
 
@@ -320,18 +348,10 @@ class Service(Sessions):
         return {"sessions": len(sources), "index": str(self.home.index_path)}
 
     def prune(self) -> dict[str, Any]:
-        from heinzel.store.inbox import Inbox
-        from ledger.bodies import Bodies
+        """Every expired body, inbox request and cache entry (`heinzel.session.retention`)."""
+        from heinzel.session.retention import prune_all
 
-        days = self.settings.heinzel.retention_days
-        removed: list[str] = []
-        for heinzel_id in self.home.session_ids():
-            ended = self.queries.ended_turns(heinzel_id)
-            removed += Bodies(self.home.session_dir(heinzel_id)).prune(
-                now=self.clock(), retention_days=days, ended=ended
-            )
-            removed += Inbox(self.home, heinzel_id).prune(self.clock(), days)
-        return {"retention_days": days, "removed": removed}
+        return prune_all(self)
 
     def doctor(self, *, online: bool = False) -> dict[str, Any]:
         from heinzel.service.doctor import diagnose  # the runners load only here

@@ -12,6 +12,10 @@ bodies under ``retention_days`` (`Inbox.prune`), never as a side effect of a rea
 A chat also leaves an empty mark ``<home>/heinzel/pending/<id>@<request id>``, written
 after its file, so the tick finds chats nobody took with one directory listing
 (`Inbox.marked`) and drops the mark once a turn has the request.
+
+A wake the tick hands to a turn running in another process (kind ``requested``,
+`Inbox.hand`) is a request too: its message is the wake's ``{cause, key}``, its id derived
+from the key (so a tick that hands it again changes nothing), and it is marked like a chat.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from heinzel.store.home import Home
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
 
-__all__ = ["KINDS", "Inbox", "Request"]
+__all__ = ["KINDS", "Inbox", "Request", "handed"]
 
-KINDS: Final = ("chat", "stop", "retry", "wake")
+KINDS: Final = ("chat", "stop", "retry", "wake", "requested")
+MARKED: Final = ("chat", "requested")
+"""The kinds the tick looks for (`Inbox.marked`) until a turn has them."""
 _NAME: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
 _ID: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
 
@@ -88,10 +94,17 @@ class Inbox:
         request = Request(request_id, self.heinzel, kind, message, format_ts(at), digest)
         ensure_private_dir(self.directory)
         write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
-        if kind == "chat":
+        if kind in MARKED:
             ensure_private_dir(self.marks)
             write_atomic(self.marks / f"{self.heinzel}@{request_id}", b"")
         return request
+
+    def hand(self, cause: str, key: str, *, at: datetime) -> Request:
+        """A wake for the turn running in another process (ADR 0049 statement 14): its
+        host records ``turn.requested{cause}`` under ``key`` and runs it as a follow-up.
+        The request id is the key's hash, so handing the same wake twice is one request."""
+        request_id = "rq-" + sha256_hex(key.encode("utf-8"))[:40]
+        return self.write(request_id, "requested", canonical({"cause": cause, "key": key}), at=at)
 
     def unmark(self, request_id: str) -> None:
         """Forget the tick's mark of a chat that a turn has (or that is gone)."""
@@ -176,6 +189,25 @@ class Inbox:
                 entry.unlink()
                 deleted.append(entry.name)
         return deleted
+
+
+def handed(request: Request) -> tuple[str, str] | None:
+    """The ``(cause, key)`` a ``requested`` request hands on, or None (another kind, or
+    a message that is not a wake)."""
+    if request.kind != "requested":
+        return None
+    try:
+        data = json.loads(request.message)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    from machines.vocabulary import CAUSES  # only a handed wake reads it (start-up by need)
+
+    cause, key = data.get("cause"), data.get("key")
+    if cause not in CAUSES or not isinstance(key, str) or "@" not in key:
+        return None
+    return cause, key
 
 
 def _digest(message: str) -> str:

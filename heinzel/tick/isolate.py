@@ -7,7 +7,9 @@ code and logged, and the tick goes on with the next one. A coded error keeps its
 HZH063); a damaged spine line (HZL030) is contained first: the spine is opened, which
 moves a garbage last line aside like a torn tail (``spine.torn_tail``), and verified,
 which records a break in the middle as ``spine.break_contained``; anything uncoded is
-HZH221, naming the exception's type, never a traceback.
+HZH221, naming the exception's type, never a traceback. The same code for the same
+Heinzelmännchen is reported once per tick (the daily discovery and the wakes both read the
+contract file, say).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def isolated(
 def _record(
     heinzel_id: str, errors: list[dict[str, Any]], part: str, code: str, message: str
 ) -> None:
+    if any(e.get("id") == heinzel_id and e.get("code") == code for e in errors):
+        return  # one broken file is one error in the report, whichever parts met it
     errors.append({"id": heinzel_id, "part": part, "code": code, "message": message})
     bind_heinzel(get_logger(), heinzel_id).warning("tick.isolated", part=part, code=code)
 

@@ -209,14 +209,6 @@ class Planner:
         ).fetchall()
         return {r[0]: (r[1], int(r[2])) for r in rows}
 
-    def spent_today(self, now: datetime) -> float:
-        """What every Heinzelmännchen of this home spent on ``now``'s UTC day."""
-        row = self.db.execute(
-            "SELECT COALESCE(SUM(cost_today), 0) FROM heinzel WHERE cost_day = ?",
-            [format_ts(now)[:10]],
-        ).fetchone()
-        return float(row[0] or 0.0)
-
     def turn_cap(self, heinzel_id: str) -> float | None:
         """The contract's ``agent.max_usd``, if it sets one."""
         row = self.db.execute(

@@ -6,9 +6,10 @@ documents adapter, fetches each source whose recheck is due exactly once and sta
 the source cache (`heinzel.store.sources.fetch_once`) before any turn starts, and builds the
 wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
 Heinzelmännchen without a schedule, waits that are due, turns a dead process left
-running, chats still pending in an inbox with no turn to take them, and once a day the
-sources the contracts' ``discover`` hints name (`heinzel.tick.discover`). Keys the index
-already has a final turn for are dropped. Heinzelmännchen are woken by graph height,
+running, requests still pending in an inbox with no turn to take them, and once a day the
+sources the contracts' ``discover`` hints name (`heinzel.tick.discover`). The new wakes of
+one whose turn runs in another process are handed to that turn (`heinzel.tick.handing`).
+Keys the index already has a final turn for are dropped. Heinzelmännchen are woken by graph height,
 then oldest due, at most ``max_wakes_per_tick``; one whose new wakes would cross the
 daily cap gets one ``turn.skipped{reason: cap}`` instead, and the user one
 ``notice.posted`` a day. The turn itself is the host's (`TurnRunner`, which
@@ -28,15 +29,17 @@ from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
-from heinzel.store.inbox import Inbox
+from heinzel.session.spend import spent_today
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
 from heinzel.tick.discover import Discovery
+from heinzel.tick.handing import hand, inbox_wakes
+from heinzel.tick.housekeeping import housekeep
 from heinzel.tick.isolate import isolated
 from heinzel.tick.plan import Due, Planner, latest_slot
+from heinzel.tick.superseded import superseded_approvals
 from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.lock import Sleep, take_lock
-from ledger.spine import read_events
 from machines import keys
 from machines.crash import crash_at
 from machines.keys import Wake, coalesce
@@ -95,11 +98,13 @@ class TickReport:
     woken: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
+    handed: list[dict[str, Any]] = field(default_factory=list)
     busy: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     fetches: int = 0
     team: dict[str, Any] = field(default_factory=dict)
+    pruned: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,7 +117,10 @@ class _Plan:
     since: dict[str, str] = field(default_factory=dict)
 
     def wake(self, heinzel: str, wake: Wake, since: str) -> None:
-        self.wakes.setdefault(heinzel, []).append(wake)
+        """Plan ``wake`` (a key found twice, say moved and handed back, once)."""
+        wakes = self.wakes.setdefault(heinzel, [])
+        if all(w.key != wake.key for w in wakes):
+            wakes.append(wake)
         self._since(heinzel, since)
 
     def resume(self, heinzel: str, turn: str, woken_by: str, since: str) -> None:
@@ -161,6 +169,8 @@ class Tick:
             ) from None
         try:
             report = self._tick()
+            report.notices += superseded_approvals(self.service, self.adapters, report.errors)
+            report.pruned = len(housekeep(self.service, self.service.clock(), report.errors))
             if self.team is not None:
                 self.team.after(report)
             return report
@@ -218,13 +228,17 @@ class Tick:
 
     def _not_busy(self, ids: list[str], plan: _Plan, report: TickReport) -> list[str]:
         """A Heinzelmännchen whose spine lock another process holds (a turn running there)
-        is passed over at once rather than waited for (HZL010): its new wakes stay due (no
-        slot, fingerprint or key is taken), so the next tick plans them again."""
+        is not waited for (HZL010): its new wakes are handed to that turn through the inbox
+        (`heinzel.tick.handing.hand`: ``turn.requested``, one follow-up turn after it), and
+        a due wait of it stays due for the next tick (``busy``)."""
         free = []
         for heinzel in ids:
             if lock_held(self.service.home.session_dir(heinzel) / "lock"):
-                causes = sorted({w.cause for w in plan.wakes.get(heinzel, [])})
-                report.busy.append({"id": heinzel, "causes": causes})
+                handed = hand(self.service, heinzel, plan.wakes.get(heinzel, []), report.errors)
+                if handed is not None:
+                    report.handed.append(handed)
+                if resumes := plan.resumes.get(heinzel):
+                    report.busy.append({"id": heinzel, "causes": sorted({w for _, w in resumes})})
             else:
                 free.append(heinzel)
         return free
@@ -354,45 +368,11 @@ class Tick:
                 plan.resume(row["heinzel"], row["id"], "recovery", row["started_at"] or "")
 
     def _inbox(self, due: Due, plan: _Plan, planner: Planner, report: TickReport) -> None:
-        """A chat still pending for a Heinzelmännchen no process runs a turn of (it came
-        after that turn's last poll, or its process died after ``turn.requested``) is an
-        asked wake keyed ``<id>@<request id>``; a request a turn already has, or that
-        some turn was steered with, is only taken, so each is delivered once. Chats are
-        found by their marks (`Inbox.marked`), dropped once taken. An unreadable request
-        (HZH233) is reported and skips that Heinzelmännchen."""
-        home = self.service.home
+        """Requests pending in an inbox with no turn to take them (a chat, a wake handed
+        to a turn that ended first) wake their Heinzelmännchen (`heinzel.tick.handing`)."""
         awake = {row["heinzel"] for row in due.running}
-        for heinzel, marked in Inbox.marked(home).items():
-            if heinzel in awake or lock_held(home.session_dir(heinzel) / "lock"):
-                continue
-            with isolated(self.service, heinzel, report.errors, "inbox"):
-                self._pending(heinzel, marked, plan, planner, report)
-
-    def _pending(
-        self, heinzel: str, marked: Sequence[str], plan: _Plan, planner: Planner, report: TickReport
-    ) -> None:
-        """The chats pending for one Heinzelmännchen: taken, or planned as asked wakes."""
-        home = self.service.home
-        inbox = Inbox(home, heinzel)
-        found = [(rid, inbox.read(rid)) for rid in marked]
-        pending = [r for _, r in found if r is not None and r.taken is None]
-        for rid in (rid for rid, r in found if r is None or r.taken is not None):
-            inbox.unmark(rid)
-        if not pending:
-            return
-        steered = {
-            str(e.data.get("request_id"))
-            for e in read_events(home.spine_path(heinzel))
-            if e.kind == "turn.steered"
-        }
-        taken = planner.taken(keys.asked(heinzel, r.request_id) for r in pending)
-        for request in pending:
-            key = keys.asked(heinzel, request.request_id)
-            if request.request_id in steered or key in taken:
-                inbox.take(request.request_id, at=self.service.clock())
-                inbox.unmark(request.request_id)
-            else:
-                plan.wake(heinzel, Wake("asked", key), request.at)
+        for heinzel, wake, since in inbox_wakes(self.service, awake, planner.taken, report.errors):
+            plan.wake(heinzel, wake, since)
 
     # -- waking one ------------------------------------------------------------------
 
@@ -453,7 +433,8 @@ class Tick:
         settings = self.service.settings.heinzel
         cap = planner.turn_cap(heinzel)
         expected = settings.max_usd if cap is None else min(cap, settings.max_usd)
-        return planner.spent_today(now) + expected > settings.max_usd_per_day
+        spent = spent_today(self.service.index, self.service.home, now)  # open turns too
+        return spent + expected > settings.max_usd_per_day
 
     def _skip_cap(
         self,

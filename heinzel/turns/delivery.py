@@ -11,7 +11,10 @@ the request into a spine line, at its next step boundary and before each model r
   asked}`` keyed ``<id>@<request id>`` and the request stays pending until a turn has
   that key (so a crash before the follow-up turn loses nothing: the tick wakes it);
 - a stop naming this turn: the running step is cancelled and the turn ends abandoned
-  ``stopped``; a stop naming another turn is stale and only taken.
+  ``stopped``; a stop naming another turn is stale and only taken;
+- a wake the tick handed over (kind ``requested``, `Inbox.hand`): ``turn.requested{cause}``
+  under the wake's own key, at any step; like a chat it stays pending until a turn has the
+  key, and the follow-up turn runs it (approvals each in a turn of their own, `batches`).
 
 Idempotent by request id: a request whose key a turn already has, or that this turn
 already steered, is taken and never journalled again. After the turn, `follow_ups`
@@ -37,7 +40,7 @@ import structlog
 
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
-from heinzel.store.inbox import Inbox, Request
+from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.turns.failure import root_cause
 from heinzel.turns.record import IndexedJournal
 from ledger.errors import HzError
@@ -46,7 +49,7 @@ from machines import Journal, Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order
 from machines.steps import Acted, Fail, Steps, Wait
 
-__all__ = ["DeliveringSteps", "Delivery", "undelivered"]
+__all__ = ["DeliveringSteps", "Delivery", "batches", "undelivered"]
 
 _log = structlog.get_logger("heinzel.turns.delivery")
 
@@ -109,6 +112,9 @@ class Delivery:
                 elif stop:
                     raise asyncio.CancelledError(f"stopped by {request.request_id}")
                 continue
+            if request.kind == "requested":
+                self._requested(request)
+                continue
             if request.kind != "chat":
                 continue
             kinds = self._kinds(request)
@@ -121,6 +127,19 @@ class Delivery:
                 assert self.session is not None
                 if self.session.message(request.request_id, request.hash, key) == "steered":
                     self._take(request)
+
+    def _requested(self, request: Request) -> None:
+        """A wake the tick handed over: requested once under its key (taken once a turn
+        has the key; a garbled one is only taken)."""
+        wake = handed(request)
+        if wake is None:
+            self._take(request)
+            return
+        kinds = {e.kind for e in self.journal.key_events(wake[1])}
+        if kinds & TURN_KINDS:
+            self._take(request)
+        elif "turn.requested" not in kinds and self.session is not None:
+            self.session.request(Wake(wake[0], wake[1]))
 
     def follow_ups(self, states: Sequence[TurnState]) -> list[Wake]:
         """The wakes for one follow-up turn after ``states`` ended: requested causes,
@@ -143,11 +162,21 @@ class Delivery:
                 self._take(request)
             elif request.kind == "chat" and request.request_id not in steered:
                 wakes.append(Wake("asked", keys.asked(self.heinzel, request.request_id)))
+            elif (wake := handed(request)) is not None:
+                wakes.append(Wake(*wake))
         return [
             w
             for w in order(wakes)
             if not {e.kind for e in self.journal.key_events(w.key)} & TURN_KINDS
         ]
+
+
+def batches(wakes: Sequence[Wake]) -> list[list[Wake]]:
+    """Follow-up wakes as turns: each approval its own learning turn first (as the tick
+    runs them), the rest coalesced into one."""
+    first = [[w] for w in wakes if w.cause == "approval"]
+    rest = [w for w in wakes if w.cause != "approval"]
+    return first + ([rest] if rest else [])
 
 
 class DeliveringSteps:

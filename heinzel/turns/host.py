@@ -36,11 +36,12 @@ from heinzel.ids import new_id
 from heinzel.index.seen import record_seen
 from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
+from heinzel.session.spend import spent_today
 from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, observe_rejection
 from heinzel.turns.chat import ChatWrites
-from heinzel.turns.delivery import DeliveringSteps, Delivery, undelivered
+from heinzel.turns.delivery import DeliveringSteps, Delivery, batches, undelivered
 from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
 from heinzel.turns.handoff import BoundHandoff, bind_runner
@@ -133,12 +134,12 @@ class TurnHost:
         home = self.service.home
         return parent_inputs(home.spine_path(heinzel_id), home.session_dir(heinzel_id), parent)
 
-    def _spent_today(self) -> Decimal:
-        day = self.service.clock().date().isoformat()
-        rows = self.service.index.db.query(
-            "SELECT COALESCE(SUM(cost_today), 0) AS usd FROM heinzel WHERE cost_day = ?", [day]
-        )
-        return Decimal(str(next(iter(rows))["usd"]))
+    def _spent_today(self, heinzel_id: str) -> Decimal:
+        """Today's spend across the home, other Heinzelmännchen's open turns included
+        (`heinzel.session.spend`); this one's resumed turn counts its own spend."""
+        service = self.service
+        found = spent_today(service.index, service.home, service.clock(), mine={heinzel_id})
+        return Decimal(str(found))
 
     def _env(
         self,
@@ -214,7 +215,7 @@ class TurnHost:
             ),
             settings_max_usd=Decimal(str(config.max_usd)),
             day_usd=Decimal(str(config.max_usd_per_day)),
-            spent_today=self._spent_today(),
+            spent_today=self._spent_today(heinzel_id),
             context_settings=ContextSettings(
                 summary_after_turns=config.summary_after_turns,
                 summary_keep_turns=config.summary_keep_turns,
@@ -352,7 +353,9 @@ class TurnHost:
             record_seen(service.index.db, seen)
         if self.interrupted is not None:
             return states  # the follow-ups' requests stay in the inbox for the tick
-        return states + self.run_wakes(heinzel_id, follow, adapters=adapters)
+        for batch in batches(follow):
+            states += self.run_wakes(heinzel_id, batch, adapters=adapters)
+        return states
 
     def _drive(
         self,

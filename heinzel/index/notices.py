@@ -1,0 +1,112 @@
+"""Notices: what a user should know about a Heinzelmännchen now, from the index alone.
+
+The tick prints what it did, but a user reads `hz heinzel list`, `hz heinzel show` and
+`hz drafts` (issue 13, item 12), so each row carries its notices, each a reason, a short
+message and the one command (or setting) that moves it:
+
+- ``cap``: wakes of it were skipped today because the daily cap was reached;
+- ``failed``: its last turn failed or was abandoned, with the reason kept;
+- ``superseded``: a newer draft replaced a section the user had already approved in the
+  document by deleting its tag; that approval counts for nothing (`hz drafts` has the new
+  one).
+
+No spine is opened: a fixed handful of queries per listing, however many rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+__all__ = ["notices"]
+
+
+class Database(Protocol):
+    """What is read here: a plain sqlite3 connection or sqlite-utils' `Database`."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> sqlite3.Cursor: ...
+
+
+def notices(
+    db: Database, rows: Sequence[dict[str, Any]], *, today: str, id_field: str = "id"
+) -> None:
+    """Set ``notices`` on each row (its id in ``id_field``, and ``name``), a list of
+    ``{reason, message, next}``; rows with nothing to say get ``[]``."""
+    by_id: dict[str, list[dict[str, str]]] = {str(r[id_field]): [] for r in rows}
+    names = {str(r[id_field]): str(r.get("name") or r[id_field]) for r in rows}
+    if by_id:
+        _cap(db, by_id, today)
+        _failed(db, by_id, names)
+        _superseded(db, by_id)
+    for row in rows:
+        row["notices"] = by_id.get(str(row[id_field]), [])
+
+
+def _marks(ids: dict[str, Any]) -> tuple[str, list[str]]:
+    keys = sorted(ids)
+    return ", ".join("?" for _ in keys), keys
+
+
+def _cap(db: Database, by_id: dict[str, list[dict[str, str]]], today: str) -> None:
+    marks, ids = _marks(by_id)
+    rows = db.execute(
+        f"SELECT heinzel, COUNT(*) FROM turns WHERE heinzel IN ({marks}) "  # noqa: S608
+        "AND state = 'skipped' AND reason = 'cap' AND substr(started_at, 1, 10) = ? "
+        "GROUP BY heinzel",
+        [*ids, today],
+    ).fetchall()
+    for heinzel, count in rows:
+        by_id[str(heinzel)].append(
+            {
+                "reason": "cap",
+                "message": f"the daily cap is reached: {count} wake(s) skipped today",
+                "next": "wait for tomorrow, or raise [heinzel] max_usd_per_day",
+            }
+        )
+
+
+def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
+    marks, ids = _marks(by_id)
+    rows = db.execute(
+        "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
+        f"WHERE t.heinzel IN ({marks}) AND t.id = (SELECT u.id FROM turns u "
+        "WHERE u.heinzel = t.heinzel AND u.state != 'skipped' "
+        "ORDER BY u.started_at DESC, u.id DESC LIMIT 1)",
+        ids,
+    ).fetchall()
+    for heinzel, disposition, state, reason in rows:
+        how = disposition if disposition in ("failed", "abandoned") else state
+        if how not in ("failed", "abandoned"):
+            continue
+        by_id[str(heinzel)].append(
+            {
+                "reason": "failed",
+                "message": f"the last turn {how}" + (f" ({reason})" if reason else ""),
+                "next": f"hz heinzel show {names[str(heinzel)]}; hz heinzel wake "
+                f"{names[str(heinzel)]} tries again",
+            }
+        )
+
+
+def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
+    """The tick's superseded notices (`heinzel.tick.superseded`), while a newer draft waits."""
+    marks, ids = _marks(by_id)
+    try:
+        rows = db.execute(
+            f"SELECT n.heinzel, n.key FROM tick_notices n WHERE n.heinzel IN ({marks}) "  # noqa: S608
+            "AND n.reason = 'superseded' AND EXISTS (SELECT 1 FROM drafts d "
+            "WHERE d.heinzel = n.heinzel AND d.state = 'pending') ORDER BY n.at",
+            ids,
+        ).fetchall()
+    except sqlite3.OperationalError:  # an index no tick has opened yet has no tick_notices
+        return
+    for heinzel, _ in rows:
+        by_id[str(heinzel)].append(
+            {
+                "reason": "superseded",
+                "message": "an older draft's section was approved in the document after a "
+                "newer draft replaced it; that approval counts for nothing",
+                "next": "approve the newer draft (hz drafts)",
+            }
+        )

@@ -71,5 +71,8 @@ class TurnEnv:
     """The chat write gate of an asked turn (None: no write tools)."""
     reused: Sequence[Mapping[str, Any]] | None = None
     """A fork's inputs: what its parent's gather recorded (None: gather reads the cache)."""
+    sync: Callable[[], None] | None = None
+    """Makes every line and body record written so far durable (`Spine.sync`): the
+    engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""

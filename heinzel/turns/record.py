@@ -26,7 +26,7 @@ from machines import DiskBody, Journal, SpineIndex, SpineJournal
 
 __all__ = ["LAZY_KINDS", "EngineRecorder", "IndexedJournal", "SessionBody", "write_lazily"]
 
-LAZY_KINDS = frozenset({"turn.started", "step.started", "step.tool", "effect.done", "draft.placed"})
+LAZY_KINDS = frozenset({"step.started", "step.tool", "effect.done", "draft.placed"})
 """The lines of a turn no act in the world waits for: held back and written with the
 next line of another kind (``model.request``, ``effect.started``, the turn's end) in
 one write and one fsync, or by `EngineRecorder.durable` before a call that is not

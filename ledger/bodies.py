@@ -9,6 +9,12 @@ deletes regular files named like bodies hz writes, never follows a link, is
 idempotent, and never runs as a side effect of a read. A `Bodies` keeps one
 open descriptor per turn it appends to, so a record costs a write and an fsync;
 `Bodies.close` closes them at the turn's end.
+
+With ``defer_fsync=True`` a record costs only the write: `Bodies.sync` fsyncs
+every body written since the last sync, once. A host that defers must call
+`sync` before each spine line that may name a record (`Spine.before_write`), so
+a body's bytes still reach the disk before the line holding their hash
+(docs/spine.md, "One fsync per step").
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import os
 import re
 import stat
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,10 +72,23 @@ class Bodies:
     needs no lock.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        defer_fsync: bool = False,
+        on_write: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.directory = Path(directory) / BODIES_DIR
+        self.defer_fsync = defer_fsync
+        self.on_write = on_write
+        """Called after each record's write with the descriptor and where its synced
+        bytes end (test hooks: a crash between a body write and the spine line)."""
+        self._synced_end: dict[str, int] = {}
         self._open: dict[str, tuple[int, int]] = {}
         """Per turn: the body's open append descriptor and where hz's last line ends."""
+        self._dirty: set[str] = set()
+        """Turns with records written since their last fsync (``defer_fsync`` only)."""
         self._finalizer = weakref.finalize(self, _close_all, self._open)
 
     def _handle(self, turn: str, path: Path) -> tuple[int, int]:
@@ -85,7 +104,7 @@ class Bodies:
             if fd >= 0:
                 info = os.fstat(fd)
                 if info.st_nlink == 0:
-                    self.close(turn)
+                    self._drop(turn)
                     fd = -1
                 elif info.st_size == end:
                     return fd, end
@@ -104,14 +123,14 @@ class Bodies:
                 if end < size:
                     os.ftruncate(fd, end)
         except OSError as error:
-            self.close(turn)
+            self._drop(turn)
             raise LedgerError(
                 "HZL002",
                 f"cannot write {path}: {error.strerror or error}",
                 "check the disk (space, permissions, a read-only mount) and retry",
             ) from error
         except LedgerError:
-            self.close(turn)
+            self._drop(turn)
             raise
         self._open[turn] = (fd, end)
         return fd, end
@@ -120,14 +139,23 @@ class Bodies:
         """Close the open body of ``turn`` (every open body when None): at a turn's end.
 
         Appending again reopens it; nothing written is lost by closing (each
-        record was fsynced before `append` returned).
+        record was fsynced before `append` returned, or is fsynced here).
         """
         if turn is None:
+            self.sync()
             _close_all(self._open)
             return
+        if turn in self._dirty:
+            self._sync_one(turn)
+        self._drop(turn)
+
+    def _drop(self, turn: str) -> None:
+        """Close the descriptor of ``turn`` without a sync (after a failed write)."""
+        self._dirty.discard(turn)
         fd, _ = self._open.pop(turn, (-1, -1))
         if fd >= 0:
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def path(self, turn: str) -> Path:
         """Where the body of ``turn`` lives."""
@@ -160,16 +188,51 @@ class Bodies:
             if written != len(line):
                 os.ftruncate(fd, end)
                 raise OSError(0, f"wrote {written} of {len(line)} bytes")
-            os.fsync(fd)
+            if self.defer_fsync:
+                if turn not in self._dirty:
+                    self._synced_end[turn] = end
+                self._dirty.add(turn)
+            else:
+                os.fsync(fd)
         except OSError as error:
-            self.close(turn)
+            with contextlib.suppress(OSError):
+                os.fsync(fd)  # what earlier deferred records wrote still reaches the disk
+            self._drop(turn)
             raise LedgerError(
                 "HZL002",
                 f"cannot write {path}: {error.strerror or error}",
                 "check the disk (space, permissions, a read-only mount) and retry",
             ) from error
         self._open[turn] = (fd, end + len(line))
+        if self.on_write is not None:
+            synced = self._synced_end[turn] if turn in self._dirty else end + len(line)
+            self.on_write(fd, synced)
         return f"sha256:{sha256_hex(body)}"
+
+    def sync(self) -> None:
+        """Fsync every body written since the last sync (one fsync per such body).
+
+        A no-op when nothing is pending, so it is cheap to call before every
+        spine line. HZL002 when the disk refuses: the caller must not write the
+        line that would name the record.
+        """
+        for turn in sorted(self._dirty):
+            self._sync_one(turn)
+
+    def _sync_one(self, turn: str) -> None:
+        self._dirty.discard(turn)
+        fd, _ = self._open.get(turn, (-1, -1))
+        if fd < 0:
+            return
+        try:
+            os.fsync(fd)
+        except OSError as error:
+            self._drop(turn)
+            raise LedgerError(
+                "HZL002",
+                f"cannot write {self.path(turn)}: {error.strerror or error}",
+                "check the disk (space, permissions, a read-only mount) and retry",
+            ) from error
 
     def read(self, turn: str) -> list[dict[str, Any]] | None:
         """The records of ``turn``'s body in order, or None when the body is gone.

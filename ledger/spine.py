@@ -14,13 +14,16 @@ and contains what a crash left behind:
   is verified, appends continue chained to the last line as written, and each
   break not yet recorded gets a ``spine.break_contained`` event.
 
-An append is one ``os.write`` of the canonical line and one ``os.fsync``; then
+An append is one ``os.write`` of the canonical line and one ``os.fsync``; before
+the write each ``before_write`` callback runs (a host fsyncs the turn bodies there,
+once, so content reaches the disk before the line naming it), then
 each ``on_durable`` callback gets the event (the index update; crash points of
 the test hooks live in the callers, not here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -109,6 +112,14 @@ class Spine:
         self._fd: int | None = fd
         self._lock_fd: int | None = lock_fd
         self._on_durable = tuple(on_durable)
+        self._before_write: list[Callable[[], None]] = []
+        self._lazy: frozenset[str] = frozenset()
+        self._pending: list[tuple[bytes, Event]] = []
+        """Lazy lines held back, with their events (written by the next flush)."""
+        self._synced = 0
+        """Where the bytes on disk end (``_size`` counts the pending lines too)."""
+        self._durable: Event | None = None
+        """The last event on disk (``_last`` may be a pending one)."""
         self._upgrades = upgrades
         self._seq = 0
         self._prev: str | None = None
@@ -170,7 +181,10 @@ class Spine:
         self.close()
 
     def close(self) -> None:
-        """Close the file and release the lock (idempotent)."""
+        """Close the file and release the lock (idempotent); lazy lines are fsynced first."""
+        if self._fd is not None and self._pending:
+            with contextlib.suppress(LedgerError):
+                self.sync()  # a failed write closed the writer; nothing of it was recorded
         for fd in (self._fd, self._lock_fd):
             if fd is not None:
                 os.close(fd)
@@ -180,6 +194,12 @@ class Spine:
     def closed(self) -> bool:
         """Whether this writer was closed (by `close`, or by a failed append)."""
         return self._fd is None
+
+    @property
+    def pending(self) -> tuple[Event, ...]:
+        """The lazy lines held back, not yet written (`defer`): a journal over this
+        spine answers from them too."""
+        return tuple(event for _, event in self._pending)
 
     @property
     def last(self) -> Event | None:
@@ -197,6 +217,9 @@ class Spine:
         short_text: Collection[str] = (),
     ) -> Event:
         """Append one event; durable when this returns; then ``on_durable`` runs.
+
+        A lazy kind (`defer`) is held back instead and written, fsynced and
+        passed to ``on_durable`` with the next line of another kind or `sync`.
 
         ``data`` passes the content guard (`ledger.guard`); ``short_text`` names
         the fields allowed to carry short texts a user reads. Nothing is written
@@ -223,15 +246,67 @@ class Spine:
                 f"a {kind} line would be {len(line)} bytes; a spine line holds at most {MAX_LINE}",
                 "keep large payloads in the turn body and record their hash",
             )
-        self._write(fd, line)
         event = Event(
             seq, ts, prev, turn, kind, key, payload, hash=sha256_hex(line[:-1]), offset=offset
         )
         self._seq, self._prev, self._size = event.seq, event.hash, self._size + len(line)
         self._last = event
-        for callback in self._on_durable:
-            callback(event)
+        self._pending.append((line, event))
+        if kind not in self._lazy:
+            self._flush(fd)
         return event
+
+    def defer(self, kinds: Collection[str]) -> None:
+        """Hold lines of ``kinds`` back until the next line of another kind (lazy lines).
+
+        A lazy line gets its seq, hash and offset when `append` returns, but it
+        is written with the next line of a kind not in ``kinds`` (or by `sync`,
+        or `close`): one write and one fsync for all of them, then
+        ``on_durable`` runs for each in order. Until then no reader sees it. A
+        host makes lazy only the lines that no act in the world waits for, and
+        calls `sync` before such an act (docs/spine.md, "One fsync per step").
+        """
+        self._lazy = frozenset(kinds)
+
+    def sync(self) -> None:
+        """Write and fsync the lazy lines held back (nothing when none is)."""
+        fd = self._writable()
+        if self._pending:
+            self._flush(fd)
+
+    def _flush(self, fd: int) -> None:
+        """The ``before_write`` callbacks, one write and one fsync of every pending
+        line, then ``on_durable`` for each."""
+        pending, self._pending = self._pending, []
+        try:
+            for flush in self._before_write:
+                flush()
+        except BaseException:
+            self._forget(pending)
+            raise
+        self._write(fd, b"".join(line for line, _ in pending))
+        self._synced, self._durable = self._size, pending[-1][1]
+        for _, event in pending:
+            for callback in self._on_durable:
+                callback(event)
+
+    def _forget(self, pending: list[tuple[bytes, Event]]) -> None:
+        """Lines that were never written: the writer goes back to the last one on disk."""
+        if not pending:
+            return
+        first = pending[0][1]
+        self._seq, self._prev, self._size = first.seq - 1, first.prev, self._synced
+        self._last = self._durable
+
+    def before_write(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` before each later line is written (after its checks pass).
+
+        A host that defers the fsync of turn bodies (`Bodies(defer_fsync=True)`)
+        registers `Bodies.sync` here: the body's bytes are on disk before the
+        line that names their hash is written. An exception from it propagates
+        and nothing is written.
+        """
+        self._before_write.append(callback)
 
     def events(
         self, *, from_seq: int = 1, from_offset: int = 0, kinds: Collection[str] | None = None
@@ -278,7 +353,7 @@ class Spine:
             os.fsync(fd)
         except OSError as error:
             try:
-                os.ftruncate(fd, self._size)
+                os.ftruncate(fd, self._synced)
                 os.fsync(fd)
             except OSError:
                 pass  # the next open contains whatever is left as a torn tail
@@ -340,7 +415,7 @@ class Spine:
 
     def _find_tail(self, reader: int, end: int) -> list[Break]:
         """Set seq, prev and last from the last complete lines; return breaks to record."""
-        self._size = end
+        self._size = self._synced = end
         if end == 0:
             return []
         start = last_newline_end(reader, end - 1)
@@ -352,11 +427,12 @@ class Spine:
             before = os.pread(reader, start - 1 - before_start, before_start)
         if reason is None and obj is not None and self._links(obj, before):
             self._seq, self._prev = obj["seq"], sha256_hex(body)
-            self._last = self._read_event(obj, body, start)
+            self._last = self._durable = self._read_event(obj, body, start)
             return []
         report = verify(self.path)
         self._seq, self._prev = report.last_seq or 0, report.last_hash
         self._last = self._read_event(obj, body, start) if reason is None and obj else None
+        self._durable = self._last
         return report.uncontained()
 
     @staticmethod

@@ -18,7 +18,7 @@ from machines.fold import TurnState, fold
 if TYPE_CHECKING:
     from machines import keys
     from machines.context import ModelReply, Steer, TurnContext
-    from machines.crash import crash_hook
+    from machines.crash import body_crash_hook, crash_hook
     from machines.disk_body import DiskBody
     from machines.effects import (
         Effect,
@@ -87,6 +87,7 @@ __all__ = [
     "Wait",
     "Wake",
     "WorldProbe",
+    "body_crash_hook",
     "coalesce",
     "content_hash",
     "crash_hook",
@@ -114,6 +115,7 @@ _WHERE: dict[str, str] = {
     "ModelReply": "machines.context",
     "Steer": "machines.context",
     "TurnContext": "machines.context",
+    "body_crash_hook": "machines.crash",
     "crash_hook": "machines.crash",
     "Effect": "machines.effects",
     "EffectFailed": "machines.effects",

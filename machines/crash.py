@@ -6,6 +6,10 @@
 index has seen it (the host installs ``crash_hook(early=True)`` before its index hook).
 ``at:<name>``: at a named point in a host's code, where no event is written (`crash_at`);
 hz's is ``at:staged``, after the tick wrote its source cache and before any wake.
+``body:<n>``: right after the n-th turn-body record of this process is written, before
+any spine line names it (`body_crash_hook`, a ``Bodies`` ``on_write``).
+``body-lost:<n>``: the same, and the body's records not yet fsynced are cut off first,
+as a power cut would lose them.
 A no-op unless the variable is set. Hosts install `crash_hook` as an
 ``on_durable`` callback of their spine (the in-memory journal calls it too), so the
 exit happens after the fsync and before anything else runs.
@@ -32,6 +36,9 @@ class CrashPoint:
     n: int | None = None
     early: bool = False
     name: str | None = None
+    body: bool = False
+    """A body-write point (``body:<n>``, ``body-lost:<n>``), not a spine one."""
+    lost: bool = False
 
 
 def parse(value: str) -> CrashPoint:
@@ -45,11 +52,13 @@ def parse(value: str) -> CrashPoint:
         return CrashPoint(n=int(what))
     if how == "at" and what:
         return CrashPoint(name=what)
+    if how in ("body", "body-lost") and what.isdigit() and int(what) > 0:
+        return CrashPoint(n=int(what), body=True, lost=how == "body-lost")
     raise MachineError(
         "HZM050",
         f"HZ_CRASH_AT={value!r} is not a crash point",
-        "use after:<event kind>, before-index:<event kind>, append:<n> (n from 1) or "
-        "at:<point>, or unset it",
+        "use after:<event kind>, before-index:<event kind>, append:<n>, body:<n> or "
+        "body-lost:<n> (n from 1), at:<point>, or unset it",
     )
 
 
@@ -77,7 +86,7 @@ def crash_hook(
     if not value:
         return _nothing
     point = parse(value)
-    if point.early != early or point.name is not None:
+    if point.early != early or point.name is not None or point.body:
         return _nothing
     count = 0
 
@@ -85,6 +94,28 @@ def crash_hook(
         nonlocal count
         count += 1
         if point.n == count or point.kind == event.kind:
+            exit_(CRASH_EXIT)
+
+    return hook
+
+
+def body_crash_hook(
+    environ: Mapping[str, str] | None = None, *, exit_: Callable[[int], None] = os._exit
+) -> Callable[[int, int], None] | None:
+    """The ``on_write`` of a turn's `ledger.bodies.Bodies` for ``body:<n>`` and
+    ``body-lost:<n>`` (None for any other ``HZ_CRASH_AT``, or none)."""
+    value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
+    point = parse(value) if value else None
+    if point is None or not point.body:
+        return None
+    count = 0
+
+    def hook(fd: int, synced: int) -> None:
+        nonlocal count
+        count += 1
+        if point.n == count:
+            if point.lost:
+                os.ftruncate(fd, synced)
             exit_(CRASH_EXIT)
 
     return hook

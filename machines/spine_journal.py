@@ -182,19 +182,31 @@ class SpineJournal:
                 "pass the turn's offset from your index (SpineIndex), or build one with "
                 "SpineIndex.scan",
             )
-        events = read_events(self.spine.path, from_offset=offset, upgrades=self.upgrades)
-        return [e for e in events if e.turn == turn]
+        pending = self.spine.pending
+        found: list[Event] = []
+        if not pending or offset < pending[0].offset:
+            events = read_events(self.spine.path, from_offset=offset, upgrades=self.upgrades)
+            found = [e for e in events if e.turn == turn]
+        return found + [e for e in pending if e.turn == turn]
 
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, from the index."""
         return list(self.index.keyed.get(key, ()))
 
+    def pending_key_events(self, key: str) -> list[Event]:
+        """The events for ``key`` among the spine's held-back lazy lines (`Spine.defer`)."""
+        return [e for e in self.spine.pending if key in keys_of(e)]
+
     def recorded_done(self, key: str) -> str | None:
-        """The hash of the last ``effect.done`` for ``key`` in the spine file, whatever
-        the index's keys say: for the lines a `SpineIndex.scan` read (verified against
-        the spine's tail when this journal was built) what it read there, for the bytes
-        after them a byte search for the key (only matching lines parsed). Without a
-        scanned index the whole file is searched."""
+        """The hash of the last ``effect.done`` for ``key``, whatever the index's keys
+        say: among the lines held back to be written with the next one, else in the spine
+        file: for the lines a `SpineIndex.scan` read (verified against the spine's tail
+        when this journal was built) what it read there, for the bytes after them a byte
+        search for the key (only matching lines parsed). Without a scanned index the whole
+        file is searched."""
+        for event in reversed(self.spine.pending):
+            if event.kind == "effect.done" and event.key == key:
+                return str(event.data.get("hash"))
         start = self.index.scanned_to
         after = done_in_file(self.spine.path, key, start=start)
         return after if after is not None else self.index.scanned_done.get(key)

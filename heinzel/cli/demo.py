@@ -3,7 +3,8 @@
 A fresh home, a copy of ``fixtures/priya`` beside it, and a week of ``hz`` commands, each a
 separate process with ``HZ_NOW`` set to its moment, so the clock, the locks and the crashes
 are real: created and approved on Monday; Friday 15:00's scheduled draft, killed once right
-after ``effect.started`` and once right after ``draft.placed`` and finished by the next
+after ``effect.started`` and once right after the draft is placed (``body:1``: its text
+written to the body, before the spine records it) and finished by the next
 ticks with one section and no second model call; Monday's approval with Priya's edits and
 two lessons; Tuesday's chat, whose turn proposes the amendment she asked for (hers, citing
 her message), approved as v2; the next Friday's draft under v2 with both lessons;
@@ -164,7 +165,7 @@ class Week:
         tick = ("system", "daemon", "tick")
         if self.crashes:
             self.hz(s, "2026-10-30T14:05:00Z", *tick, crash="after:effect.started")
-            self.hz(s, "2026-10-30T14:07:00Z", *tick, crash="after:draft.placed")
+            self.hz(s, "2026-10-30T14:07:00Z", *tick, crash="body:1")
         self.hz(s, "2026-10-30T14:09:00Z", *tick)
 
     def _monday(self, s: Step) -> None:
@@ -201,8 +202,9 @@ class Week:
                 "the scheduled draft, and two crashes",
                 "The tick wakes it for the 15:00 slot: inputs fetched once and staged, one "
                 "think, a draft placed under its tag. The first tick is killed right after "
-                "effect.started (the draft not yet written), the second right after "
-                "draft.placed (before turn.finished). Each next tick resumes the same turn "
+                "effect.started (the draft not yet written), the second right after the draft is "
+                "in the file and its text in the body, before the spine records it "
+                "(effect.done, draft.placed). Each next tick resumes the same turn "
                 "by its key: the ledger places the section once, nothing is thought twice.",
                 self._friday,
             ),

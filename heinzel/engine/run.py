@@ -147,6 +147,7 @@ async def think(
     def started(call_id: str, tool: str) -> None:
         saved.started.add(call_id)
         recorder.body({"kind": "tool.started", "id": call_id, "tool": tool})
+        recorder.durable()  # the call is not replay-safe: its start is on disk before it runs
 
     services.was_started = lambda call_id: call_id in saved.started
     services.started = started

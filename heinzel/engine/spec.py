@@ -105,14 +105,19 @@ class SpineView:
 class Recorder(Protocol):
     """Where the think step writes: spine lines (no content) and body records (content).
 
-    ``checkpoint`` appends one spine line of ``kind`` with ``data`` (durable when it
-    returns); ``body`` appends one record to the turn body and returns its hash
-    (``"sha256:..."``).
+    ``checkpoint`` appends one spine line of ``kind`` with ``data``; ``body`` appends
+    one record to the turn body and returns its hash (``"sha256:..."``). Either may
+    be written without its own fsync (a ``step.model`` checkpoint never is: the
+    money it records is spent); ``durable`` makes everything recorded so far
+    durable, and the engine calls it before a call that is not replay-safe
+    (docs/spine.md, "One fsync per step").
     """
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None: ...
 
     def body(self, record: Mapping[str, Any]) -> str: ...
+
+    def durable(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,9 @@ class MemoryRecorder:
         self.records.append(json.loads(canonical(dict(record))))
         return body_hash(record)
 
+    def durable(self) -> None:
+        """Nothing to do: memory is all there is."""
+
 
 @dataclass(slots=True)
 class FileRecorder:
@@ -66,6 +69,9 @@ class FileRecorder:
         """Append the record to ``body.jsonl`` and return its hash."""
         self._append("body.jsonl", record)
         return body_hash(record)
+
+    def durable(self) -> None:
+        """Nothing to do: every line was fsynced when written."""
 
     def read(self, name: str) -> list[dict[str, Any]]:
         """The records of ``spine.jsonl`` or ``body.jsonl`` (a torn last line is left out)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
+from heinzel.errors import HeinzelError
 from heinzel.session.open_turns import lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request, handed
@@ -46,6 +47,8 @@ def hand(
     done: list[Wake] = []
     with isolated(service, heinzel, errors, "hand"):
         for wake in wakes:
+            if _chat_of(inbox, wake) is not None:
+                continue  # its chat request is in the inbox already: the turn delivers it
             inbox.hand(wake.cause, wake.key, at=service.clock())
             done.append(wake)
     if not done:
@@ -98,18 +101,34 @@ def _pending(
             for e in read_events(service.home.spine_path(heinzel))
             if e.kind == "turn.steered"
         }
-        if any(r.kind == "chat" for r, _ in pending)
+        if any(_chat_id(w) is not None for _, w in pending)
         else set()
     )
     has = taken(w.key for _, w in pending)
     wakes = []
     for request, wake in pending:
-        if wake.key in has or (request.kind == "chat" and request.request_id in steered):
+        if wake.key in has or _chat_id(wake) in steered:
             inbox.take(request.request_id, at=service.clock())
             inbox.unmark(request.request_id)
         else:
             wakes.append((heinzel, wake, request.at))
     return wakes
+
+
+def _chat_id(wake: Wake) -> str | None:
+    """The chat request id an asked wake's key names (``<id>@rq-...``), else None."""
+    rid = wake.key.partition("@")[2]
+    return rid if wake.cause == "asked" and rid.startswith("rq-") else None
+
+
+def _chat_of(inbox: Inbox, wake: Wake) -> Request | None:
+    """The chat request behind an asked wake, when the inbox holds one."""
+    rid = _chat_id(wake)
+    try:
+        request = inbox.read(rid) if rid is not None else None
+    except HeinzelError:
+        return None
+    return request if request is not None and request.kind == "chat" else None
 
 
 def _wake(heinzel: str, request: Request) -> Wake | None:

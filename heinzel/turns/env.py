@@ -77,5 +77,8 @@ class TurnEnv:
     """A fork's inputs: what its parent's gather recorded (None: gather reads the cache)."""
     contract_text: str | None = None
     """The approved version's whole text (the model's ``contract`` tool, for amendments)."""
+    sync: Callable[[], None] | None = None
+    """Makes every line and body record written so far durable (`Spine.sync`): the
+    engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""

@@ -59,7 +59,7 @@ from heinzel.turns.inputs import (
 from heinzel.turns.interrupt import interruptible
 from heinzel.turns.models import turn_model
 from heinzel.turns.pins import pinned_fingerprint, pinned_lessons, turn_skills
-from heinzel.turns.record import IndexedJournal, SessionBody
+from heinzel.turns.record import IndexedJournal, SessionBody, write_lazily
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
 from heinzel.turns.view import spine_view
 from ledger.bodies import Bodies
@@ -71,6 +71,7 @@ from machines import (
     Session,
     TurnState,
     Wake,
+    body_crash_hook,
     coalesce,
     crash_hook,
     keys,
@@ -177,7 +178,9 @@ class TurnHost:
             contract.hz.agent.model_class,
         )
         bound = self.runner or bind_runner(service.settings.runners)
-        bodies = Bodies(service.home.session_dir(heinzel_id))
+        directory = service.home.session_dir(heinzel_id)
+        bodies = Bodies(directory, defer_fsync=True, on_write=body_crash_hook())
+        write_lazily(spine, bodies)  # a body record is durable before the line naming it
         view = self._view(heinzel_id, spine)
 
         def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
@@ -204,6 +207,7 @@ class TurnHost:
             reused=reused,
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
+            sync=spine.sync,
             model=model,
             clock=service.clock,
             pricing=Pricing(

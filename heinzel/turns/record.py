@@ -25,7 +25,20 @@ from machines import DiskBody, Journal, SpineIndex, SpineJournal
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["EngineRecorder", "IndexedJournal", "SessionBody"]
+__all__ = ["LAZY_KINDS", "EngineRecorder", "IndexedJournal", "SessionBody", "write_lazily"]
+
+LAZY_KINDS = frozenset({"step.started", "step.tool", "effect.done", "draft.placed"})
+"""The lines of a turn no act in the world waits for: held back and written with the
+next line of another kind (``model.request``, ``effect.started``, the turn's end) in
+one write and one fsync, or by `EngineRecorder.durable` before a call that is not
+replay-safe. docs/spine.md ("One fsync per step") gives the reason for each."""
+
+
+def write_lazily(spine: Spine, bodies: Bodies) -> None:
+    """Let a turn's spine and bodies share their fsyncs: the bodies are synced (once)
+    before each spine line is written, and `LAZY_KINDS` lines wait for the next fsync."""
+    spine.before_write(bodies.sync)
+    spine.defer(LAZY_KINDS)
 
 
 class IndexedJournal(SpineJournal):
@@ -71,7 +84,7 @@ class IndexedJournal(SpineJournal):
             for event in read_events(self.spine.path, from_offset=int(row["line_offset"])):
                 events.append(event)
                 break
-        return events
+        return events + self.pending_key_events(key)
 
 
 class SessionBody(DiskBody):
@@ -81,8 +94,18 @@ class SessionBody(DiskBody):
 class EngineRecorder:
     """The engine's `Recorder` for one turn, writing the machine's vocabulary."""
 
-    def __init__(self, journal: Journal, bodies: Bodies, turn: str, *, cap_usd: Decimal) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        bodies: Bodies,
+        turn: str,
+        *,
+        cap_usd: Decimal,
+        sync: Callable[[], None] | None = None,
+    ) -> None:
         self.journal = journal
+        self.sync = sync
+        """Makes the lazy lines and deferred body records durable (`Spine.sync`)."""
         self.bodies = bodies
         self.turn = turn
         self.cap_usd = cap_usd
@@ -117,3 +140,8 @@ class EngineRecorder:
     def body(self, record: Mapping[str, Any]) -> str:
         """Append a body record; its hash."""
         return self.bodies.append(self.turn, record)
+
+    def durable(self) -> None:
+        """Every line and body record so far on disk (before a call that is not replay-safe)."""
+        if self.sync is not None:
+            self.sync()

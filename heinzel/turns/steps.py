@@ -95,7 +95,9 @@ class HeinzelSteps:
             handoff=env.runner is not None,
             settings=env.context_settings,
         )
-        recorder = EngineRecorder(ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0))
+        recorder = EngineRecorder(
+            ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0), sync=env.sync
+        )
         budget = Budget(env.pricing, cap, env.day_usd, env.spent_today)
         handoff = None
         if env.runner is not None:

@@ -1,0 +1,82 @@
+"""Kills between a body write and the spine line that names it, at every body record of a turn.
+
+A turn's body records are written without an fsync of their own and its lazy spine
+lines are held back (docs/spine.md, "One fsync per step"), so these points are where
+the new ordering could lose or duplicate something. ``body:<n>`` kills the wake right
+after its n-th body record is written; ``body-lost:<n>`` first cuts the body back to
+what was fsynced, as a power cut would. Either way the resumed turn must place the
+draft once, end drafted, spend within the cap and leave a spine that verifies.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heinzel.service import Service
+
+from .test_crash import _fresh, _turn_lines, _wake
+
+
+def _resume(service: Service, heinzel_id: str) -> None:
+    script = Path(__file__).parent / "resume_turn.py"
+    recovery = subprocess.run(
+        [sys.executable, str(script), str(service.home.root), heinzel_id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert recovery.returncode == 0, recovery.stderr[-2000:]
+
+
+def _records(service: Service, heinzel_id: str) -> int:
+    bodies = service.home.session_dir(heinzel_id) / "turns"
+    return sum(len(p.read_bytes().splitlines()) for p in bodies.glob("*.jsonl"))
+
+
+@pytest.mark.kill
+class TestBodyCrash:
+    """Every body write of a drafted wake: killed right after it, resumed, one section."""
+
+    @pytest.mark.parametrize("how", ["body", "body-lost"])
+    def test_every_body_write(
+        self,
+        how: str,
+        make_service: Callable[..., Any],
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> None:
+        """Killed after body record n (kept, or cut back to its fsync), recovery drafts once."""
+        base = tmp_path_factory.mktemp("clean")
+        service, heinzel_id, _ = make_service()
+        assert _wake(service.home.root, None, base) == 0
+        count = _records(service, heinzel_id)
+        cap = service.settings.heinzel.max_usd
+        assert count >= 5  # gather, the model's records, think's outcome, the draft, act
+        failures = []
+        for n in range(1, count + 1):
+            service, heinzel_id, folder = make_service()
+            assert _wake(service.home.root, f"{how}:{n}", base) == 137, f"{how}:{n}"
+            if _turn_lines(_fresh(service.home.root), heinzel_id):
+                _resume(service, heinzel_id)
+            else:  # the kill came before the turn's first durable line: wake it again
+                assert _wake(service.home.root, None, base) == 0
+            resumed = _fresh(service.home.root)
+            lines = _turn_lines(resumed, heinzel_id)
+            text = (folder / "report.md").read_text(encoding="utf-8")
+            end = lines[-1]
+            spent = sum(e.data.get("usd", 0) for e in lines if e.kind == "model.request")
+            if (
+                text.count("<!-- hz:draft key=") != 1
+                or end.kind != "turn.finished"
+                or end.data.get("disposition") != "drafted"
+                or not (spent <= cap and end.data.get("usd", 0) <= cap)
+                or not resumed.verify(heinzel_id)[0]["ok"]
+            ):
+                failures.append((n, end.kind, end.data))
+        assert failures == []

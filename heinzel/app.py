@@ -62,8 +62,8 @@ class App:
             self.service,
             self.turns,
             self.adapters,
-            answer=lambda heinzel_id, text, recorded: self.turns.answer_text(
-                heinzel_id, text, adapters=self.adapters, recorded=recorded
+            answer=lambda heinzel_id, text, recorded, request_id: self.turns.answer_text(
+                heinzel_id, text, adapters=self.adapters, recorded=recorded, request_id=request_id
             ),
         )
 

@@ -161,6 +161,23 @@ class Inbox:
         write_atomic(self.path(request_id), (canonical(taken.to_json()) + "\n").encode())
         return taken
 
+    def answered_chats(self) -> dict[str, str]:
+        """``{chat request id: asking turn}`` of the chats recorded as a question's answer
+        (`heinzel.turns.answer_text` keeps the request id in ``answer-<turn>.json``): such a
+        chat is that answer, whose follow-up is ``<id>@answer:<turn>``, never a turn of its
+        own (a process killed between recording the answer and taking the chat)."""
+        found: dict[str, str] = {}
+        if not self.directory.is_dir():
+            return found
+        for path in self.directory.glob("answer-*.json"):
+            try:
+                request = json.loads(path.read_text(encoding="utf-8")).get("request")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(request, str):
+                found[request] = path.stem.removeprefix("answer-")
+        return found
+
     def pending(self, kind: str | None = None) -> list[Request]:
         """Requests not yet taken, oldest first (ids are ULIDs, so names sort by time)."""
         if not self.directory.is_dir():

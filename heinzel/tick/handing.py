@@ -95,6 +95,13 @@ def _pending(
             pending.append((request, wake))
     if not pending:
         return []
+    answers = inbox.answered_chats()
+    pending = [
+        (r, Wake("asked", f"{heinzel}@answer:{answers[r.request_id]}"))
+        if r.kind == "chat" and r.request_id in answers
+        else (r, w)
+        for r, w in pending
+    ]
     steered = (
         {
             str(e.data.get("request_id"))

@@ -51,9 +51,9 @@ class Verbs:
         service: Sessions,
         runner: TurnRunner,
         adapters: Mapping[str, object],
-        answer: Callable[[str, str, Callable[[], None]], Mapping[str, Any]] | None = None,
+        answer: Callable[[str, str, Callable[[], None], str], Mapping[str, Any]] | None = None,
     ) -> None:
-        """``answer(heinzel_id, text, recorded)`` answers an open question in words (the
+        """``answer(heinzel_id, text, recorded, request_id)`` answers an open question in words (the
         turns' `heinzel.turns.Turns.answer_text`; ``recorded`` runs once the answer is in
         the spine); without it a chat never answers one."""
         self.service = service
@@ -177,7 +177,7 @@ class Verbs:
         def take() -> None:
             inbox.take(request.request_id, at=self.service.clock())
 
-        done = dict(self.answer(heinzel, request.message, take))
+        done = dict(self.answer(heinzel, request.message, take, request.request_id))
         take()  # an answer owed since a crash: finished above, the request taken now
         done.pop("name", None)
         done.pop("question", None)

@@ -8,7 +8,9 @@ waiting turn resumes and ends ``asked``, then one turn of cause asked under the 
 ``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
 machine never starts a key twice). A process killed after ``question.answered`` and before
 that follow-up ran leaves the answer owed: the next ``hz heinzel answer`` (any text; the
-first answer stands) finishes it.
+first answer stands) finishes it, and when the answer came as a chat (the record names
+its request), the next tick does (`heinzel.tick.handing`), never running the chat as a
+turn of its own.
 """
 
 from __future__ import annotations
@@ -35,10 +37,13 @@ def answer_text(
     *,
     adapters: Mapping[str, object],
     recorded: Callable[[], None] | None = None,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     """Record the answer to the oldest open question, resume its turn, run the follow-up
     (``recorded`` runs once the answer is in the spine, before any turn resumes: a chat
-    takes its request there, so no turn's inbox delivery gets the message a second time)."""
+    takes its request there, so no turn's inbox delivery gets the message a second time;
+    ``request_id``: the chat request the answer came in, kept with it so a tick after a
+    crash runs the follow-up for that request, never an ordinary chat turn)."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
@@ -63,6 +68,8 @@ def answer_text(
         text = str(json.loads(path.read_text(encoding="utf-8"))["message"])
     except (OSError, ValueError, KeyError, TypeError):
         record = {"key": key, "message": text, "at": service.clock().isoformat()}
+        if request_id is not None:
+            record["request"] = request_id
         write_atomic(path, json.dumps(record).encode("utf-8"))
     digest = content_hash(text)
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:

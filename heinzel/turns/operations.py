@@ -133,6 +133,7 @@ class Turns:
         *,
         adapters: Mapping[str, object] | None = None,
         recorded: Callable[[], None] | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """``text`` as the free-text answer to the oldest open question (``hz heinzel
         answer``, and a chat while a question is open): recorded once, the waiting turn
@@ -144,4 +145,8 @@ class Turns:
         row = service.resolve(ref)
         chosen = adapters if adapters is not None else default_adapters(service.settings)
         host = TurnHost(service)
-        return {**answer_text(host, row["id"], text, adapters=chosen, recorded=recorded)}
+        return {
+            **answer_text(
+                host, row["id"], text, adapters=chosen, recorded=recorded, request_id=request_id
+            )
+        }

@@ -95,3 +95,31 @@ def test_a_chat_while_a_question_is_open_answers_it_once(user: User) -> None:
     assert len(_events(user, "question.answered")) == 1
     ended = [e.data["disposition"] for e in _events(user, "turn.finished")]
     assert ended[1:3] == ["asked", "drafted"], ended
+
+
+def test_a_chat_answer_killed_after_it_is_recorded_is_finished_once_by_the_tick(
+    user: User,
+) -> None:
+    """Killed right after ``question.answered`` (the chat's request not yet taken): the
+    next tick runs the answer's one follow-up with the chat's words, never the chat as a
+    turn of its own, and a second tick runs nothing more."""
+    user.serve(lambda body, n: Outcome(CREATED))
+    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.hz("approve", "notes-digest").returncode == 0
+    provider = user.serve(_ask_then_draft)
+    assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
+    killed = user.hz(
+        "heinzel", "chat", "notes-digest", ANSWER, HZ_CRASH_AT="after:question.answered"
+    )
+    assert killed.returncode == 137
+    [answered] = _events(user, "question.answered")
+    ticked = user.hz("system", "daemon", "tick", "--json")
+    assert ticked.returncode == 0, ticked.stderr
+    assert ANSWER in json.dumps(provider.seen[-1].body)
+    after = [e for e in _events(user, "turn.started") if e.seq > answered.seq]
+    started = [str(e.key).split("@", 1)[1] for e in after]
+    assert started == [f"answer:{answered.turn}"]
+    assert user.hz("system", "daemon", "tick", "--json").returncode == 0
+    assert [e for e in _events(user, "turn.started") if e.seq > answered.seq] == after
+    ended = [e.data["disposition"] for e in _events(user, "turn.finished")]
+    assert ended[-2:] == ["asked", "drafted"], ended

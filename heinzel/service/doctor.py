@@ -54,6 +54,9 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         service,
         {c["name"].removeprefix("adapter ") for c in checks if c.get("configured") is False},
     )
+    from heinzel.service.doctor_home import home_checks
+
+    checks += home_checks(service)
     if online:
         from heinzel.capabilities.configured import probe_adapters
 

@@ -62,7 +62,8 @@ def _chains(service: Sessions) -> dict[str, Any]:
     broken = {i: verify(service.home.spine_path(i)) for i in ids}
     broken = {i: report for i, report in broken.items() if not report.ok}
     if not broken:
-        return {"name": "chains", "ok": True, "detail": f"{len(ids)} spines verify"}
+        said = "1 spine verifies" if len(ids) == 1 else f"{len(ids)} spines verify"
+        return {"name": "chains", "ok": True, "detail": said}
     rows = service.index.db.execute("SELECT id, name FROM heinzel").fetchall()
     names = {str(i): str(n) for i, n in rows}
     first = next(iter(broken.values())).breaks[:1]

@@ -2,7 +2,7 @@
 against one bare team repository, a hundred daily team Heinzelmännchen owned round-robin
 and delegated to the other four, ticking together every six simulated hours with one
 member away each day, for a simulated week (``HZ_BENCH_TEAM_DAYS=30`` for a month,
-``HZ_BENCH_TEAM_N`` for another count).
+``HZ_BENCH_TEAM_N`` for another count, ``HZ_BENCH_TEAM_WAKES`` for the per-tick limit).
 
 Each round runs the present daemons' ``hz system daemon tick --json`` as concurrent
 processes at the same ``HZ_NOW``, so their pushes race as real daemons' would. Printed:
@@ -30,6 +30,11 @@ from heinzel.cli import group
 MEMBERS = ("ana", "ben", "cai", "dee", "eli")
 START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
 STEP = timedelta(hours=6)
+WAKES_PER_TICK = int(os.environ.get("HZ_BENCH_TEAM_WAKES", "100"))
+"""A real daemon ticks every few minutes, ten wakes a tick; ticking every six simulated
+hours, the per-tick limit is raised so a daemon's throughput per hour stays that order
+(``HZ_BENCH_TEAM_WAKES=10`` shows what the default does at this tick rate: slots a daemon
+deferred and could not run before its member went away coalesce into the next slot)."""
 CONTRACT = """---
 name: {name}
 kind: responsibility
@@ -65,6 +70,7 @@ class Machine:
         self.root.mkdir()
         self.config = self.root / "config.toml"
         self.config.write_text(
+            f"[heinzel]\nmax_wakes_per_tick = {WAKES_PER_TICK}\n\n"
             f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n',
             encoding="utf-8",
         )

@@ -124,11 +124,7 @@ class Bodies:
                     os.ftruncate(fd, end)
         except OSError as error:
             self._drop(turn)
-            raise LedgerError(
-                "HZL002",
-                f"cannot write {path}: {error.strerror or error}",
-                "check the disk (space, permissions, a read-only mount) and retry",
-            ) from error
+            raise _write_failed(path, error) from error
         except LedgerError:
             self._drop(turn)
             raise
@@ -198,11 +194,7 @@ class Bodies:
             with contextlib.suppress(OSError):
                 os.fsync(fd)  # what earlier deferred records wrote still reaches the disk
             self._drop(turn)
-            raise LedgerError(
-                "HZL002",
-                f"cannot write {path}: {error.strerror or error}",
-                "check the disk (space, permissions, a read-only mount) and retry",
-            ) from error
+            raise _write_failed(path, error) from error
         self._open[turn] = (fd, end + len(line))
         if self.on_write is not None:
             synced = self._synced_end[turn] if turn in self._dirty else end + len(line)
@@ -228,11 +220,7 @@ class Bodies:
             os.fsync(fd)
         except OSError as error:
             self._drop(turn)
-            raise LedgerError(
-                "HZL002",
-                f"cannot write {self.path(turn)}: {error.strerror or error}",
-                "check the disk (space, permissions, a read-only mount) and retry",
-            ) from error
+            raise _write_failed(self.path(turn), error) from error
 
     def read(self, turn: str) -> list[dict[str, Any]] | None:
         """The records of ``turn``'s body in order, or None when the body is gone.
@@ -325,3 +313,12 @@ class Bodies:
             return stat.S_ISREG(os.lstat(self.path(turn)).st_mode)
         except FileNotFoundError:
             return False
+
+
+def _write_failed(path: Path, error: OSError) -> LedgerError:
+    """HZL002: the disk refused a body write or its fsync."""
+    return LedgerError(
+        "HZL002",
+        f"cannot write {path}: {error.strerror or error}",
+        "check the disk (space, permissions, a read-only mount) and retry",
+    )

@@ -99,7 +99,7 @@ def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
             "WHERE d.heinzel = n.heinzel AND d.state = 'pending') ORDER BY n.at",
             ids,
         ).fetchall()
-    except sqlite3.OperationalError:  # an index no tick has opened yet has no tick_notices
+    except sqlite3.OperationalError:  # an index an older hz made, read before a writer opened it
         return
     for heinzel, _ in rows:
         by_id[str(heinzel)].append(

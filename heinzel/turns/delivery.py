@@ -84,12 +84,11 @@ class Delivery:
         """The pending requests; an unreadable inbox file (HZH233) never fails the turn:
         it is logged and the inbox is read again at the next boundary."""
         try:
+            pending = self.inbox.pending()
+            if not any(r.kind == "chat" for r in pending):
+                return pending
             answers = self.inbox.answered_chats()  # the tick runs their answers' follow-ups
-            return [
-                r
-                for r in self.inbox.pending()
-                if not (r.kind == "chat" and r.request_id in answers)
-            ]
+            return [r for r in pending if not (r.kind == "chat" and r.request_id in answers)]
         except HeinzelError as error:
             _log.warning("inbox.unreadable", heinzel=self.heinzel, code=error.code)
             return []

@@ -10,8 +10,8 @@ process that recovers it and runs it to its end, timed from spawn to exit. The f
 is one small append and ``fsync`` on a file in the same directory. Medians over the
 rounds; every figure printed beside the others, and each peer as a ratio to hz.
 
-Not yet measured here: listing 500 and 10,000 workflows (hz's listing has its own
-figures in ``bench_startup`` and ``bench_heinzel``).
+Then listing 500 and 10,000 of them, for the three, as a whole process and in process
+(``listing.py``; ``PEERS_LISTING=0`` leaves it out).
 
 Usage: ``python tests/bench/peers/run.py --peers-python .bench-peers-venv/bin/python``
 (hz runs with the Python that runs this script). ``PEERS_N`` and ``PEERS_ROUNDS`` set
@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from listing import measure
 
 HERE = Path(__file__).resolve().parent
 WORKERS = {"hz": "hz_worker.py", "DBOS": "dbos_worker.py", "LangGraph": "langgraph_worker.py"}
@@ -105,6 +107,11 @@ def main() -> None:
             f"{per / hz_step:5.2f}x hz)   crash recovery (whole process) {rec:8.1f} ms "
             f"({rec / hz_recovery:5.2f}x hz)"
         )
+    sys.stdout.flush()
+    if os.environ.get("PEERS_LISTING", "1") != "0":
+        with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:
+            for line in measure(Path(tmp), args.peers_python, rounds):
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -155,7 +155,11 @@ def _apply_turn_resumed(state: TurnState, event: Event) -> None:
     state.running_since = event.ts
     if woken_by == "recovery":
         state.resumes += 1
-    state.woken_by = woken_by
+    regained = event.data.get("regained")
+    if regained is not None:
+        state.inputs[str(regained)] = event.data.get("input")
+    else:
+        state.woken_by = woken_by
 
 
 def _apply_turn_finished(state: TurnState, event: Event) -> None:

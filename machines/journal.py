@@ -62,17 +62,22 @@ class Journal(Protocol):
 class Body(Protocol):
     """The turn body: content addressed by the hash the spine records.
 
-    The rule: `put` is durable when it returns. The machine appends the hash only
-    after `put` returned, so a crash never leaves a recorded hash without its
-    content (`machines.DiskBody` keeps it on disk; `InMemoryBody` only for tests).
+    The rule: `put` survives the process when it returns (written, if not yet
+    fsynced). The machine appends the hash only after `put` returned, so a killed
+    process never leaves a recorded hash without its content; a power cut may,
+    and the machine then regains the value by rerunning the step that produced
+    it (`TurnRun`, ``turn.resumed{regained}``). `machines.DiskBody` keeps it on
+    disk; `InMemoryBody` only for tests.
     """
 
     def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` for ``turn``, durably on return (idempotent)."""
+        """Keep ``value`` under ``digest`` for ``turn``, past the process on return
+        (idempotent)."""
         ...
 
     def get(self, turn: str, digest: str) -> Any:
-        """The value kept under ``digest``; `KeyError` when it is gone (expired)."""
+        """The value kept under ``digest``; `KeyError` when it is gone (expired, or
+        lost to a power cut before its fsync)."""
         ...
 
 

@@ -33,9 +33,10 @@ ROUNDS = 10
 STEP_KINDS = ("model.request", "step.tool", "effect.started")
 
 
-def _each_on_its_own(_spine: Spine, bodies: Bodies) -> None:
+def _each_on_its_own(spine: Spine, bodies: Bodies) -> Callable[[], None]:
     """The former way: no lazy lines, every body record fsynced when written."""
     bodies.defer_fsync = False
+    return spine.sync
 
 
 def _run(root: Path, lazy: bool) -> tuple[collections.Counter[str], int, int, float]:

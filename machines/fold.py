@@ -202,7 +202,10 @@ def _apply_tool_called(state: TurnState, event: Event) -> None:
 
 
 def _apply_tool_result(state: TurnState, event: Event) -> None:
-    record = state.tools.get(str(event.data.get("call_id")))
+    call_id = str(event.data.get("call_id"))
+    record = state.tools.get(call_id)
+    if record is None and event.data.get("replay_safe") is True:
+        record = state.tools[call_id] = ToolRecord(call_id, str(event.data.get("tool")), True, "")
     if record is None:
         raise _mismatch(event, state, "a tool result without its call")
     record.status = event.data.get("status")

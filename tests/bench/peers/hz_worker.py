@@ -75,13 +75,31 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
         return time.perf_counter() - start
 
 
+def fsyncs_of(directory: Path, n: int, name: str) -> int:
+    """The ``os.fsync`` calls of one turn of ``n`` steps (counted, not timed)."""
+    real, count = os.fsync, [0]
+
+    def counted(fd: int) -> None:
+        count[0] += 1
+        real(fd)
+
+    os.fsync = counted  # type: ignore[assignment]
+    try:
+        turn(directory, n, name)
+    finally:
+        os.fsync = real
+    return count[0]
+
+
 def main() -> None:
     mode, n, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     if mode == "steps":
         turn(directory / "warm", n, "warm")  # imports and first-use costs, not timed
         full = min(turn(directory / f"n{r}", n, f"t{r}") for r in range(3))
         empty = min(turn(directory / f"z{r}", 0, f"z{r}") for r in range(3))
-        print(json.dumps({"per_step_us": (full - empty) / n * 1e6}))
+        fsyncs = [fsyncs_of(directory / f"c{r}", r * n, f"c{r}") for r in range(2)]
+        per_step = {"per_step_us": (full - empty) / n * 1e6}
+        print(json.dumps({**per_step, "fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}))
     elif mode == "crash":
         turn(directory, n, "crashed", crash_after=n // 2)
     else:

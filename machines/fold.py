@@ -16,6 +16,7 @@ from typing import Any
 from ledger.event import Event, parse_ts
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
+from machines.journal import wake_causes, wake_keys
 from machines.table import TABLE
 
 
@@ -121,8 +122,8 @@ def _apply_turn_started(state: TurnState, event: Event) -> None:
     _move(state, event, "start", "gather")
     data = event.data
     state.cause = data.get("cause")
-    state.causes = list(data.get("causes", []))
-    state.keys = list(data.get("keys", []))
+    state.causes = wake_causes(data, event.key)
+    state.keys = wake_keys(data, event.key)
     state.pins = dict(data.get("pins", {}))
     state.inputs["gather"] = None
     state.running_since = event.ts
@@ -176,8 +177,8 @@ def _apply_turn_skipped(state: TurnState, event: Event) -> None:
     _move(state, event, "skip", "skipped")
     state.disposition = "skipped"
     state.reason = event.data.get("reason")
-    state.keys = state.keys or list(event.data.get("keys", []))
-    state.causes = state.causes or list(event.data.get("causes", []))
+    state.keys = state.keys or wake_keys(event.data, event.key)
+    state.causes = state.causes or wake_causes(event.data, event.key)
 
 
 def _apply_turn_steered(state: TurnState, event: Event) -> None:

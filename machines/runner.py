@@ -23,7 +23,7 @@ from machines.effects import EffectFailed, EffectRefused, Settled, Sleep
 from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import Body, Journal, content_hash
+from machines.journal import Body, Journal, content_ref
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
@@ -143,10 +143,9 @@ class TurnRun:
         return event
 
     def _finished_data(self, disposition: str, **extra: Any) -> dict[str, Any]:
+        """The end line's data: its cause and keys are the turn's ``turn.started``'s."""
         return {
             "disposition": disposition,
-            "cause": self.state.cause,
-            "keys": list(self.state.keys),
             "usd": self.state.spend_usd,
             "duration_ms": self.state.running_ms_at(self.settings.clock()),
             **{k: v for k, v in extra.items() if v is not None},
@@ -245,7 +244,7 @@ class TurnRun:
         if value is _STOPS:
             self.fail("HZM013")
             return False
-        digest = content_hash(value)
+        digest = content_ref(value)
         self._body().put(self.turn, digest, value)
         self.fire("resume", {"step": self.state.state, "regained": step, "input": digest})
         return True
@@ -296,9 +295,7 @@ class TurnRun:
                 "skip",
                 {
                     "reason": result.reason,
-                    "causes": list(self.state.causes),
-                    "keys": list(self.state.keys),
-                    "moved": list(result.moved),
+                    **({"moved": list(result.moved)} if result.moved else {}),
                 },
             )
         elif isinstance(result, Fail):
@@ -308,7 +305,7 @@ class TurnRun:
             if value is _STOPS:
                 self.fail("HZM014")
                 return
-            digest = content_hash(value)
+            digest = content_ref(value)
             self._body().put(self.turn, digest, value)
             data = {"step": NEXT_STEP[step], "input": digest}
             if isinstance(result, Acted):

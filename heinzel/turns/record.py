@@ -145,7 +145,7 @@ class EngineRecorder:
         """A chat turn's question key of a proposal id (`heinzel.turns.chat.question_key`)."""
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
-        """``step.model`` -> ``model.request{n, hash, usd, tokens}``; the rest as named."""
+        """``step.model`` -> ``model.request{n, hash, usd, tokens, tools?}``; the rest as named."""
         if kind == "step.model":
             raw = data.get("usd")
             usd = self.cap_usd if raw == "cap" else Decimal(str(raw or 0))
@@ -153,6 +153,8 @@ class EngineRecorder:
             tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
             mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
             mapped["tokens"] = tokens
+            if data.get("tools"):
+                mapped["tools"] = list(data["tools"])  # the calls whose results it sent
             self.journal.append("model.request", mapped, turn=self.turn)
             return
         if kind == "question.asked" and self.question_key is not None:

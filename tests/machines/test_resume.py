@@ -222,7 +222,8 @@ class TestSkip:
         state = skip_turn(h.journal, turn="t2", wakes=[wake], reason="nothing-moved")
         assert [e.kind for e in h.journal.events] == ["turn.skipped"]
         assert (state.state, state.reason, h.steps.calls) == ("skipped", "nothing-moved", {})
-        assert h.journal.events[0].data["moved"] == []
+        assert h.journal.events[0].data == {"cause": "asked", "reason": "nothing-moved"}
+        assert (state.keys, state.causes) == ([wake.key], [{"cause": "asked", "key": wake.key}])
 
     def test_an_unknown_skip_reason_is_refused(self) -> None:
         """A reason outside the vocabulary is HZM008 and nothing is written."""

@@ -78,7 +78,7 @@ class TestRun:
         assert (state.state, state.error) == ("failed", "HZM030")
 
     def test_a_skip_from_outcome_is_final_and_acts_not(self) -> None:
-        """A done-when-unmet skip writes turn.skipped with the causes and keys."""
+        """A done-when-unmet skip writes turn.skipped; its keys stay turn.started's."""
         h = Harness.make(decision="skip")
         state = h.start()
         skipped = h.journal.turn_events("t1")[-1]
@@ -87,7 +87,8 @@ class TestRun:
             "turn.skipped",
             "done-when-unmet",
         )
-        assert skipped.data["keys"] == ["hz-test@2026-10-30T15:00"]
+        assert state.keys == ["hz-test@2026-10-30T15:00"]
+        assert "keys" not in skipped.data and "causes" not in skipped.data
         assert "act" not in h.steps.calls
 
     def test_a_failed_outcome_ends_failed_with_the_step(self) -> None:

@@ -32,6 +32,7 @@ from machines import Wake, keys
 
 ROUNDS = 10
 STEP_KINDS = ("model.request", "step.tool", "effect.started")
+"""A durable step's line; a model request's ``tools`` count one step per call it carries."""
 
 
 def _each_on_its_own(spine: Spine, bodies: Bodies) -> Callable[[], None]:
@@ -75,7 +76,8 @@ def _run(root: Path, lazy: bool) -> tuple[collections.Counter[str], int, int, fl
         os.fsync = real
         host.write_lazily = original  # type: ignore[assignment]
     events = list(read_events(service.home.spine_path(heinzel_id)))[before:]
-    steps = sum(e.kind in STEP_KINDS for e in events) // ROUNDS
+    calls = sum(len(e.data.get("tools", ())) for e in events if e.kind == "model.request")
+    steps = (sum(e.kind in STEP_KINDS for e in events) + calls) // ROUNDS
     return counts, steps, len(events) // ROUNDS, seconds
 
 

@@ -29,7 +29,8 @@ TURN_KINDS: Final = (
     "amendment.refused",
 )
 """What heinzel's turns add to the machine's kinds: ``step.tool{tool, id, h, ok?}`` (a
-read-only tool call of the think step; ``step.handoff`` is the spec's), and the
+read-only tool call of the think step that no model request sent on: the calls a request
+sent are in its ``model.request``'s ``tools``; ``step.handoff`` is the spec's), and the
 amendment an outcome asked for: filed with the service, or refused (``code``, HZC050)."""
 
 TICK_KINDS: Final = ("notice.posted",)

@@ -10,10 +10,12 @@ idempotent, and never runs as a side effect of a read. A `Bodies` keeps one
 open descriptor per turn it appends to, so a record costs a write and an fsync;
 `Bodies.close` closes them at the turn's end.
 
-With ``defer_fsync=True`` a record costs only the write: `Bodies.sync` fsyncs
-every body written since the last sync, once. A host that defers must call
-`sync` before each spine line that may name a record (`Spine.before_write`), so
-a body's bytes still reach the disk before the line holding their hash
+With ``defer_fsync=True`` a record costs only the write (it survives any
+process death at once, a power cut only once synced): `Bodies.sync` fsyncs every
+body written since the last sync, once, and the ``turns/`` directory when a body
+was created since. hz syncs a turn's body when the turn parks or ends, and
+before a call that is not replay-safe; a line may name a record a power cut
+took, and the turn machine regains it by rerunning the step that produced it
 (docs/spine.md, "One fsync per step").
 """
 
@@ -35,6 +37,7 @@ from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
 from ledger.files import (
     ensure_private_dir,
+    fsync_dir,
     last_newline_end,
     open_append,
     open_read,
@@ -89,6 +92,8 @@ class Bodies:
         """Per turn: the body's open append descriptor and where hz's last line ends."""
         self._dirty: set[str] = set()
         """Turns with records written since their last fsync (``defer_fsync`` only)."""
+        self._new_name = False
+        """A body file was created since the directory's last fsync (``defer_fsync``)."""
         self._finalizer = weakref.finalize(self, _close_all, self._open)
 
     def _handle(self, turn: str, path: Path) -> tuple[int, int]:
@@ -110,7 +115,9 @@ class Bodies:
                     return fd, end
             if fd < 0:
                 ensure_private_dir(self.directory)
-                fd = open_append(path)
+                if self.defer_fsync and not os.path.lexists(path):
+                    self._new_name = True
+                fd = open_append(path, sync_dir=not self.defer_fsync)
                 self._open[turn] = (fd, -1)
             size = os.fstat(fd).st_size
             end = size
@@ -141,8 +148,8 @@ class Bodies:
             self.sync()
             _close_all(self._open)
             return
-        if turn in self._dirty:
-            self._sync_one(turn)
+        if turn in self._dirty or self._new_name:
+            self.sync()
         self._drop(turn)
 
     def _drop(self, turn: str) -> None:
@@ -202,14 +209,20 @@ class Bodies:
         return f"sha256:{sha256_hex(body)}"
 
     def sync(self) -> None:
-        """Fsync every body written since the last sync (one fsync per such body).
+        """Fsync every body written since the last sync (one fsync per such body),
+        then the ``turns/`` directory if a body was created since.
 
-        A no-op when nothing is pending, so it is cheap to call before every
-        spine line. HZL002 when the disk refuses: the caller must not write the
-        line that would name the record.
+        A no-op when nothing is pending, so it is cheap to call often. HZL002
+        when the disk refuses: the caller must not write the line that needs it.
         """
         for turn in sorted(self._dirty):
             self._sync_one(turn)
+        if self._new_name:
+            try:
+                fsync_dir(self.directory)
+            except OSError as error:
+                raise _write_failed(self.directory, error) from error
+            self._new_name = False
 
     def _sync_one(self, turn: str) -> None:
         self._dirty.discard(turn)

@@ -138,11 +138,12 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise _io_failed(path, error) from error
 
 
-def open_append(path: Path) -> int:
+def open_append(path: Path, *, sync_dir: bool = True) -> int:
     """Open ``path`` for appending (create it 0600 if missing) and return the descriptor.
 
     ``O_APPEND | O_NOFOLLOW``: a symlink is refused (HZL001), as is anything but a
-    regular file. When the file is created, its directory is fsynced.
+    regular file. When the file is created, its directory is fsynced (unless
+    ``sync_dir`` is False: the caller fsyncs it later, `fsync_dir`).
     """
     path = Path(path)
     flags = os.O_WRONLY | os.O_APPEND | _NOFOLLOW
@@ -152,7 +153,8 @@ def open_append(path: Path) -> int:
         except FileNotFoundError:
             fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
             os.fchmod(fd, FILE_MODE)
-            fsync_dir(path.parent)
+            if sync_dir:
+                fsync_dir(path.parent)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise _refused(path, "a symlink") from error

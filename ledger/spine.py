@@ -15,10 +15,12 @@ and contains what a crash left behind:
   break not yet recorded gets a ``spine.break_contained`` event.
 
 An append is one ``os.write`` of the canonical line and one ``os.fsync``; before
-the write each ``before_write`` callback runs (a host fsyncs the turn bodies there,
-once, so content reaches the disk before the line naming it), then
-each ``on_durable`` callback gets the event (the index update; crash points of
-the test hooks live in the callers, not here).
+the write each ``before_write`` callback gets the events about to be written (a
+host fsyncs the turn bodies there when the line ends a turn), then each
+``on_durable`` callback gets the event (the index update; crash points of the
+test hooks live in the callers, not here). A host may hold lines of some kinds
+back (`defer`: written with the next line) or write them without their own fsync
+(`unsynced`: the next fsync covers them); docs/spine.md, "One fsync per step".
 """
 
 from __future__ import annotations
@@ -112,12 +114,15 @@ class Spine:
         self._fd: int | None = fd
         self._lock_fd: int | None = lock_fd
         self._on_durable = tuple(on_durable)
-        self._before_write: list[Callable[[], None]] = []
+        self._before_write: list[Callable[[Sequence[Event]], None]] = []
         self._lazy: frozenset[str] = frozenset()
+        self._unsynced: frozenset[str] = frozenset()
         self._pending: list[tuple[bytes, Event]] = []
         """Lazy lines held back, with their events (written by the next flush)."""
         self._synced = 0
-        """Where the bytes on disk end (``_size`` counts the pending lines too)."""
+        """Where the bytes written end (``_size`` counts the pending lines too)."""
+        self._fsynced = 0
+        """Where the bytes fsynced end (``_synced`` counts `unsynced` lines too)."""
         self._durable: Event | None = None
         """The last event on disk (``_last`` may be a pending one)."""
         self._upgrades = upgrades
@@ -182,9 +187,13 @@ class Spine:
 
     def close(self) -> None:
         """Close the file and release the lock (idempotent); lazy lines are fsynced first."""
-        if self._fd is not None and self._pending:
+        if self._fd is not None and (self._pending or self._fsynced < self._synced):
             with contextlib.suppress(LedgerError):
                 self.sync()  # a failed write closed the writer; nothing of it was recorded
+        self._shut()
+
+    def _shut(self) -> None:
+        """Close the file and release the lock, syncing nothing (after a failed write)."""
         for fd in (self._fd, self._lock_fd):
             if fd is not None:
                 os.close(fd)
@@ -253,7 +262,7 @@ class Spine:
         self._last = event
         self._pending.append((line, event))
         if kind not in self._lazy:
-            self._flush(fd)
+            self._flush(fd, fsync=kind not in self._unsynced)
         return event
 
     def defer(self, kinds: Collection[str]) -> None:
@@ -268,23 +277,44 @@ class Spine:
         """
         self._lazy = frozenset(kinds)
 
+    def unsynced(self, kinds: Collection[str]) -> None:
+        """Write lines of ``kinds`` at once but leave their fsync to the next line.
+
+        Such a line (with any lazy line held before it) is written when `append`
+        returns, so every reader and every later process sees it and a killed
+        process loses nothing; only a power cut before the next fsync (a line of
+        another kind, `sync` or `close`) can take it. ``on_durable`` runs when it
+        is written. A host makes unsynced only lines no act in the world waits
+        for (hz: ``turn.started``; docs/spine.md, "One fsync per step").
+        """
+        self._unsynced = frozenset(kinds)
+
     def sync(self) -> None:
-        """Write and fsync the lazy lines held back (nothing when none is)."""
+        """Write and fsync the lazy lines held back and what `unsynced` lines wrote
+        (nothing when there is neither)."""
         fd = self._writable()
         if self._pending:
             self._flush(fd)
+        elif self._fsynced < self._synced:
+            self._write(fd, b"")
 
-    def _flush(self, fd: int) -> None:
-        """The ``before_write`` callbacks, one write and one fsync of every pending
-        line, then ``on_durable`` for each."""
+    def simulate_power_cut(self) -> None:
+        """Cut the file back to its last fsync, as a power cut may (a crash-point
+        test hook: nothing but ``HZ_CRASH_AT=body-lost:<n>`` calls it)."""
+        os.truncate(self.path, self._fsynced)
+
+    def _flush(self, fd: int, *, fsync: bool = True) -> None:
+        """The ``before_write`` callbacks, one write (and one fsync unless ``fsync``
+        is False) of every pending line, then ``on_durable`` for each."""
         pending, self._pending = self._pending, []
         try:
+            events = tuple(event for _, event in pending)
             for flush in self._before_write:
-                flush()
+                flush(events)
         except BaseException:
             self._forget(pending)
             raise
-        self._write(fd, b"".join(line for line, _ in pending))
+        self._write(fd, b"".join(line for line, _ in pending), fsync=fsync)
         self._synced, self._durable = self._size, pending[-1][1]
         for _, event in pending:
             for callback in self._on_durable:
@@ -298,13 +328,14 @@ class Spine:
         self._seq, self._prev, self._size = first.seq - 1, first.prev, self._synced
         self._last = self._durable
 
-    def before_write(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` before each later line is written (after its checks pass).
+    def before_write(self, callback: Callable[[Sequence[Event]], None]) -> None:
+        """Run ``callback`` with the events about to be written, before each later
+        write (after their checks pass).
 
         A host that defers the fsync of turn bodies (`Bodies(defer_fsync=True)`)
-        registers `Bodies.sync` here: the body's bytes are on disk before the
-        line that names their hash is written. An exception from it propagates
-        and nothing is written.
+        syncs them here before the lines that need them on disk (hz: a turn's
+        end, `heinzel.turns.record.write_lazily`). An exception from it
+        propagates and nothing is written.
         """
         self._before_write.append(callback)
 
@@ -344,20 +375,23 @@ class Spine:
             )
         return self._fd
 
-    def _write(self, fd: int, line: bytes) -> None:
-        """One write and one fsync; on failure cut the partial line and close."""
+    def _write(self, fd: int, line: bytes, *, fsync: bool = True) -> None:
+        """One write and (unless ``fsync`` is False) one fsync, which covers what
+        earlier unsynced writes left; on failure cut the partial line and close."""
         try:
-            written = os.write(fd, line)
+            written = os.write(fd, line) if line else 0
             if written != len(line):
                 raise OSError(0, f"wrote {written} of {len(line)} bytes")
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
+                self._fsynced = self._synced + len(line)
         except OSError as error:
             try:
                 os.ftruncate(fd, self._synced)
                 os.fsync(fd)
             except OSError:
                 pass  # the next open contains whatever is left as a torn tail
-            self.close()
+            self._shut()
             raise LedgerError(
                 "HZL012",
                 f"appending to {self.path} failed: {error.strerror or error}; nothing was recorded",
@@ -415,7 +449,7 @@ class Spine:
 
     def _find_tail(self, reader: int, end: int) -> list[Break]:
         """Set seq, prev and last from the last complete lines; return breaks to record."""
-        self._size = self._synced = end
+        self._size = self._synced = self._fsynced = end
         if end == 0:
             return []
         start = last_newline_end(reader, end - 1)

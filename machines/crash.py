@@ -8,8 +8,8 @@ index has seen it (the host installs ``crash_hook(early=True)`` before its index
 hz's is ``at:staged``, after the tick wrote its source cache and before any wake.
 ``body:<n>``: right after the n-th turn-body record of this process is written, before
 any spine line names it (`body_crash_hook`, a ``Bodies`` ``on_write``).
-``body-lost:<n>``: the same, and the body's records not yet fsynced are cut off first,
-as a power cut would lose them.
+``body-lost:<n>``: the same, and the body's records and the spine's lines not yet
+fsynced are cut off first, as a power cut may lose them.
 A no-op unless the variable is set. Hosts install `crash_hook` as an
 ``on_durable`` callback of their spine (the in-memory journal calls it too), so the
 exit happens after the fsync and before anything else runs.
@@ -100,10 +100,14 @@ def crash_hook(
 
 
 def body_crash_hook(
-    environ: Mapping[str, str] | None = None, *, exit_: Callable[[int], None] = os._exit
+    environ: Mapping[str, str] | None = None,
+    *,
+    exit_: Callable[[int], None] = os._exit,
+    power_cut: Callable[[], None] | None = None,
 ) -> Callable[[int, int], None] | None:
     """The ``on_write`` of a turn's `ledger.bodies.Bodies` for ``body:<n>`` and
-    ``body-lost:<n>`` (None for any other ``HZ_CRASH_AT``, or none)."""
+    ``body-lost:<n>`` (None for any other ``HZ_CRASH_AT``, or none); ``power_cut``
+    cuts the spine back to its last fsync too (`ledger.Spine.simulate_power_cut`)."""
     value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
     point = parse(value) if value else None
     if point is None or not point.body:
@@ -116,6 +120,8 @@ def body_crash_hook(
         if point.n == count:
             if point.lost:
                 os.ftruncate(fd, synced)
+                if power_cut is not None:
+                    power_cut()
             exit_(CRASH_EXIT)
 
     return hook

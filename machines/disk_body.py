@@ -1,10 +1,11 @@
 """`DiskBody`: the durable `Body` for hosts, over `ledger.bodies.Bodies`.
 
-The rule every body keeps (see `machines.journal.Body`): a `put` is durable when
-it returns, and the machine appends the hash that names the content only after
-that. `DiskBody` keeps each turn's values as records ``{"kind": "value", "hash",
-"value"}`` in ``<directory>/turns/<turn>.jsonl`` (one fsynced line per record), so a
-crash at any point leaves either no hash in the spine or the content on disk.
+The rule every body keeps (see `machines.journal.Body`): a `put` survives the
+process when it returns, and the machine appends the hash that names the content
+only after that. `DiskBody` keeps each turn's values as records ``{"kind":
+"value", "hash", "value"}`` in ``<directory>/turns/<turn>.jsonl`` (one line per
+record, fsynced on append unless its `Bodies` defers the fsync), so a killed
+process leaves either no hash in the spine or the content in the file.
 The directory is usually the spine's own (`Spine.directory`); a turn id is then
 also a file name (letters, digits, ``-``, ``_`` and ``.``: HZL040 otherwise).
 """
@@ -18,7 +19,7 @@ from ledger.bodies import Bodies
 
 
 class DiskBody:
-    """A `Body` kept on disk, durable on `put`'s return (idempotent per digest)."""
+    """A `Body` kept on disk, written on `put`'s return (idempotent per digest)."""
 
     def __init__(self, bodies: Bodies | Path) -> None:
         self.bodies = bodies if isinstance(bodies, Bodies) else Bodies(Path(bodies))
@@ -33,7 +34,7 @@ class DiskBody:
         self._loaded.add(turn)
 
     def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` (once per turn and digest), fsynced.
+        """Keep ``value`` under ``digest`` (once per turn and digest).
 
         The turn's body is read once, at its first put (a resumed turn's earlier
         values); after that a put is one append.

@@ -164,7 +164,7 @@ def _elsewhere(journal: Journal, key: str, turn: str) -> tuple[str | None, str |
 
 
 def _own_event(effect: Effect, journal: Journal, turn: str, digest: str) -> None:
-    data = {**effect.event_data, "key": effect.key, "hash": digest}
+    data = {**effect.event_data, "hash": digest}  # the key is the line's own envelope key
     journal.append(effect.event, data, turn=turn, key=effect.key, short_text=effect.short_text)
 
 

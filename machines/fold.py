@@ -16,6 +16,7 @@ from typing import Any
 from ledger.event import Event, parse_ts
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
+from machines.journal import wake_causes, wake_keys
 from machines.table import TABLE
 
 
@@ -121,8 +122,8 @@ def _apply_turn_started(state: TurnState, event: Event) -> None:
     _move(state, event, "start", "gather")
     data = event.data
     state.cause = data.get("cause")
-    state.causes = list(data.get("causes", []))
-    state.keys = list(data.get("keys", []))
+    state.causes = wake_causes(data, event.key)
+    state.keys = wake_keys(data, event.key)
     state.pins = dict(data.get("pins", {}))
     state.inputs["gather"] = None
     state.running_since = event.ts
@@ -155,7 +156,11 @@ def _apply_turn_resumed(state: TurnState, event: Event) -> None:
     state.running_since = event.ts
     if woken_by == "recovery":
         state.resumes += 1
-    state.woken_by = woken_by
+    regained = event.data.get("regained")
+    if regained is not None:
+        state.inputs[str(regained)] = event.data.get("input")
+    else:
+        state.woken_by = woken_by
 
 
 def _apply_turn_finished(state: TurnState, event: Event) -> None:
@@ -172,8 +177,8 @@ def _apply_turn_skipped(state: TurnState, event: Event) -> None:
     _move(state, event, "skip", "skipped")
     state.disposition = "skipped"
     state.reason = event.data.get("reason")
-    state.keys = state.keys or list(event.data.get("keys", []))
-    state.causes = state.causes or list(event.data.get("causes", []))
+    state.keys = state.keys or wake_keys(event.data, event.key)
+    state.causes = state.causes or wake_causes(event.data, event.key)
 
 
 def _apply_turn_steered(state: TurnState, event: Event) -> None:
@@ -198,7 +203,10 @@ def _apply_tool_called(state: TurnState, event: Event) -> None:
 
 
 def _apply_tool_result(state: TurnState, event: Event) -> None:
-    record = state.tools.get(str(event.data.get("call_id")))
+    call_id = str(event.data.get("call_id"))
+    record = state.tools.get(call_id)
+    if record is None and event.data.get("replay_safe") is True:
+        record = state.tools[call_id] = ToolRecord(call_id, str(event.data.get("tool")), True, "")
     if record is None:
         raise _mismatch(event, state, "a tool result without its call")
     record.status = event.data.get("status")

@@ -21,6 +21,36 @@ def content_hash(value: Any) -> str:
     return "sha256:" + sha256_hex(canonical(value).encode("utf-8"))
 
 
+def content_ref(value: Any) -> str:
+    """The first 12 hex digits of `content_hash`: how the spine names a step's input.
+
+    A body is looked up by exact name within one turn, and a turn holds a handful of
+    values, so 48 bits keep two of them apart (a clash needs about 2**24 values in
+    one turn); spines written before name inputs by the whole ``sha256:`` hash, and
+    their bodies hold them under that name, so both are found as written.
+    """
+    return content_hash(value).removeprefix("sha256:")[:12]
+
+
+def wake_keys(data: Mapping[str, Any], key: str | None) -> list[str]:
+    """The wake keys of a ``turn.started``/``turn.skipped``: ``data.keys`` when the turn
+    has several, else the envelope key (newer spines write ``keys`` only for several)."""
+    extra = data.get("keys")
+    if isinstance(extra, list) and extra:
+        return [str(k) for k in extra]
+    return [key] if key else []
+
+
+def wake_causes(data: Mapping[str, Any], key: str | None) -> list[dict[str, Any]]:
+    """The ``{cause, key}`` of each wake of a ``turn.started``/``turn.skipped`` (see
+    `wake_keys`: one wake is ``data.cause`` and the envelope key)."""
+    causes = data.get("causes")
+    if isinstance(causes, list) and causes:
+        return [dict(c) for c in causes if isinstance(c, Mapping)]
+    cause = data.get("cause")
+    return [{"cause": cause, "key": key}] if cause is not None and key else []
+
+
 def keys_of(event: Event) -> list[str]:
     """Every idempotency key an event speaks for: its envelope key and ``data.keys``."""
     keys = [event.key] if event.key else []
@@ -62,17 +92,22 @@ class Journal(Protocol):
 class Body(Protocol):
     """The turn body: content addressed by the hash the spine records.
 
-    The rule: `put` is durable when it returns. The machine appends the hash only
-    after `put` returned, so a crash never leaves a recorded hash without its
-    content (`machines.DiskBody` keeps it on disk; `InMemoryBody` only for tests).
+    The rule: `put` survives the process when it returns (written, if not yet
+    fsynced). The machine appends the hash only after `put` returned, so a killed
+    process never leaves a recorded hash without its content; a power cut may,
+    and the machine then regains the value by rerunning the step that produced
+    it (`TurnRun`, ``turn.resumed{regained}``). `machines.DiskBody` keeps it on
+    disk; `InMemoryBody` only for tests.
     """
 
     def put(self, turn: str, digest: str, value: Any) -> None:
-        """Keep ``value`` under ``digest`` for ``turn``, durably on return (idempotent)."""
+        """Keep ``value`` under ``digest`` for ``turn``, past the process on return
+        (idempotent)."""
         ...
 
     def get(self, turn: str, digest: str) -> Any:
-        """The value kept under ``digest``; `KeyError` when it is gone (expired)."""
+        """The value kept under ``digest``; `KeyError` when it is gone (expired, or
+        lost to a power cut before its fsync)."""
         ...
 
 

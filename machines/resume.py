@@ -42,14 +42,20 @@ class Pins:
     lessons_seq: int | None = None
 
     def record(self, vocabulary: Vocabulary = HZ) -> dict[str, Any]:
-        """The ``pins`` object of ``turn.started``, with the vocabulary it runs under
-        (``skills`` only when there are some: most turns use none, and the spine stays
-        small)."""
+        """The ``pins`` object of ``turn.started``, with the vocabulary it runs under.
+
+        No null in it: ``skills`` only when there are some, ``contract_version`` only
+        when known, and ``lessons_seq`` 0 when no lesson was active (lesson seqs start
+        at 1, so 0 admits none, as the ``null`` of older spines did).
+        """
         skills = {"skills": dict(sorted(self.skills.items()))} if self.skills else {}
+        version = (
+            {} if self.contract_version is None else {"contract_version": self.contract_version}
+        )
         return {
-            "contract_version": self.contract_version,
+            **version,
             **skills,
-            "lessons_seq": self.lessons_seq,
+            "lessons_seq": self.lessons_seq or 0,
             **vocabulary.pins(),
         }
 
@@ -79,11 +85,10 @@ def _causes(
         raise MachineError("HZM005", "a turn needs at least one cause", "pass the wakes due")
     for wake in ordered:
         vocabulary.check_cause(wake.cause)
-    data = {
-        "cause": ordered[0].cause,
-        "causes": [{"cause": w.cause, "key": w.key} for w in ordered],
-        "keys": [w.key for w in ordered],
-    }
+    data: dict[str, Any] = {"cause": ordered[0].cause}
+    if len(ordered) > 1:  # one wake: its cause and the envelope key say it all
+        data["causes"] = [{"cause": w.cause, "key": w.key} for w in ordered]
+        data["keys"] = [w.key for w in ordered]
     return ordered, data
 
 
@@ -208,7 +213,8 @@ def skip_turn(
     ordered, causes = _causes(wakes, wakes[0].vocabulary if wakes else HZ)
     _unused(journal, turn)
     machine = TurnMachine(journal, turn)
-    machine.fire("skip", {**causes, "reason": reason, "moved": list(moved)}, key=ordered[0].key)
+    moved_data = {"moved": list(moved)} if moved else {}
+    machine.fire("skip", {**causes, "reason": reason, **moved_data}, key=ordered[0].key)
     return fold(turn, journal.turn_events(turn))
 
 

@@ -11,7 +11,7 @@ pi's fixed-point self-check, made permanent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,7 +23,7 @@ from machines.effects import EffectFailed, EffectRefused, Settled, Sleep
 from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import Body, Journal, content_hash
+from machines.journal import Body, Journal, content_ref
 from machines.steps import Acted, Fail, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
@@ -33,6 +33,12 @@ from machines.waits import check_wait
 
 NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
 """The step each step hands its result to."""
+
+PREVIOUS_STEP = {after: before for before, after in NEXT_STEP.items()}
+"""The step whose result each step takes as its input."""
+
+_STOPS = object()
+"""`TurnRun._value` of a result the turn does not continue with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +143,9 @@ class TurnRun:
         return event
 
     def _finished_data(self, disposition: str, **extra: Any) -> dict[str, Any]:
+        """The end line's data: its cause and keys are the turn's ``turn.started``'s."""
         return {
             "disposition": disposition,
-            "cause": self.state.cause,
-            "keys": list(self.state.keys),
             "usd": self.state.spend_usd,
             "duration_ms": self.state.running_ms_at(self.settings.clock()),
             **{k: v for k, v in extra.items() if v is not None},
@@ -202,6 +207,62 @@ class TurnRun:
         except KeyError:
             raise _body_gone(self.turn, step) from None
 
+    def _has_input(self, step: str) -> bool:
+        """Whether the body still holds the input the journal names for ``step``."""
+        digest = self.state.inputs.get(step)
+        if digest is None:
+            return True
+        try:
+            self._body().get(self.turn, digest)
+        except KeyError:
+            return False
+        return True
+
+    async def _regain(self, step: str) -> bool:
+        """Rebuild the input of ``step`` that the body lost by rerunning the step
+        before it (and, first, any earlier one whose input is lost too).
+
+        A power cut can take body records written since the last fsync while
+        the line naming them survived (docs/spine.md, "One fsync per step"). The
+        rerun is what a resume does anyway: a model step continues the body's
+        conversation, a replay-safe call reruns, an effect is found by its key.
+        ``turn.resumed{regained, input}`` records the new input. False when the
+        rerun went another way than continuing (the turn then failed, HZM013).
+        """
+        before = PREVIOUS_STEP[step]
+        if before != "gather" and not self._has_input(before) and not await self._regain(before):
+            return False
+        context = TurnContext(
+            journal=self.journal,
+            body=self._body(),
+            state=self.state,
+            step=before,
+            sleep=self.settings.sleep,
+        )
+        logs.warning("turn.regain", turn=self.turn, step=step, rerun=before)
+        value = self._value(before, await self._work(before, context))
+        if value is _STOPS:
+            self.fail("HZM013")
+            return False
+        digest = content_ref(value)
+        self._body().put(self.turn, digest, value)
+        self.fire("resume", {"step": self.state.state, "regained": step, "input": digest})
+        return True
+
+    def _value(self, step: str, result: Any) -> Any:
+        """What a step's result hands to the next step, or `_STOPS` when it does not
+        continue (a wait, skip, failure, or an act without a known disposition)."""
+        if isinstance(result, (Wait, Skip, Fail)):
+            return _STOPS
+        if step == "act" and (
+            not isinstance(result, Acted)
+            or result.disposition not in self.settings.vocabulary.dispositions
+        ):
+            return _STOPS
+        if isinstance(result, Acted):
+            return {"disposition": result.disposition, **result.data}
+        return result
+
     def _body(self) -> Body:
         if self.body is None:
             raise MachineError("HZM016", "this run has no body", "pass the turn body")
@@ -234,26 +295,17 @@ class TurnRun:
                 "skip",
                 {
                     "reason": result.reason,
-                    "causes": list(self.state.causes),
-                    "keys": list(self.state.keys),
-                    "moved": list(result.moved),
+                    **({"moved": list(result.moved)} if result.moved else {}),
                 },
             )
         elif isinstance(result, Fail):
             self.fail(result.error)
         else:
-            value = (
-                {"disposition": result.disposition, **result.data}
-                if isinstance(result, Acted)
-                else result
-            )
-            if step == "act" and (
-                not isinstance(result, Acted)
-                or result.disposition not in self.settings.vocabulary.dispositions
-            ):
+            value = self._value(step, result)
+            if value is _STOPS:
                 self.fail("HZM014")
                 return
-            digest = content_hash(value)
+            digest = content_ref(value)
             self._body().put(self.turn, digest, value)
             data = {"step": NEXT_STEP[step], "input": digest}
             if isinstance(result, Acted):
@@ -270,6 +322,26 @@ class TurnRun:
         extra = {k: v for k, v in acted.items() if k != "disposition"}
         self.fire("conclude", self._finished_data(disposition, **extra), short_text=("report",))
 
+    async def _guarded(self, step: str, work: Awaitable[Any]) -> tuple[bool, Any]:
+        """Await a step's work; ``(False, None)`` when it ended the turn (stopped,
+        failed) instead of returning a result."""
+        try:
+            return True, await work
+        except asyncio.CancelledError:
+            self.abandon("stopped")
+        except (EffectFailed, EffectRefused, ToolFailed) as error:
+            self.fail(error.code)
+        except MachineError:
+            raise
+        except Exception as error:
+            logs.warning("step.failed", turn=self.turn, step=step, error=str(error))
+            self.fail(str(getattr(error, "code", "")) or type(error).__name__)
+        return False, None
+
+    async def _ensure_input(self, step: str) -> bool:
+        """True when ``step`` has its input, regained if the body lost it."""
+        return step == "gather" or self._has_input(step) or await self._regain(step)
+
     async def drive(self) -> TurnState:
         """Walk the steps from the current state until the turn waits or ends."""
         while self.state.state in RUNNING:
@@ -281,6 +353,9 @@ class TurnRun:
                 await self.end("timeout")
                 break
             step = self.state.state
+            going, regained = await self._guarded(step, self._ensure_input(step))
+            if not going or not regained:
+                break
             if step == "finish":
                 self._conclude()
                 break
@@ -291,19 +366,8 @@ class TurnRun:
                 step=step,
                 sleep=self.settings.sleep,
             )
-            try:
-                result = await self._work(step, self.context)
-            except asyncio.CancelledError:
-                self.abandon("stopped")
-                break
-            except (EffectFailed, EffectRefused, ToolFailed) as error:
-                self.fail(error.code)
-                break
-            except MachineError:
-                raise
-            except Exception as error:
-                logs.warning("step.failed", turn=self.turn, step=step, error=str(error))
-                self.fail(str(getattr(error, "code", "")) or type(error).__name__)
+            going, result = await self._guarded(step, self._work(step, self.context))
+            if not going:
                 break
             if isinstance(result, Wait):
                 try:

@@ -1,11 +1,14 @@
-"""Replay safety of tool calls: each call's start and result are journalled.
+"""Replay safety of tool calls: each call's result is journalled, an unsafe call's start too.
 
-A call records ``tool.called{call_id, tool, args, replay_safe}`` before it runs and
-``tool.result{call_id, hash, status}`` after (the arguments and result themselves go
-to the turn body; the spine holds their hashes). On a resume, a call with a result
-is answered from the body; a call interrupted by a crash is run again only when
-both the record and the current declaration say ``replay_safe``; otherwise it gets
-an `INTERRUPTED` result (``status: interrupted``), never a silent second run.
+A call that is not replay-safe records ``tool.called{call_id, tool, args,
+replay_safe}`` before it runs; every call records ``tool.result{call_id, hash,
+status}`` after (a replay-safe call's line also names its ``tool`` and
+``replay_safe: true``, and is its only line: one durable line per step). The
+arguments and result themselves go to the turn body; the spine holds their hashes.
+On a resume, a call with a result is answered from the body (a replay-safe one whose
+result the body lost runs again); a call interrupted by a crash is run again only
+when both the record and the current declaration say ``replay_safe``; otherwise it
+gets an `INTERRUPTED` result (``status: interrupted``), never a silent second run.
 """
 
 from __future__ import annotations
@@ -72,7 +75,10 @@ async def run_tool(
 ) -> Any:
     """Run one tool call under the replay rules and return its result."""
     safe = decl.replay_safe
-    if record is None:
+    named: dict[str, Any] = {}
+    if record is None and safe:
+        named = {"tool": decl.name, "replay_safe": True}  # no line before a harmless rerun
+    elif record is None:
         args_hash = content_hash(args)
         body.put(turn, args_hash, args)
         journal.append(
@@ -103,10 +109,10 @@ async def run_tool(
     except Exception as error:
         if recorded != "error":
             code = str(getattr(error, "code", "")) or type(error).__name__
-            _result(journal, turn, call_id, hash=None, status="error", error=code)
+            _result(journal, turn, call_id, hash=None, status="error", error=code, **named)
         raise
     digest = content_hash(result)
     body.put(turn, digest, result)
     if recorded != "ok":
-        _result(journal, turn, call_id, hash=digest, status="ok")
+        _result(journal, turn, call_id, hash=digest, status="ok", **named)
     return result

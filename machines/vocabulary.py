@@ -56,10 +56,11 @@ MACHINE_KINDS: Final = (
   the previous step's result (its content is in the turn body).
 - ``model.request {n, hash, usd, tokens}``: the n-th model request of the turn
   completed; ``hash`` names its reply in the body; ``usd`` is its spend.
-- ``tool.called {call_id, tool, args, replay_safe}``: a tool call is about to run
-  (``args`` is the hash of its arguments).
+- ``tool.called {call_id, tool, args, replay_safe}``: a call that is not
+  replay-safe is about to run (``args`` is the hash of its arguments).
 - ``tool.result {call_id, hash, status}``: its result (``status`` ok, error or
-  interrupted).
+  interrupted); a replay-safe call writes this line only, after the call, with
+  ``tool`` and ``replay_safe: true`` (a rerun is harmless, so its start needs no line).
 """
 
 KINDS: Final = SPEC_KINDS + MACHINE_KINDS

@@ -3,8 +3,9 @@
 `think` builds the Agent (instructions, generated tools, ``output_type=Outcome``,
 plus ``DeferredToolRequests`` when the host gives write tools for a chat turn),
 drives it with ``Agent.iter()`` and, after every node, writes the step: one
-``step.model`` spine line per model request and one ``step.tool`` (or
-``step.handoff``) per tool call, hashes, tokens and cost only, with the messages
+``step.model`` spine line per model request, carrying the tool calls whose results it
+sent (a ``step.tool`` line for a call no request follows, ``step.handoff`` for a
+handoff), hashes, tokens and cost only, with the messages
 into the body (`heinzel.engine.body`). A resume continues the body's
 Conversation; steering is ``AgentRun.enqueue(..., priority="asap")`` before the
 next request; stop is ``AgentRun.cancel()`` with the snapshot as the body's last
@@ -258,7 +259,8 @@ async def think(
                                 for p in getattr(m, "parts", ())
                             ]
                         )
-                        stepper.record_tools(parts, services.interrupted)
+                        followed = isinstance(node, ModelRequestNode)
+                        stepper.record_tools(parts, services.interrupted, followed=followed)
                         if isinstance(node, ModelRequestNode):
                             stepper.record_pending(node.request, conversation.conversation_id)
             except UsageLimitExceeded as error:
@@ -297,6 +299,7 @@ async def think(
                     "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
                 )
             finally:
+                stepper.flush_tools()
                 if watcher is not None:
                     watcher.cancel()
             output = run.result.output if run.result is not None else None

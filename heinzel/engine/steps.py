@@ -2,8 +2,11 @@
 
 `Stepper` is what `heinzel.engine.run.think` calls after each node: after a model
 request, the settled messages into the body and one ``step.model`` line (tokens,
-cost, the body record's hash); after a tool step, one ``step.tool`` (or
-``step.handoff``) line per call and the pending request into the body.
+cost, the body record's hash); after a tool step, the pending request into the body and
+each call's ``{tool, id, h}``, carried as ``tools`` by the next ``step.model`` line (the
+request that sends the results back). Calls no request follows (a stop, a cap, an error
+ends the step first) get one ``step.tool`` line each (`flush_tools`); a handoff always
+gets its own ``step.handoff`` line.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class Stepper:
         self.settled = len(saved.settled)
         self.safety = safety
         self.seen_calls: set[str] = set()
+        self.tools: list[dict[str, Any]] = []
+        """Calls whose results the next model request sends: its line carries them."""
 
     def record_request(
         self, messages: list[ModelMessage], run_usage: Any, conversation_id: str
@@ -88,12 +93,20 @@ class Stepper:
             "usd": str(self.last_usd) if cost is not None else "cap",
             "body": digest.removeprefix("sha256:")[:12],
         }
+        if self.tools:
+            data["tools"], self.tools = self.tools, []
         if usage.cache_read_tokens:
             data["cached"] = usage.cache_read_tokens
         self.recorder.checkpoint("step.model", data)
 
-    def record_tools(self, parts: Sequence[Any], interrupted: Sequence[str]) -> None:
-        """One line per tool result: tool, call id, result hash; ``ok`` only when not success."""
+    def record_tools(
+        self, parts: Sequence[Any], interrupted: Sequence[str], *, followed: bool = False
+    ) -> None:
+        """Each tool result: tool, call id, result hash; ``ok`` only when not success.
+
+        ``followed``: a model request sends these results next, so its line carries them
+        (`tools`); otherwise each is a ``step.tool`` line now.
+        """
         for part in parts:
             if part.part_kind not in ("tool-return", "retry-prompt"):
                 continue
@@ -110,10 +123,20 @@ class Stepper:
             data = {"tool": name, "id": call_id, "h": short_hash(getattr(part, "content", None))}
             if outcome != "success":
                 data["ok"] = outcome
-            kind = "step.handoff" if name == "handoff" else "step.tool"
             if not self.safety[name]:
                 data["safe"] = False
-            self.recorder.checkpoint(kind, data)
+            if name == "handoff":
+                self.recorder.checkpoint("step.handoff", data)
+            elif followed:
+                self.tools.append(data)
+            else:
+                self.recorder.checkpoint("step.tool", data)
+
+    def flush_tools(self) -> None:
+        """The held calls as ``step.tool`` lines: the step ended before a request sent them."""
+        held, self.tools = self.tools, []
+        for data in held:
+            self.recorder.checkpoint("step.tool", data)
 
     def record_pending(self, request: ModelRequest, conversation_id: str) -> None:
         """Write the request not yet sent (it lives on the node, not in all_messages())."""

@@ -21,7 +21,7 @@ from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
-from machines.journal import keys_of
+from machines.journal import keys_of, wake_causes, wake_keys
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -257,7 +257,6 @@ class HeinzelProjection:
 
     def _apply_turn_started(self, db: Database, source: str, event: Event) -> None:
         d = event.data
-        causes = d.get("causes") or [d.get("cause")]
         db.execute(
             "INSERT OR REPLACE INTO turns (id, heinzel, cause, causes, key, keys, state, "
             "started_at, start_offset, start_seq, contract_version, parent_turn) "
@@ -266,9 +265,9 @@ class HeinzelProjection:
                 event.turn,
                 source,
                 d.get("cause"),
-                json.dumps(causes),
+                json.dumps(wake_causes(d, event.key)),
                 event.key,
-                json.dumps(d.get("keys") or [event.key]),
+                json.dumps(wake_keys(d, event.key)),
                 event.ts,
                 event.offset,
                 event.seq,
@@ -332,9 +331,9 @@ class HeinzelProjection:
                 event.turn,
                 source,
                 d.get("cause"),
-                json.dumps(d.get("causes") or [d.get("cause")]),
+                json.dumps(wake_causes(d, event.key)),
                 event.key,
-                json.dumps(d.get("keys") or [event.key]),
+                json.dumps(wake_keys(d, event.key)),
                 event.ts,
                 event.offset,
                 event.seq,

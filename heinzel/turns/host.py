@@ -179,8 +179,9 @@ class TurnHost:
         )
         bound = self.runner or bind_runner(service.settings.runners)
         directory = service.home.session_dir(heinzel_id)
-        bodies = Bodies(directory, defer_fsync=True, on_write=body_crash_hook())
-        write_lazily(spine, bodies)  # a body record is durable before the line naming it
+        crash = body_crash_hook(power_cut=spine.simulate_power_cut)
+        bodies = Bodies(directory, defer_fsync=True, on_write=crash)
+        durable = write_lazily(spine, bodies)  # docs/spine.md, "One fsync per step"
         view = self._view(heinzel_id, spine)
 
         def handoff(turn: str, journal: Journal) -> BoundHandoff | None:
@@ -207,7 +208,7 @@ class TurnHost:
             reused=reused,
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
-            sync=spine.sync,
+            sync=durable,
             model=model,
             clock=service.clock,
             pricing=Pricing(
@@ -383,7 +384,7 @@ class TurnHost:
                 if state.state in ENDED_BADLY and steps.failure is not None:
                     keep_failure(env.body, state.turn, steps.failure)
         finally:
-            env.body.close()  # the turn's open body handles, each record already fsynced
+            env.body.close()  # the turn's open body handles, what is unsynced fsynced
         return states, delivery.follow_ups(states)
 
     @staticmethod

@@ -13,7 +13,7 @@ runner's record, see `heinzel.turns.handoff`); nothing is written twice for one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,15 @@ from machines import DiskBody, Journal, SpineIndex, SpineJournal
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["LAZY_KINDS", "EngineRecorder", "IndexedJournal", "SessionBody", "write_lazily"]
+__all__ = [
+    "BODY_SYNC_KINDS",
+    "LAZY_KINDS",
+    "UNSYNCED_KINDS",
+    "EngineRecorder",
+    "IndexedJournal",
+    "SessionBody",
+    "write_lazily",
+]
 
 LAZY_KINDS = frozenset({"step.started", "step.tool", "effect.done", "draft.placed"})
 """The lines of a turn no act in the world waits for: held back and written with the
@@ -33,12 +41,33 @@ next line of another kind (``model.request``, ``effect.started``, the turn's end
 one write and one fsync, or by `EngineRecorder.durable` before a call that is not
 replay-safe. docs/spine.md ("One fsync per step") gives the reason for each."""
 
+UNSYNCED_KINDS = frozenset({"turn.started"})
+"""Lines written at once (other processes see the turn running) whose fsync is the next
+line's: nothing acts in the world between a turn's start and its first fsynced line."""
 
-def write_lazily(spine: Spine, bodies: Bodies) -> None:
-    """Let a turn's spine and bodies share their fsyncs: the bodies are synced (once)
-    before each spine line is written, and `LAZY_KINDS` lines wait for the next fsync."""
-    spine.before_write(bodies.sync)
+BODY_SYNC_KINDS = frozenset({"turn.finished", "turn.waiting", "turn.skipped"})
+"""The lines before which the turn's body is fsynced (once): the turn parks or ends,
+and its content should outlive a power cut. Between them a body record is only
+written: a power cut may take it, and the machine regains a lost step input by
+rerunning the step that produced it (`machines.runner`, ``turn.resumed{regained}``)."""
+
+
+def write_lazily(spine: Spine, bodies: Bodies) -> Callable[[], None]:
+    """Let a turn's spine and body share their fsyncs (docs/spine.md, "One fsync per
+    step"); returns the turn's ``durable``: every line and record so far on disk."""
+
+    def sync_bodies(events: Sequence[Event]) -> None:
+        if any(event.kind in BODY_SYNC_KINDS for event in events):
+            bodies.sync()
+
+    def durable() -> None:
+        bodies.sync()
+        spine.sync()
+
+    spine.before_write(sync_bodies)
     spine.defer(LAZY_KINDS)
+    spine.unsynced(UNSYNCED_KINDS)
+    return durable
 
 
 class IndexedJournal(SpineJournal):
@@ -105,7 +134,7 @@ class EngineRecorder:
     ) -> None:
         self.journal = journal
         self.sync = sync
-        """Makes the lazy lines and deferred body records durable (`Spine.sync`)."""
+        """Makes the lazy lines and deferred body records durable (`write_lazily`)."""
         self.bodies = bodies
         self.turn = turn
         self.cap_usd = cap_usd
@@ -116,7 +145,7 @@ class EngineRecorder:
         """A chat turn's question key of a proposal id (`heinzel.turns.chat.question_key`)."""
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
-        """``step.model`` -> ``model.request{n, hash, usd, tokens}``; the rest as named."""
+        """``step.model`` -> ``model.request{n, hash, usd, tokens, tools?}``; the rest as named."""
         if kind == "step.model":
             raw = data.get("usd")
             usd = self.cap_usd if raw == "cap" else Decimal(str(raw or 0))
@@ -124,6 +153,8 @@ class EngineRecorder:
             tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
             mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
             mapped["tokens"] = tokens
+            if data.get("tools"):
+                mapped["tools"] = list(data["tools"])  # the calls whose results it sent
             self.journal.append("model.request", mapped, turn=self.turn)
             return
         if kind == "question.asked" and self.question_key is not None:

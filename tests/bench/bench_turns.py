@@ -4,7 +4,8 @@ A turn on the offline model (three inputs read from files, two tool calls, a dra
 in a real Markdown file) through `Service.run_wakes` (staging, the spine with its lock,
 the index, the machine's checkpoints, the engine, the effect ledger) against the same
 pydantic-ai Agent run bare on the same context; and the bytes one drafted turn and one
-nothing-moved skip take in the spine (targets: 1 KB and 300 bytes).
+nothing-moved skip take in the spine (targets: 2 KB and 300 bytes), per kind beside
+the same turn in the previous line format (``fixtures/spines/v1-session``).
 """
 
 from __future__ import annotations
@@ -126,6 +127,11 @@ def bare_rounds() -> float:
     return asyncio.run(rounds())
 
 
+def last_turn(service: Service, heinzel_id: str) -> str:
+    """The id of the session's last turn."""
+    return str(list(read_events(service.home.spine_path(heinzel_id)))[-1].turn)
+
+
 def turn_bytes(service: Service, heinzel_id: str) -> tuple[int, int, list[str], int]:
     """Bytes of the last turn's lines, their count and kinds, and the think step's bytes."""
     path = service.home.spine_path(heinzel_id)
@@ -136,6 +142,31 @@ def turn_bytes(service: Service, heinzel_id: str) -> tuple[int, int, list[str], 
     think = sum(len(line) + 1 for e, line in mine if e.kind in ("model.request", "step.tool"))
     total = sum(len(line) + 1 for _, line in mine)
     return total, len(mine), [e.kind for e, _ in mine], think
+
+
+OLD_SESSION = Path(__file__).resolve().parents[2] / "fixtures" / "spines" / "v1-session"
+"""The same two turns as written by the previous line format (the baseline of the bytes)."""
+
+
+def kind_bytes(path: Path, turn: str) -> dict[str, int]:
+    """Bytes per kind of ``turn``'s lines in the spine at ``path`` (newlines included)."""
+    raw = path.read_bytes().split(b"\n")
+    sizes: dict[str, int] = {}
+    for event in read_events(path):
+        if event.turn == turn:
+            sizes[event.kind] = sizes.get(event.kind, 0) + len(raw[event.seq - 1]) + 1
+    return sizes
+
+
+def print_kinds(new_path: Path, new_turn: str) -> None:
+    """Per kind, the bytes of the old fixture's drafted turn beside this run's."""
+    old_path = OLD_SESSION / "session.jsonl"
+    old_turn = next(e.turn for e in read_events(old_path) if e.kind == "turn.started")
+    old, new = kind_bytes(old_path, str(old_turn)), kind_bytes(new_path, new_turn)
+    print("  per kind (previous format, fixtures/spines/v1-session -> now):")
+    for kind in dict.fromkeys([*old, *new]):
+        print(f"    {kind:<15} {old.get(kind, 0):6d} -> {new.get(kind, 0):6d} B")
+    print(f"    {'total':<15} {sum(old.values()):6d} -> {sum(new.values()):6d} B")
 
 
 def main() -> None:
@@ -151,8 +182,9 @@ def main() -> None:
         Turns(service).run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
         total, count, kinds, think = turn_bytes(service, heinzel_id)
         print(f"drafted turn spine bytes:  {total:7d} B for {count} lines ({', '.join(kinds)})")
-        verdict = "ok" if total <= 1024 else "OVER"
-        print(f"  target 1024 B -> {verdict}; the think step's lines alone: {think} B")
+        verdict = "ok" if total <= 2048 else "OVER"
+        print(f"  target 2048 B -> {verdict}; the think step's lines alone: {think} B")
+        print_kinds(service.home.spine_path(heinzel_id), last_turn(service, heinzel_id))
         service, heinzel_id = setup(Path(tmp) / "c", render="if-moved")
         Turns(service).run_wakes(
             heinzel_id,

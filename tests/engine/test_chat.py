@@ -109,8 +109,8 @@ class TestChatTurn:
         )
         assert result.status == "outcome" and log == [SECRET]
         assert (chat.requests, later.requests) == (1, 1)
-        assert later_recorder.lines[0] == ("step.tool", later_recorder.lines[0][1])
-        assert later_recorder.lines[0][1]["safe"] is False
+        assert later_recorder.lines[0][0] == "step.model"  # it carries the write's result
+        assert later_recorder.lines[0][1]["tools"][0]["safe"] is False
         assert result.outcome is not None and result.outcome.question == "done: posted"
         assert result.conversation.usage.requests == 2
 

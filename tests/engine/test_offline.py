@@ -50,14 +50,11 @@ class TestDrafting:
         assert [c.met for c in result.outcome.draft.done_when] == [True]
 
     def test_it_calls_last_approved_and_report(self, spec: Callable[..., TurnSpec]) -> None:
-        """Two tool calls, one report entry, two model requests."""
+        """Two tool calls (carried by the second request's line), one report entry, two requests."""
         result, recorder = run_offline(spec())
-        assert [k for k, _ in recorder.lines] == [
-            "step.model",
-            "step.tool",
-            "step.tool",
-            "step.model",
-        ]
+        assert [k for k, _ in recorder.lines] == ["step.model", "step.model"]
+        tools = [(t["tool"], t["id"]) for t in recorder.lines[1][1]["tools"]]
+        assert tools == [("last_approved", "o0-0"), ("report", "o0-1")]
         assert [r.verb for r in result.reports] == ["read"]
 
     def test_an_empty_input_leaves_an_item_unmet(self, spec: Callable[..., TurnSpec]) -> None:

@@ -217,12 +217,8 @@ class TestWirePath:
         assert "You are a Heinzelmännchen" in json.dumps(
             fake.bodies[0]["system"], ensure_ascii=False
         )
-        assert [k for k, _ in recorder.lines] == [
-            "step.model",
-            "step.tool",
-            "step.tool",
-            "step.model",
-        ]
+        assert [k for k, _ in recorder.lines] == ["step.model", "step.model"]
+        assert len(recorder.lines[1][1]["tools"]) == 2
         assert recorder.lines[0][1]["in"] == 1000 and result.usd > 0
 
     def test_openai_chat(self, spec: Any, budget: Any) -> None:

@@ -90,16 +90,14 @@ def go(
 
 
 class TestCheckpoints:
-    def test_one_line_per_request_and_per_tool_call(self, spec: Any, budget: Any) -> None:
-        """Two requests and two tool calls give four spine lines, with no content in them."""
+    def test_one_line_per_request_carrying_its_tool_calls(self, spec: Any, budget: Any) -> None:
+        """Two requests and two tool calls give two spine lines, the second naming the calls
+        whose results it sent, with no content in them."""
         result, recorder = go(spec(), Script(), budget())
         assert result.status == "outcome" and result.disposition.disposition == "drafted"
-        assert [k for k, _ in recorder.lines] == [
-            "step.model",
-            "step.tool",
-            "step.tool",
-            "step.model",
-        ]
+        assert [k for k, _ in recorder.lines] == ["step.model", "step.model"]
+        assert "tools" not in recorder.lines[0][1]
+        assert [t["id"] for t in recorder.lines[1][1]["tools"]] == ["c1", "c2"]
         spine = json.dumps(recorder.lines)
         assert "checkout" not in spine and "section" not in spine
 
@@ -196,6 +194,17 @@ class TestCaps:
         result, recorder = go(spec(), script, budget("0.15"))
         assert (result.status, result.disposition.reason, script.requests) == ("cap", "cap", 1)
         assert recorder.records[-1]["kind"] == "pending"
+
+    def test_calls_no_request_sends_get_their_own_lines(self, spec: Any, budget: Any) -> None:
+        """Stopped by the cap after the tool calls, no request carries them: each is a
+        step.tool line of its own, so none goes unrecorded."""
+        result, recorder = go(spec(), Script(tokens=100_000), budget("0.15"))
+        assert result.status == "cap"
+        assert [(k, d.get("id")) for k, d in recorder.lines] == [
+            ("step.model", None),
+            ("step.tool", "c1"),
+            ("step.tool", "c2"),
+        ]
 
     def test_the_day_cap_counts_too(self, spec: Any, budget: Any) -> None:
         """The day's spend of others leaves too little for a second step."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -72,7 +73,7 @@ class TestLazyLines:
         spine.defer({"step.started"})
         fails = [False, True]  # popped from the end: the first flush fails, the next passes
 
-        def flush() -> None:
+        def flush(_events: Sequence[Event]) -> None:
             if fails.pop():
                 raise LedgerError("HZL002", "disk full", "free space")
 
@@ -101,23 +102,28 @@ class TestLazyLines:
 
 
 class TestDeferredBodies:
-    """`Bodies(defer_fsync=True)`: one fsync per body, before the spine line naming it."""
+    """`Bodies(defer_fsync=True)`: records only written; `sync` fsyncs each body and,
+    when a body was created since, the directory, once."""
 
-    def test_one_fsync_before_the_line(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Three records cost no fsync; the line that names them syncs the body first, once."""
+    def test_one_fsync_when_synced(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Creating a body and writing records costs no fsync; sync fsyncs the body and
+        its directory once each, and a second sync nothing."""
         spine = Spine.open(tmp_path, clock=lambda: AT)
         bodies = Bodies(tmp_path, defer_fsync=True)
-        spine.before_write(bodies.sync)
-        bodies.append("t1", {"n": 0})  # creates the file (its directory is fsynced)
+        spine.before_write(
+            lambda events: bodies.sync() if events[-1].kind == "turn.finished" else None
+        )
+        bodies.append("t0", {"n": 0})  # the first body of the session makes turns/
+        bodies.sync()
         fsyncs = _fsyncs(monkeypatch)
-        digests = [bodies.append("t1", {"n": n}) for n in (1, 2, 3)]
+        digests = [bodies.append("t1", {"n": n}) for n in (0, 1, 2, 3)]
         assert fsyncs == []
         spine.append("model.request", {"hash": digests[-1]}, turn="t1")
-        assert fsyncs == ["t1.jsonl", "session.jsonl"]
+        assert fsyncs == ["session.jsonl"]
         spine.append("turn.finished", {}, turn="t1")
-        assert fsyncs == ["t1.jsonl", "session.jsonl", "session.jsonl"]
+        assert fsyncs == ["session.jsonl", "t1.jsonl", "turns", "session.jsonl"]
+        bodies.sync()
+        assert len(fsyncs) == 4
         assert [r["n"] for r in bodies.read("t1") or []] == [0, 1, 2, 3]
         spine.close()
         bodies.close()
@@ -125,10 +131,73 @@ class TestDeferredBodies:
     def test_close_syncs_what_is_pending(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Closing a body with records not yet fsynced fsyncs them first."""
+        """Closing a body with records not yet fsynced fsyncs them, and the directory that
+        got its name, first."""
         bodies = Bodies(tmp_path, defer_fsync=True)
         bodies.append("t1", {"n": 0})
         fsyncs = _fsyncs(monkeypatch)
         bodies.append("t1", {"n": 1})
         bodies.close("t1")
-        assert fsyncs == ["t1.jsonl"]
+        assert fsyncs == ["t1.jsonl", "turns"]
+        bodies.append("t1", {"n": 2})
+        bodies.close("t1")
+        assert fsyncs == ["t1.jsonl", "turns", "t1.jsonl"]
+
+
+class TestUnsyncedLines:
+    """`Spine.unsynced`: written at once, fsynced with the next line."""
+
+    def test_written_at_once_and_fsynced_by_the_next_line(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A reader sees the unsynced line before any fsync; the next line's fsync covers both."""
+        seen: list[Event] = []
+        spine = Spine.open(tmp_path, clock=lambda: AT, on_durable=[seen.append])
+        spine.unsynced({"turn.started"})
+        fsyncs = _fsyncs(monkeypatch)
+        spine.append("turn.started", {"cause": "asked"}, turn="t1")
+        assert fsyncs == []
+        assert [e.kind for e in read_events(tmp_path)] == ["turn.started"]
+        assert [e.kind for e in seen] == ["turn.started"]
+        spine.append("model.request", {"n": 1}, turn="t1")
+        assert fsyncs == ["session.jsonl"]
+        spine.close()
+        assert verify(tmp_path).ok
+
+    def test_sync_and_close_fsync_an_unsynced_line(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With nothing after it, sync fsyncs the written line once, and close adds nothing."""
+        spine = Spine.open(tmp_path, clock=lambda: AT)
+        spine.unsynced({"turn.started"})
+        fsyncs = _fsyncs(monkeypatch)
+        spine.append("turn.started", {}, turn="t1")
+        spine.sync()
+        spine.sync()
+        spine.close()
+        assert fsyncs == ["session.jsonl"]
+
+    def test_close_fsyncs_what_is_unsynced(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A writer closed after an unsynced line fsyncs it before letting go."""
+        spine = Spine.open(tmp_path, clock=lambda: AT)
+        spine.unsynced({"turn.started"})
+        fsyncs = _fsyncs(monkeypatch)
+        spine.append("turn.started", {}, turn="t1")
+        spine.close()
+        assert fsyncs == ["session.jsonl"]
+
+    def test_a_power_cut_takes_only_what_was_not_fsynced(self, tmp_path: Path) -> None:
+        """simulate_power_cut leaves the fsynced lines; the spine reopens, verifies and goes on."""
+        spine = Spine.open(tmp_path, clock=lambda: AT)
+        spine.unsynced({"turn.started"})
+        spine.append("heinzel.created", {})
+        spine.append("turn.started", {}, turn="t1")
+        spine.simulate_power_cut()
+        spine._shut()  # the process is gone; nothing more is written
+        reopened = Spine.open(tmp_path, clock=lambda: AT)
+        assert [e.kind for e in read_events(tmp_path)] == ["heinzel.created"]
+        assert reopened.append("turn.started", {}, turn="t2").seq == 2
+        reopened.close()
+        assert verify(tmp_path).ok

@@ -63,16 +63,17 @@ class TestEffectLedger:
         assert [e.kind for e in journal.events] == ["effect.started", "effect.done", "draft.placed"]
         assert {e.key for e in journal.events} == {eff.key}
 
-    def test_the_own_event_carries_the_key_and_the_result_hash(self) -> None:
-        """draft.placed repeats the key and effect.done's hash."""
+    def test_the_own_event_carries_the_key_once_and_the_result_hash(self) -> None:
+        """draft.placed has the key in its envelope only, and effect.done's hash."""
         journal = InMemoryJournal(ManualClock())
         digest = run(journal, effect(FakeWorld()))
-        placed = journal.events[-1].data
-        assert (placed["key"], placed["hash"], placed["asset"]) == (
+        placed = journal.events[-1]
+        assert (placed.key, placed.data["hash"], placed.data["asset"]) == (
             "hz-x@v1@slot@doc:a",
             digest,
             "doc:a",
         )
+        assert "key" not in placed.data
 
     def test_a_done_effect_is_not_performed_again(self) -> None:
         """Running the same key twice in a turn performs once."""

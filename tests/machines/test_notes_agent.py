@@ -42,7 +42,7 @@ def test_the_crash_matrix_runs_over_the_notes_runner_from_the_command_line(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("machines.examples.notes_agent:scenario: 17 boundaries")
+    assert done.stdout.startswith("machines.examples.notes_agent:scenario: 15 boundaries")
     assert "0 failures" in done.stdout
     world = (tmp_path / "world-1" / "world.log").read_text().splitlines()
     assert world == ["notes@note:r1 buy milk and bread (4 words)"]

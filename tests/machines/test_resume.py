@@ -173,12 +173,45 @@ class TestResume:
         with pytest.raises(MachineError, match="HZM006"):
             Harness.make().resume(woken_by="moon")
 
-    def test_a_body_that_expired_mid_turn_fails_the_resume_with_a_code(self) -> None:
-        """With the body gone the next step's input is missing: HZM013."""
-        h = crashed(after=3)
+    @pytest.mark.parametrize("after", range(1, CLEAN_APPENDS))
+    def test_a_body_lost_mid_turn_is_regained_by_rerunning_the_steps_before(
+        self, after: int
+    ) -> None:
+        """With the body gone (a power cut), the resume reruns the steps whose results were
+        lost, records each regained input, and still places the effect once."""
+        h = crashed(after)
         h.body.forget("t1")
-        with pytest.raises(MachineError, match="HZM013"):
+        state = h.resume()
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        assert list(h.world.performed.values()) == [1]
+        events = h.journal.turn_events("t1")
+        regained = [e.data["regained"] for e in events if "regained" in e.data]
+        assert all(e.kind == "turn.resumed" for e in events if "regained" in e.data)
+        assert regained == sorted(set(regained), key=["think", "outcome", "act", "finish"].index)
+        assert state.spend_usd <= 0.2  # think reruns at most once
+
+    def test_a_regained_input_is_the_one_the_next_resume_uses(self) -> None:
+        """Killed right after act's input was regained, the next resume (body intact) reruns
+        no step before act again."""
+        dry = crashed(after=6)
+        dry.body.forget("t1")
+        dry.resume()
+        events = dry.journal.turn_events("t1")
+        at = next(n for n, e in enumerate(events, 1) if e.data.get("regained") == "act")
+        h = crashed(after=6)
+        h.body.forget("t1")
+        h.crash_after = h.appends + at - 6
+        with pytest.raises(SimulatedCrash):
             h.resume()
+        calls = dict(h.steps.calls)
+        h.crash_after = None
+        state = h.resume()
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        assert calls["think"] == 2
+        assert {k: h.steps.calls[k] for k in ("gather", "think", "outcome")} == {
+            k: calls[k] for k in ("gather", "think", "outcome")
+        }
+        assert list(h.world.performed.values()) == [1]
 
 
 class TestSkip:
@@ -189,7 +222,8 @@ class TestSkip:
         state = skip_turn(h.journal, turn="t2", wakes=[wake], reason="nothing-moved")
         assert [e.kind for e in h.journal.events] == ["turn.skipped"]
         assert (state.state, state.reason, h.steps.calls) == ("skipped", "nothing-moved", {})
-        assert h.journal.events[0].data["moved"] == []
+        assert h.journal.events[0].data == {"cause": "asked", "reason": "nothing-moved"}
+        assert (state.keys, state.causes) == ([wake.key], [{"cause": "asked", "key": wake.key}])
 
     def test_an_unknown_skip_reason_is_refused(self) -> None:
         """A reason outside the vocabulary is HZM008 and nothing is written."""

@@ -78,7 +78,7 @@ class TestRun:
         assert (state.state, state.error) == ("failed", "HZM030")
 
     def test_a_skip_from_outcome_is_final_and_acts_not(self) -> None:
-        """A done-when-unmet skip writes turn.skipped with the causes and keys."""
+        """A done-when-unmet skip writes turn.skipped; its keys stay turn.started's."""
         h = Harness.make(decision="skip")
         state = h.start()
         skipped = h.journal.turn_events("t1")[-1]
@@ -87,7 +87,8 @@ class TestRun:
             "turn.skipped",
             "done-when-unmet",
         )
-        assert skipped.data["keys"] == ["hz-test@2026-10-30T15:00"]
+        assert state.keys == ["hz-test@2026-10-30T15:00"]
+        assert "keys" not in skipped.data and "causes" not in skipped.data
         assert "act" not in h.steps.calls
 
     def test_a_failed_outcome_ends_failed_with_the_step(self) -> None:
@@ -116,14 +117,19 @@ class TestRun:
         assert "outcome" not in h.steps.calls
 
     def test_tools_are_recorded_with_their_replay_safety(self) -> None:
-        """Each tool call has tool.called (replay_safe) and tool.result (hash)."""
+        """An unsafe call has tool.called before it; a replay-safe one only its tool.result,
+        which names the tool and its replay safety; both results carry a hash."""
         h = Harness.make(tools=[SEARCH, HANDOFF])
         h.start()
-        called = [dict(e.data) for e in h.journal.turn_events("t1") if e.kind == "tool.called"]
-        assert [(c["tool"], c["replay_safe"]) for c in called] == [
-            ("search", True),
-            ("handoff", False),
+        events = h.journal.turn_events("t1")
+        called = [dict(e.data) for e in events if e.kind == "tool.called"]
+        results = [dict(e.data) for e in events if e.kind == "tool.result"]
+        assert [(c["tool"], c["replay_safe"]) for c in called] == [("handoff", False)]
+        assert [(r.get("tool"), r.get("replay_safe"), r["status"]) for r in results] == [
+            ("search", True, "ok"),
+            (None, None, "ok"),
         ]
+        assert all(r["hash"] for r in results)
 
 
 class TestCodedFailures:
@@ -155,7 +161,7 @@ class TestCodedFailures:
     def test_a_tool_recorded_under_another_name_is_hzm011(self) -> None:
         """Replaying call-0 as a different tool is refused with the remedy."""
         h = Harness.make(tools=[SEARCH])
-        h.crash_after = 5
+        h.crash_after = 4  # right after call-0's tool.result, still in think
         with pytest.raises(SimulatedCrash):
             h.start()
         h.steps.tools = [HANDOFF]

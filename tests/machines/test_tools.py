@@ -46,14 +46,29 @@ def started(decl: ToolDecl) -> InMemoryJournal:
 
 
 class TestRunTool:
-    def test_a_call_is_journalled_before_and_after_with_hashes(self) -> None:
+    def test_an_unsafe_call_is_journalled_before_and_after_with_hashes(self) -> None:
         """tool.called then tool.result ok; arguments and result are in the body."""
         journal, body, calls = InMemoryJournal(ManualClock()), InMemoryBody(), Calls()
-        assert call(journal, body, SEARCH, calls) == {"rows": 3}
+        assert call(journal, body, HANDOFF, calls) == {"rows": 3}
         called, result = (dict(e.data) for e in journal.events)
-        assert (called["tool"], called["replay_safe"], result["status"]) == ("search", True, "ok")
+        assert (called["tool"], called["replay_safe"], result["status"]) == ("handoff", False, "ok")
         assert body.get("t1", called["args"]) == {"q": 1}
         assert body.get("t1", result["hash"]) == {"rows": 3}
+
+    def test_a_replay_safe_call_writes_one_line_after_it(self) -> None:
+        """Only tool.result, naming the tool and replay_safe; the result is in the body, and
+        the fold knows the call from that line alone."""
+        journal, body, calls = InMemoryJournal(ManualClock()), InMemoryBody(), Calls()
+        assert call(journal, body, SEARCH, calls) == {"rows": 3}
+        (event,) = journal.events
+        assert (event.kind, event.data["tool"], event.data["replay_safe"]) == (
+            "tool.result",
+            "search",
+            True,
+        )
+        assert body.get("t1", event.data["hash"]) == {"rows": 3}
+        record = fold("t1", journal.events).tools["c1"]
+        assert (record.tool, record.replay_safe, record.status) == ("search", True, "ok")
 
     def test_a_recorded_result_is_answered_from_the_body(self) -> None:
         """Called twice: run once."""

@@ -125,7 +125,7 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
     home = root / "home" / "heinzel"
     for heinzel_id, name in zip(ids, NAMES, strict=True):
         placed = [
-            str(e.data["key"])
+            str(e.key)
             for e in read_events(home / heinzel_id / "session.jsonl")
             if e.kind == "draft.placed"
         ]

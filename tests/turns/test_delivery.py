@@ -20,6 +20,7 @@ from heinzel.tick.verbs import Verbs
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
+from machines.journal import wake_causes, wake_keys
 
 from .conftest import NOW
 
@@ -149,7 +150,7 @@ class TestDelivery:
         steered = _events(service, heinzel_id, "turn.steered")
         assert [e.data["request_id"] for e in steered] == [request]
         started, *others = _events(service, heinzel_id, "turn.started")
-        assert all(f"{heinzel_id}@{request}" not in e.data["keys"] for e in others)
+        assert all(f"{heinzel_id}@{request}" not in wake_keys(e.data, e.key) for e in others)
         finished = _events(service, heinzel_id, "turn.finished")[0]
         assert (finished.turn, finished.data["disposition"]) == (started.turn, "drafted")
         body = (service.home.turns_dir(heinzel_id) / f"{started.turn}.jsonl").read_text()
@@ -171,7 +172,7 @@ class TestLeftRequests:
         for _ in range(2):
             Tick(service, Turns(service), adapters, sleep=lambda _s: None).run()
         started = _events(service, heinzel_id, "turn.started")
-        asked = [(e.turn, c["key"]) for e in started for c in e.data["causes"]]
+        asked = [(e.turn, c["key"]) for e in started for c in wake_causes(e.data, e.key)]
         [(turn, _)] = [a for a in asked if a[1] == f"{heinzel_id}@rq-late"]
         body = (service.home.turns_dir(heinzel_id) / f"{turn}.jsonl").read_text()
         assert TEXT in body

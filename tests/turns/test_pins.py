@@ -126,7 +126,7 @@ class TestPinsOnResume:
             short_text=("sentence",),
         )
         lines = _recover(tmp_path)
-        assert lines[0].data["pins"]["lessons_seq"] is None
+        assert lines[0].data["pins"]["lessons_seq"] == 0  # pinned to none (seqs start at 1)
         assert lines[-1].kind == "turn.finished", lines[-1].data
         bodies = home / "heinzel" / heinzel_id / "turns"
         assert sentence not in (bodies / f"{lines[0].turn}.jsonl").read_text(encoding="utf-8")

@@ -1,7 +1,9 @@
 """hz's side of the peer workload (run by ``run.py`` with hz's own Python).
 
 A durable step is one replay-safe tool call in a turn of `machines` over a real spine
-and `DiskBody` (what hz's turn host does per tool call). Modes, each printing one JSON
+and `DiskBody`, written as hz's turn host writes: the call's one ``tool.result`` line
+fsynced, its result written to the body, which is fsynced once when the turn ends
+(docs/spine.md, "One fsync per step"). Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
 less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
@@ -16,8 +18,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine
 from machines import DiskBody, Pins, Settings, SpineJournal, Wake, start_turn
@@ -29,6 +33,18 @@ from machines.tools import ToolDecl
 def steps(n: int) -> ScriptedSteps:
     tools = [ToolDecl(f"tool{i}", True) for i in range(n)]
     return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools)
+
+
+def body(spine: Spine, directory: Path) -> DiskBody:
+    """The turn's body as hz's turn host keeps it: records written, fsynced at the turn's end."""
+    bodies = Bodies(directory / "bodies", defer_fsync=True)
+
+    def at_the_end(events: Sequence[Event]) -> None:
+        if any(event.kind in ("turn.finished", "turn.waiting") for event in events):
+            bodies.sync()
+
+    spine.before_write(at_the_end)
+    return DiskBody(bodies)
 
 
 def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
@@ -44,12 +60,11 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
     directory.mkdir(parents=True, exist_ok=True)
     with Spine.open(directory, clock=clock, on_durable=[crash]) as spine:
         journal = SpineJournal.open(spine)
-        body = DiskBody(directory / "bodies")
         start = time.perf_counter()
         asyncio.run(
             start_turn(
                 journal,
-                body,
+                body(spine, directory),
                 steps(n),
                 settings,
                 turn=name,
@@ -60,13 +75,31 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
         return time.perf_counter() - start
 
 
+def fsyncs_of(directory: Path, n: int, name: str) -> int:
+    """The ``os.fsync`` calls of one turn of ``n`` steps (counted, not timed)."""
+    real, count = os.fsync, [0]
+
+    def counted(fd: int) -> None:
+        count[0] += 1
+        real(fd)
+
+    os.fsync = counted  # type: ignore[assignment]
+    try:
+        turn(directory, n, name)
+    finally:
+        os.fsync = real
+    return count[0]
+
+
 def main() -> None:
     mode, n, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     if mode == "steps":
         turn(directory / "warm", n, "warm")  # imports and first-use costs, not timed
         full = min(turn(directory / f"n{r}", n, f"t{r}") for r in range(3))
         empty = min(turn(directory / f"z{r}", 0, f"z{r}") for r in range(3))
-        print(json.dumps({"per_step_us": (full - empty) / n * 1e6}))
+        fsyncs = [fsyncs_of(directory / f"c{r}", r * n, f"c{r}") for r in range(2)]
+        per_step = {"per_step_us": (full - empty) / n * 1e6}
+        print(json.dumps({**per_step, "fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}))
     elif mode == "crash":
         turn(directory, n, "crashed", crash_after=n // 2)
     else:
@@ -74,8 +107,9 @@ def main() -> None:
         settings = Settings(clock=clock, sleep=RecordingSleep())
         with Spine.open(directory, clock=clock) as spine:
             journal = SpineJournal.open(spine)
-            body = DiskBody(directory / "bodies")
-            run = prepare_resume(journal, body, steps(n), settings, turn="crashed")
+            run = prepare_resume(
+                journal, body(spine, directory), steps(n), settings, turn="crashed"
+            )
             assert run is not None
             asyncio.run(run.drive())
         print(json.dumps({"recovered": True}))

@@ -50,7 +50,7 @@ def main() -> None:
         timed(N, "warm")  # first-use costs, not timed
         full = min(timed(N, f"n{r}") for r in range(3))
         empty = min(timed(0, f"z{r}") for r in range(3))
-        print(json.dumps({"per_step_us": (full - empty) / N * 1e6}))
+        print(json.dumps({"per_step_us": (full - empty) / N * 1e6, "run_us": full * 1e6}))
     elif MODE == "crash":
         timed(N, "crashed")
     else:

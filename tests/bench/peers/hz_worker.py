@@ -3,7 +3,10 @@
 A durable step is one replay-safe tool call in a turn of `machines` over a real spine
 and `DiskBody`, written as hz's turn host writes: the call's one ``tool.result`` line
 fsynced, its result written to the body, which is fsynced once when the turn ends
-(docs/spine.md, "One fsync per step"). Modes, each printing one JSON
+(docs/spine.md, "One fsync per step"). A turn makes no model request (the peers'
+workflows make none) and its act places one draft through the fake world, effect ledger
+and all: hz's fixed cost per workflow, beside the peers' start and end. Every turn of a
+mode runs in one session, as the peers' workflows share one store. Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
 less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
@@ -32,7 +35,7 @@ from machines.tools import ToolDecl
 
 def steps(n: int) -> ScriptedSteps:
     tools = [ToolDecl(f"tool{i}", True) for i in range(n)]
-    return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools)
+    return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools, model_calls=0)
 
 
 def body(spine: Spine, directory: Path) -> DiskBody:
@@ -94,11 +97,12 @@ def fsyncs_of(directory: Path, n: int, name: str) -> int:
 def main() -> None:
     mode, n, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     if mode == "steps":
-        turn(directory / "warm", n, "warm")  # imports and first-use costs, not timed
-        full = min(turn(directory / f"n{r}", n, f"t{r}") for r in range(3))
-        empty = min(turn(directory / f"z{r}", 0, f"z{r}") for r in range(3))
+        session = directory / "session"  # one session, as the peers' workflows share a store
+        turn(session, n, "warm")  # imports and first-use costs, not timed
+        full = min(turn(session, n, f"t{r}") for r in range(3))
+        empty = min(turn(session, 0, f"z{r}") for r in range(3))
         fsyncs = [fsyncs_of(directory / f"c{r}", r * n, f"c{r}") for r in range(2)]
-        per_step = {"per_step_us": (full - empty) / n * 1e6}
+        per_step = {"per_step_us": (full - empty) / n * 1e6, "run_us": full * 1e6}
         print(json.dumps({**per_step, "fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}))
     elif mode == "crash":
         turn(directory, n, "crashed", crash_after=n // 2)

@@ -8,7 +8,9 @@ run, inside one process), then a crash halfway
 through a workflow of N steps (the process exits 137 inside a step) and the whole
 process that recovers it and runs it to its end, timed from spawn to exit. The floor
 is one small append and ``fsync`` on a file in the same directory. Medians over the
-rounds; every figure printed beside the others, and each peer as a ratio to hz.
+rounds; every figure printed beside the others, and each peer as a ratio to hz. Also
+per round: a whole workflow of 5 steps in one process (start to end, the best of 3 after
+an untimed one), and hz's fsyncs per durable step (counted by its worker).
 
 Then listing 500 and 10,000 of them, for the three, as a whole process and in process
 (``listing.py``; ``PEERS_LISTING=0`` leaves it out).
@@ -79,6 +81,8 @@ def main() -> None:
     pythons = {"hz": sys.executable, "DBOS": args.peers_python, "LangGraph": args.peers_python}
     floors: list[float] = []
     step: dict[str, list[float]] = {system: [] for system in WORKERS}
+    run5: dict[str, list[float]] = {system: [] for system in WORKERS}
+    fsyncs: list[float] = []
     recovery: dict[str, list[float]] = {system: [] for system in WORKERS}
     with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:
         base = Path(tmp)
@@ -86,7 +90,12 @@ def main() -> None:
             for system, python in pythons.items():
                 floors.append(fsync_floor_us(base))
                 _, line, _ = worker(python, system, "steps", n, base / f"{system}-steps-{r}")
-                step[system].append(float(json.loads(line)["per_step_us"]))
+                figures = json.loads(line)
+                step[system].append(float(figures["per_step_us"]))
+                if "fsyncs_per_step" in figures:
+                    fsyncs.append(float(figures["fsyncs_per_step"]))
+                _, line, _ = worker(python, system, "steps", 5, base / f"{system}-five-{r}")
+                run5[system].append(float(json.loads(line)["run_us"]))
                 where = base / f"{system}-crash-{r}"
                 status, _, _ = worker(python, system, "crash", n, where)
                 if status != 137:
@@ -99,14 +108,19 @@ def main() -> None:
     print(f"fsync floor (64-byte append + fsync, same disk): {floor:8.1f} us")
     print(f"workflow of {n} durable steps, {rounds} rounds interleaved, medians:")
     hz_step, hz_recovery = statistics.median(step["hz"]), statistics.median(recovery["hz"])
+    hz_run5 = statistics.median(run5["hz"])
     for system in WORKERS:
         per = statistics.median(step[system])
         rec = statistics.median(recovery[system])
+        five = statistics.median(run5[system])
         print(
             f"  {system:10s} step {per:9.1f} us ({per / floor:5.2f}x floor, "
-            f"{per / hz_step:5.2f}x hz)   crash recovery (whole process) {rec:8.1f} ms "
+            f"{per / hz_step:5.2f}x hz)   5-step run {five / 1000:7.2f} ms "
+            f"({five / hz_run5:5.2f}x hz)   crash recovery (whole process) {rec:8.1f} ms "
             f"({rec / hz_recovery:5.2f}x hz)"
         )
+    if fsyncs:
+        print(f"  hz fsyncs per durable step (counted): {statistics.median(fsyncs):.2f}")
     sys.stdout.flush()
     if os.environ.get("PEERS_LISTING", "1") != "0":
         with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:

@@ -150,7 +150,9 @@ class TurnHost:
         reused: Sequence[Mapping[str, Any]] | None = None,
     ) -> TurnEnv:
         """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
-        contract version, the skills and the lessons it saw, whatever changed since."""
+        contract version, the skills and the lessons it saw, whatever changed since. A new
+        turn's model is made here (a missing key refuses the wake before ``turn.started``);
+        a resumed turn's when its think step first runs (past think: never)."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -166,6 +168,12 @@ class TurnHost:
         contract, text = self._contract(heinzel_id, version, fingerprint)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
+        model_class = contract.hz.agent.model_class
+        model = self._model(cause, model_class) if pins is None else None
+
+        def make_model() -> Model:
+            return model if model is not None else self._model(cause, model_class)
+
         bound = self.runner or bind_runner(service.settings.runners)
         directory = service.home.session_dir(heinzel_id)
         bodies = Bodies(directory, defer_fsync=True, on_write=body_crash_hook())
@@ -197,7 +205,7 @@ class TurnHost:
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
             sync=spine.sync,
-            make_model=lambda: self._model(cause, contract.hz.agent.model_class),
+            make_model=make_model,
             clock=service.clock,
             pricing=Pricing(
                 at=service.clock(),

@@ -148,11 +148,12 @@ class TurnHost:
         approval: Mapping[str, Any] | None = None,
         pins: Mapping[str, Any] | None = None,
         reused: Sequence[Mapping[str, Any]] | None = None,
+        past_think: bool = False,
     ) -> TurnEnv:
         """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
-        contract version, the skills and the lessons it saw, whatever changed since. A new
-        turn's model is made here (a missing key refuses the wake before ``turn.started``);
-        a resumed turn's when its think step first runs (past think: never)."""
+        contract version, the skills and the lessons it saw, whatever changed since. The
+        model is made here (a missing key refuses the turn before it starts or resumes),
+        but for a resumed turn ``past_think``, which never calls one: it loads no model."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -169,7 +170,7 @@ class TurnHost:
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
         model_class = contract.hz.agent.model_class
-        model = self._model(cause, model_class) if pins is None else None
+        model = None if past_think else self._model(cause, model_class)
 
         def make_model() -> Model:
             return model if model is not None else self._model(cause, model_class)
@@ -441,6 +442,10 @@ class TurnHost:
                 reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
                 if started.data.get("parent_turn")
                 else None,
+                past_think=any(
+                    e.kind == "step.started" and e.data.get("step") in ("outcome", "act")
+                    for e in events
+                ),
             )
 
             async def resume(session: Session) -> list[TurnState]:

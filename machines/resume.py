@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
 from ledger.event import Clock
 from machines.errors import MachineError
 from machines.fold import TurnState, fold
@@ -63,6 +61,8 @@ class Pins:
 def new_turn_id(clock: Clock) -> str:
     """A fresh turn id, ``turn-`` and a ULID minted from the injected clock: ids sort
     by start time and never repeat across restarts (80 random bits per millisecond)."""
+    from ulid import ULID  # loads when a turn starts (a resume mints no id)
+
     return "turn-" + str(ULID.from_datetime(clock()))
 
 

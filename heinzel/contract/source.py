@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import ContractError
+
+if TYPE_CHECKING:  # PyYAML loads when a frontmatter is parsed (a turn reads a stored form)
+    import yaml
 
 __all__ = ["LineMap", "Path_", "Split", "load_yaml", "split"]
 
@@ -94,6 +95,8 @@ def load_yaml(text: str, *, offset: int, source: str) -> tuple[Any, LineMap]:
     Raises ``HZC002`` for YAML that does not parse, with the line PyYAML reports, and for
     duplicate keys, anchors or aliases.
     """
+    import yaml
+
     lines = LineMap(offset)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -117,6 +120,8 @@ _YAML_HINT = "fix the frontmatter's YAML (indentation, quotes around values with
 
 
 def _walk(node: yaml.Node, path: Path_, lines: LineMap, seen: set[int], source: str) -> None:
+    import yaml
+
     if id(node) in seen:
         raise ContractError(
             "HZC002",

@@ -15,12 +15,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
-
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from typing import TYPE_CHECKING, Any
 
 from heinzel.engine.clean import clean_value
 from heinzel.engine.spec import LessonView, Skill, SpineRecord, SpineView, TurnSpec
+
+if TYPE_CHECKING:  # pydantic-ai loads when a context is built, not with its settings
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = [
     "FRAMING",
@@ -167,6 +168,8 @@ def _turn_order(records: Sequence[SpineRecord]) -> list[str]:
 
 def cut_units(messages: Sequence[ModelMessage]) -> list[list[ModelMessage]]:
     """Group messages so a cut between groups never separates a tool call from its result."""
+    from pydantic_ai.messages import ModelResponse
+
     units: list[list[ModelMessage]] = []
     open_calls: set[str] = set()
     for message in messages:
@@ -308,6 +311,8 @@ def build_context(
         approved = _data(str(clean_value(last_approved)))
         parts.append(f"<last-approved>\n{approved}\n</last-approved>")
     parts.append(_turn_part(spec, summary_due, previous))
+
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
 
     shown_lessons = active_lessons(view, lessons)
     request = ModelRequest(

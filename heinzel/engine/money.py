@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-
-import genai_prices
-from pydantic_ai.usage import RequestUsage, RunUsage
+from typing import TYPE_CHECKING
 
 from heinzel.engine.errors import BAD_SETTINGS, CAP_EXHAUSTED, NO_PRICE, EngineError
+
+if TYPE_CHECKING:  # pydantic-ai and genai-prices load when a price is first asked
+    from pydantic_ai.usage import RequestUsage, RunUsage
 
 __all__ = ["FREE_MODELS", "Budget", "Price", "Pricing", "turn_cap"]
 
@@ -88,6 +89,8 @@ class Pricing:
         price = self._known(model, provider)
         if price is not None:
             return price.cost(usage)
+        import genai_prices
+
         try:
             calc = genai_prices.calc_price(
                 genai_prices.Usage(
@@ -106,6 +109,8 @@ class Pricing:
 
     def require(self, model: str, provider: str | None) -> None:
         """Refuse a model whose price is unknown and not set by the user (HZE001)."""
+        from pydantic_ai.usage import RequestUsage
+
         if self.cost(model, provider, RequestUsage(input_tokens=1)) is None:
             raise EngineError(
                 NO_PRICE,
@@ -116,6 +121,8 @@ class Pricing:
 
     def max_per_token(self, model: str, provider: str | None) -> Decimal:
         """The highest USD per token the model charges (the output rate, usually)."""
+        from pydantic_ai.usage import RequestUsage
+
         million = self.cost(model, provider, RequestUsage(output_tokens=1_000_000))
         million_in = self.cost(model, provider, RequestUsage(input_tokens=1_000_000))
         top = max(million or Decimal(0), million_in or Decimal(0))

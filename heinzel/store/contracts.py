@@ -2,11 +2,13 @@
 
 Both are written atomically, privately, and before the spine event that names
 them (``contract.proposed``, ``amendment.proposed``), and never change after, so
-the index may read a version's facts back by version and fingerprint.
+the index may read a version's facts back by version and fingerprint, and a turn
+the compiled form instead of compiling the text again (`approved_text`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -91,8 +93,12 @@ def store_version(
             )
         return facts
     write_atomic(home.contract_text_path(heinzel_id, version), text.encode("utf-8"))
-    payload = {"facts": asdict(facts), "compiled": json.loads(compiled.to_json())}
-    write_atomic(json_path, json.dumps(payload, sort_keys=True, indent=1).encode("utf-8"))
+    payload = {
+        "facts": asdict(facts),
+        "compiled": json.loads(compiled.to_json()),
+        "order": ORDER_KEPT,
+    }
+    write_atomic(json_path, json.dumps(payload, indent=1).encode("utf-8"))
     return facts
 
 
@@ -121,7 +127,8 @@ def load_facts(home: Home, heinzel_id: str, version: int, fingerprint: str) -> C
 def approved_text(
     home: Home, heinzel_id: str, version: int, fingerprint: str
 ) -> tuple[CompiledContract, str]:
-    """The approved version's compiled contract and text, as a turn runs it.
+    """The approved version's compiled contract and text, as a turn runs it: the form
+    kept in ``v<n>.json`` when it is that of this text (`_stored_form`), else compiled.
 
     A ``contract/`` folder that is a link is HZH063 (hz follows no planted link), a
     missing or unreadable version HZH061, and a file whose fingerprint is not the one
@@ -145,7 +152,9 @@ def approved_text(
             f"contract v{version} of {heinzel_id} is missing or unreadable ({path})",
             "the contract files are kept with the session; restore them from a backup",
         ) from exc
-    compiled = compiled_version(text, version)
+    compiled = _stored_form(home, heinzel_id, version, text, fingerprint)
+    if compiled is None:
+        compiled = compiled_version(text, version)
     if compiled.fingerprint != fingerprint:
         raise HeinzelError(
             "HZH062",
@@ -154,6 +163,35 @@ def approved_text(
             "restore the approved file, or propose the change: `hz heinzel amend NAME --from FILE`",
         )
     return compiled, text
+
+
+def _stored_form(
+    home: Home, heinzel_id: str, version: int, text: str, approved: str
+) -> CompiledContract | None:
+    """The compiled form kept in ``v<n>.json`` when it is that of exactly ``text`` (its
+    ``text_sha256``) and of the approved intent (its fingerprint, computed again from the
+    form itself, so an edited form is not believed); None (compile the text) otherwise:
+    missing, unreadable, or written by a compiler whose form no longer reads."""
+    from heinzel.contract.compiler import MAX_CONTRACT_BYTES, CompiledContract, fingerprint
+
+    path = home.contract_json_path(heinzel_id, version)
+    try:
+        payload = json.loads(read_capped(path, 4 * MAX_CONTRACT_BYTES, follow=False))
+        if payload.get("order") != ORDER_KEPT:
+            return None  # written with sorted keys: the inputs' declared order is lost
+        compiled = CompiledContract.from_json(json.dumps(payload["compiled"]))
+    except (OSError, LedgerError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # a pydantic ValidationError is a ValueError
+    sha = "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    if compiled.text_sha256 != sha or compiled.fingerprint != approved:
+        return None
+    return compiled if fingerprint(compiled.frontmatter, compiled.body) == approved else None
+
+
+ORDER_KEPT = "declared"
+"""``v<n>.json``'s ``order``: its mappings keep the contract's declared order (inputs,
+outputs), so a turn may run the stored form; forms without it (written with sorted
+keys) are compiled from the text again."""
 
 
 @lru_cache(maxsize=64)

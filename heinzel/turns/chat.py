@@ -19,17 +19,18 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import FunctionToolset
-from pydantic_ai.messages import ToolCallPart
-
-from heinzel.engine import Answer, Saved
-from heinzel.engine.chat import proposals
 from heinzel.errors import HeinzelError
 from heinzel.store.lifecycle import Lifecycle
 from machines import Effect, LocalProbe, TurnContext, Wait
 from machines.effects import recorded_in
+
+if TYPE_CHECKING:  # the engine and pydantic-ai load when a chat turn thinks
+    from pydantic_ai import FunctionToolset
+    from pydantic_ai.messages import ToolCallPart
+
+    from heinzel.engine import Answer
 
 __all__ = ["ChatWrites", "inbox_answer", "question_key", "settle", "write_tools"]
 
@@ -62,6 +63,8 @@ def _host_only(tool: str) -> str:
 
 def write_tools() -> FunctionToolset[None]:
     """The write tools of a turn of cause asked (each needs the user's yes)."""
+    from pydantic_ai import FunctionToolset
+
     toolset: FunctionToolset[None] = FunctionToolset()
 
     def pause(reason: str) -> str:
@@ -131,6 +134,9 @@ async def settle(
 ) -> dict[str, Answer] | Wait | None:
     """The answers that resume a paused chat run (writes performed), a `Wait` while one
     is missing, or None when the run is not paused on proposals."""
+    from heinzel.engine.body import Saved
+    from heinzel.engine.chat import Answer, proposals
+
     deferred = Saved.fold(history).deferred
     requests = deferred.deferred_tool_requests if deferred is not None else None
     if requests is None or not requests.approvals:

@@ -7,11 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models import Model
+from typing import TYPE_CHECKING, Any
 
 from heinzel.contract import CompiledContract
 from heinzel.engine import (
@@ -29,6 +27,10 @@ from heinzel.turns.handoff import BoundHandoff
 from heinzel.turns.record import SessionBody
 from machines import Journal
 
+if TYPE_CHECKING:  # pydantic-ai loads when a step first calls the model (`model`, `recent`)
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models import Model
+
 __all__ = ["TurnEnv"]
 
 
@@ -45,7 +47,8 @@ class TurnEnv:
     requests: Sequence[SourceRequest]
     cache: SourceCache
     body: SessionBody
-    model: Model
+    make_model: Callable[[], Model]
+    """Makes the turn's model (`model`): a resumed turn past think never calls it."""
     clock: Callable[[], datetime]
     pricing: Pricing
     settings_max_usd: Decimal | None
@@ -65,8 +68,8 @@ class TurnEnv:
     propose: Callable[[str, str, Mapping[str, str] | None], Mapping[str, Any]] | None = None
     """Files an amendment: its text, why, and the user's message it cites (None: its own)."""
     compile_contract: Callable[[str], object] | None = None
-    recent: Mapping[str, Sequence[ModelMessage]] = field(default_factory=dict)
-    """The settled messages of the last turns whose bodies are kept (the context shows them)."""
+    read_recent: Callable[[], Mapping[str, Sequence[ModelMessage]]] = dict
+    """Reads the settled messages of the last turns whose bodies are kept (`recent`)."""
     capabilities: Sequence[ReadCapability] = ()
     last_approved: str | None = None
     inbox: Path | None = None
@@ -82,3 +85,14 @@ class TurnEnv:
     engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
+
+    @cached_property
+    def model(self) -> Model:
+        """The turn's model, made when a step first runs one."""
+        return self.make_model()
+
+    @cached_property
+    def recent(self) -> Mapping[str, Sequence[ModelMessage]]:
+        """The settled messages of the last turns whose bodies are kept (the context shows
+        them), read when the think step first builds its context."""
+        return self.read_recent()

@@ -15,22 +15,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heinzel.engine import HandoffRequest
-from heinzel.runners.base import AgentRunner
-from heinzel.runners.factory import build_runner
-from heinzel.runners.handoff import HandoffShare, run_handoff
-from heinzel.runners.settings import parse_runners_table
 from heinzel.turns.record import EngineRecorder
 from ledger.bodies import Bodies
 from machines import Journal
+
+if TYPE_CHECKING:  # the runners load when a ``[runners.<name>]`` table binds one
+    from heinzel.engine.spec import HandoffRequest
+    from heinzel.runners.base import AgentRunner
 
 __all__ = ["BoundHandoff", "bind_runner"]
 
 
 def bind_runner(runners: Mapping[str, object]) -> tuple[str, AgentRunner] | None:
     """The bound runner (the one ``[runners.<name>]`` table), or None when there is none."""
+    if not runners:
+        return None
+    from heinzel.runners.factory import build_runner
+    from heinzel.runners.settings import parse_runners_table
+
     tables = parse_runners_table(runners)
     if len(tables) != 1:
         return None
@@ -61,6 +65,8 @@ class BoundHandoff:
 
     async def __call__(self, request: HandoffRequest) -> str:
         """Run the agent once; its report is the tool result."""
+        from heinzel.runners.handoff import HandoffShare, run_handoff
+
         budget = float(request.budget_usd) if request.budget_usd > 0 else None
         share = HandoffShare(budget_usd=budget, timeout_s=self.timeout_s / 2)
         outcome = await asyncio.to_thread(

@@ -19,22 +19,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model
-
 from heinzel.contract import CompiledContract
 from heinzel.contract.source import split
-from heinzel.engine import (
-    ContextSettings,
-    InputSpec,
-    Price,
-    Pricing,
-    Skill,
-    SpineView,
-)
+from heinzel.engine.context import ContextSettings
+from heinzel.engine.money import Price, Pricing
+from heinzel.engine.spec import InputSpec, Skill, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.index.seen import record_seen
-from heinzel.runners.base import AgentRunner
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.spend import spent_today
 from heinzel.store.contracts import approved_text
@@ -57,7 +49,6 @@ from heinzel.turns.inputs import (
     stage,
 )
 from heinzel.turns.interrupt import interruptible
-from heinzel.turns.models import turn_model
 from heinzel.turns.pins import pinned_fingerprint, pinned_lessons, turn_skills
 from heinzel.turns.record import IndexedJournal, SessionBody, write_lazily
 from heinzel.turns.steps import HeinzelSteps, TurnEnv
@@ -80,6 +71,9 @@ from machines import (
 from machines import Settings as MachineSettings
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from heinzel.runners.base import AgentRunner
     from heinzel.session.sessions import Sessions
 
 __all__ = ["TurnHost", "default_adapters", "summary"]
@@ -154,9 +148,12 @@ class TurnHost:
         approval: Mapping[str, Any] | None = None,
         pins: Mapping[str, Any] | None = None,
         reused: Sequence[Mapping[str, Any]] | None = None,
+        past_think: bool = False,
     ) -> TurnEnv:
         """What the turn reads; ``pins`` (a resumed turn's ``turn.started`` pins) fix the
-        contract version, the skills and the lessons it saw, whatever changed since."""
+        contract version, the skills and the lessons it saw, whatever changed since. The
+        model is made here (a missing key refuses the turn before it starts or resumes),
+        but for a resumed turn ``past_think``, which never calls one: it loads no model."""
         service = self.service
         row = service.queries.row(heinzel_id)
         if row["contract_version"] is None:
@@ -172,11 +169,12 @@ class TurnHost:
         contract, text = self._contract(heinzel_id, version, fingerprint)
         origin = self._origin(heinzel_id)
         config = service.settings.heinzel
-        model = self.model or turn_model(
-            service,
-            cause,  # type: ignore[arg-type]
-            contract.hz.agent.model_class,
-        )
+        model_class = contract.hz.agent.model_class
+        model = None if past_think else self._model(cause, model_class)
+
+        def make_model() -> Model:
+            return model if model is not None else self._model(cause, model_class)
+
         bound = self.runner or bind_runner(service.settings.runners)
         directory = service.home.session_dir(heinzel_id)
         crash = body_crash_hook(power_cut=spine.simulate_power_cut)
@@ -209,7 +207,7 @@ class TurnHost:
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),
             sync=durable,
-            model=model,
+            make_model=make_model,
             clock=service.clock,
             pricing=Pricing(
                 at=service.clock(),
@@ -226,7 +224,7 @@ class TurnHost:
                 summary_keep_turns=config.summary_keep_turns,
             ),
             view=view,
-            recent=recent_bodies(bodies, view, config.summary_keep_turns),
+            read_recent=lambda: recent_bodies(bodies, view, config.summary_keep_turns),
             lessons=lessons,
             skills=[Skill(one.name, one.text, one.fingerprint) for one in skills],
             runner=handoff if bound is not None else None,
@@ -254,6 +252,15 @@ class TurnHost:
             if cause == "asked"
             else None,
         )
+
+    def _model(self, cause: str, model_class: str) -> Model:
+        """The model a turn of ``cause`` runs with, made when its think step first calls
+        one: pydantic-ai and the provider load there (a resumed act loads neither)."""
+        if self.model is not None:
+            return self.model
+        from heinzel.turns.models import turn_model
+
+        return turn_model(self.service, cause, model_class)  # type: ignore[arg-type]
 
     def _machine_settings(self, env: TurnEnv) -> MachineSettings:
         """The machine's limits: ``[heinzel]`` resumes and wait, the contract's timeout."""
@@ -436,6 +443,10 @@ class TurnHost:
                 reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
                 if started.data.get("parent_turn")
                 else None,
+                past_think=any(
+                    e.kind == "step.started" and e.data.get("step") in ("outcome", "act")
+                    for e in events
+                ),
             )
 
             async def resume(session: Session) -> list[TurnState]:

@@ -17,14 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import ModelMessage
-
 from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.protocols import Approved, ReadCapability, Window
 from heinzel.config import Settings
 from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
-from heinzel.engine import InputSpec, ReadMethod, Saved, SpineView
+from heinzel.engine.spec import InputSpec, ReadMethod, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.store.credentials import stored_secret
 from heinzel.store.discovered import read_found
@@ -33,6 +31,7 @@ from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolut
 from ledger.bodies import Bodies
 
 if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
     from sqlite_utils import Database
 
 __all__ = [
@@ -117,6 +116,8 @@ def discovered_inputs(home: Home, heinzel_id: str, source: str) -> list[InputSpe
 
 def recent_bodies(bodies: Bodies, view: SpineView, keep: int) -> dict[str, list[ModelMessage]]:
     """The settled messages of the last ``keep`` turns whose bodies are still there."""
+    from heinzel.engine.body import Saved  # pydantic-ai: read when a turn thinks
+
     turns = list(dict.fromkeys(r.turn for r in view.records if r.turn))[-keep:] if keep else []
     out: dict[str, list[ModelMessage]] = {}
     for turn in turns:

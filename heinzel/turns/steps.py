@@ -14,19 +14,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
 
-from heinzel.engine import (
-    Budget,
-    EngineError,
-    InputSpec,
-    TurnServices,
-    TurnSpec,
-    build_context,
-    think,
-    turn_cap,
-)
+from heinzel.engine.context import build_context
+from heinzel.engine.errors import EngineError
+from heinzel.engine.money import Budget, turn_cap
 from heinzel.engine.outcome import Outcome
-from heinzel.engine.run import PROVIDER_ERROR
-from heinzel.engine.spec import Cause
+from heinzel.engine.spec import Cause, InputSpec, TurnSpec
 from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, settle, write_tools
 from heinzel.turns.env import TurnEnv
@@ -65,6 +57,9 @@ class HeinzelSteps:
     async def think(self, ctx: TurnContext, gathered: Any) -> Any:
         """One engine run (or its resume from the body), checkpointed into the spine; a
         chat turn's run paused on proposals waits for their answers (`heinzel.turns.chat`)."""
+        from heinzel.engine.run import think  # pydantic-ai loads here, when a model runs
+        from heinzel.engine.tools import TurnServices
+
         env = self.env
         inputs = tuple(
             InputSpec(i["name"], i["content"], i.get("source", "")) for i in gathered["inputs"]
@@ -187,6 +182,8 @@ class HeinzelSteps:
             if failure:
                 keep_failure(self.env.body, ctx.turn, EngineError(**failure))
             error = str(thought.get("error") or "")
+            from heinzel.engine.run import PROVIDER_ERROR
+
             if status == "failed" and error.startswith(PROVIDER_ERROR):
                 return Fail(error.split(":", 1)[0])
             return Fail("invalid-outcome" if status == "failed" else status)

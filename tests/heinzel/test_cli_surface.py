@@ -182,3 +182,40 @@ def test_commands_load_only_what_they_use(
     (sqlite-utils), the settings' pydantic models, structlog and `machines`."""
     loaded = _loaded([*args, "--home", str(one_approved)], str(tmp_path))
     assert sorted(m for m in absent if m in loaded) == []
+
+
+RECOVERY_ABSENT = ("pydantic_ai", "genai_prices", "heinzel.runners", "yaml", "ulid")
+"""What a tick recovering a turn past think never loads: the model library, the price
+table, the runners, PyYAML (the contract's stored form is read) and ULIDs (no new turn)."""
+
+
+def test_a_recovering_tick_loads_no_model(tmp_path: Path) -> None:
+    """A tick that finishes a turn killed in act (its model already called) recovers it
+    without loading pydantic-ai, the price table, the runners, PyYAML or the ULID minter:
+    each loads only where a model step runs, a runner is bound or a turn starts."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.tick.homes import env, hz, make_home
+
+    root, _ids = make_home(tmp_path, 1)
+    killed = hz(root, "system", "daemon", "tick", HZ_CRASH_AT="after:effect.started")
+    assert killed.returncode == 137, killed.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, "system", "daemon", "tick", "--json"],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    woken = json.loads(done.stdout)["woken"]
+    assert [(w["woken_by"], [e["state"] for e in w["ended"]]) for w in woken] == [
+        ("recovery", ["finished"])
+    ]
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    loaded = set(line.split()[1:])
+    assert sorted(m for m in RECOVERY_ABSENT if m in loaded) == []
+    assert sorted(m for m in loaded if m.startswith("pydantic_ai.")) == []

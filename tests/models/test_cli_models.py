@@ -46,7 +46,8 @@ class TestEveryPathUsesTheKey:
         assert "## Digest" in (user.folder / "report.md").read_text(encoding="utf-8")
 
     def test_a_stored_credential_is_used(self, user: User) -> None:
-        """Without the variable, the key `hz system credential set` stored reaches the provider."""
+        """Without the variable, the key `hz system credential set` stored reaches the
+        provider; once forgotten, a wake is refused before its turn starts."""
         variable = "ANTHROPIC_API_KEY" if user.api == "anthropic" else "OPENAI_API_KEY"
         del user.env[variable]
         provider = "anthropic" if user.api == "anthropic" else "openai"
@@ -61,8 +62,10 @@ class TestEveryPathUsesTheKey:
         written = b"".join(p.read_bytes() for p in user.home.rglob("*") if p.is_file())
         assert b"sk-stored" not in written
         user.hz("system", "credential", "forget", provider)
+        before = [e for e in _events(user) if e.kind == "turn.started"]
         missing = user.hz("heinzel", "wake", "notes-digest")
         assert missing.returncode == 1 and "HZE003" in missing.stderr, missing.stderr
+        assert [e for e in _events(user) if e.kind == "turn.started"] == before  # refused first
 
     def test_chat_retry_and_the_tick(self, user: User) -> None:
         """chat, retry and a scheduled tick each run a turn on the provider, with the key."""

@@ -74,6 +74,20 @@ def test_a_linked_contract_folder_is_refused_with_a_code(tmp_path: Path) -> None
     assert [_drafted(root, name) for name in NAMES[:2]] == [0, 1]
 
 
+def test_a_hand_edited_compiled_form_is_not_believed(tmp_path: Path) -> None:
+    """Editing the compiled form beside the approved text (``v1.json``, its fingerprint
+    kept): a turn runs what the approved text says, never the edited form."""
+    root, ids = make_home(tmp_path, 1)
+    form = _session(root, ids[0]) / "contract" / "v1.json"
+    edited = form.read_text(encoding="utf-8").replace("file:report-0.md", "file:other.md")
+    assert edited != form.read_text(encoding="utf-8")
+    form.write_text(edited, encoding="utf-8")
+    report = tick(root)
+    assert report["errors"] == []
+    assert _drafted(root, "report-0") == 1
+    assert not (root / "other.md").exists()
+
+
 def test_a_hand_edited_approved_contract_never_runs(tmp_path: Path) -> None:
     """Editing the approved contract file: the tick and a wake refuse it with HZH062."""
     root, ids = make_home(tmp_path, 2)

@@ -1,9 +1,52 @@
-"""Suite-wide settings: no test ever reaches a real model."""
+"""Suite-wide settings: no test ever reaches a real model; the longest tests start first."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
+
 os.environ.setdefault("HZ_TESTING", "1")
 os.environ.pop("HZ_CRASH_AT", None)
 os.environ.pop("HZ_NOW", None)
+
+LONGEST = (
+    "tests/team/test_two_machines.py::test_a_week_of_daily_slots",
+    "tests/team/test_two_machines.py::",
+    "tests/turns/test_crash.py::TestCrashMatrix::",
+    "tests/tick/test_chaos.py::",
+    "tests/machines/test_notes_agent.py::test_the_crash_matrix",
+    "tests/models/test_answer_text.py::",
+    "tests/models/test_cli_models.py::",
+    "tests/heinzel/test_concurrent_index.py::",
+    "tests/turns/test_body_crash.py::",
+    "tests/models/test_chat_turns.py::",
+    "tests/loop/test_busy_tick.py::",
+    "tests/loop/test_notices.py::",
+    "tests/loop/test_housekeeping.py::",
+    "tests/tick/test_blast_radius.py::",
+    "tests/machines/test_crashmatrix.py::",
+    "tests/models/",
+    "tests/e2e/",
+    "tests/web/",
+    "tests/ledger/test_kill.py::",
+    "tests/turns/test_chat_gate.py::",
+    "tests/turns/test_pins.py::",
+)
+"""Node-id prefixes of the longest tests, longest first, as `pytest -n auto --durations=80`
+measured them. Under pytest-xdist a worker left alone with a long test at the end idles the
+other core; started first, the long tests overlap and the short ones fill in behind them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the run longest first (`LONGEST`, then tests marked slow or kill, then the
+    rest, each group in collection order); every worker sorts the same collection alike."""
+
+    def rank(item: pytest.Item) -> int:
+        for place, prefix in enumerate(LONGEST):
+            if item.nodeid.startswith(prefix):
+                return place
+        marked = item.get_closest_marker("slow") or item.get_closest_marker("kill")
+        return len(LONGEST) + (0 if marked else 1)
+
+    items.sort(key=rank)

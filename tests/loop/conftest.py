@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from heinzel.cli import group
 from tests.turns.conftest import CONTRACT
 
 
@@ -49,34 +51,57 @@ def hz_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def hz(hz_env: dict[str, str], folder: Path) -> Hz:
-    """Run `hz ARGS` in the folder; each run one minute after the last (HZ_NOW)."""
-    minute = [0]
+class Runner:
+    """`hz ARGS` in the folder, each run one minute after the last (HZ_NOW): as a process
+    (calling it), or in this process through the click group (`in_process`, for set-up
+    that is not what a test proves)."""
 
-    def run(*args: str, env: dict[str, str] | None = None) -> Done:
-        minute[0] += 1
-        environ = {
-            **hz_env,
-            "HZ_NOW": f"2026-10-30T14:{minute[0]:02d}:00Z",
-            **(env or {}),
-        }
+    def __init__(self, hz_env: dict[str, str], folder: Path) -> None:
+        self.hz_env = hz_env
+        self.folder = folder
+        self.minute = 0
+
+    def _environ(self, env: dict[str, str] | None) -> dict[str, str]:
+        self.minute += 1
+        return {**self.hz_env, "HZ_NOW": f"2026-10-30T14:{self.minute:02d}:00Z", **(env or {})}
+
+    def __call__(self, *args: str, env: dict[str, str] | None = None) -> Done:
         done = subprocess.run(
             [sys.executable, "-m", "heinzel", *args],
-            cwd=folder,
+            cwd=self.folder,
             capture_output=True,
             text=True,
             check=False,
-            env=environ,
+            env=self._environ(env),
         )
         return Done(done.returncode, done.stdout, done.stderr)
 
-    return run
+    def in_process(self, *args: str) -> Done:
+        """The same command with the same environment (nothing else of this process's:
+        ``None`` unsets a variable for `CliRunner`), run by `heinzel.cli.group`."""
+        environ = self._environ(None)
+        unset: dict[str, str | None] = {k: None for k in os.environ if k not in environ}
+        cwd = Path.cwd()
+        os.chdir(self.folder)
+        try:
+            result = CliRunner().invoke(
+                group(), list(args), env={**unset, **environ}, catch_exceptions=False
+            )
+        finally:
+            os.chdir(cwd)
+        return Done(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture
-def approved(hz: Hz) -> Hz:
-    """notes-digest created and approved."""
-    assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
-    assert hz("approve", "notes-digest").code == 0
+def hz(hz_env: dict[str, str], folder: Path) -> Runner:
+    """Run `hz ARGS` in the folder as a process; each run one minute after the last."""
+    return Runner(hz_env, folder)
+
+
+@pytest.fixture
+def approved(hz: Runner) -> Runner:
+    """notes-digest created and approved, at the first two minutes. Set-up only, so in this
+    process: the tests that prove `hz heinzel new` and `hz approve` run them as processes."""
+    assert hz.in_process("heinzel", "new", "--from", "digest.prose.md").code == 0
+    assert hz.in_process("approve", "notes-digest").code == 0
     return hz

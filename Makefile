@@ -55,8 +55,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+## The tests run on every core; an idle worker takes tests queued for a busy one
+## (worksteal), so the run does not end with one long test on one core.
 unit: $(STAMP) $(CLAUDE_STAMP) $(CHROMIUM)
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n auto --dist worksteal
 
 ## make bench: performance figures, each against a baseline measured in the same run.
 bench: $(STAMP)

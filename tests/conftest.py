@@ -35,7 +35,9 @@ LONGEST = (
 )
 """Node-id prefixes of the longest tests, longest first, as `pytest -n auto --durations=80`
 measured them. Under pytest-xdist a worker left alone with a long test at the end idles the
-other core; started first, the long tests overlap and the short ones fill in behind them."""
+other core; started first, the long tests overlap and the short ones fill in behind them
+(`make test` runs `--dist worksteal`: the first worker gets the long half, the second
+steals from its queue when its own is done)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

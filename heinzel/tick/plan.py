@@ -174,7 +174,10 @@ class Planner:
 
     def taken(self, keys: Iterable[str]) -> dict[str, str]:
         """The state of the turn each key already has (``running``, ``waiting``,
-        ``finished``, ``skipped``); keys with no turn are absent."""
+        ``finished``, ``skipped``), or ``observed`` for an approval key whose rejection
+        was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and no
+        pending draft of the same text is left; keys with neither are absent. So a
+        handed approval wake of a rejected draft is taken, not woken every tick."""
         wanted = sorted(set(keys))
         if not wanted:
             return {}
@@ -188,7 +191,27 @@ class Planner:
         for key, state in rows:
             if states.get(key) not in ("finished", "skipped"):
                 states[key] = state
+        observed = self.db.execute(
+            f"SELECT DISTINCT key FROM keys WHERE kind = 'approval.observed' "  # noqa: S608
+            f"AND key IN ({marks})",
+            wanted,
+        ).fetchall()
+        for (key,) in observed:
+            if key not in states and not self._pending_draft_of(str(key)):
+                states[key] = "observed"  # a rejection recorded, no draft of it left to decide
         return states
+
+    def _pending_draft_of(self, approval_key: str) -> bool:
+        """Whether a pending draft still has this approval key's output and content (a
+        later draft of the same text, whose decision is still to come)."""
+        heinzel, _, rest = approval_key.partition("@approval:")
+        output, _, digest = rest.partition(":")
+        row = self.db.execute(
+            "SELECT 1 FROM drafts WHERE heinzel = ? AND output = ? AND hash = ? "
+            "AND state = 'pending'",
+            [heinzel, output, digest],
+        ).fetchone()
+        return row is not None
 
     def answers(self, heinzel_ids: Iterable[str]) -> frozenset[str]:
         """Answered question keys of these Heinzelmännchen."""

@@ -11,9 +11,10 @@ from heinzel.service import Service
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox
 from heinzel.tick.handing import hand, inbox_wakes
+from machines import keys
 from machines.keys import Wake
 
-from .homes import CREATED, make_home
+from .homes import CREATED, make_home, tick
 
 
 def _service(root: Path) -> Service:
@@ -54,3 +55,23 @@ def test_a_handed_wake_of_a_steered_chat_is_taken_not_woken_again(tmp_path: Path
     again = inbox.read(handed.request_id)
     assert again is not None
     assert again.taken is not None
+
+
+def test_a_handed_approval_wake_of_an_observed_rejection_is_taken_by_the_tick(
+    tmp_path: Path,
+) -> None:
+    """A handed approval wake whose rejection was already recorded (no turn runs for it)
+    and whose text no pending draft has is taken by the next `hz system daemon tick`, which
+    then wakes nothing; it used to be woken again by every tick, never quiet."""
+    root, (heinzel,) = make_home(tmp_path, 1)
+    service = _service(root)
+    key = keys.approval(heinzel, "section", "sha256:" + "ab" * 32)
+    handed = Inbox(service.home, heinzel).hand("approval", key, at=CREATED)
+    service.append(
+        heinzel, "approval.observed", {"rejected": True, "draft_key": f"{heinzel}@v1@x"}, key=key
+    )
+    first = tick(root)["woken"]  # the home's schedule slot is due too
+    assert [w for r in first for w in r["wakes"] if w["cause"] == "approval"] == []
+    assert tick(root)["woken"] == []
+    again = Inbox(service.home, heinzel).read(handed.request_id)
+    assert again is not None and again.taken is not None

@@ -159,10 +159,10 @@ def run_bounded(
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out, err = _Drain(proc.stdout, cap), _Drain(proc.stderr, cap)
     feed = _Feed(proc.stdin, stdin.encode("utf-8"))
-    for thread in (out, err, feed):
-        thread.start()
     timed_out = killed = False
     try:
+        for thread in (out, err, feed):
+            thread.start()  # inside: a Ctrl-C while a thread starts must kill the group too
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -177,6 +177,9 @@ def run_bounded(
         # Interrupted while waiting (Ctrl-C, a stop): the agent never outlives hz's call.
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait()
+        for thread, stream in ((out, proc.stdout), (err, proc.stderr), (feed, proc.stdin)):
+            if thread.ident is None:  # never started: nothing else will close its pipe
+                stream.close()
         raise
     # Whatever the agent left in its group dies with it.
     _signal_group(proc.pid, signal.SIGKILL)

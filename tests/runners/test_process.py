@@ -96,6 +96,32 @@ class TestRunBounded:
             signal.signal(signal.SIGALRM, previous)
         assert is_dead(int(pid_file.read_text()))
 
+    @pytest.mark.kill
+    def test_an_interrupt_while_the_readers_start_kills_the_group_too(
+        self, tmp_path: Path, is_dead: Callable[[int], bool], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Ctrl-C that lands while the output readers are being started (the agent already
+        running) still kills the agent's group, then propagates."""
+        import heinzel.runners.process as process
+
+        pid_file = tmp_path / "grandchild.pid"
+
+        class Stop(Exception):
+            pass
+
+        real = process._Feed.start
+
+        def interrupted(self: object) -> None:
+            while not pid_file.exists():  # the agent and its child are running
+                os.sched_yield()
+            raise Stop
+
+        monkeypatch.setattr(process._Feed, "start", interrupted)
+        with pytest.raises(Stop):
+            run(tmp_path, "hang", timeout=600, grace=600)
+        monkeypatch.setattr(process._Feed, "start", real)
+        assert is_dead(int(pid_file.read_text()))
+
     def test_stdout_is_capped_and_flagged(self, tmp_path: Path) -> None:
         """9 MiB of stdout keeps 8 MiB and says it dropped the rest."""
         outcome = run(tmp_path, "huge")

@@ -12,29 +12,14 @@ draft once, end drafted, spend within the cap and leave a spine that verifies.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from heinzel.service import Service
 
-from .test_crash import _fresh, _turn_lines, _wake
-
-
-def _resume(service: Service, heinzel_id: str) -> None:
-    script = Path(__file__).parent / "resume_turn.py"
-    recovery = subprocess.run(
-        [sys.executable, str(script), str(service.home.root), heinzel_id],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert recovery.returncode == 0, recovery.stderr[-2000:]
+from .test_crash import _fresh, _resume, _turn_lines, _wake
 
 
 def _records(service: Service, heinzel_id: str) -> int:

@@ -40,6 +40,19 @@ def _wake(home: Path, crash_at: str | None, tmp: Path) -> int:
     return done.returncode
 
 
+def _resume(service: Service, heinzel_id: str) -> None:
+    """Resume the killed turn in a whole new process (`resume_turn.py`), as the tick would."""
+    script = Path(__file__).parent / "resume_turn.py"
+    recovery = subprocess.run(
+        [sys.executable, str(script), str(service.home.root), heinzel_id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert recovery.returncode == 0, recovery.stderr[-2000:]
+
+
 def _fresh(home: Path) -> Service:
     settings = Settings(heinzel=HeinzelSettings(home=home))
     return Service(Home(home), lambda: NOW, settings, owner="me")
@@ -69,15 +82,7 @@ class TestCrashMatrix:
             service, heinzel_id, folder = _setup(make_service)
             code = _wake(service.home.root, f"append:{n}", base)
             assert code == 137, f"append:{n} exited {code}"
-            script = Path(__file__).parent / "resume_turn.py"
-            recovery = subprocess.run(
-                [sys.executable, str(script), str(service.home.root), heinzel_id],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            assert recovery.returncode == 0, recovery.stderr[-2000:]
+            _resume(service, heinzel_id)
             resumed = _fresh(service.home.root)
             lines = _turn_lines(resumed, heinzel_id)
             text = (folder / "report.md").read_text(encoding="utf-8")

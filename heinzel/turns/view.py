@@ -48,14 +48,13 @@ def spine_view(db: Database, heinzel_id: str, path: Path, keep: int) -> SpineVie
         return SpineView(_records(read_events(path)))
     start, tool_starts = starts
     tail = _records(read_events(path, from_offset=start))
+    marks = db.execute(  # by kind (index marks_kind), then in seq order
+        "SELECT seq, line_offset FROM marks WHERE heinzel = ? AND line_offset < ? "
+        "AND kind IN ('context.edit', 'lesson.recorded', 'lesson.dismissed')",
+        [heinzel_id, start],
+    ).fetchall()
     early = [
-        event
-        for row in db.execute(
-            "SELECT line_offset FROM marks WHERE heinzel = ? AND line_offset < ? "
-            "AND kind IN ('context.edit', 'lesson.recorded', 'lesson.dismissed') ORDER BY seq",
-            [heinzel_id, start],
-        ).fetchall()
-        if (event := _event_at(path, int(row[0]))) is not None
+        event for _, offset in sorted(marks) if (event := _event_at(path, int(offset))) is not None
     ]
 
     def earlier(n: int) -> SpineView:

@@ -100,17 +100,17 @@ def main() -> None:
             at_mid += [mid.turn() for _ in range(5)]
             at_old += [old.turn() for _ in range(5)]
         one, base, full, aged = (_median(v) for v in (first, young, at_mid, at_old))
-        ages = f"{AGE + 1}-{old.age}"
-        print(f"interleaved rounds: {ROUNDS}; median ms, CPU time (wall time in brackets)")
-        print(f"turn 1:                {one[0]:7.1f} ({one[1]:6.1f})")
-        print(f"turns 1-5:             {base[0]:7.1f} ({base[1]:6.1f})")
-        print(
-            f"turns {FULL + 1}-{mid.age} (view full): {full[0]:7.1f} ({full[1]:6.1f})"
-            f"  {full[0] / one[0]:5.2f}x turn 1"
+        rows = (
+            ("turn 1", one, ""),
+            ("turns 1-5", base, ""),
+            (f"turns {FULL + 1}-{mid.age} (view full)", full, f"  {full[0] / one[0]:.2f}x turn 1"),
+            (f"turns {AGE + 1}-{old.age}", aged, f"  {aged[0] / one[0]:.2f}x turn 1"),
         )
-        print(f"turns {ages}:        {aged[0]:7.1f} ({aged[1]:6.1f})")
+        print(f"interleaved rounds: {ROUNDS}; median ms, CPU time (wall time in brackets)")
+        for label, (cpu, wall), note in rows:
+            print(f"  {label + ':':<28}{cpu:7.1f} ({wall:6.1f}){note}")
         print(
-            f"turn {AGE} against turn 1: {aged[0] / one[0]:5.2f}x CPU "
+            f"turn {AGE} against turn 1: {aged[0] / one[0]:.2f}x CPU "
             f"({aged[1] / one[1]:.2f}x wall), target {TARGET}x; "
             f"against turns 1-5 {aged[0] / base[0]:.2f}x; "
             f"against age {FULL} {aged[0] / full[0]:.2f}x (what grows with age alone)"

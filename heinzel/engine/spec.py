@@ -97,9 +97,15 @@ class SpineRecord:
 
 @dataclass(frozen=True, slots=True)
 class SpineView:
-    """The session's past events, in seq order (the host reads them from the spine)."""
+    """The session's past events, in seq order (the host reads them from the spine).
+
+    ``earlier``: when set, ``earlier(n)`` is a view of the same past that holds at least
+    its last ``n`` turns (the ``previous_turns`` tool), read only when the tool is called;
+    None: ``records`` holds every turn the tool may show.
+    """
 
     records: tuple[SpineRecord, ...] = ()
+    earlier: Callable[[int], SpineView] | None = field(default=None, compare=False, repr=False)
 
 
 class Recorder(Protocol):

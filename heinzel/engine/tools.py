@@ -156,12 +156,13 @@ def build_toolset(
 
     def previous_turns(n: Annotated[int, Field(ge=1, le=20)] = 3) -> list[str]:
         """The spine events of the last n turns, one compact line each."""
-        records = services.view.records
+        view = services.view
+        if view.earlier is not None:  # the turns before the context's, read only now
+            view = view.earlier(n)
+        records = view.records
         turns = list(dict.fromkeys(r.turn for r in records if r.kind == "turn.started" and r.turn))
         chosen = set(turns[-n:])
-        lines = render_events(
-            [r for r in records if r.turn in chosen], context_edits(services.view)[0]
-        )
+        lines = render_events([r for r in records if r.turn in chosen], context_edits(view)[0])
         return [str(clean_value(line)) for line in lines]
 
     def report(ctx: RunContext[None], verb: Verb, target: Short, description: Short) -> str:

@@ -34,11 +34,15 @@ CREATE TABLE IF NOT EXISTS turns (
 );
 CREATE INDEX IF NOT EXISTS turns_heinzel ON turns(heinzel, started_at);
 CREATE INDEX IF NOT EXISTS turns_state ON turns(state);
+CREATE INDEX IF NOT EXISTS turns_start ON turns(heinzel, start_seq);
+CREATE INDEX IF NOT EXISTS turns_heinzel_state ON turns(heinzel, state);
+CREATE INDEX IF NOT EXISTS turns_open ON turns(heinzel, start_offset) WHERE ended_at IS NULL;
 CREATE TABLE IF NOT EXISTS drafts (
     key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, turn TEXT, asset TEXT, output TEXT,
     contract_version INTEGER, state TEXT NOT NULL, placed_at TEXT, hash TEXT
 );
 CREATE INDEX IF NOT EXISTS drafts_state ON drafts(state);
+CREATE INDEX IF NOT EXISTS drafts_heinzel ON drafts(heinzel, state, placed_at);
 CREATE TABLE IF NOT EXISTS lessons (
     id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, seq INTEGER NOT NULL, turn TEXT,
     sentence TEXT NOT NULL, dismissed INTEGER NOT NULL DEFAULT 0, recorded_at TEXT
@@ -55,10 +59,12 @@ CREATE TABLE IF NOT EXISTS keys (
     heinzel TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
     kind TEXT NOT NULL, PRIMARY KEY (heinzel, key, seq)
 );
+CREATE INDEX IF NOT EXISTS keys_kind ON keys(heinzel, kind, key);
 CREATE TABLE IF NOT EXISTS marks (
     heinzel TEXT NOT NULL, seq INTEGER NOT NULL, line_offset INTEGER NOT NULL,
     kind TEXT NOT NULL, PRIMARY KEY (heinzel, seq)
 );
+CREATE INDEX IF NOT EXISTS marks_kind ON marks(heinzel, kind, seq);
 """
 
 TABLES: Final = (

@@ -3,12 +3,14 @@
 `IndexedJournal` is the machine's `SpineJournal` over the session's spine whose turn
 offsets and keyed events come from the heinzel index (the ``turns`` and ``keys``
 tables), so a resume reads only the turn's own lines and the key rule needs no spine
-scan. `SessionBody` is the machine's `Body` over `ledger.bodies.Bodies` (step results
-are records ``{"kind": "value", "hash", "value"}`` beside the engine's own records).
-`EngineRecorder` is the engine's `Recorder` mapped onto the machine's vocabulary: a
-``step.model`` checkpoint becomes ``model.request`` (so the machine counts the spend),
-``step.tool`` and ``step.handoff`` keep their names (a handoff's line carries the
-runner's record, see `heinzel.turns.handoff`); nothing is written twice for one call.
+scan; its `recorded_done` reads the ``keys`` table's done lines back from the spine and
+searches only the bytes after the index's watermark. `SessionBody` is the machine's
+`Body` over `ledger.bodies.Bodies` (step results are records ``{"kind": "value",
+"hash", "value"}`` beside the engine's own records). `EngineRecorder` is the engine's
+`Recorder` mapped onto the machine's vocabulary: a ``step.model`` checkpoint becomes
+``model.request`` (so the machine counts the spend), ``step.tool`` and ``step.handoff``
+keep their names (a handoff's line carries the runner's record, see
+`heinzel.turns.handoff`); nothing is written twice for one call.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ledger.bodies import Bodies
-from ledger.event import Event
+from ledger.event import Event, sha256_hex
+from ledger.index import WATERMARKS
+from ledger.reading import iter_lines
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
+from machines.spine_journal import done_in_file
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -114,6 +119,45 @@ class IndexedJournal(SpineJournal):
                 events.append(event)
                 break
         return events + self.pending_key_events(key)
+
+    def recorded_done(self, key: str) -> str | None:
+        """The hash of the last ``effect.done`` for ``key`` the spine holds, found without
+        reading the spine: among the held-back lines, else by a byte search of the bytes
+        after the index's watermark line (checked in the file by its hash), else from the
+        ``effect.done`` rows of the ``keys`` table, each read back from the spine at its
+        offset. A watermark the file does not hold searches the whole file."""
+        for held in reversed(self.spine.pending):
+            if held.kind == "effect.done" and held.key == key:
+                return str(held.data.get("hash"))
+        indexed = self.indexed_to()
+        after = done_in_file(self.spine.path, key, start=indexed)
+        if after is not None or not indexed:
+            return after
+        rows = self.db.execute(
+            "SELECT line_offset FROM keys WHERE heinzel = ? AND key = ? AND kind = 'effect.done' "
+            "AND line_offset < ? ORDER BY seq DESC",
+            [self.heinzel_id, key, indexed],
+        ).fetchall()
+        for (offset,) in rows:
+            event = next(read_events(self.spine.path, from_offset=int(offset)), None)
+            if event is not None and event.kind == "effect.done" and event.key == key:
+                return str(event.data.get("hash"))
+        return None
+
+    def indexed_to(self) -> int:
+        """The offset after the index's watermark line for this spine: every line before
+        it is folded into the index; 0 when the file does not hold that line as it was."""
+        mark = self.db.execute(
+            f"SELECT hash, at FROM {WATERMARKS} WHERE source = ?",  # noqa: S608
+            [self.heinzel_id],
+        ).fetchone()
+        if mark is None:
+            return 0
+        for offset, raw in iter_lines(self.spine.path, int(mark[1])):
+            if raw.endswith(b"\n") and sha256_hex(raw[:-1]) == mark[0]:
+                return offset + len(raw)
+            break
+        return 0
 
 
 class SessionBody(DiskBody):

@@ -22,9 +22,15 @@ Clock = Callable[[], datetime]
 """The one injected clock: returns an aware datetime (UTC)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""The one encoder every canonical text comes from, built once: ``json.dumps`` with these
+arguments builds an encoder per call, which cost a fifth of a spine line's serialisation."""
+
+
 def canonical(obj: Any) -> str:
-    """Canonical JSON text of ``obj`` (no trailing newline)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical JSON text of ``obj`` (no trailing newline): the same text as
+    ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``."""
+    return "".join(_CANONICAL.iterencode(obj, _one_shot=True))
 
 
 def sha256_hex(data: bytes) -> str:

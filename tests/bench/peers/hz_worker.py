@@ -21,9 +21,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
+from heinzel.turns.record import write_lazily
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine
@@ -33,20 +33,19 @@ from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSte
 from machines.tools import ToolDecl
 
 
-def steps(n: int) -> ScriptedSteps:
+def steps(n: int, name: str) -> ScriptedSteps:
+    """``n`` replay-safe calls, then a draft placed under a key of this turn's own (a
+    key shared by the session's turns would be placed once, by its first turn)."""
     tools = [ToolDecl(f"tool{i}", True) for i in range(n)]
-    return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools, model_calls=0)
+    return ScriptedSteps(FakeWorld(), owner=f"hz-peer-{name}", tools=tools, model_calls=0)
 
 
 def body(spine: Spine, directory: Path) -> DiskBody:
-    """The turn's body as hz's turn host keeps it: records written, fsynced at the turn's end."""
+    """The turn's body and spine as hz's turn host writes them (`write_lazily`): body
+    records written and fsynced at the turn's end, the lines no act waits for held back
+    and written with the next one (docs/spine.md, "One fsync per step")."""
     bodies = Bodies(directory / "bodies", defer_fsync=True)
-
-    def at_the_end(events: Sequence[Event]) -> None:
-        if any(event.kind in ("turn.finished", "turn.waiting") for event in events):
-            bodies.sync()
-
-    spine.before_write(at_the_end)
+    write_lazily(spine, bodies)
     return DiskBody(bodies)
 
 
@@ -68,7 +67,7 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
             start_turn(
                 journal,
                 body(spine, directory),
-                steps(n),
+                steps(n, name),
                 settings,
                 turn=name,
                 wakes=[Wake("asked", f"hz-peer@{name}")],
@@ -112,7 +111,7 @@ def main() -> None:
         with Spine.open(directory, clock=clock) as spine:
             journal = SpineJournal.open(spine)
             run = prepare_resume(
-                journal, body(spine, directory), steps(n), settings, turn="crashed"
+                journal, body(spine, directory), steps(n, "crashed"), settings, turn="crashed"
             )
             assert run is not None
             asyncio.run(run.drive())

@@ -240,15 +240,18 @@ def _too_large(path: Path, limit: int) -> LedgerError:
 def last_newline_end(fd: int, size: int, chunk: int = 65536) -> int:
     """The offset just after the last ``\\n`` in the first ``size`` bytes of ``fd`` (0 if none).
 
-    Reads backwards from the end in chunks, so finding the end of the last
-    complete line costs one small read in the common case.
+    Reads backwards from the end in chunks, the first of 4 KiB (a line is a few
+    hundred bytes) and each next twice the last, up to ``chunk``: finding the end
+    of the last complete line costs one small read in the common case.
     """
     end = size
+    step = min(4096, chunk)
     while end > 0:
-        start = max(0, end - chunk)
+        start = max(0, end - step)
         block = os.pread(fd, end - start, start)
         index = block.rfind(b"\n")
         if index >= 0:
             return start + index + 1
         end = start
+        step = min(step * 2, chunk)
     return 0

@@ -71,6 +71,16 @@ _TRICKY: list[object] = [
 ]
 
 
+class TestTimestampText:
+    @given(st.datetimes(timezones=st.timezones()))
+    @settings(max_examples=300, deadline=None)
+    def test_format_ts_writes_what_strftime_wrote(self, moment: datetime) -> None:
+        """Any aware moment is written as strftime plus the milliseconds wrote it."""
+        utc = moment.astimezone(UTC)
+        old = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+        assert format_ts(moment) == old
+
+
 class TestCanonical:
     @pytest.mark.parametrize("value", _TRICKY)
     def test_canonical_is_the_text_json_dumps_gives(self, value: object) -> None:

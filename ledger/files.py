@@ -87,7 +87,9 @@ def ensure_private_dir(path: Path) -> Path:
             continue
         if probe == path and stat.S_ISLNK(info.st_mode):
             raise _refused(path, "a symlink")
-        if not stat.S_ISDIR(os.stat(probe).st_mode):
+        # a link (a parent may be one) is followed; for anything else lstat said it all
+        found = os.stat(probe).st_mode if stat.S_ISLNK(info.st_mode) else info.st_mode
+        if not stat.S_ISDIR(found):
             raise _refused(probe, "not a directory")
         break
     try:
@@ -98,7 +100,10 @@ def ensure_private_dir(path: Path) -> Path:
                 continue
             os.chmod(directory, DIR_MODE, follow_symlinks=False)
             fsync_dir(directory.parent)
-        os.chmod(path, DIR_MODE, follow_symlinks=False)
+        if missing or stat.S_IMODE(info.st_mode) != DIR_MODE:
+            # a chmod changes the directory's ctime even to the same mode, which the next
+            # fsync on this disk then writes: only when the mode is not already 0700
+            os.chmod(path, DIR_MODE, follow_symlinks=False)
     except OSError as error:
         raise _io_failed(path, error) from error
     return path

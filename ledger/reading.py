@@ -127,17 +127,17 @@ def parse_event(body: bytes, offset: int) -> Event | None:
 
 def event_from_object(obj: Mapping[str, Any], digest: str, offset: int) -> Event:
     """The `Event` of a parsed line whose envelope was checked."""
-    return Event(
-        seq=obj["seq"],
-        ts=obj["ts"],
-        prev=obj["prev"],
-        turn=obj["turn"],
-        kind=obj["kind"],
-        key=obj["key"],
-        data=obj["data"],
-        v=obj["v"],
-        hash=digest,
-        offset=offset,
+    return Event(  # by position (the fields' order): a third cheaper than by name
+        obj["seq"],
+        obj["ts"],
+        obj["prev"],
+        obj["turn"],
+        obj["kind"],
+        obj["key"],
+        obj["data"],
+        obj["v"],
+        digest,
+        offset,
     )
 
 

@@ -1,12 +1,18 @@
 """hz's side of the peer workload (run by ``run.py`` with hz's own Python).
 
 A durable step is one replay-safe tool call in a turn of `machines` over a real spine
-and `DiskBody`, written as hz's turn host writes: the call's one ``tool.result`` line
-fsynced, its result written to the body, which is fsynced once when the turn ends
-(docs/spine.md, "One fsync per step"). A turn makes no model request (the peers'
-workflows make none) and its act places one draft through the fake world, effect ledger
-and all: hz's fixed cost per workflow, beside the peers' start and end. Every turn of a
-mode runs in one session, as the peers' workflows share one store. Modes, each printing one JSON
+and `DiskBody`, written as hz's turn host writes (`heinzel.turns.record.write_lazily`):
+the call's one ``tool.result`` line fsynced, its result written to the body, which is
+fsynced once when the turn ends, and the lines no act waits for (``step.started``,
+``effect.done``, ``draft.placed``) written with the next line (docs/spine.md, "One fsync
+per step"). A turn makes no model request (the peers' workflows make none) and its act
+places one draft through the fake world under a key of its own, effect ledger and all
+(``effect.started`` fsynced before it): hz's fixed cost per workflow, beside the peers'
+start and end; a turn of N calls makes N + 4 fsyncs. What hz's turn host does besides
+and this worker does not: the heinzel index's rows per line (SQLite, ``on_durable``),
+the contract and the session's view read at the turn's start; this worker scans the
+spine instead (`SpineJournal.open`). Every turn of a mode runs in one session, as the
+peers' workflows share one store. Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
 less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),

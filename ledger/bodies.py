@@ -90,6 +90,8 @@ class Bodies:
         self._synced_end: dict[str, int] = {}
         self._open: dict[str, tuple[int, int]] = {}
         """Per turn: the body's open append descriptor and where hz's last line ends."""
+        self._paths: dict[str, Path] = {}
+        """Per turn: its body's path, checked once (dropped with its handle)."""
         self._dirty: set[str] = set()
         """Turns with records written since their last fsync (``defer_fsync`` only)."""
         self._new_name = False
@@ -155,6 +157,7 @@ class Bodies:
     def _drop(self, turn: str) -> None:
         """Close the descriptor of ``turn`` without a sync (after a failed write)."""
         self._dirty.discard(turn)
+        self._paths.pop(turn, None)
         fd, _ = self._open.pop(turn, (-1, -1))
         if fd >= 0:
             with contextlib.suppress(OSError):
@@ -162,7 +165,12 @@ class Bodies:
 
     def path(self, turn: str) -> Path:
         """Where the body of ``turn`` lives."""
-        return self.directory / f"{_check_turn(turn)}.jsonl"
+        known = self._paths.get(turn)
+        if known is None:
+            known = self.directory / f"{_check_turn(turn)}.jsonl"
+            if len(self._paths) < 256:
+                self._paths[turn] = known
+        return known
 
     def append(self, turn: str, record: Mapping[str, Any]) -> str:
         """Append ``record`` to the body of ``turn`` (durable on return); its hash.

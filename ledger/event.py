@@ -8,6 +8,7 @@ bytes without its newline, ``None`` on the first line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -22,9 +23,15 @@ Clock = Callable[[], datetime]
 """The one injected clock: returns an aware datetime (UTC)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""The one encoder every canonical text comes from, built once: ``json.dumps`` with these
+arguments builds an encoder per call, which cost a fifth of a spine line's serialisation."""
+
+
 def canonical(obj: Any) -> str:
-    """Canonical JSON text of ``obj`` (no trailing newline)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical JSON text of ``obj`` (no trailing newline): the same text as
+    ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``."""
+    return "".join(_CANONICAL.iterencode(obj, _one_shot=True))
 
 
 def sha256_hex(data: bytes) -> str:
@@ -37,11 +44,25 @@ def format_ts(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("the clock must return an aware datetime")
     utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    if utc.year < 1000:  # strftime writes such a year without its leading zeros
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # the same text as strftime's, at a quarter of its cost (it is on every spine line)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031
+        utc.year,
+        utc.month,
+        utc.day,
+        utc.hour,
+        utc.minute,
+        utc.second,
+        utc.microsecond // 1000,
+    )
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_ts(text: str) -> datetime:
-    """The inverse of `format_ts` (accepts any ISO 8601 with ``Z`` or an offset)."""
+    """The inverse of `format_ts` (accepts any ISO 8601 with ``Z`` or an offset).
+    Remembered: a turn's fold parses each line's time again and again (a datetime is
+    immutable, so a remembered one is as good as a new one)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 

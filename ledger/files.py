@@ -87,7 +87,9 @@ def ensure_private_dir(path: Path) -> Path:
             continue
         if probe == path and stat.S_ISLNK(info.st_mode):
             raise _refused(path, "a symlink")
-        if not stat.S_ISDIR(os.stat(probe).st_mode):
+        # a link (a parent may be one) is followed; for anything else lstat said it all
+        found = os.stat(probe).st_mode if stat.S_ISLNK(info.st_mode) else info.st_mode
+        if not stat.S_ISDIR(found):
             raise _refused(probe, "not a directory")
         break
     try:
@@ -98,7 +100,10 @@ def ensure_private_dir(path: Path) -> Path:
                 continue
             os.chmod(directory, DIR_MODE, follow_symlinks=False)
             fsync_dir(directory.parent)
-        os.chmod(path, DIR_MODE, follow_symlinks=False)
+        if missing or stat.S_IMODE(info.st_mode) != DIR_MODE:
+            # a chmod changes the directory's ctime even to the same mode, which the next
+            # fsync on this disk then writes: only when the mode is not already 0700
+            os.chmod(path, DIR_MODE, follow_symlinks=False)
     except OSError as error:
         raise _io_failed(path, error) from error
     return path
@@ -240,15 +245,18 @@ def _too_large(path: Path, limit: int) -> LedgerError:
 def last_newline_end(fd: int, size: int, chunk: int = 65536) -> int:
     """The offset just after the last ``\\n`` in the first ``size`` bytes of ``fd`` (0 if none).
 
-    Reads backwards from the end in chunks, so finding the end of the last
-    complete line costs one small read in the common case.
+    Reads backwards from the end in chunks, the first of 4 KiB (a line is a few
+    hundred bytes) and each next twice the last, up to ``chunk``: finding the end
+    of the last complete line costs one small read in the common case.
     """
     end = size
+    step = min(4096, chunk)
     while end > 0:
-        start = max(0, end - chunk)
+        start = max(0, end - step)
         block = os.pread(fd, end - start, start)
         index = block.rfind(b"\n")
         if index >= 0:
             return start + index + 1
         end = start
+        step = min(step * 2, chunk)
     return 0

@@ -78,6 +78,31 @@ def _check_string(
 
 _SCALARS = (type(None), bool, int)
 
+_PASSED_KEYS: set[str] = set()
+"""Keys that passed `_check_key` (a key's checks do not depend on where it is): the
+same few field names recur on every line, so each is checked once per process."""
+_MAX_PASSED_KEYS = 4096
+
+
+def _check_key(key: Any, path: tuple[str | int, ...]) -> None:
+    """A mapping key: a string, not a content field's name, short, no email address."""
+    if type(key) is not str:
+        raise LedgerError(
+            "HZL023",
+            f"{_where(path)} has the key {key!r}; JSON keys are strings",
+            "use string keys",
+        )
+    if key.lower() in FORBIDDEN_FIELDS:
+        raise LedgerError(
+            "HZL020",
+            f"{_where((*path, key))}: a field named {key!r} may not be in the spine",
+            "content belongs in the turn body (Bodies.append); "
+            "record its hash and size in the spine",
+        )
+    _check_string(key, None, (), path)
+    if len(_PASSED_KEYS) < _MAX_PASSED_KEYS:
+        _PASSED_KEYS.add(key)
+
 
 def _walk(
     value: Any, field: str | None, path: tuple[str | int, ...], short_text: Collection[str]
@@ -91,22 +116,11 @@ def _walk(
     if isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for key, item in value.items():
-            if type(key) is not str:
-                raise LedgerError(
-                    "HZL023",
-                    f"{_where(path)} has the key {key!r}; JSON keys are strings",
-                    "use string keys",
-                )
-            if key.lower() in FORBIDDEN_FIELDS:
-                raise LedgerError(
-                    "HZL020",
-                    f"{_where((*path, key))}: a field named {key!r} may not be in the spine",
-                    "content belongs in the turn body (Bodies.append); "
-                    "record its hash and size in the spine",
-                )
-            _check_string(key, None, (), path)
-            if type(item) in _SCALARS:
-                copy[key] = item
+            if type(key) is not str or key not in _PASSED_KEYS:
+                _check_key(key, path)
+            kind = type(item)
+            if kind in _SCALARS or (kind is str and len(item) <= MAX_PLAIN and "@" not in item):
+                copy[key] = item  # a short string without "@" passes every check
             else:
                 copy[key] = _walk(item, key, (*path, key), short_text)
         return copy

@@ -13,6 +13,7 @@ import errno
 import fcntl
 import math
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def take_lock(path: Path, timeout: float, sleep: Sleep) -> int:
             f"cannot open the lock {path}: {error.strerror or error}",
             "check the disk (space, permissions, a read-only mount) and retry",
         ) from error
-    os.fchmod(fd, FILE_MODE)
+    if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+        os.fchmod(fd, FILE_MODE)  # only when needed: a chmod changes the file's ctime
     polls = max(0, math.ceil(timeout / POLL_SECONDS))
     for attempt in range(polls + 1):
         try:

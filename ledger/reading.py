@@ -40,6 +40,18 @@ KIND = re.compile(r"[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _KEYS = frozenset(ENVELOPE_KEYS)
+_DECODE = json.JSONDecoder().decode
+"""What ``json.loads`` does with text (its default decoder), without its per-call checks."""
+_KINDS_SEEN: set[str] = set()
+"""Kind names that matched `KIND`: a spine has a few dozen, so each is matched once."""
+
+
+def _loads(body: bytes) -> Any:
+    """``json.loads(body)``: a line starting with ``{`` is UTF-8 (what ``json.loads``
+    detects for it), decoded the same way; anything else goes through ``json.loads``."""
+    if body[:1] == b"{":
+        return _DECODE(body.decode("utf-8", "surrogatepass"))
+    return json.loads(body)
 
 
 def _is_int(value: Any) -> bool:
@@ -50,7 +62,7 @@ def _envelope_problem(obj: Any) -> str | None:
     """Why ``obj`` is not a valid envelope, or None."""
     if not isinstance(obj, dict):
         return "the line is not a JSON object"
-    if set(obj) != _KEYS:
+    if obj.keys() != _KEYS:
         return f"keys {sorted(obj)} are not {sorted(_KEYS)}"
     if not (obj["v"] == ENVELOPE_VERSION and _is_int(obj["v"])):
         return "v is not 1"
@@ -63,13 +75,23 @@ def _envelope_problem(obj: Any) -> str | None:
         return "prev is neither null nor 64 lowercase hex digits"
     if not (obj["turn"] is None or isinstance(obj["turn"], str)):
         return "turn is neither null nor a string"
-    if not (isinstance(obj["kind"], str) and KIND.fullmatch(obj["kind"])):
+    kind = obj["kind"]
+    if type(kind) is not str or (kind not in _KINDS_SEEN and not _known_kind(kind)):
         return "kind is not a kind name"
     if not (obj["key"] is None or isinstance(obj["key"], str)):
         return "key is neither null nor a string"
     if not isinstance(obj["data"], dict):
         return "data is not an object"
     return None
+
+
+def _known_kind(kind: str) -> bool:
+    """Whether ``kind`` is a kind name (remembered once it matched)."""
+    if not KIND.fullmatch(kind):
+        return False
+    if len(_KINDS_SEEN) < 4096:
+        _KINDS_SEEN.add(kind)
+    return True
 
 
 def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, str]:
@@ -80,7 +102,7 @@ def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, 
     ``non-canonical``) or None when the line is a valid, canonical envelope.
     """
     try:
-        obj = json.loads(body)
+        obj = _loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         return None, "invalid-json", str(error)[:120]
     problem = _envelope_problem(obj)
@@ -95,7 +117,7 @@ def parse_event(body: bytes, offset: int) -> Event | None:
     """The event of one line's bytes (without its newline), or None when the line
     is not an envelope. Canonical form is not checked (that is verify's job)."""
     try:
-        obj = json.loads(body)
+        obj = _loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
     if _envelope_problem(obj) is not None:
@@ -105,17 +127,17 @@ def parse_event(body: bytes, offset: int) -> Event | None:
 
 def event_from_object(obj: Mapping[str, Any], digest: str, offset: int) -> Event:
     """The `Event` of a parsed line whose envelope was checked."""
-    return Event(
-        seq=obj["seq"],
-        ts=obj["ts"],
-        prev=obj["prev"],
-        turn=obj["turn"],
-        kind=obj["kind"],
-        key=obj["key"],
-        data=obj["data"],
-        v=obj["v"],
-        hash=digest,
-        offset=offset,
+    return Event(  # by position (the fields' order): a third cheaper than by name
+        obj["seq"],
+        obj["ts"],
+        obj["prev"],
+        obj["turn"],
+        obj["kind"],
+        obj["key"],
+        obj["data"],
+        obj["v"],
+        digest,
+        offset,
     )
 
 

@@ -216,19 +216,34 @@ def done_in_file(path: Path, key: str, *, start: int = 0) -> str | None:
     """The last ``effect.done`` hash recorded for ``key`` in the spine at ``path``, in
     the lines that start at ``start`` or later (a line's start offset)."""
     needle = b'"key":' + canonical(key).encode("utf-8")
-    found: str | None = None
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size <= start:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= start:
             return None
+        if size - start <= _READ_AT_ONCE:  # a turn's own lines: one read beats a mapping
+            return _last_done(os.pread(handle.fileno(), size - start, start), needle, key, start)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            at = view.find(needle, start)
-            while at >= 0:
-                start = view.rfind(b"\n", 0, at) + 1
-                end = view.find(b"\n", at)
-                if end < 0:
-                    break
-                event = parse_event(view[start:end], start)
-                if event is not None and event.kind == "effect.done" and event.key == key:
-                    found = str(event.data.get("hash"))
-                at = view.find(needle, end)
+            return _last_done(view, needle, key, 0, start)
+
+
+_READ_AT_ONCE = 1 << 20
+"""Up to this many bytes after ``start``, `done_in_file` reads them instead of mapping the file."""
+
+
+def _last_done(
+    view: bytes | mmap.mmap, needle: bytes, key: str, base: int, start: int = 0
+) -> str | None:
+    """The last ``effect.done`` hash for ``key`` among the lines of ``view`` (the file's
+    bytes from offset ``base``) that start at ``start`` (within ``view``) or later."""
+    found: str | None = None
+    at = view.find(needle, start)
+    while at >= 0:
+        start = view.rfind(b"\n", 0, at) + 1
+        end = view.find(b"\n", at)
+        if end < 0:
+            break
+        event = parse_event(view[start:end], base + start)
+        if event is not None and event.kind == "effect.done" and event.key == key:
+            found = str(event.data.get("hash"))
+        at = view.find(needle, end)
     return found

@@ -1,13 +1,16 @@
 """The turn machine: `transitions` over the table of `machines.table`.
 
 Strict: no automatic ``to_*`` triggers, queued triggers, and a trigger the table
-has no row for raises `MachineError` HZM001 naming the state and the trigger. Each
+has no row for raises `MachineError` HZM001 naming the state and the trigger. The
+`transitions` machine is built from the table once per thread; each turn's model is
+moved by it (``Event.trigger(model)``) without being added to it. Each
 transition appends its checkpoint in ``before``: if the append raises, the state
 does not change. The step's work runs after, outside the machine (`machines.runner`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +36,52 @@ class _Model:
         self._owner._append(event.event.name, event.kwargs)
 
 
+def _waited_in(step: str) -> Any:
+    """The condition of a ``resume`` row out of ``waiting``: the turn waited in ``step``."""
+
+    def condition(event: EventData) -> bool:
+        model = event.model
+        return isinstance(model, _Model) and model._owner.waiting_step == step
+
+    return condition
+
+
+def _build() -> Machine:
+    """The `transitions` machine of `TABLE`, with no model of its own."""
+    machine = Machine(
+        model=None,
+        states=list(STATES),
+        initial="new",
+        auto_transitions=False,
+        queued=True,
+        send_event=True,
+        before_state_change="checkpoint",
+    )
+    for row in TABLE:
+        conditions = [] if row.when_step is None else [_waited_in(row.when_step)]
+        machine.add_transition(row.trigger, list(row.sources), row.dest, conditions=conditions)
+    return machine
+
+
+_TRIGGERS_FROM: dict[str, frozenset[str]] = {
+    state: frozenset(row.trigger for row in TABLE if state in row.sources) for state in STATES
+}
+"""The triggers the table has a row for out of each state (what ``get_triggers`` answers)."""
+
+_BUILT = threading.local()
+
+
+def _machine() -> Machine:
+    """The machine of this thread, built from the table once: each turn's model is moved
+    by it without being added to it (`Event.trigger` takes the model), so a turn costs
+    no rebuild and the machine keeps no reference to a finished turn. One per thread,
+    because a queued machine's one queue must not be shared between threads."""
+    machine: Machine | None = getattr(_BUILT, "machine", None)
+    if machine is None:
+        machine = _BUILT.machine = _build()
+    return machine
+
+
 class TurnMachine:
     """The state of one turn, moved only by journalled transitions.
 
@@ -55,23 +104,8 @@ class TurnMachine:
         self.last_event: Event | None = None
         self._written: list[Event] = []
         self._model = _Model(self)
-        self._machine = Machine(
-            model=self._model,
-            states=list(STATES),
-            initial=state,
-            auto_transitions=False,
-            queued=True,
-            send_event=True,
-            before_state_change="checkpoint",
-        )
-        for row in TABLE:
-            conditions: list[Any] = []
-            if row.when_step is not None:
-                step = row.when_step
-                conditions.append(lambda _event, step=step: self.waiting_step == step)
-            self._machine.add_transition(
-                row.trigger, list(row.sources), row.dest, conditions=conditions
-            )
+        self._machine = _machine()
+        self._machine.set_state(state, model=self._model)
 
     @property
     def state(self) -> str:
@@ -91,7 +125,7 @@ class TurnMachine:
         ``short_text`` names fields of ``data`` a user is meant to read (the spine's
         content guard allows them longer strings)."""
         state = self.state
-        if trigger not in self._machine.get_triggers(state):
+        if trigger not in _TRIGGERS_FROM[state]:
             raise invalid_trigger(state, trigger)
         self._written = []
         try:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ledger.event import format_ts, make_event, parse_ts
+from ledger.event import canonical, format_ts, make_event, parse_ts
 
 
 class TestLine:
@@ -43,3 +46,54 @@ class TestTimestamps:
         """A clock must be aware; a naive datetime is a programming error."""
         with pytest.raises(ValueError):
             format_ts(datetime(2026, 1, 1))
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+_TRICKY: list[object] = [
+    {"b": 1, "a": {"d": [1, 2.5, None], "c": True}},
+    {"ü": 'ä\u2028\u2029\x00\x1f"\\/', "é": "\ud83d\ude00", "z": "\U0001f600"},
+    {"": "", "A": "a", "a": "A", "10": 1, "9": 2, "_": -0.0},
+    [1e16, 1e-7, 0.1, 2**64, -(2**63), 3.0, float(10**20)],
+    "a plain string \u00e9",
+    12,
+    None,
+    {"nested": {"deeper": {"deepest": [{"k": "v"}, [], {}]}}},
+]
+
+
+class TestTimestampText:
+    @given(st.datetimes(timezones=st.timezones()))
+    @settings(max_examples=300, deadline=None)
+    def test_format_ts_writes_what_strftime_wrote(self, moment: datetime) -> None:
+        """Any aware moment is written as strftime plus the milliseconds wrote it."""
+        utc = moment.astimezone(UTC)
+        old = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+        assert format_ts(moment) == old
+
+
+class TestCanonical:
+    @pytest.mark.parametrize("value", _TRICKY)
+    def test_canonical_is_the_text_json_dumps_gives(self, value: object) -> None:
+        """The prebuilt encoder writes byte for byte what json.dumps(sort_keys, compact,
+        non-ASCII kept) writes, on keys that sort oddly, escapes, surrogates and numbers."""
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert canonical(value).encode("utf-8", "surrogatepass") == expected.encode(
+            "utf-8", "surrogatepass"
+        )
+
+    @given(_JSON)
+    @settings(max_examples=300, deadline=None)
+    def test_canonical_agrees_with_json_dumps_on_any_json(self, value: object) -> None:
+        """Any JSON value hypothesis builds serialises to the same text both ways."""
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert canonical(value) == expected

@@ -117,6 +117,24 @@ class TestJsonOnly:
         assert checked_data({"a": (1, "b", None, True, 1.5)}) == {"a": [1, "b", None, True, 1.5]}
 
 
+class TestKeysCheckedOnce:
+    def test_a_passed_key_does_not_let_a_non_string_key_through(self) -> None:
+        """A key remembered as checked still refuses a StrEnum key that equals it (HZL023)."""
+
+        class Field(enum.StrEnum):
+            STATUS = "status"
+
+        assert checked_data({"status": "ok"}) == {"status": "ok"}
+        assert code_of({Field.STATUS: "ok"}) == "HZL023"
+
+    def test_a_passed_key_still_has_its_values_checked(self) -> None:
+        """Remembering a key skips only the key's own checks, never its value's."""
+        assert checked_data({"note": "short"}) == {"note": "short"}
+        assert code_of({"note": "x" * (MAX_PLAIN + 1)}) == "HZL022"
+        assert code_of({"note": "write to ana@example.com"}) == "HZL021"
+        assert code_of({"note": {"content": 1}}) == "HZL020"
+
+
 class TestSpineRefusal:
     def test_nothing_is_written_when_the_guard_refuses(self, tmp_path: Path) -> None:
         """A refused append leaves the file and the chain as they were."""

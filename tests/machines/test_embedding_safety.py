@@ -136,10 +136,15 @@ class TestTheIndexMustAgreeWithTheSpine:
             )
         assert sum(world.performed.values()) == 1
 
-    def test_a_done_line_appended_after_the_scan_is_found_in_the_file(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("read_at_once", [1 << 20, 0], ids=["read", "mapped"])
+    def test_a_done_line_appended_after_the_scan_is_found_in_the_file(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_at_once: int
+    ) -> None:
         """Lines after what the scan read are searched in the file: an ``effect.done``
         appended past the journal (straight to the spine) is seen; the scanned part is
-        answered from what the scan read, not searched again."""
+        answered from what the scan read, not searched again. The same whether the bytes
+        after the scan are read at once or the file is mapped (a large tail)."""
+        monkeypatch.setattr("machines.spine_journal._READ_AT_ONCE", read_at_once)
         clock = ManualClock()
         with Spine.open(tmp_path, clock=clock) as spine:
             spine.append("effect.done", {"hash": "h-old"}, turn="t0", key="k-old")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from ledger.event import Event
@@ -78,6 +80,36 @@ class TestTurnMachine:
         m = machine("act")
         assert m.fire("resume", {"woken_by": "recovery"}).kind == "turn.resumed"
         assert m.state == "act"
+
+    def test_turns_built_from_one_machine_move_apart(self) -> None:
+        """Turns of one thread share the machine built from the table, yet each moves
+        alone, and a resume out of waiting goes by its own turn's waiting step."""
+        first, second = machine(), machine()
+        first.fire("start")
+        assert (first.state, second.state) == ("gather", "new")
+        waited_in_think, waited_in_act = machine("think"), machine("act")
+        waited_in_think.fire("wait", {"step": "think"})
+        waited_in_act.fire("wait", {"step": "act"})
+        waited_in_act.fire("resume", {"woken_by": "timer"})
+        waited_in_think.fire("resume", {"woken_by": "timer"})
+        assert (waited_in_think.state, waited_in_act.state) == ("think", "act")
+
+    def test_a_thread_builds_its_own_machine(self) -> None:
+        """A turn moved in another thread uses that thread's machine (a queued machine's
+        queue is never shared between threads) and moves the same way."""
+        states: list[str] = []
+
+        def run() -> None:
+            m = machine()
+            m.fire("start")
+            states.append(m.state)
+            states.append(str(m._machine is here._machine))
+
+        here = machine()
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+        assert states == ["gather", "False"]
 
     def test_terminal_states_have_no_way_out(self) -> None:
         """No row leaves finished, skipped, abandoned or failed."""

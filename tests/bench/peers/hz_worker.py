@@ -1,12 +1,18 @@
 """hz's side of the peer workload (run by ``run.py`` with hz's own Python).
 
 A durable step is one replay-safe tool call in a turn of `machines` over a real spine
-and `DiskBody`, written as hz's turn host writes: the call's one ``tool.result`` line
-fsynced, its result written to the body, which is fsynced once when the turn ends
-(docs/spine.md, "One fsync per step"). A turn makes no model request (the peers'
-workflows make none) and its act places one draft through the fake world, effect ledger
-and all: hz's fixed cost per workflow, beside the peers' start and end. Every turn of a
-mode runs in one session, as the peers' workflows share one store. Modes, each printing one JSON
+and `DiskBody`, written as hz's turn host writes (`heinzel.turns.record.write_lazily`):
+the call's one ``tool.result`` line fsynced, its result written to the body, which is
+fsynced once when the turn ends, and the lines no act waits for (``step.started``,
+``effect.done``, ``draft.placed``) written with the next line (docs/spine.md, "One fsync
+per step"). A turn makes no model request (the peers' workflows make none) and its act
+places one draft through the fake world under a key of its own, effect ledger and all
+(``effect.started`` fsynced before it): hz's fixed cost per workflow, beside the peers'
+start and end; a turn of N calls makes N + 4 fsyncs. What hz's turn host does besides
+and this worker does not: the heinzel index's rows per line (SQLite, ``on_durable``),
+the contract and the session's view read at the turn's start; this worker scans the
+spine instead (`SpineJournal.open`). Every turn of a mode runs in one session, as the
+peers' workflows share one store. Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
 less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
@@ -21,9 +27,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
+from heinzel.turns.record import write_lazily
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine
@@ -33,20 +39,19 @@ from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSte
 from machines.tools import ToolDecl
 
 
-def steps(n: int) -> ScriptedSteps:
+def steps(n: int, name: str) -> ScriptedSteps:
+    """``n`` replay-safe calls, then a draft placed under a key of this turn's own (a
+    key shared by the session's turns would be placed once, by its first turn)."""
     tools = [ToolDecl(f"tool{i}", True) for i in range(n)]
-    return ScriptedSteps(FakeWorld(), owner="hz-peer", tools=tools, model_calls=0)
+    return ScriptedSteps(FakeWorld(), owner=f"hz-peer-{name}", tools=tools, model_calls=0)
 
 
 def body(spine: Spine, directory: Path) -> DiskBody:
-    """The turn's body as hz's turn host keeps it: records written, fsynced at the turn's end."""
+    """The turn's body and spine as hz's turn host writes them (`write_lazily`): body
+    records written and fsynced at the turn's end, the lines no act waits for held back
+    and written with the next one (docs/spine.md, "One fsync per step")."""
     bodies = Bodies(directory / "bodies", defer_fsync=True)
-
-    def at_the_end(events: Sequence[Event]) -> None:
-        if any(event.kind in ("turn.finished", "turn.waiting") for event in events):
-            bodies.sync()
-
-    spine.before_write(at_the_end)
+    write_lazily(spine, bodies)
     return DiskBody(bodies)
 
 
@@ -68,7 +73,7 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
             start_turn(
                 journal,
                 body(spine, directory),
-                steps(n),
+                steps(n, name),
                 settings,
                 turn=name,
                 wakes=[Wake("asked", f"hz-peer@{name}")],
@@ -112,7 +117,7 @@ def main() -> None:
         with Spine.open(directory, clock=clock) as spine:
             journal = SpineJournal.open(spine)
             run = prepare_resume(
-                journal, body(spine, directory), steps(n), settings, turn="crashed"
+                journal, body(spine, directory), steps(n, "crashed"), settings, turn="crashed"
             )
             assert run is not None
             asyncio.run(run.drive())

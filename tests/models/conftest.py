@@ -112,6 +112,7 @@ class User:
         process: for set-up that is not what a test proves (a provider's SDK loads once
         per worker instead of once per command)."""
         from click.testing import CliRunner
+        from pydantic_ai.models import override_allow_model_requests
 
         from heinzel.cli import group
 
@@ -119,9 +120,11 @@ class User:
         cwd = Path.cwd()
         os.chdir(self.folder)
         try:
-            with warnings.catch_warnings():
-                # as in the `hz` process, where Python shows no library's DeprecationWarning
-                # (the SDK warns of the model name's end of life); the suite makes them errors
+            # as in the `hz` process: Python shows no library's DeprecationWarning (the SDK
+            # warns of the model name's end of life; the suite makes them errors), and model
+            # requests are allowed (tests/turns/conftest.py forbids them in this process; the
+            # provider here is the loopback one `HZ_BASE_URL` names)
+            with warnings.catch_warnings(), override_allow_model_requests(True):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 result = CliRunner().invoke(
                     group(), list(args), env={**unset, **self.env}, catch_exceptions=False

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import json
 import os
@@ -157,7 +158,12 @@ Scenario = Callable[[Rig], Coroutine[Any, Any, TurnState | None]]
 
 def _child(target: str, workdir: Path) -> int:
     module, _, name = target.partition(":")
+    # One scenario and the process ends: its module (a host's agent library, often large)
+    # loads with the collector paused, then frozen, so no collection walks it again.
+    gc.disable()
     scenario: Scenario = getattr(importlib.import_module(module), name)
+    gc.freeze()
+    gc.enable()
     try:
         state = asyncio.run(scenario(Rig(workdir)))
     except MachineError as error:

@@ -11,33 +11,38 @@ os.environ.pop("HZ_CRASH_AT", None)
 os.environ.pop("HZ_NOW", None)
 
 LONGEST = (
-    "tests/team/test_two_machines.py::test_a_week_of_daily_slots",
-    "tests/team/test_two_machines.py::",
-    "tests/turns/test_crash.py::TestCrashMatrix::",
-    "tests/tick/test_chaos.py::",
     "tests/machines/test_notes_agent.py::test_the_crash_matrix",
-    "tests/models/test_answer_text.py::",
-    "tests/models/test_cli_models.py::",
+    "tests/team/test_two_machines.py::test_a_week_of_daily_slots",
+    "tests/turns/test_crash.py::TestCrashMatrix::",
+    "tests/team/test_two_machines.py::",
+    "tests/tick/test_chaos.py::",
     "tests/heinzel/test_concurrent_index.py::",
     "tests/turns/test_body_crash.py::",
-    "tests/models/test_chat_turns.py::",
-    "tests/loop/test_busy_tick.py::",
-    "tests/loop/test_notices.py::",
-    "tests/loop/test_housekeeping.py::",
-    "tests/tick/test_blast_radius.py::",
-    "tests/machines/test_crashmatrix.py::",
-    "tests/models/",
+    "tests/models/test_cli_models.py::",
+    "tests/models/test_answer_text.py::",
     "tests/e2e/",
+    "tests/machines/test_crashmatrix.py::",
+    "tests/models/test_chat_turns.py::",
+    "tests/models/test_cli_paths.py::",
+    "tests/loop/test_small_lies_more.py::",
+    "tests/adapters/test_source_credentials.py::",
+    "tests/turns/test_created_cli.py::",
+    "tests/loop/test_drafts.py::",
+    "tests/hz_mcp/test_mcp_answer.py::",
+    "tests/turns/test_retry_fork.py::",
+    "tests/turns/test_handoff.py::",
     "tests/web/",
     "tests/ledger/test_kill.py::",
-    "tests/turns/test_chat_gate.py::",
-    "tests/turns/test_pins.py::",
+    "tests/loop/test_notices.py::",
+    "tests/models/",
+    "tests/tick/test_discovery.py::",
+    "tests/tick/test_blast_radius.py::",
 )
-"""Node-id prefixes of the longest tests, longest first, as `pytest -n auto --durations=80`
-measured them. Under pytest-xdist a worker left alone with a long test at the end idles the
-other core; started first, the long tests overlap and the short ones fill in behind them
-(`make test` runs `--dist worksteal`: the first worker gets the long half, the second
-steals from its queue when its own is done)."""
+"""Node-id prefixes of the longest tests, longest first, as `pytest -n 2 --durations=0`
+measured them (a file of many long tests by their sum). Under pytest-xdist a worker left
+alone with a long test at the end idles the other core; started first, the long tests
+overlap and the short ones fill in behind them (`make test` runs `--dist worksteal`: the
+first worker gets the long half, the second steals from its queue when its own is done)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

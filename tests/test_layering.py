@@ -36,6 +36,7 @@ BASE = {
     "heinzel.errors",
     "heinzel.fingerprint",
     "heinzel.ids",
+    "heinzel.loading",
     "heinzel.logs",
     "heinzel.vocabulary",
 }

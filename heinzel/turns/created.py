@@ -155,13 +155,22 @@ class CreatedSteps:
         return Acted("proposed", {"report": outcome.report[:200]})
 
 
+def _created_model(service: Any) -> Any:
+    """The created turn's model, pydantic-ai and the provider loaded as `heinzel.loading` does."""
+    from heinzel.loading import loading
+
+    with loading():
+        from heinzel.turns.models import turn_model
+
+        return turn_model(service, "created")
+
+
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
     import asyncio
     from pathlib import Path
 
     from heinzel.ids import new_id, validate_name
-    from heinzel.turns.models import turn_model
     from heinzel.turns.record import IndexedJournal
     from ledger.bodies import Bodies
     from machines import Pins, Session, Wake, crash_hook, keys
@@ -186,7 +195,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             heinzel_id=heinzel_id,
             sentence=sentence,
             body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
-            model=turn_model(service, "created"),
+            model=_created_model(service),
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,

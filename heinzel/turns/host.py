@@ -258,9 +258,12 @@ class TurnHost:
         one: pydantic-ai and the provider load there (a resumed act loads neither)."""
         if self.model is not None:
             return self.model
-        from heinzel.turns.models import turn_model
+        from heinzel.loading import loading
 
-        return turn_model(self.service, cause, model_class)  # type: ignore[arg-type]
+        with loading():
+            from heinzel.turns.models import turn_model
+
+            return turn_model(self.service, cause, model_class)  # type: ignore[arg-type]
 
     def _machine_settings(self, env: TurnEnv) -> MachineSettings:
         """The machine's limits: ``[heinzel]`` resumes and wait, the contract's timeout."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,35 @@ class User:
             text=True,
             timeout=120,
             check=False,
+        )
+
+    def in_process(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The same command with the same environment (nothing else of this process's:
+        ``None`` unsets a variable for `CliRunner`) run by `heinzel.cli.group` in this
+        process: for set-up that is not what a test proves (a provider's SDK loads once
+        per worker instead of once per command)."""
+        from click.testing import CliRunner
+        from pydantic_ai.models import override_allow_model_requests
+
+        from heinzel.cli import group
+
+        unset: dict[str, str | None] = {k: None for k in os.environ if k not in self.env}
+        cwd = Path.cwd()
+        os.chdir(self.folder)
+        try:
+            # as in the `hz` process: Python shows no library's DeprecationWarning (the SDK
+            # warns of the model name's end of life; the suite makes them errors), and model
+            # requests are allowed (tests/turns/conftest.py forbids them in this process; the
+            # provider here is the loopback one `HZ_BASE_URL` names)
+            with warnings.catch_warnings(), override_allow_model_requests(True):
+                warnings.simplefilter("ignore", DeprecationWarning)
+                result = CliRunner().invoke(
+                    group(), list(args), env={**unset, **self.env}, catch_exceptions=False
+                )
+        finally:
+            os.chdir(cwd)
+        return subprocess.CompletedProcess(
+            ["hz", *args], result.exit_code, result.stdout, result.stderr
         )
 
 

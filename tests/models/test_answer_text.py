@@ -24,8 +24,8 @@ def test_a_free_text_answer_resumes_and_reaches_the_model(user: User) -> None:
     turn ends, one follow-up turn sees the answer as its input and drafts; a second answer
     finds nothing open (HZH210)."""
     user.serve(lambda body, n: Outcome(CREATED))
-    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
-    assert user.hz("approve", "notes-digest").returncode == 0
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
     provider = user.serve(_ask_then_draft)
     asked = user.hz("heinzel", "wake", "notes-digest", "--json")
     assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
@@ -53,8 +53,8 @@ def test_an_answer_killed_before_its_follow_up_is_finished_by_the_next(user: Use
     """Killed right after `question.answered`: nothing is lost; the next `hz heinzel answer`
     resumes the asking turn and runs the follow-up once with the first answer, then HZH210."""
     user.serve(lambda body, n: Outcome(CREATED))
-    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
-    assert user.hz("approve", "notes-digest").returncode == 0
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
     provider = user.serve(_ask_then_draft)
     asked = user.hz("heinzel", "wake", "notes-digest", "--json")
     assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout

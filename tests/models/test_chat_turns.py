@@ -38,8 +38,8 @@ def test_only_an_amendment_citing_the_users_message_may_widen(user: User) -> Non
     the user's, is refused (HZC050) and nothing waits; citing the chat message files it
     as the user's, and `hz approve` makes it v2."""
     user.serve(lambda body, n: Outcome(CREATED))
-    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
-    assert user.hz("approve", "notes-digest").returncode == 0
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
     user.serve(_amend)
     for message in ("own idea", "cite the notes"):
         done = user.hz("heinzel", "chat", "notes-digest", message)
@@ -72,8 +72,8 @@ def test_a_chat_while_a_question_is_open_answers_it_once(user: User) -> None:
     one follow-up drafts with it (no second turn for the same message); the next chat is an
     ordinary one (a new asked turn)."""
     user.serve(lambda body, n: Outcome(CREATED))
-    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
-    assert user.hz("approve", "notes-digest").returncode == 0
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
     provider = user.serve(_ask_then_draft)
     asked = user.hz("heinzel", "wake", "notes-digest", "--json")
     assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
@@ -104,8 +104,8 @@ def test_a_chat_answer_killed_after_it_is_recorded_is_finished_once_by_the_tick(
     next tick runs the answer's one follow-up with the chat's words, never the chat as a
     turn of its own, and a second tick runs nothing more."""
     user.serve(lambda body, n: Outcome(CREATED))
-    assert user.hz("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
-    assert user.hz("approve", "notes-digest").returncode == 0
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
     provider = user.serve(_ask_then_draft)
     assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
     killed = user.hz(

@@ -63,7 +63,7 @@ def test_a_key_in_the_os_keyring_is_stored_found_and_forgotten(user: User) -> No
     assert not (user.tmp / "config" / "hz" / "credentials.json").exists()
     listed = user.hz("system", "credential", "list")
     assert "openai: keyring (used)" in listed.stdout and "sk-in-keyring" not in listed.stdout
-    _created(user)
+    _created(user, as_process=True)
     assert user.provider is not None and user.provider.keys() == ["sk-in-keyring"]
     forgot = user.hz("system", "credential", "forget", "openai")
     assert forgot.returncode == 0 and json.loads(kept.read_text(encoding="utf-8")) == {}

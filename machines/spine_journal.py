@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import LedgerError
 from ledger.event import Event, canonical
 from ledger.reading import parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
@@ -119,7 +120,10 @@ class SpineIndex:
                 held._read_to_last()
                 return held
             events = read_events(spine.path, from_offset=held.last_offset, upgrades=upgrades)
-            first = next(events, None)
+            try:
+                first = next(events, None)
+            except LedgerError:  # not a line there: the file is not the one it indexed
+                first = None
             if first is not None and (first.seq, first.hash) == (held.last_seq, held.last_hash):
                 held._read_to_last()
                 for event in events:

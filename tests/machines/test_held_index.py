@@ -110,3 +110,20 @@ class TestHeldIndex:
             assert reopened.index == SpineIndex.scan(spine.path)
             state = run_sync(resume_turn(reopened, body, steps, settings, turn="t1"))
         assert (state.disposition, sum(world.performed.values())) == ("drafted", 1)
+
+    def test_a_held_index_whose_last_line_is_not_a_line_there_is_scanned(
+        self, tmp_path: Path
+    ) -> None:
+        """When the file was replaced and the held index's last offset falls inside a
+        line, the journal scans the file instead of failing."""
+        clock = ManualClock()
+        held = first_turn(tmp_path, clock)
+        (tmp_path / "session.jsonl").unlink()
+        with Spine.open(tmp_path, clock=clock) as spine:
+            spine.append("usage", {"kind": "summary", "note": "n" * 200})
+            spine.append("usage", {"kind": "summary", "tokens": 2})
+            spine.append("usage", {"kind": "summary", "tokens": 3})
+        with Spine.open(tmp_path, clock=clock) as spine:
+            journal = SpineJournal.open(spine, index=held)
+            assert journal.index == SpineIndex.scan(spine.path)
+            assert journal.turn_offset("t1") is None

@@ -22,6 +22,7 @@ from ledger.errors import LedgerError
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "TailBlock",
     "ensure_private_dir",
     "fsync_dir",
     "last_newline_end",
@@ -260,3 +261,29 @@ def last_newline_end(fd: int, size: int, chunk: int = 65536) -> int:
         end = start
         step = min(step * 2, chunk)
     return 0
+
+
+class TailBlock:
+    """The last bytes of a file, read with one ``pread`` (``block`` bytes: a spine line
+    is a few hundred), answering `last_newline_end` and reads within them from memory
+    and reading the file only for what lies before them."""
+
+    def __init__(self, fd: int, size: int, block: int = 8192) -> None:
+        self.fd = fd
+        self.base = max(0, size - block)
+        self.data = os.pread(fd, size - self.base, self.base)
+
+    def last_newline_end(self, size: int) -> int:
+        """`last_newline_end` of the file's first ``size`` bytes."""
+        if size <= self.base:
+            return last_newline_end(self.fd, size)
+        index = self.data.rfind(b"\n", 0, size - self.base)
+        if index >= 0:
+            return self.base + index + 1
+        return last_newline_end(self.fd, self.base) if self.base else 0
+
+    def read(self, start: int, end: int) -> bytes:
+        """The file's bytes from ``start`` to ``end``."""
+        if start >= self.base:
+            return self.data[start - self.base : end - self.base]
+        return os.pread(self.fd, end - start, start)

@@ -38,8 +38,8 @@ from typing import Any, Self
 from ledger.errors import LedgerError
 from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
 from ledger.files import (
+    TailBlock,
     ensure_private_dir,
-    last_newline_end,
     open_append,
     open_read,
     write_atomic,
@@ -49,6 +49,7 @@ from ledger.lock import Sleep, take_lock
 from ledger.reading import (
     KIND,
     SPINE_NAME,
+    LineProblem,
     Upgrades,
     check_line,
     event_from_object,
@@ -75,6 +76,10 @@ LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
 MAX_LINE = 65536
 _SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
+
+
+_Checked = tuple[dict[str, Any] | None, LineProblem | None, str]
+"""What `check_line` returns."""
 
 
 def _check_label(name: str, value: str | None) -> None:
@@ -410,14 +415,15 @@ class Spine:
         reader = open_read(self.path)
         try:
             size = os.fstat(reader).st_size
-            end = self._json_end(reader, last_newline_end(reader, size))
-            torn = os.pread(reader, size - end, end) if end < size else b""
+            tail = TailBlock(reader, size)
+            end, checked = self._json_end(tail, tail.last_newline_end(size))
+            torn = tail.read(end, size) if end < size else b""
             if torn:
                 side = self._side_file()
                 write_atomic(self.directory / side, torn)
                 os.ftruncate(fd, end)
                 os.fsync(fd)
-            fresh = self._find_tail(reader, end)
+            fresh = self._find_tail(tail, end, checked)
         finally:
             os.close(reader)
         if torn:
@@ -429,15 +435,17 @@ class Spine:
             self._record_break(item)
 
     @staticmethod
-    def _json_end(reader: int, end: int) -> int:
+    def _json_end(tail: TailBlock, end: int) -> tuple[int, _Checked | None]:
         """``end`` moved back over complete last lines that are not JSON at all (garbage
-        appended by something else than a writer): they are contained like a torn tail."""
+        appended by something else than a writer): they are contained like a torn tail.
+        With it, the `check_line` of the line that ends there (None when none does)."""
         while end > 0:
-            start = last_newline_end(reader, end - 1)
-            if check_line(os.pread(reader, end - 1 - start, start))[1] != "invalid-json":
-                break
+            start = tail.last_newline_end(end - 1)
+            checked = check_line(tail.read(start, end - 1))
+            if checked[1] != "invalid-json":
+                return end, checked
             end = start
-        return end
+        return end, None
 
     def _side_file(self) -> str:
         taken = [
@@ -447,18 +455,19 @@ class Spine:
         ]
         return f"{SPINE_NAME}.torn-{max(taken, default=0) + 1}"
 
-    def _find_tail(self, reader: int, end: int) -> list[Break]:
-        """Set seq, prev and last from the last complete lines; return breaks to record."""
+    def _find_tail(self, tail: TailBlock, end: int, checked: _Checked | None) -> list[Break]:
+        """Set seq, prev and last from the last complete lines (``checked``: the last
+        line's `check_line`); return breaks to record."""
         self._size = self._synced = self._fsynced = end
         if end == 0:
             return []
-        start = last_newline_end(reader, end - 1)
-        body = os.pread(reader, end - 1 - start, start)
-        obj, reason, _ = check_line(body)
+        start = tail.last_newline_end(end - 1)
+        body = tail.read(start, end - 1)
+        obj, reason, _ = checked or check_line(body)
         before: bytes | None = None
         if start > 0:
-            before_start = last_newline_end(reader, start - 1)
-            before = os.pread(reader, start - 1 - before_start, before_start)
+            before_start = tail.last_newline_end(start - 1)
+            before = tail.read(before_start, start - 1)
         if reason is None and obj is not None and self._links(obj, before):
             self._seq, self._prev = obj["seq"], sha256_hex(body)
             self._last = self._durable = self._read_event(obj, body, start)

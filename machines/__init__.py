@@ -4,8 +4,8 @@ The public surface a host needs: the journal and body protocols (with in-memory
 versions and the durable `DiskBody`), the host's `Vocabulary`, turn ids
 (`new_turn_id`), the retry fork, the steps protocol and what a step may return,
 the context a step gets, effects and tools, keys and causes, starting, resuming
-and skipping turns, the session (single flight, steering, stop), waits, the fold,
-crash points and errors.
+and skipping turns (`run_sync` drives one from sync code), the session (single
+flight, steering, stop), waits, the fold, crash points and errors.
 """
 
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from machines.host_vocabulary import HZ, Vocabulary
     from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
     from machines.keys import Wake, coalesce, key_action
+    from machines.loop import run_sync
     from machines.resume import (
         Pins,
         new_turn_id,
@@ -99,6 +100,7 @@ __all__ = [
     "recorded_in",
     "resume_turn",
     "retry_fork",
+    "run_sync",
     "skip_turn",
     "start_turn",
     "supersede",
@@ -130,6 +132,7 @@ _WHERE: dict[str, str] = {
     "InMemoryJournal": "machines.journal",
     "Journal": "machines.journal",
     "content_hash": "machines.journal",
+    "run_sync": "machines.loop",
     "Wake": "machines.keys",
     "coalesce": "machines.keys",
     "key_action": "machines.keys",

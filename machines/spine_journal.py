@@ -15,6 +15,15 @@ so the effect ledger never performs a key the spine records as done: the bytes a
 `SpineIndex.scan` read are answered from the ``effect.done`` lines it read there
 (``scanned_done``, apart from the keys the index serves), the rest (lines appended
 since, or every line for an index built otherwise) by a byte search for the key.
+
+A process that runs one turn after another on a spine keeps the index of its last
+journal and passes it to the next open (``SpineJournal.open(spine, index=held)``,
+`SpineIndex.catch_up`): when the spine's last line (which `Spine.open` read from the
+file) is the held index's last line, no line is read; when other lines follow it, only
+they are; otherwise (the file does not hold that line as it was) the spine is scanned.
+Each line carries the hash of the one before, so a file that ends in the index's last
+line holds every line the index took in: what its own journal appended counts then as
+read from the file (``scanned_done``), as a scan would have read it.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import LedgerError
 from ledger.event import Event, canonical
 from ledger.reading import parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
@@ -53,6 +63,11 @@ class SpineIndex:
     complete: bool = True
     scanned_to: int = field(default=0, compare=False)
     scanned_done: dict[str, str] = field(default_factory=dict, compare=False)
+    last_offset: int = field(default=0, compare=False)
+    """Where the last line taken in starts."""
+    taken_done: dict[str, str] = field(default_factory=dict, compare=False)
+    """The ``effect.done`` hash per key taken in (`add`) after ``scanned_to``: counted as
+    read from the file once the file is seen to end in a line taken in after them."""
 
     def add(self, event: Event) -> None:
         """Take in one event (call it for every event, in order)."""
@@ -60,7 +75,15 @@ class SpineIndex:
             self.turn_offsets.setdefault(event.turn, event.offset)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
-        self.last_seq, self.last_hash = event.seq, event.hash
+        if event.kind == "effect.done" and event.key is not None:
+            self.taken_done[event.key] = str(event.data.get("hash"))
+        self.last_seq, self.last_hash, self.last_offset = event.seq, event.hash, event.offset
+
+    def _read_to_last(self) -> None:
+        """Every line taken in is in the file as taken in: count them as scanned."""
+        self.scanned_done.update(self.taken_done)
+        self.taken_done.clear()
+        self.scanned_to = self.last_offset
 
     @classmethod
     def scan(cls, path: Path, *, upgrades: Upgrades | None = None) -> SpineIndex:
@@ -74,14 +97,40 @@ class SpineIndex:
                 "open the spine first (Spine.open creates it), then scan spine.path",
             )
         index = cls()
-        last = 0
         for event in read_events(file, upgrades=upgrades):
             index.add(event)
-            last = event.offset
-            if event.kind == "effect.done" and event.key is not None:
-                index.scanned_done[event.key] = str(event.data.get("hash"))
-        index.scanned_to = last  # the last line is searched again: harmless, and never missed
+        index._read_to_last()  # the last line is searched again: harmless, and never missed
         return index
+
+    @classmethod
+    def catch_up(
+        cls, held: SpineIndex, spine: Spine, *, upgrades: Upgrades | None = None
+    ) -> SpineIndex:
+        """``held`` (the index of an earlier journal over this spine, whose spine was
+        closed) brought up to ``spine``'s end, reading only the lines after its last
+        line; a new `scan` when the file does not hold that line as it was (or ``held``
+        is not complete)."""
+        last = spine.last
+        if held.complete and held.last_seq and last is not None:
+            if (last.seq, last.hash, last.offset) == (
+                held.last_seq,
+                held.last_hash,
+                held.last_offset,
+            ):
+                held._read_to_last()
+                return held
+            events = read_events(spine.path, from_offset=held.last_offset, upgrades=upgrades)
+            try:
+                first = next(events, None)
+            except LedgerError:  # not a line there: the file is not the one it indexed
+                first = None
+            if first is not None and (first.seq, first.hash) == (held.last_seq, held.last_hash):
+                held._read_to_last()
+                for event in events:
+                    held.add(event)
+                held._read_to_last()
+                return held
+        return cls.scan(spine.path, upgrades=upgrades)
 
     @classmethod
     def at_tail(cls, spine: Spine) -> SpineIndex:
@@ -147,9 +196,16 @@ class SpineJournal:
         self.upgrades = upgrades
 
     @classmethod
-    def open(cls, spine: Spine, *, upgrades: Upgrades | None = None) -> SpineJournal:
-        """The journal over ``spine`` with an index scanned from it (one pass)."""
-        return cls(spine, SpineIndex.scan(spine.path, upgrades=upgrades), upgrades=upgrades)
+    def open(
+        cls, spine: Spine, *, index: SpineIndex | None = None, upgrades: Upgrades | None = None
+    ) -> SpineJournal:
+        """The journal over ``spine`` with an index scanned from it (one pass), or with
+        ``index`` (an earlier journal's, held by the caller) caught up with it
+        (`SpineIndex.catch_up`: only the lines after the index's last line are read)."""
+        if index is None:
+            return cls(spine, SpineIndex.scan(spine.path, upgrades=upgrades), upgrades=upgrades)
+        caught = SpineIndex.catch_up(index, spine, upgrades=upgrades)
+        return cls(spine, caught, upgrades=upgrades)
 
     def append(
         self,

@@ -31,7 +31,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
 from heinzel.turns.record import EngineRecorder, SessionBody
-from machines import Acted, Effect, Fail, LocalProbe, TurnContext
+from machines import Acted, Effect, Fail, LocalProbe, TurnContext, run_sync
 from machines.effects import recorded_in
 
 __all__ = ["CREATED_BODY", "CreatedSteps", "check_created"]
@@ -167,7 +167,6 @@ def _created_model(service: Any) -> Any:
 
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
-    import asyncio
     from pathlib import Path
 
     from heinzel.ids import new_id, validate_name
@@ -210,7 +209,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
         turn = "tn-" + new_id(service.clock)[3:]
         wake = Wake("created", keys.created(heinzel_id))
         try:
-            state = asyncio.run(session.start(turn, [wake], Pins()))
+            state = run_sync(session.start(turn, [wake], Pins()))
         finally:
             steps.body.close()
         row = service.queries.row(heinzel_id)

@@ -11,7 +11,6 @@ ends it runs one follow-up turn with every requested cause, and so on until none
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from decimal import Decimal
@@ -66,6 +65,7 @@ from machines import (
     coalesce,
     crash_hook,
     keys,
+    run_sync,
     skip_turn,
 )
 from machines import Settings as MachineSettings
@@ -387,7 +387,7 @@ class TurnHost:
         try:
             with interruptible() as interrupt:
                 delivery.interrupted = lambda: interrupt.signal
-                states = asyncio.run(run(session))
+                states = run_sync(run(session))
             if interrupt.signal is not None:
                 self.interrupted = interrupt.signal
             for state in states:

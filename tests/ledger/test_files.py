@@ -10,6 +10,7 @@ import pytest
 
 from ledger.errors import LedgerError
 from ledger.files import (
+    TailBlock,
     ensure_private_dir,
     last_newline_end,
     open_append,
@@ -133,5 +134,20 @@ class TestReading:
         fd = open_read(tmp_path / "f")
         try:
             assert last_newline_end(fd, len(content), chunk=1) == expected
+        finally:
+            os.close(fd)
+
+    @pytest.mark.parametrize("block", [1, 3, 7, 64])
+    def test_a_tail_block_answers_as_the_file_does(self, tmp_path: Path, block: int) -> None:
+        """TailBlock finds every line end and reads every span as the file itself
+        gives them, within its block or before it."""
+        content = b"ab\ncdefgh\n\nijklmnopqrstu\nvw"
+        (tmp_path / "f").write_bytes(content)
+        fd = open_read(tmp_path / "f")
+        try:
+            tail = TailBlock(fd, len(content), block=block)
+            for size in range(len(content) + 1):
+                assert tail.last_newline_end(size) == last_newline_end(fd, size)
+                assert tail.read(size // 2, size) == content[size // 2 : size]
         finally:
             os.close(fd)

@@ -270,6 +270,30 @@ class TestTornTail:
         assert verify(tmp_path / "session.jsonl").ok
 
 
+class TestLongLines:
+    def test_lines_longer_than_the_tail_block_reopen_and_contain_a_torn_tail(
+        self, tmp_path: Path
+    ) -> None:
+        """Last lines of about 12 KB (more than the block an open reads at once) are
+        found and chained on reopen, and a torn tail after them is still moved aside."""
+        with Spine.open(tmp_path, clock=clock) as spine:
+            wide = [
+                spine.append("test.wide", {f"k{j}": j * 1000 + i for j in range(900)})
+                for i in range(3)
+            ]
+        assert len(wide[-1].line()) > 8192
+        with (tmp_path / "session.jsonl").open("ab") as handle:
+            handle.write(b'{"torn')
+        with Spine.open(tmp_path, clock=clock) as spine:
+            assert spine.last is not None
+            assert (spine.last.kind, spine.last.seq, spine.last.prev) == (
+                TORN_TAIL,
+                4,
+                wide[-1].hash,
+            )
+        assert verify(tmp_path / "session.jsonl").ok
+
+
 def damage(path: Path, line_index: int, old: bytes, new: bytes) -> None:
     lines = path.read_bytes().split(b"\n")
     assert old in lines[line_index]

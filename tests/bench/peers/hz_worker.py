@@ -10,8 +10,12 @@ places one draft through the fake world under a key of its own, effect ledger an
 (``effect.started`` fsynced before it): hz's fixed cost per workflow, beside the peers'
 start and end; a turn of N calls makes N + 4 fsyncs. What hz's turn host does besides
 and this worker does not: the heinzel index's rows per line (SQLite, ``on_durable``),
-the contract and the session's view read at the turn's start; this worker scans the
-spine instead (`SpineJournal.open`). Every turn of a mode runs in one session, as the
+the contract and the session's view read at the turn's start. Where the host's journal
+answers from that index, this worker keeps its journal's `SpineIndex` in memory from
+one turn of a session to the next (the first turn in a process scans the spine), and
+reads at a turn's start only the spine's lines after it (`SpineJournal.open` with
+``index``); like the host it drives each turn on its thread's one event loop
+(`machines.run_sync`). Every turn of a mode runs in one session, as the
 peers' workflows share one store. Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
 less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
@@ -22,7 +26,6 @@ the process).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -33,7 +36,16 @@ from heinzel.turns.record import write_lazily
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine
-from machines import DiskBody, Pins, Settings, SpineJournal, Wake, start_turn
+from machines import (
+    DiskBody,
+    Pins,
+    Settings,
+    SpineIndex,
+    SpineJournal,
+    Wake,
+    run_sync,
+    start_turn,
+)
 from machines.resume import prepare_resume
 from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
 from machines.tools import ToolDecl
@@ -55,6 +67,10 @@ def body(spine: Spine, directory: Path) -> DiskBody:
     return DiskBody(bodies)
 
 
+HELD: dict[Path, SpineIndex] = {}
+"""Each session's index as its last turn left it (the host's is the heinzel index)."""
+
+
 def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
     clock = ManualClock()
     settings = Settings(clock=clock, sleep=RecordingSleep())
@@ -67,9 +83,9 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
 
     directory.mkdir(parents=True, exist_ok=True)
     with Spine.open(directory, clock=clock, on_durable=[crash]) as spine:
-        journal = SpineJournal.open(spine)
+        journal = SpineJournal.open(spine, index=HELD.get(directory))
         start = time.perf_counter()
-        asyncio.run(
+        run_sync(
             start_turn(
                 journal,
                 body(spine, directory),
@@ -80,7 +96,9 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
                 pins=Pins(1),
             )
         )
-        return time.perf_counter() - start
+        took = time.perf_counter() - start
+    HELD[directory] = journal.index
+    return took
 
 
 def fsyncs_of(directory: Path, n: int, name: str) -> int:
@@ -120,7 +138,7 @@ def main() -> None:
                 journal, body(spine, directory), steps(n, "crashed"), settings, turn="crashed"
             )
             assert run is not None
-            asyncio.run(run.drive())
+            run_sync(run.drive())
         print(json.dumps({"recovered": True}))
 
 

@@ -1,0 +1,98 @@
+"""run_sync: one event loop per thread, each run as asyncio.run would run it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import threading
+
+import pytest
+
+from machines.loop import run_sync
+
+SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
+
+
+async def loop_now() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+def in_thread() -> asyncio.AbstractEventLoop:
+    found: list[asyncio.AbstractEventLoop] = []
+    thread = threading.Thread(target=lambda: found.append(run_sync(loop_now())))
+    thread.start()
+    thread.join()
+    return found[0]
+
+
+class TestRunSync:
+    def test_runs_of_one_thread_share_its_loop_and_threads_do_not(self) -> None:
+        """Two runs in a thread see one loop; another thread's run sees its own."""
+        first, second = run_sync(loop_now()), run_sync(loop_now())
+        assert first is second
+        assert in_thread() is not first
+
+    def test_a_thread_loop_is_closed_when_the_thread_ends(self) -> None:
+        """The loop of a thread that ended is closed (no loop left open behind it)."""
+        loop = in_thread()
+        gc.collect()
+        assert loop.is_closed()
+
+    def test_a_context_variable_set_in_a_run_does_not_reach_the_next(self) -> None:
+        """Each run gets a copy of the caller's context, as with asyncio.run."""
+
+        async def set_and_read() -> str:
+            before = SEEN.get()
+            SEEN.set("set")
+            return before
+
+        assert [run_sync(set_and_read()), run_sync(set_and_read())] == ["unset", "unset"]
+
+    def test_a_task_a_run_leaves_behind_is_cancelled(self) -> None:
+        """A task still pending when the coroutine returns is cancelled before run_sync
+        returns, so nothing of one run runs into the next."""
+        started: list[asyncio.Task[None]] = []
+
+        async def leave_one() -> None:
+            started.append(asyncio.get_running_loop().create_task(asyncio.sleep(60)))
+            await asyncio.sleep(0)
+
+        run_sync(leave_one())
+        assert started[0].cancelled()
+
+    def test_an_interrupt_leaves_the_next_run_a_fresh_loop(self) -> None:
+        """A KeyboardInterrupt propagates, closes the thread's loop, and the next run
+        gets a new one."""
+        before = run_sync(loop_now())
+
+        async def interrupted() -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            run_sync(interrupted())
+        assert before.is_closed()
+        assert run_sync(loop_now()) is not before
+
+    def test_a_run_inside_a_running_loop_is_refused(self) -> None:
+        """As asyncio.run, run_sync refuses to run inside a running loop."""
+
+        async def nested() -> None:
+            inner = loop_now()
+            try:
+                run_sync(inner)
+            finally:
+                inner.close()
+
+        with pytest.raises(RuntimeError, match="running event loop"):
+            asyncio.run(nested())
+
+    def test_an_exception_of_the_coroutine_propagates(self) -> None:
+        """What the coroutine raises is raised by run_sync, and the loop stays usable."""
+
+        async def failing() -> None:
+            raise ValueError("boom")
+
+        with pytest.raises(ValueError, match="boom"):
+            run_sync(failing())
+        assert run_sync(loop_now()) is run_sync(loop_now())

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import importlib
 import json
 import os
@@ -47,6 +46,7 @@ from machines.errors import MachineError
 from machines.fold import TurnState, fold
 from machines.journal import Journal
 from machines.keys import Wake, coalesce
+from machines.loading import loading
 from machines.resume import Pins, resume_turn, start_turn
 from machines.runner import Settings
 from machines.spine_journal import SpineIndex, SpineJournal
@@ -158,12 +158,10 @@ Scenario = Callable[[Rig], Coroutine[Any, Any, TurnState | None]]
 
 def _child(target: str, workdir: Path) -> int:
     module, _, name = target.partition(":")
-    # One scenario and the process ends: its module (a host's agent library, often large)
-    # loads with the collector paused, then frozen, so no collection walks it again.
-    gc.disable()
-    scenario: Scenario = getattr(importlib.import_module(module), name)
-    gc.freeze()
-    gc.enable()
+    # its module (a host's agent library, often large) loads with the collector paused,
+    # then frozen, so no collection walks it again
+    with loading():
+        scenario: Scenario = getattr(importlib.import_module(module), name)
     try:
         state = asyncio.run(scenario(Rig(workdir)))
     except MachineError as error:

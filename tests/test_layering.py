@@ -36,7 +36,6 @@ BASE = {
     "heinzel.errors",
     "heinzel.fingerprint",
     "heinzel.ids",
-    "heinzel.loading",
     "heinzel.logs",
     "heinzel.vocabulary",
 }

@@ -156,8 +156,8 @@ class CreatedSteps:
 
 
 def _created_model(service: Any) -> Any:
-    """The created turn's model, pydantic-ai and the provider loaded as `heinzel.loading` does."""
-    from heinzel.loading import loading
+    """The created turn's model, pydantic-ai and the provider loaded as `machines.loading` does."""
+    from machines.loading import loading
 
     with loading():
         from heinzel.turns.models import turn_model

@@ -258,7 +258,7 @@ class TurnHost:
         one: pydantic-ai and the provider load there (a resumed act loads neither)."""
         if self.model is not None:
             return self.model
-        from heinzel.loading import loading
+        from machines.loading import loading
 
         with loading():
             from heinzel.turns.models import turn_model

@@ -1,4 +1,5 @@
-"""Loading large libraries (pydantic-ai, a provider's SDK) once per process, cheaply.
+"""Loading large libraries (pydantic-ai, a provider's SDK, a host's agent module) once per
+process, cheaply.
 
 Importing pydantic-ai makes hundreds of thousands of objects; with the cyclic garbage
 collector on, every few hundred of them start a collection that walks what exists, so

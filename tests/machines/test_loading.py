@@ -1,4 +1,4 @@
-"""`heinzel.loading`: large imports with the collector paused, then frozen once."""
+"""`machines.loading`: large imports with the collector paused, then frozen once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 SCRIPT = """
 import gc, json
-from heinzel.loading import loading
+from machines.loading import loading
 
 seen = {}
 with loading():

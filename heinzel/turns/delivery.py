@@ -16,8 +16,10 @@ the request into a spine line, at its next step boundary and before each model r
   under the wake's own key, at any step; like a chat it stays pending until a turn has the
   key, and the follow-up turn runs it (approvals each in a turn of their own, `batches`).
 
-Idempotent by request id: a request whose key a turn already has, or that this turn
-already steered, is taken and never journalled again. After the turn, `follow_ups`
+Idempotent by request id: a request whose key a turn already has, or that a turn already
+steered (this one; or another that is still open, as one a process was killed in before it
+took the request, whose resume delivers it; or one whose model received it), is taken and
+never journalled again. After the turn, `follow_ups`
 gives every requested cause (from the fold, so a resumed turn keeps those requested
 before a crash), the steers no model request received, and the chats that came after the
 last poll, for one follow-up turn.
@@ -45,7 +47,7 @@ from heinzel.turns.failure import root_cause
 from heinzel.turns.record import IndexedJournal
 from ledger.errors import HzError
 from ledger.event import Clock
-from machines import Journal, Session, TurnContext, TurnState, Wake, keys
+from machines import Session, TurnContext, TurnState, Wake, keys
 from machines.keys import order
 from machines.steps import Acted, Fail, Steps, Wait
 
@@ -60,7 +62,7 @@ TURN_KINDS = frozenset({"turn.started", "turn.skipped"})
 class Delivery:
     """The pending requests of one Heinzelmännchen, delivered to its running turn."""
 
-    def __init__(self, home: Home, heinzel_id: str, journal: Journal, clock: Clock) -> None:
+    def __init__(self, home: Home, heinzel_id: str, journal: IndexedJournal, clock: Clock) -> None:
         self.inbox = Inbox(home, heinzel_id)
         self.heinzel = heinzel_id
         self.journal = journal
@@ -75,6 +77,15 @@ class Delivery:
             for e in self.journal.turn_events(turn)
             if e.kind == "turn.steered"
         }
+
+    def _steered_elsewhere(self, pending: Sequence[Request]) -> set[str]:
+        """The pending chats already steered into a turn that is still open (a turn a dead
+        process left, killed before it took the request: its resume delivers them) or
+        whose model received them; a chat the turn ended without is not among them."""
+        chats = [r for r in pending if r.kind == "chat"]
+        if not chats:
+            return set()
+        return _steered_since(self.journal, self.heinzel, min(r.at for r in chats))
 
     def _kinds(self, request: Request) -> set[str]:
         key = keys.asked(self.heinzel, request.request_id)
@@ -109,6 +120,7 @@ class Delivery:
         if not pending:
             return
         steered = self._steered(run.turn)
+        elsewhere: set[str] | None = None  # steered into another turn (read when needed)
         for request in pending:
             if request.kind == "stop":
                 if request.message not in ("", run.turn):
@@ -124,6 +136,11 @@ class Delivery:
             kinds = self._kinds(request)
             if request.request_id in steered or kinds & TURN_KINDS:
                 self._take(request)
+                continue
+            if elsewhere is None:
+                elsewhere = self._steered_elsewhere(pending)
+            if request.request_id in elsewhere:
+                self._take(request)  # that turn (or its resume) delivers it
             elif "turn.requested" in kinds:
                 continue
             else:

@@ -375,7 +375,7 @@ class TurnHost:
     def _drive(
         self,
         env: TurnEnv,
-        journal: Journal,
+        journal: IndexedJournal,
         run: Callable[[Session], Coroutine[Any, Any, list[TurnState]]],
     ) -> tuple[list[TurnState], list[Wake]]:
         """Run a session whose steps deliver the inbox; what ran and the follow-up wakes."""

@@ -262,3 +262,49 @@ def test_two_chats_at_once_are_each_delivered_once(
     assert len(steered) == len(set(steered)) == 2
     assert not (sync / "request-3.json").exists()  # two model requests, one turn's
     assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_a_chat_steered_into_a_turn_a_dead_process_left_is_not_steered_again(
+    make_service: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn killed right after it was steered with a chat leaves that request untaken; the
+    `hz heinzel chat` that waited for the lock meanwhile runs its own turn, which must not
+    steer the same request again: the open turn's resume delivers it, to that turn only."""
+    service, heinzel_id, _ = make_service()
+    Inbox(service.home, heinzel_id).write("rq-0000early", "chat", TEXT, at=NOW)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    monkeypatch.setenv("HZ_CRASH_AT", "after:turn.steered")
+    child = Child(service, heinzel_id, sync, "start")  # holds the lock before its turn starts
+    monkeypatch.delenv("HZ_CRASH_AT")
+    child.ready()
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+    chat = subprocess.Popen(
+        [hz, "heinzel", "chat", "notes-digest", "and the second thing"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _waiting_for_lock(chat, service.home.session_dir(heinzel_id) / "lock")  # no turn ran yet
+    with (sync / "go").open("w") as go:
+        go.write("go\n")
+    _, err = child.proc.communicate(timeout=60)
+    assert child.proc.returncode == 137, err  # killed right after its first steer
+    _, err = chat.communicate(timeout=120)
+    assert chat.returncode == 0, err
+    adapters = default_adapters(service.settings)
+    for _ in range(2):
+        Tick(service, Turns(service), adapters, sleep=lambda _s: None).run()
+    steered = _events(service, heinzel_id, "turn.steered")
+    early = [e for e in steered if e.data["request_id"] == "rq-0000early"]
+    assert len(early) == 1, [e.turn for e in early]
+    finished = {
+        e.turn: e.data["disposition"] for e in _events(service, heinzel_id, "turn.finished")
+    }
+    assert finished[early[0].turn] == "drafted"  # the killed turn resumed and received it
+    body = (service.home.turns_dir(heinzel_id) / f"{early[0].turn}.jsonl").read_text()
+    assert TEXT in body
+    assert Inbox(service.home, heinzel_id).pending() == []

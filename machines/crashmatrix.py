@@ -210,7 +210,7 @@ def run_matrix(
     if done.returncode != 0:
         failure = f"the matrix's parent process failed: exit {done.returncode}: {done.stderr}"
         return MatrixReport(scenario, failures=[failure])
-    return MatrixReport(**json.loads(done.stdout))
+    return MatrixReport(**json.loads(done.stdout.splitlines()[-1]))  # the last line
 
 
 def matrix(

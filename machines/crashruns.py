@@ -80,23 +80,32 @@ def forked(play: Callable[[Path], int]) -> Callable[[Run], Started]:
     """Start each run as a forked child that calls ``play(workdir)`` and exits with its
     result (a crash point inside exits 137 first)."""
 
+    running: set[int] = set()  # the pipes of the runs under way (``drive``'s jobs)
+
     def start(run: Run) -> Started:
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; its exit status is what is tested
-            _child(read, write, run, play)
+            _child({read, *running}, write, run, play)
         os.close(write)
-        return Started(read, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        running.add(read)
+
+        def reap() -> int:
+            running.discard(read)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+        return Started(read, reap)
 
     return start
 
 
-def _child(read: int, write: int, run: Run, play: Callable[[Path], int]) -> None:
+def _child(inherited: set[int], write: int, run: Run, play: Callable[[Path], int]) -> None:
     code = 1
     try:
-        os.close(read)
+        for fd in inherited:  # no handle of another run's reaches this one
+            os.close(fd)
         os.dup2(write, 2)
         os.close(write)
         null = os.open(os.devnull, os.O_WRONLY)

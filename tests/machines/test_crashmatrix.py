@@ -129,6 +129,27 @@ class TestForkAndSpawn:
             json.loads((tmp_path / "runs" / "clean" / "outcome.json").read_text())
         )
 
+    @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists fds through /proc")
+    def test_a_forked_run_holds_no_handle_of_a_run_beside_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With jobs=3 every run starts with the same open files as the clean run did alone:
+        no pipe of a run under way beside it."""
+        (tmp_path / "fd_host.py").write_text(
+            "import os\n"
+            "from machines.scenarios import drafting\n"
+            "async def scenario(rig):\n"
+            "    fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd'))\n"
+            "    (rig.workdir / 'fds.txt').write_text(repr(fds))\n"
+            "    return await drafting(rig)\n"
+        )
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+        report = run_matrix("fd_host:scenario", tmp_path / "runs", select=SOME, jobs=3)
+        assert (report.mode, report.failures) == ("fork", [])
+        seen = {p.parent.name: p.read_text() for p in (tmp_path / "runs").glob("*/fds.txt")}
+        assert sorted(seen) == sorted(["clean", "loop", *SOME])
+        assert set(seen.values()) == {seen["clean"]}
+
 
 class TestFromTheCommandLine:
     @pytest.mark.parametrize("mode", ["fork", "spawn"])

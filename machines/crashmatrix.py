@@ -1,12 +1,12 @@
 """The crash matrix: kill a real process at every durable boundary of a scenario.
 
 A *scenario* is a module-level async function ``scenario(rig) -> TurnState | None``
-that builds a journal, steps and a fake world from its `Rig` and starts or resumes
-its turn (`Rig.run` applies the key rule). `run_matrix`:
+that builds a journal, steps and a fake world from its `Rig` (`machines.matrix_rig`)
+and starts or resumes its turn (`Rig.run` applies the key rule). `run_matrix`:
 
-1. runs the scenario once cleanly in a subprocess and counts its boundaries:
+1. runs the scenario once cleanly in a process of its own and counts its boundaries:
    every spine append, and every write of the fake world;
-2. for each boundary, runs it in a fresh directory in a subprocess that
+2. for each boundary, runs it in a fresh directory in a process that
    ``os._exit(137)``s there (``HZ_CRASH_AT=append:<n>``, or the world's own
    ``HZ_MATRIX_WORLD_CRASH=<n>`` right after its n-th write), then resumes it in
    fresh processes until the turn is final (at most ``max_resumes + 1`` times);
@@ -15,7 +15,12 @@ its turn (`Rig.run` applies the key rule). `run_matrix`:
    the chain verifies, and the clean run's final disposition is reached.
 
 Then one *crash loop*: a turn that dies at the first append of every resume must end
-abandoned ``max-resumes``. A host runs it over its own scenario from the command
+abandoned ``max-resumes``. Every run is a real process killed for real, and all that
+the next run sees comes from the files the last one left: by default a child forked
+from a parent that imported the scenario's module once and never runs it itself
+(``--spawn``: a fresh interpreter per run; `machines.crashruns` says how each way
+starts and why a fork is as pristine). ``jobs`` runs that many boundaries at once,
+each in its own directory. A host runs it over its own scenario from the command
 line: ``python -m machines.crashmatrix my_host:scenario`` (`main`; exit 1 when a
 boundary broke a promise). Failures are collected in the `MatrixReport`; the
 scenario functions shipped in `machines.scenarios` include a deliberately unsafe one.
@@ -31,137 +36,47 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ledger.event import parse_ts
-from ledger.spine import Spine, verify
-from machines.crash import CRASH_EXIT, crash_hook
-from machines.disk_body import DiskBody
-from machines.effects import Presence
+from ledger.spine import verify
+from machines.crash import CRASH_EXIT
+from machines.crashruns import Exit, Job, Run, Started, drive, forked, spawned, threads
 from machines.errors import MachineError
-from machines.fold import TurnState, fold
-from machines.journal import Journal
-from machines.keys import Wake, coalesce
 from machines.loading import loading
-from machines.resume import Pins, resume_turn, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.steps import Steps
+from machines.matrix_rig import WORLD_CRASH, FileWorld, Rig, Scenario, lines_of
 
-WORLD_CRASH = "HZ_MATRIX_WORLD_CRASH"
+__all__ = [
+    "WORLD_CRASH",
+    "FileWorld",
+    "MatrixReport",
+    "Observed",
+    "Options",
+    "Rig",
+    "Scenario",
+    "main",
+    "matrix",
+    "run_matrix",
+]
+
 MACHINE_ERROR_EXIT = 3
+"""A run's exit status when the scenario ended with a coded `MachineError`."""
 
 
-def _append_line(path: Path, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\n").encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
-class FileWorld:
-    """A fake world kept in a file: one line per effect performed."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.crash_at = int(os.environ.get(WORLD_CRASH, "0") or 0)
-        self.writes = 0
-
-    async def perform(self, key: str) -> dict[str, str]:
-        """Write the effect (durably), then die here if this write is the crash point."""
-        _append_line(self.path, key)
-        self.wrote()
-        return {"placed": key}
-
-    def wrote(self) -> None:
-        """Count one durable write of the world; die if it is the crash point (a host's
-        own world calls this after each of its writes to ``path``)."""
-        self.writes += 1
-        if self.writes == self.crash_at:
-            os._exit(CRASH_EXIT)
-
-    async def probe(self, key: str) -> Presence:
-        """Present when the key was written."""
-        return "present" if self.has(key) else "absent"
-
-    def has(self, key: str) -> bool:
-        """The same question as a local record answers it."""
-        return key in _lines(self.path)
-
-
-class Rig:
-    """What a scenario gets in its process: a spine, a body, a world, spend and tools."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        now = os.environ.get("HZ_NOW")
-        moment = parse_ts(now) if now else datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
-        self.clock = lambda: moment
-        self.body = DiskBody(workdir / "spine")
-        self.world = FileWorld(workdir / "world.log")
-        self.settings = Settings(clock=self.clock, sleep=_no_sleep)
-        self._spine: Spine | None = None
-
-    def journal(self) -> SpineJournal:
-        """The spine in ``workdir/spine``, with the crash hook installed."""
-        spine = Spine.open(self.workdir / "spine", clock=self.clock, on_durable=[crash_hook()])
-        self._spine = spine
-        return SpineJournal(spine, SpineIndex.scan(spine.path))
-
-    def charge(self, usd: float) -> None:
-        """Record a model request's cost in the spend file."""
-        _append_line(self.workdir / "spend.log", f"{usd}")
-
-    def tool_ran(self, name: str) -> None:
-        """Record a tool run in the tools file."""
-        _append_line(self.workdir / "tools.log", name)
-
-    async def run(
-        self,
-        journal: Journal,
-        steps: Steps,
-        *,
-        turn: str,
-        wakes: Sequence[Wake],
-        pins: Pins,
-        settings: Settings | None = None,
-    ) -> TurnState:
-        """Start the turn, or resume it, or leave it, as the key rule says
-        (``settings``: the host's, e.g. with its vocabulary; the rig's by default)."""
-        settings = settings or self.settings
-        plan = coalesce(journal, wakes)
-        if plan.resume:
-            return await resume_turn(journal, self.body, steps, settings, turn=plan.resume[0])
-        if plan.start:
-            return await start_turn(
-                journal, self.body, steps, settings, turn=turn, wakes=plan.start, pins=pins
-            )
-        return fold(turn, journal.turn_events(turn), settings.vocabulary)
-
-
-async def _no_sleep(_seconds: float) -> None:
-    """The rig never waits between retries."""
-
-
-Scenario = Callable[[Rig], Coroutine[Any, Any, TurnState | None]]
-
-
-def _child(target: str, workdir: Path) -> int:
+def _load(target: str) -> Scenario:
     module, _, name = target.partition(":")
     # its module (a host's agent library, often large) loads with the collector paused,
-    # then frozen, so no collection walks it again
+    # then frozen, so no collection walks it again (nor copies it in a forked child)
     with loading():
         scenario: Scenario = getattr(importlib.import_module(module), name)
+    return scenario
+
+
+def _play(scenario: Scenario, workdir: Path) -> int:
+    """One run, in its own process: the scenario on a fresh event loop, its outcome written."""
     try:
         state = asyncio.run(scenario(Rig(workdir)))
     except MachineError as error:
@@ -193,30 +108,32 @@ class Observed:
         outcome_path = workdir / "outcome.json"
         outcome = json.loads(outcome_path.read_text()) if outcome_path.exists() else {}
         counts: dict[str, int] = {}
-        for key in _lines(workdir / "world.log"):
+        for key in lines_of(workdir / "world.log"):
             counts[key] = counts.get(key, 0) + 1
         tools: dict[str, int] = {}
-        for name in _lines(workdir / "tools.log"):
+        for name in lines_of(workdir / "tools.log"):
             tools[name] = tools.get(name, 0) + 1
         spine = workdir / "spine" / "session.jsonl"
         return cls(
             outcome=outcome,
             world=counts,
-            spend=round(sum(float(x) for x in _lines(workdir / "spend.log")), 6),
+            spend=round(sum(float(x) for x in lines_of(workdir / "spend.log")), 6),
             tools=tools,
-            appends=len(_lines(spine)),
+            appends=len(lines_of(spine)),
             chain_ok=verify(spine).ok,
         )
 
 
 @dataclass
 class MatrixReport:
-    """What the matrix found: boundaries tried, subprocesses run, and every failure."""
+    """What the matrix found: boundaries tried, processes run (``mode``: each one forked
+    from a parent that imported the scenario once, or spawned afresh), every failure."""
 
     scenario: str
     boundaries: list[str] = field(default_factory=list)
     runs: int = 0
     failures: list[str] = field(default_factory=list)
+    mode: str = "fork"
 
     @property
     def ok(self) -> bool:
@@ -224,26 +141,16 @@ class MatrixReport:
         return not self.failures
 
 
-class _Runner:
-    def __init__(self, scenario: str, report: MatrixReport) -> None:
-        self.scenario = scenario
-        self.report = report
+@dataclass(frozen=True)
+class Options:
+    """How to run a matrix (`run_matrix`'s keywords), as its parent process is given them."""
 
-    def run(self, workdir: Path, crash: dict[str, str] | None = None) -> int:
-        env = {k: v for k, v in os.environ.items() if k not in ("HZ_CRASH_AT", WORLD_CRASH)}
-        env.update(crash or {})
-        workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.report.runs += 1
-        done = subprocess.run(
-            [sys.executable, "-m", "machines.crashmatrix", "--child", self.scenario, str(workdir)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode not in (0, CRASH_EXIT, MACHINE_ERROR_EXIT):
-            self.report.failures.append(f"{workdir.name}: exit {done.returncode}: {done.stderr}")
-        return done.returncode
+    max_resumes: int = 3
+    unsafe_tools: tuple[str, ...] = ("handoff",)
+    stop_at_first_failure: bool = False
+    crash_loop: bool = True
+    select: tuple[str, ...] | None = None
+    jobs: int = 1
 
 
 def _compare(name: str, clean: Observed, seen: Observed, unsafe_tools: Sequence[str]) -> list[str]:
@@ -272,54 +179,126 @@ def run_matrix(
     stop_at_first_failure: bool = False,
     crash_loop: bool = True,
     select: Sequence[str] | None = None,
+    spawn: bool = False,
+    jobs: int = 1,
 ) -> MatrixReport:
     """Run the matrix for ``scenario`` (``"module:function"``) under ``root``.
 
-    ``select`` limits it to the named boundaries (``world-1``, ``append-5``, ...).
+    ``select`` limits it to the named boundaries (``world-1``, ``append-5``, ...);
+    ``jobs`` runs that many boundaries at once. The runs are forked from a fresh parent
+    process (``python -m machines.crashmatrix``) that imports the scenario's module once,
+    so nothing of the caller's process reaches them; with ``spawn`` (and where there is
+    no ``os.fork``) each run is a fresh interpreter started from here.
     """
-    report = MatrixReport(scenario)
-    runner = _Runner(scenario, report)
-    if runner.run(root / "clean") != 0:
-        report.failures.append(f"clean run failed: {report.failures}")
+    options = Options(
+        max_resumes,
+        tuple(unsafe_tools),
+        stop_at_first_failure,
+        crash_loop,
+        None if select is None else tuple(select),
+        jobs,
+    )
+    if spawn or not hasattr(os, "fork"):
+        return matrix(scenario, root, options, spawned(scenario), "spawn")
+    parent = [sys.executable, "-m", "machines.crashmatrix", scenario, "--root", str(root)]
+    done = subprocess.run(
+        [*parent, "--parent", json.dumps(asdict(options))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        failure = f"the matrix's parent process failed: exit {done.returncode}: {done.stderr}"
+        return MatrixReport(scenario, failures=[failure])
+    return MatrixReport(**json.loads(done.stdout.splitlines()[-1]))  # the last line
+
+
+def matrix(
+    scenario: str, root: Path, options: Options, start: Callable[[Run], Started], mode: str
+) -> MatrixReport:
+    """The matrix from this process, every run a process ``start`` starts (this process
+    runs no scenario itself and opens no spine: it reads what the runs leave)."""
+    report = MatrixReport(scenario, mode=mode)
+
+    def counted(run: Run) -> Started:
+        report.runs += 1
+        return start(run)
+
+    [failures] = drive([_clean(root / "clean")], counted)
+    if failures:
+        report.failures.extend(failures)
         return report
-    clean = Observed.read(root / "clean")
+    jobs = _jobs(report, root, Observed.read(root / "clean"), options)
+    at_once, stop = options.jobs, options.stop_at_first_failure
+    for found in drive(jobs, counted, at_once=at_once, stop_at_first_failure=stop):
+        report.failures.extend(found)
+    return report
+
+
+def _status(name: str, ended: Exit, failures: list[str]) -> int:
+    if ended.status not in (0, CRASH_EXIT, MACHINE_ERROR_EXIT):
+        failures.append(f"{name}: exit {ended.status}: {ended.stderr}")
+    return ended.status
+
+
+def _clean(workdir: Path) -> Job:
+    failures: list[str] = []
+    if _status(workdir.name, (yield Run(workdir)), failures) != 0:
+        failures.append(f"clean run failed: {failures}")
+    return failures
+
+
+def _jobs(report: MatrixReport, root: Path, clean: Observed, options: Options) -> Iterator[Job]:
     writes = sum(clean.world.values())
     boundaries = [(WORLD_CRASH, n) for n in range(1, writes + 1)]
     boundaries += [("HZ_CRASH_AT", n) for n in range(1, clean.appends + 1)]
     for variable, n in boundaries:
         name = f"{'world' if variable == WORLD_CRASH else 'append'}-{n}"
-        if select is not None and name not in select:
+        if options.select is not None and name not in options.select:
             continue
-        report.boundaries.append(name)
-        workdir = root / name
         value = str(n) if variable == WORLD_CRASH else f"append:{n}"
-        if runner.run(workdir, {variable: value}) != CRASH_EXIT:
-            report.failures.append(f"{name}: the process did not die at its crash point")
-            continue
-        for _ in range(max_resumes + 1):
-            if runner.run(workdir) == 0:
-                break
-        report.failures.extend(_compare(name, clean, Observed.read(workdir), unsafe_tools))
-        if stop_at_first_failure and report.failures:
-            return report
-    if crash_loop:
-        _crash_loop(runner, root / "loop", clean.appends, max_resumes)
-    return report
+        yield _boundary(report, root / name, {variable: value}, clean, options)
+    if options.crash_loop:
+        yield _crash_loop(root / "loop", clean.appends, options.max_resumes)
 
 
-def _crash_loop(runner: _Runner, workdir: Path, appends: int, max_resumes: int) -> None:
-    runner.run(workdir, {"HZ_CRASH_AT": f"append:{max(1, appends // 2)}"})
+def _boundary(
+    report: MatrixReport, workdir: Path, crash: dict[str, str], clean: Observed, options: Options
+) -> Job:
+    name = workdir.name
+    report.boundaries.append(name)
+    failures: list[str] = []
+    if _status(name, (yield Run(workdir, crash)), failures) != CRASH_EXIT:
+        failures.append(f"{name}: the process did not die at its crash point")
+        return failures
+    for _ in range(options.max_resumes + 1):
+        if _status(name, (yield Run(workdir)), failures) == 0:
+            break
+    failures.extend(_compare(name, clean, Observed.read(workdir), options.unsafe_tools))
+    return failures
+
+
+def _crash_loop(workdir: Path, appends: int, max_resumes: int) -> Job:
+    failures: list[str] = []
+    crash = {"HZ_CRASH_AT": f"append:{max(1, appends // 2)}"}
+    _status("loop", (yield Run(workdir, crash)), failures)
     for _ in range(max_resumes):
-        runner.run(workdir, {"HZ_CRASH_AT": "append:1"})
-    runner.run(workdir)
+        _status("loop", (yield Run(workdir, {"HZ_CRASH_AT": "append:1"})), failures)
+    _status("loop", (yield Run(workdir)), failures)
     outcome = Observed.read(workdir).outcome
     if (outcome.get("state"), outcome.get("reason")) != ("abandoned", "max-resumes"):
-        runner.report.failures.append(f"crash loop: ended {outcome}, expected max-resumes")
+        failures.append(f"crash loop: ended {outcome}, expected max-resumes")
+    return failures
+
+
+def _refused(code: str, message: str, hint: str) -> int:
+    sys.stderr.write(MachineError(code, message, hint).render() + "\n")
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m machines.crashmatrix my_host:scenario [--root DIR]``: run the
-    matrix over a host's scenario, print what it found; exit 0 when no boundary
+    """``python -m machines.crashmatrix my_host:scenario [--root DIR] [--spawn] [--jobs N]``:
+    run the matrix over a host's scenario, print what it found; exit 0 when no boundary
     broke a promise, 1 otherwise."""
     parser = argparse.ArgumentParser(
         prog="python -m machines.crashmatrix",
@@ -329,33 +308,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, help="where the runs go (default: a temp dir)")
     parser.add_argument("--max-resumes", type=int, default=3)
     parser.add_argument("--unsafe-tool", action="append", default=None, dest="unsafe")
+    parser.add_argument(
+        "--spawn", action="store_true", help="start each run as a fresh interpreter, not a fork"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="boundaries run at once (1)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--parent", help=argparse.SUPPRESS)
     parser.add_argument("workdir", nargs="?", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return _child(args.scenario, args.workdir)
-    module, _, name = args.scenario.partition(":")
+        return _play(_load(args.scenario), args.workdir)
+    if args.jobs < 1:
+        return _refused(
+            "HZM066", f"--jobs {args.jobs} runs nothing", "give --jobs 1 or more (1: one at a time)"
+        )
     try:
-        getattr(importlib.import_module(module), name)
+        scenario = _load(args.scenario)
     except (ImportError, AttributeError, ValueError) as error:
-        refused = MachineError(
+        return _refused(
             "HZM065",
             f"cannot load the scenario {args.scenario!r}: {error}",
             "name an importable module and its async scenario function, module:function",
         )
-        sys.stderr.write(refused.render() + "\n")
-        return 1
+    options = Options(args.max_resumes, tuple(args.unsafe or ("handoff",)), jobs=args.jobs)
+    if args.parent:
+        options = Options(**json.loads(args.parent))
+    spawn = args.spawn or not hasattr(os, "fork")
+    if not spawn and threads() > 1:
+        spawn = True
+        sys.stderr.write(
+            "note: loading the scenario started a thread, and a process with threads is "
+            "not forked: each run is a fresh interpreter (as with --spawn)\n"
+        )
+    start = spawned(args.scenario) if spawn else forked(partial(_play, scenario))
     with tempfile.TemporaryDirectory(prefix="crashmatrix-") as scratch:
         root = args.root or Path(scratch)
-        report = run_matrix(
-            args.scenario,
-            root,
-            max_resumes=args.max_resumes,
-            unsafe_tools=args.unsafe or ("handoff",),
-        )
+        report = matrix(args.scenario, root, options, start, "spawn" if spawn else "fork")
+    if args.parent:
+        print(json.dumps(asdict(report)))
+        return 0
     print(
-        f"{report.scenario}: {len(report.boundaries)} boundaries, {report.runs} runs, "
-        f"{len(report.failures)} failures"
+        f"{report.scenario}: {len(report.boundaries)} boundaries, {report.runs} runs "
+        f"({report.mode}), {len(report.failures)} failures"
     )
     for line in report.failures:
         print(f"  {line}")
@@ -363,4 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the module the scenarios import (`Rig`), not a second copy of it as __main__
+    from machines.crashmatrix import main as _main
+
+    sys.exit(_main())

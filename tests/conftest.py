@@ -11,7 +11,6 @@ os.environ.pop("HZ_CRASH_AT", None)
 os.environ.pop("HZ_NOW", None)
 
 LONGEST = (
-    "tests/machines/test_notes_agent.py::test_the_crash_matrix",
     "tests/team/test_two_machines.py::test_a_week_of_daily_slots",
     "tests/turns/test_crash.py::TestCrashMatrix::",
     "tests/team/test_two_machines.py::",
@@ -22,6 +21,7 @@ LONGEST = (
     "tests/models/test_answer_text.py::",
     "tests/e2e/",
     "tests/machines/test_crashmatrix.py::",
+    "tests/machines/test_notes_agent.py::test_the_crash_matrix",
     "tests/models/test_chat_turns.py::",
     "tests/models/test_cli_paths.py::",
     "tests/loop/test_small_lies_more.py::",

@@ -10,7 +10,10 @@ process that recovers it and runs it to its end, timed from spawn to exit. The f
 is one small append and ``fsync`` on a file in the same directory. Medians over the
 rounds; every figure printed beside the others, and each peer as a ratio to hz. Also
 per round: a whole workflow of 5 steps in one process (start to end, the best of 3 after
-an untimed one), and hz's fsyncs per durable step (counted by its worker).
+an untimed one), and hz's fsyncs per durable step (counted by its worker). hz's step and
+5-step run are then split into whose time they are: the time inside ``os.fsync`` (the
+kernel's and the disk's), hz's CPU time with fsync stubbed out (``time.process_time``),
+and the rest (waking after an fsync, waiting for a core on a loaded machine).
 
 Then listing 500 and 10,000 of them, for the three, as a whole process and in process
 (``listing.py``; ``PEERS_LISTING=0`` leaves it out).

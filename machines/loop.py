@@ -10,16 +10,17 @@ behind is cancelled before it returns, so nothing of one turn runs into the next
 loop is closed when its thread ends (or at exit), and made anew after a fork or after
 an interrupt escaped it (KeyboardInterrupt, SystemExit).
 
-A run does what `asyncio.Runner.run` does, with the SIGINT handler set and put back
-through the `signal` module's undecorated functions: ``signal.getsignal`` and
-``signal.signal`` turn each handler into an enum member when they can, which costs a
-failed enum lookup each (four per run, a tenth of an empty turn's CPU).
+A run does what `asyncio.Runner.run` does, with the SIGINT handler read, set and put
+back through CPython's ``_signal`` (what the `signal` module wraps): ``signal.getsignal``
+and ``signal.signal`` turn each handler into an enum member when they can, a failed
+enum lookup each (four per run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import os
 import signal
 import threading
@@ -32,8 +33,12 @@ __all__ = ["run_sync"]
 
 T = TypeVar("T")
 
-_getsignal: Callable[[int], object] = getattr(signal.getsignal, "__wrapped__", signal.getsignal)
-_setsignal: Callable[[int, Any], object] = getattr(signal.signal, "__wrapped__", signal.signal)
+try:
+    _raw: Any = importlib.import_module("_signal")
+except ImportError:  # pragma: no cover - a Python without CPython's _signal
+    _raw = signal
+_getsignal: Callable[[int], object] = _raw.getsignal
+_setsignal: Callable[[int, Any], object] = _raw.signal
 _DEFAULT = signal.default_int_handler
 
 

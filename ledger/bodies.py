@@ -33,11 +33,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ledger import fsyncs
 from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
 from ledger.files import (
     ensure_private_dir,
-    fsync_dir,
     last_newline_end,
     open_append,
     open_read,
@@ -81,12 +81,18 @@ class Bodies:
         *,
         defer_fsync: bool = False,
         on_write: Callable[[int, int], None] | None = None,
+        on_sync: Callable[[tuple[Path, ...]], None] | None = None,
     ) -> None:
-        self.directory = Path(directory) / BODIES_DIR
+        self.directory = (
+            directory if isinstance(directory, Path) else Path(directory)
+        ) / BODIES_DIR
         self.defer_fsync = defer_fsync
         self.on_write = on_write
         """Called after each record's write with the descriptor and where its synced
         bytes end (test hooks: a crash between a body write and the spine line)."""
+        self.on_sync = on_sync
+        """Called by `sync` once the bodies are fsynced and while the directory's fsync
+        may still run, with the bodies created since its last one (test hooks)."""
         self._synced_end: dict[str, int] = {}
         self._open: dict[str, tuple[int, int]] = {}
         """Per turn: the body's open append descriptor and where hz's last line ends."""
@@ -94,8 +100,8 @@ class Bodies:
         """Per turn: its body's path, checked once (dropped with its handle)."""
         self._dirty: set[str] = set()
         """Turns with records written since their last fsync (``defer_fsync`` only)."""
-        self._new_name = False
-        """A body file was created since the directory's last fsync (``defer_fsync``)."""
+        self._created: list[Path] = []
+        """Bodies created since the directory's last fsync (``defer_fsync`` only)."""
         self._finalizer = weakref.finalize(self, _close_all, self._open)
 
     def _handle(self, turn: str, path: Path) -> tuple[int, int]:
@@ -118,7 +124,7 @@ class Bodies:
             if fd < 0:
                 ensure_private_dir(self.directory)
                 if self.defer_fsync and not os.path.lexists(path):
-                    self._new_name = True
+                    self._created.append(path)
                 fd = open_append(path, sync_dir=not self.defer_fsync)
                 self._open[turn] = (fd, -1)
             size = os.fstat(fd).st_size
@@ -150,7 +156,7 @@ class Bodies:
             self.sync()
             _close_all(self._open)
             return
-        if turn in self._dirty or self._new_name:
+        if turn in self._dirty or self._created:
             self.sync()
         self._drop(turn)
 
@@ -217,20 +223,41 @@ class Bodies:
         return f"sha256:{sha256_hex(body)}"
 
     def sync(self) -> None:
-        """Fsync every body written since the last sync (one fsync per such body),
-        then the ``turns/`` directory if a body was created since.
+        """Fsync every body written since the last sync (one fsync per such body) and,
+        at the same time, the ``turns/`` directory if a body was created since.
 
-        A no-op when nothing is pending, so it is cheap to call often. HZL002
-        when the disk refuses: the caller must not write the line that needs it.
+        The directory's fsync runs on a worker thread while this one fsyncs the
+        bodies (`ledger.fsyncs`: they share a journal commit instead of paying two);
+        both have ended when `sync` returns. A no-op when nothing is pending, so it
+        is cheap to call often. HZL002 when the disk refuses: the caller must not
+        write the line that needs it.
         """
-        for turn in sorted(self._dirty):
-            self._sync_one(turn)
-        if self._new_name:
-            try:
-                fsync_dir(self.directory)
-            except OSError as error:
-                raise _write_failed(self.directory, error) from error
-            self._new_name = False
+        if not self._dirty and not self._created:
+            return
+        directory = self._begin_directory() if self._created else None
+        error: OSError | None = None
+        try:
+            for turn in sorted(self._dirty):
+                self._sync_one(turn)
+            if self.on_sync is not None:
+                self.on_sync(tuple(self._created))
+        finally:
+            if directory is not None:
+                error = directory.wait()
+                os.close(directory.fd)
+        if error is not None:
+            raise _write_failed(self.directory, error) from error
+        self._created.clear()
+
+    def _begin_directory(self) -> fsyncs.Pending:
+        """Start the ``turns/`` directory's fsync on the worker thread."""
+        try:
+            fd = os.open(
+                self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
+        except OSError as error:
+            raise _write_failed(self.directory, error) from error
+        return fsyncs.begin(fd)
 
     def _sync_one(self, turn: str) -> None:
         self._dirty.discard(turn)
@@ -297,7 +324,9 @@ class Bodies:
             return []
         cutoff = now - timedelta(days=retention_days)
         try:
-            dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            dir_fd = os.open(
+                self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
         except FileNotFoundError:
             return []
         except OSError as error:

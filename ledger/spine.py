@@ -155,7 +155,7 @@ class Spine:
         Takes the lock (HZL010 after ``lock_timeout`` seconds), then contains a
         torn tail or a damaged end as the module says.
         """
-        directory = Path(directory)
+        directory = directory if isinstance(directory, Path) else Path(directory)
         if directory.name == SPINE_NAME and not directory.is_dir():
             directory = directory.parent
         directory = ensure_private_dir(directory)

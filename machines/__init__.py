@@ -18,7 +18,7 @@ from machines.fold import TurnState, fold
 if TYPE_CHECKING:
     from machines import keys
     from machines.context import ModelReply, Steer, TurnContext
-    from machines.crash import body_crash_hook, crash_hook
+    from machines.crash import body_crash_hook, body_sync_crash_hook, crash_hook
     from machines.disk_body import DiskBody
     from machines.effects import (
         Effect,
@@ -89,6 +89,7 @@ __all__ = [
     "Wake",
     "WorldProbe",
     "body_crash_hook",
+    "body_sync_crash_hook",
     "coalesce",
     "content_hash",
     "crash_hook",
@@ -118,6 +119,7 @@ _WHERE: dict[str, str] = {
     "Steer": "machines.context",
     "TurnContext": "machines.context",
     "body_crash_hook": "machines.crash",
+    "body_sync_crash_hook": "machines.crash",
     "crash_hook": "machines.crash",
     "Effect": "machines.effects",
     "EffectFailed": "machines.effects",

@@ -10,6 +10,11 @@ hz's is ``at:staged``, after the tick wrote its source cache and before any wake
 any spine line names it (`body_crash_hook`, a ``Bodies`` ``on_write``).
 ``body-lost:<n>``: the same, and the body's records and the spine's lines not yet
 fsynced are cut off first, as a power cut may lose them.
+``body-sync:<n>``: at the n-th sync of the turn's bodies, once the bodies are fsynced and
+while the ``turns/`` directory's fsync, run beside them, may not have ended
+(`body_sync_crash_hook`, a ``Bodies`` ``on_sync``); ``body-sync-lost:<n>`` first removes
+the bodies created since the directory's last fsync and cuts the spine back to its last
+fsync, as a power cut before the directory's fsync ended may.
 A no-op unless the variable is set. Hosts install `crash_hook` as an
 ``on_durable`` callback of their spine (the in-memory journal calls it too), so the
 exit happens after the fsync and before anything else runs.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ledger.event import Event
 from machines.errors import MachineError
@@ -39,6 +45,8 @@ class CrashPoint:
     body: bool = False
     """A body-write point (``body:<n>``, ``body-lost:<n>``), not a spine one."""
     lost: bool = False
+    sync: bool = False
+    """A body-sync point (``body-sync:<n>``, ``body-sync-lost:<n>``)."""
 
 
 def parse(value: str) -> CrashPoint:
@@ -54,11 +62,14 @@ def parse(value: str) -> CrashPoint:
         return CrashPoint(name=what)
     if how in ("body", "body-lost") and what.isdigit() and int(what) > 0:
         return CrashPoint(n=int(what), body=True, lost=how == "body-lost")
+    if how in ("body-sync", "body-sync-lost") and what.isdigit() and int(what) > 0:
+        return CrashPoint(n=int(what), body=True, lost=how == "body-sync-lost", sync=True)
     raise MachineError(
         "HZM050",
         f"HZ_CRASH_AT={value!r} is not a crash point",
-        "use after:<event kind>, before-index:<event kind>, append:<n>, body:<n> or "
-        "body-lost:<n> (n from 1), at:<point>, or unset it",
+        "use after:<event kind>, before-index:<event kind>, append:<n>, body:<n>, "
+        "body-lost:<n>, body-sync:<n> or body-sync-lost:<n> (n from 1), at:<point>, "
+        "or unset it",
     )
 
 
@@ -110,7 +121,7 @@ def body_crash_hook(
     cuts the spine back to its last fsync too (`ledger.Spine.simulate_power_cut`)."""
     value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
     point = parse(value) if value else None
-    if point is None or not point.body:
+    if point is None or not point.body or point.sync:
         return None
     count = 0
 
@@ -120,6 +131,34 @@ def body_crash_hook(
         if point.n == count:
             if point.lost:
                 os.ftruncate(fd, synced)
+                if power_cut is not None:
+                    power_cut()
+            exit_(CRASH_EXIT)
+
+    return hook
+
+
+def body_sync_crash_hook(
+    environ: Mapping[str, str] | None = None,
+    *,
+    exit_: Callable[[int], None] = os._exit,
+    power_cut: Callable[[], None] | None = None,
+) -> Callable[[tuple[Path, ...]], None] | None:
+    """The ``on_sync`` of a turn's `ledger.bodies.Bodies` for ``body-sync:<n>`` and
+    ``body-sync-lost:<n>`` (None for any other ``HZ_CRASH_AT``, or none)."""
+    value = (os.environ if environ is None else environ).get("HZ_CRASH_AT", "")
+    point = parse(value) if value else None
+    if point is None or not point.sync:
+        return None
+    count = 0
+
+    def hook(created: tuple[Path, ...]) -> None:
+        nonlocal count
+        count += 1
+        if point.n == count:
+            if point.lost:
+                for path in created:  # names the directory's fsync had not yet made durable
+                    path.unlink(missing_ok=True)
                 if power_cut is not None:
                     power_cut()
             exit_(CRASH_EXIT)

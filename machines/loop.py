@@ -9,21 +9,37 @@ it in the main thread (unless a handler of the host's own is installed). What it
 behind is cancelled before it returns, so nothing of one turn runs into the next. The
 loop is closed when its thread ends (or at exit), and made anew after a fork or after
 an interrupt escaped it (KeyboardInterrupt, SystemExit).
+
+A run does what `asyncio.Runner.run` does, with the SIGINT handler read, set and put
+back through CPython's ``_signal`` (what the `signal` module wraps): ``signal.getsignal``
+and ``signal.signal`` turn each handler into an enum member when they can, a failed
+enum lookup each (four per run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import os
+import signal
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from types import FrameType
 from typing import Any, TypeVar
 
 __all__ = ["run_sync"]
 
 T = TypeVar("T")
+
+try:
+    _raw: Any = importlib.import_module("_signal")
+except ImportError:  # pragma: no cover - a Python without CPython's _signal
+    _raw = signal
+_getsignal: Callable[[int], object] = _raw.getsignal
+_setsignal: Callable[[int, Any], object] = _raw.signal
+_DEFAULT = signal.default_int_handler
 
 
 class _Held:
@@ -34,6 +50,46 @@ class _Held:
         self.runner = asyncio.Runner()
         self.loop = self.runner.get_loop()
         weakref.finalize(self, self.loop.close)
+        self.task: asyncio.Task[Any] | None = None
+        self.interrupts = 0
+        self.on_sigint = self._on_sigint
+        """One bound method, so the handler found installed can be told by identity."""
+
+    def run(self, coro: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+        """`asyncio.Runner.run`: the task, SIGINT cancelling it in the main thread while
+        the default handler is the one installed, KeyboardInterrupt if it was."""
+        if not asyncio.iscoroutine(coro):
+            raise ValueError(f"a coroutine was expected, got {coro!r}")
+        task = self.loop.create_task(coro, context=context)
+        handler = None
+        if threading.current_thread() is threading.main_thread() and (
+            _getsignal(signal.SIGINT) is _DEFAULT
+        ):
+            handler = self.on_sigint
+            try:
+                _setsignal(signal.SIGINT, handler)
+            except ValueError:  # the main thread of an interpreter without signals
+                handler = None
+        self.task, self.interrupts = task, 0
+        try:
+            return self.loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if self.interrupts > 0 and task.uncancel() == 0:
+                raise KeyboardInterrupt() from None
+            raise
+        finally:
+            self.task = None
+            if handler is not None and _getsignal(signal.SIGINT) is handler:
+                _setsignal(signal.SIGINT, _DEFAULT)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupts += 1
+        task = self.task
+        if self.interrupts == 1 and task is not None and not task.done():
+            task.cancel()
+            self.loop.call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
+            return
+        raise KeyboardInterrupt()
 
     def close(self) -> None:
         self.runner.close()
@@ -63,7 +119,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         raise RuntimeError("run_sync() cannot be called from a running event loop")
     held = _runner()
     try:
-        return held.runner.run(coro, context=contextvars.copy_context())
+        return held.run(coro, contextvars.copy_context())
     except (KeyboardInterrupt, SystemExit):
         _local.held = None
         held.close()

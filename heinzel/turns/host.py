@@ -62,6 +62,7 @@ from machines import (
     TurnState,
     Wake,
     body_crash_hook,
+    body_sync_crash_hook,
     coalesce,
     crash_hook,
     keys,
@@ -178,7 +179,8 @@ class TurnHost:
         bound = self.runner or bind_runner(service.settings.runners)
         directory = service.home.session_dir(heinzel_id)
         crash = body_crash_hook(power_cut=spine.simulate_power_cut)
-        bodies = Bodies(directory, defer_fsync=True, on_write=crash)
+        crash_sync = body_sync_crash_hook(power_cut=spine.simulate_power_cut)
+        bodies = Bodies(directory, defer_fsync=True, on_write=crash, on_sync=crash_sync)
         durable = write_lazily(spine, bodies)  # docs/spine.md, "One fsync per step"
         view = self._view(heinzel_id, spine)
 

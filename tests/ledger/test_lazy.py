@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,7 +122,9 @@ class TestDeferredBodies:
         spine.append("model.request", {"hash": digests[-1]}, turn="t1")
         assert fsyncs == ["session.jsonl"]
         spine.append("turn.finished", {}, turn="t1")
-        assert fsyncs == ["session.jsonl", "t1.jsonl", "turns", "session.jsonl"]
+        # the body and its directory are fsynced at once, in either order, before the line
+        assert fsyncs[::3] == ["session.jsonl", "session.jsonl"]
+        assert sorted(fsyncs[1:3]) == ["t1.jsonl", "turns"]
         bodies.sync()
         assert len(fsyncs) == 4
         assert [r["n"] for r in bodies.read("t1") or []] == [0, 1, 2, 3]
@@ -138,10 +141,37 @@ class TestDeferredBodies:
         fsyncs = _fsyncs(monkeypatch)
         bodies.append("t1", {"n": 1})
         bodies.close("t1")
-        assert fsyncs == ["t1.jsonl", "turns"]
+        assert sorted(fsyncs) == ["t1.jsonl", "turns"]
         bodies.append("t1", {"n": 2})
         bodies.close("t1")
-        assert fsyncs == ["t1.jsonl", "turns", "t1.jsonl"]
+        assert fsyncs[2:] == ["t1.jsonl"]
+
+    def test_the_directory_is_fsynced_beside_the_body(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The directory's fsync runs on the fsync worker while the body's runs: the body's
+        fsync waits for the directory's to start (it never would one after the other),
+        and both have ended when sync returns."""
+        bodies = Bodies(tmp_path, defer_fsync=True)
+        bodies.append("t1", {"n": 0})
+        real = os.fsync
+        started, ended = threading.Event(), []
+        seen: dict[str, tuple[str, bool]] = {}
+
+        def fsync(fd: int) -> None:
+            name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+            if name == "turns":
+                started.set()
+            overlapped = started.wait(timeout=10) if name == "t1.jsonl" else True
+            seen[name] = (threading.current_thread().name, overlapped)
+            real(fd)
+            ended.append(name)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        bodies.sync()
+        caller = threading.current_thread().name
+        assert seen == {"t1.jsonl": (caller, True), "turns": ("hz-fsync", True)}
+        assert sorted(ended) == ["t1.jsonl", "turns"]
 
 
 class TestUnsyncedLines:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ledger.event import make_event
-from machines.crash import CRASH_EXIT, CrashPoint, crash_at, crash_hook, parse
+from machines.crash import (
+    CRASH_EXIT,
+    CrashPoint,
+    body_crash_hook,
+    body_sync_crash_hook,
+    crash_at,
+    crash_hook,
+    parse,
+)
 from machines.errors import MachineError
 
 
@@ -31,8 +41,31 @@ class TestCrashPoints:
         crash_at("staged", environ, exit_=exits.append)
         assert (parse("at:staged"), exits) == (CrashPoint(name="staged"), [CRASH_EXIT])
 
+    def test_a_body_sync_point_belongs_to_the_body_sync_hook_only(self, tmp_path: Path) -> None:
+        """body-sync-lost:2 exits at the second body sync, after removing the bodies that
+        sync's directory fsync had not yet made durable and cutting the spine back; the
+        spine's and the body writes' hooks never fire for it."""
+        environ = {"HZ_CRASH_AT": "body-sync-lost:2"}
+        assert parse(environ["HZ_CRASH_AT"]) == CrashPoint(n=2, body=True, lost=True, sync=True)
+        assert body_crash_hook(environ) is None
+        assert body_sync_crash_hook({"HZ_CRASH_AT": "body:1"}) is None
+        exits: list[int] = []
+        cuts: list[bool] = []
+        crash_hook(environ, exit_=exits.append)(event("turn.finished"))  # type: ignore[arg-type]
+        hook = body_sync_crash_hook(
+            environ, exit_=exits.append, power_cut=lambda: cuts.append(True)
+        )
+        assert hook is not None
+        body = tmp_path / "t1.jsonl"
+        body.write_text("{}\n")
+        hook(())
+        assert (exits, cuts, body.exists()) == ([], [], True)
+        hook((body,))
+        assert (exits, cuts, body.exists()) == ([CRASH_EXIT], [True], False)
+
     @pytest.mark.parametrize(
-        "bad", ["after:", "append:0", "append:x", "before:turn.started", "x", "at:"]
+        "bad",
+        ["after:", "append:0", "append:x", "before:turn.started", "x", "at:", "body-sync:0"],
     )
     def test_a_bad_point_is_a_coded_error(self, bad: str) -> None:
         """Anything else is HZM050."""

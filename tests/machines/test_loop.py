@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import os
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -96,3 +100,43 @@ class TestRunSync:
         with pytest.raises(ValueError, match="boom"):
             run_sync(failing())
         assert run_sync(loop_now()) is run_sync(loop_now())
+
+    def test_sigint_cancels_the_run_and_raises_keyboard_interrupt(self) -> None:
+        """A real SIGINT during a run cancels its coroutine and raises KeyboardInterrupt, as
+        asyncio.run does; the default handler is back afterwards and the next run works."""
+        child = subprocess.Popen(
+            [sys.executable, "-c", _SIGINT_CHILD],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+        assert out.split() == ["cancelled", "interrupted", "default", "7"]
+        assert child.returncode == 0
+
+
+_SIGINT_CHILD = """
+import asyncio, signal, sys
+from machines.loop import run_sync
+
+async def wait_long():
+    try:
+        print("ready", flush=True)
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        print("cancelled", flush=True)
+        raise
+
+async def seven():
+    return 7
+
+try:
+    run_sync(wait_long())
+except KeyboardInterrupt:
+    print("interrupted")
+print("default" if signal.getsignal(signal.SIGINT) is signal.default_int_handler else "other")
+print(run_sync(seven()))
+"""

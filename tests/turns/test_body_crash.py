@@ -72,3 +72,53 @@ class TestBodyCrash:
         assert failures == []
         # a power cut takes records the fsynced lines name: the resume regains them
         assert bool(regained) == (how == "body-lost"), regained
+
+
+@pytest.mark.kill
+class TestBodySyncCrash:
+    """The turn's end fsyncs its body and the ``turns/`` directory at once (docs/spine.md,
+    "One fsync per step"): killed while the directory's fsync may still run, resumed."""
+
+    @pytest.mark.parametrize("how", ["body-sync", "body-sync-lost"])
+    def test_every_body_sync(
+        self,
+        how: str,
+        make_service: Callable[..., Any],
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> None:
+        """Killed at body sync n (the new body's name kept, or lost with the spine's unsynced
+        lines as a power cut may), recovery places the draft once and ends drafted."""
+        base = tmp_path_factory.mktemp("clean")
+        failures = []
+        killed = 0
+        regained: list[int] = []
+        for n in range(1, 10):
+            service, heinzel_id, folder = make_service()
+            code = _wake(service.home.root, f"{how}:{n}", base)
+            if code == 0:  # the wake made fewer syncs than n: every one was reached
+                break
+            assert code == 137, f"{how}:{n} exited {code}"
+            killed += 1
+            if how == "body-sync":  # a process death loses nothing it wrote
+                assert _records(service, heinzel_id) >= 5
+            if _turn_lines(_fresh(service.home.root), heinzel_id):
+                _resume(service, heinzel_id)
+            else:  # the power cut took every line of the turn: wake it again
+                assert _wake(service.home.root, None, base) == 0
+            resumed = _fresh(service.home.root)
+            lines = _turn_lines(resumed, heinzel_id)
+            if any("regained" in e.data for e in lines):
+                regained.append(n)
+            text = (folder / "report.md").read_text(encoding="utf-8")
+            end = lines[-1]
+            if (
+                text.count("<!-- hz:draft key=") != 1
+                or end.kind != "turn.finished"
+                or end.data.get("disposition") != "drafted"
+                or not resumed.verify(heinzel_id)[0]["ok"]
+            ):
+                failures.append((n, end.kind, end.data))
+        assert killed >= 1
+        assert failures == []
+        # losing the body's name loses records the fsynced lines name: the resume regains them
+        assert bool(regained) == (how == "body-sync-lost"), regained

@@ -18,7 +18,10 @@ reads at a turn's start only the spine's lines after it (`SpineJournal.open` wit
 (`machines.run_sync`). Every turn of a mode runs in one session, as the
 peers' workflows share one store. Modes, each printing one JSON
 line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N calls
-less the best of 3 of none, after one untimed turn, in this process), ``crash N DIR``
+less the best of 3 of none, after one untimed turn, in this process; beside it what of
+that is hz's and what the kernel's: the time spent inside ``os.fsync`` per step in those
+turns, and the CPU time per step, ``time.process_time`` of turns whose fsyncs are
+stubbed out, medians of 5), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
 ``recover N DIR`` (a whole new process resumes that turn to its end; ``run.py`` times
 the process).
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -101,6 +105,44 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
     return took
 
 
+class FsyncClock:
+    """``os.fsync`` timed (``inside``: seconds spent in it) or stubbed out (``stub``)."""
+
+    def __init__(self, *, stub: bool = False) -> None:
+        self.real, self.stub, self.inside = os.fsync, stub, 0.0
+
+    def __call__(self, fd: int) -> None:
+        if self.stub:
+            return
+        start = time.perf_counter()
+        try:
+            self.real(fd)
+        finally:
+            self.inside += time.perf_counter() - start
+
+    def __enter__(self) -> FsyncClock:
+        os.fsync = self  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        os.fsync = self.real
+
+
+def timed_turn(directory: Path, n: int, name: str) -> tuple[float, float]:
+    """A turn's wall time and the time its ``os.fsync`` calls took, in seconds."""
+    with FsyncClock() as fsyncs:
+        took = turn(directory, n, name)
+    return took, fsyncs.inside
+
+
+def cpu_turn(directory: Path, n: int, name: str) -> float:
+    """The CPU time (``time.process_time``, every thread) of a turn with fsync stubbed."""
+    with FsyncClock(stub=True):
+        start = time.process_time()
+        turn(directory, n, name)
+        return time.process_time() - start
+
+
 def fsyncs_of(directory: Path, n: int, name: str) -> int:
     """The ``os.fsync`` calls of one turn of ``n`` steps (counted, not timed)."""
     real, count = os.fsync, [0]
@@ -122,11 +164,16 @@ def main() -> None:
     if mode == "steps":
         session = directory / "session"  # one session, as the peers' workflows share a store
         turn(session, n, "warm")  # imports and first-use costs, not timed
-        full = min(turn(session, n, f"t{r}") for r in range(3))
-        empty = min(turn(session, 0, f"z{r}") for r in range(3))
+        full, full_in = min(timed_turn(session, n, f"t{r}") for r in range(3))
+        empty, empty_in = min(timed_turn(session, 0, f"z{r}") for r in range(3))
         fsyncs = [fsyncs_of(directory / f"c{r}", r * n, f"c{r}") for r in range(2)]
+        cpu_full = statistics.median(cpu_turn(session, n, f"u{r}") for r in range(5))
+        cpu_empty = statistics.median(cpu_turn(session, 0, f"v{r}") for r in range(5))
         per_step = {"per_step_us": (full - empty) / n * 1e6, "run_us": full * 1e6}
-        print(json.dumps({**per_step, "fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}))
+        kernel = {"fsync_per_step_us": (full_in - empty_in) / n * 1e6}
+        cpu = {"cpu_per_step_us": (cpu_full - cpu_empty) / n * 1e6, "cpu_run_us": cpu_full * 1e6}
+        counted = {"fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}
+        print(json.dumps({**per_step, **kernel, **cpu, **counted, "fsync_run_us": full_in * 1e6}))
     elif mode == "crash":
         turn(directory, n, "crashed", crash_after=n // 2)
     else:

@@ -10,7 +10,10 @@ process that recovers it and runs it to its end, timed from spawn to exit. The f
 is one small append and ``fsync`` on a file in the same directory. Medians over the
 rounds; every figure printed beside the others, and each peer as a ratio to hz. Also
 per round: a whole workflow of 5 steps in one process (start to end, the best of 3 after
-an untimed one), and hz's fsyncs per durable step (counted by its worker).
+an untimed one), and hz's fsyncs per durable step (counted by its worker). hz's step and
+5-step run are then split into whose time they are: the time inside ``os.fsync`` (the
+kernel's and the disk's), hz's CPU time with fsync stubbed out (``time.process_time``),
+and the rest (waking after an fsync, waiting for a core on a loaded machine).
 
 Then listing 500 and 10,000 of them, for the three, as a whole process and in process
 (``listing.py``; ``PEERS_LISTING=0`` leaves it out).
@@ -72,6 +75,21 @@ def worker(python: str, system: str, mode: str, n: int, directory: Path) -> tupl
     return done.returncode, last, took
 
 
+def print_whose(floor: float, step: float, run5: float, whose: dict[str, float]) -> None:
+    """What of hz's step and 5-step run is the kernel's (inside fsync), what is hz's (CPU,
+    fsync stubbed out), and what is neither (waking after an fsync, waiting for a core)."""
+    inside, cpu = whose["fsync_per_step_us"], whose["cpu_per_step_us"]
+    print(
+        f"  hz step, whose time: {inside:6.1f} us inside fsync ({inside / floor:4.2f}x floor), "
+        f"{cpu:5.1f} us hz's CPU (fsync stubbed), {step - inside - cpu:5.1f} us neither"
+    )
+    inside, cpu = whose["five_fsync_run_us"] / 1000, whose["five_cpu_run_us"] / 1000
+    print(
+        f"  hz 5-step run, whose time: {inside:5.2f} ms inside fsync, {cpu:5.2f} ms hz's CPU "
+        f"(fsync stubbed), {run5 / 1000 - inside - cpu:5.2f} ms neither"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--peers-python", required=True)
@@ -83,6 +101,8 @@ def main() -> None:
     step: dict[str, list[float]] = {system: [] for system in WORKERS}
     run5: dict[str, list[float]] = {system: [] for system in WORKERS}
     fsyncs: list[float] = []
+    whose: dict[str, list[float]] = {}
+    """hz's figures split into the kernel's and its own (the worker's keys)."""
     recovery: dict[str, list[float]] = {system: [] for system in WORKERS}
     with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:
         base = Path(tmp)
@@ -94,8 +114,15 @@ def main() -> None:
                 step[system].append(float(figures["per_step_us"]))
                 if "fsyncs_per_step" in figures:
                     fsyncs.append(float(figures["fsyncs_per_step"]))
+                for key in ("fsync_per_step_us", "cpu_per_step_us"):
+                    if key in figures:
+                        whose.setdefault(key, []).append(float(figures[key]))
                 _, line, _ = worker(python, system, "steps", 5, base / f"{system}-five-{r}")
-                run5[system].append(float(json.loads(line)["run_us"]))
+                five = json.loads(line)
+                run5[system].append(float(five["run_us"]))
+                for key in ("fsync_run_us", "cpu_run_us"):
+                    if key in five:
+                        whose.setdefault(f"five_{key}", []).append(float(five[key]))
                 where = base / f"{system}-crash-{r}"
                 status, _, _ = worker(python, system, "crash", n, where)
                 if status != 137:
@@ -121,6 +148,8 @@ def main() -> None:
         )
     if fsyncs:
         print(f"  hz fsyncs per durable step (counted): {statistics.median(fsyncs):.2f}")
+    if len(whose) == 4:
+        print_whose(floor, hz_step, hz_run5, {k: statistics.median(v) for k, v in whose.items()})
     sys.stdout.flush()
     if os.environ.get("PEERS_LISTING", "1") != "0":
         with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:

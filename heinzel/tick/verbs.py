@@ -224,7 +224,13 @@ class Verbs:
                 "stop": "requested: it ends at its next step",
                 "request_id": request.request_id,
             }
-        abandon_turn(self.service, heinzel, turn, "stopped")
+        left = abandon_turn(self.service, heinzel, turn, "stopped")
+        if left:  # chats steered into it that no model received: a turn of their own
+            from machines import keys
+            from machines.keys import Wake
+
+            wakes = [Wake("asked", keys.asked(heinzel, rid)) for rid in left]
+            self.runner.run_wakes(heinzel, wakes, adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "stop": "abandoned stopped"}
 
     def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:

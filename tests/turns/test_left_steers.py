@@ -55,3 +55,40 @@ def test_a_chat_steered_into_a_dead_turn_that_times_out_runs_a_turn_of_its_own(
     body = (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
     assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its_own(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Killed in think; `hz heinzel chat` steers into the open turn and `hz heinzel stop` ends
+    it abandoned (stopped) before a model request received the chat: the chat then runs in a
+    turn of its own, as it would after a live turn's stop; a tick after finds nothing left."""
+    service, heinzel_id, _ = make_service()
+    child = Child(service, heinzel_id, tmp_path, "think")
+    child.ready()
+    child.proc.kill()
+    child.proc.communicate(timeout=60)
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:01:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([hz, *args], env=env, capture_output=True, text=True, check=False)
+
+    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
+    assert chat.returncode == 0, chat.stderr
+    sent = json.loads(chat.stdout)
+    assert sent["delivered"] == "steered"
+    stopped = run("heinzel", "stop", "notes-digest")
+    assert stopped.returncode == 0, stopped.stderr
+    ticked = run("system", "daemon", "tick", "--json")
+    assert "Traceback" not in ticked.stderr, ticked.stderr
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
+    assert ended[sent["turn"]]["reason"] == "stopped"
+    key = f"{heinzel_id}@{sent['request_id']}"
+    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
+    assert ended[own.turn]["disposition"] == "drafted"
+    body = (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
+    assert TEXT in body
+    assert Inbox(service.home, heinzel_id).pending() == []

@@ -92,3 +92,43 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
     body = (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
     assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """As the first test, but the tick that ends the dead turn (timeout) is killed right after
+    `turn.finished`, before its follow-up turn: the next tick runs the chat in a turn of its
+    own (its request stays marked until a turn has it), once."""
+    service, heinzel_id, _ = make_service()
+    child = Child(service, heinzel_id, tmp_path, "think")
+    child.ready()
+    child.proc.kill()
+    child.proc.communicate(timeout=60)
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T15:00:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
+        )
+
+    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
+    assert chat.returncode == 0, chat.stderr
+    sent = json.loads(chat.stdout)
+    assert sent["delivered"] == "steered"
+    killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:turn.finished")
+    assert killed.returncode == 137, killed.stderr
+    for _ in range(2):
+        ticked = run("system", "daemon", "tick", "--json")
+        assert "Traceback" not in ticked.stderr, ticked.stderr
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
+    assert ended[sent["turn"]]["reason"] == "timeout"
+    key = f"{heinzel_id}@{sent['request_id']}"
+    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
+    assert ended[own.turn]["disposition"] == "drafted"
+    assert TEXT in (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
+    assert Inbox(service.home, heinzel_id).pending() == []
+    assert Inbox.marked(service.home) == {}

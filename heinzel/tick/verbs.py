@@ -125,8 +125,17 @@ class Verbs:
         if turn:
             with self.service.open_spine(heinzel) as spine:
                 journal = SpineJournal(spine, SpineIndex.scan(spine.path))
-                step = fold(turn, journal.turn_events(turn)).state
-                if step in STEERABLE:
+                events = journal.turn_events(turn)
+                step = fold(turn, events).state
+                rid = request.request_id
+                if any(
+                    e.kind == "turn.steered" and e.data.get("request_id") == rid for e in events
+                ):
+                    # a process that resumed the turn while this one waited for the lock
+                    # steered it already (its resume delivers it): never a second time
+                    Inbox(self.service.home, heinzel).take(rid, at=self.service.clock())
+                    how = "steered"
+                elif step in STEERABLE:
                     journal.append(
                         "turn.steered",
                         {"request_id": request.request_id, "hash": request.hash},

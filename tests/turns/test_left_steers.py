@@ -17,6 +17,7 @@ from heinzel.store.inbox import Inbox
 from ledger.spine import read_events
 from machines.journal import wake_keys
 
+from .conftest import NOW
 from .test_delivery import Child
 
 TEXT = "and mention the rollout"
@@ -132,3 +133,39 @@ def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
     assert TEXT in (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
     assert Inbox(service.home, heinzel_id).pending() == []
     assert Inbox.marked(service.home) == {}
+
+
+@pytest.mark.kill
+def test_a_chat_already_steered_by_a_resume_is_not_steered_again_by_its_sender(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Killed in think with a chat in the inbox; the tick's recovery steers it, its model
+    receives it, and that tick is killed; `hz heinzel chat` of the same request then finds
+    it steered already: one steer, no turn of its own, one model run."""
+    service, heinzel_id, _ = make_service()
+    child = Child(service, heinzel_id, tmp_path, "think")
+    child.ready()
+    child.proc.kill()
+    child.proc.communicate(timeout=60)
+    Inbox(service.home, heinzel_id).write("rq-0000again", "chat", TEXT, at=NOW)
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:01:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
+        )
+
+    killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:model.request")
+    assert killed.returncode == 137, killed.stderr
+    chat = run("heinzel", "chat", "notes-digest", TEXT, "--request-id", "rq-0000again")
+    assert chat.returncode == 0, chat.stderr
+    for _ in range(2):
+        ticked = run("system", "daemon", "tick", "--json")
+        assert "Traceback" not in ticked.stderr, ticked.stderr
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    steers = [e for e in events if e.kind == "turn.steered"]
+    assert [e.data["request_id"] for e in steers] == ["rq-0000again"]
+    key = f"{heinzel_id}@rq-0000again"
+    assert [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)] == []
+    assert Inbox(service.home, heinzel_id).pending() == []

@@ -28,6 +28,7 @@ __all__ = [
     "last_newline_end",
     "open_append",
     "open_read",
+    "private_file",
     "read_bytes",
     "read_capped",
     "write_atomic",
@@ -57,6 +58,30 @@ def _io_failed(path: Path, error: OSError) -> LedgerError:
         f"cannot write {path}: {error.strerror or error}",
         "check the disk (space, permissions, a read-only mount) and retry",
     )
+
+
+def private_file(path: Path) -> None:
+    """Create a file 0600, or make the one there 0600 (an SQLite database: the index),
+    never through a link and never by opening the one there: closing any descriptor of a
+    file drops every POSIX lock this process holds on it, those of its open SQLite
+    connections too (a reader's SHARED lock, which tells another process the WAL is in
+    use; without it, that process's close checkpoints and deletes the WAL under this
+    one's connections, and writes are lost)."""
+    try:
+        fd = os.open(
+            path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+        )
+    except FileExistsError:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            code = errno.ELOOP if stat.S_ISLNK(mode) else errno.EISDIR
+            raise OSError(code, os.strerror(code), str(path)) from None
+        os.chmod(path, FILE_MODE)
+        return
+    try:
+        os.fchmod(fd, FILE_MODE)  # a new file: no connection of this process has it open
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:

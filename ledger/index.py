@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
 
 from ledger.errors import HzError, LedgerError
 from ledger.event import Event, sha256_hex
-from ledger.files import FILE_MODE, ensure_private_dir, last_newline_end, open_read
+from ledger.files import ensure_private_dir, last_newline_end, open_read, private_file
 from ledger.reading import Upgrades, iter_lines, parse_event
 
 if TYPE_CHECKING:
@@ -206,17 +206,13 @@ class Index:
         self._upgrades = upgrades
         ensure_private_dir(self.path.parent)
         try:
-            fd = os.open(
-                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-            )
+            private_file(self.path)
         except OSError as error:
             raise LedgerError(
                 "HZL051",
                 f"cannot open the index {self.path}: {error.strerror or error}",
                 "the index is derived: move the file away and rebuild it from the spines",
             ) from error
-        os.fchmod(fd, FILE_MODE)
-        os.close(fd)
         from sqlite_utils import Database  # only a writer needs it (start-up by need)
 
         self.db = Database(sqlite3.connect(self.path, timeout=BUSY_SECONDS))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -52,8 +53,13 @@ def _failure_text(who: str, ended: dict[str, Any]) -> str:
     abandoned (its cause when one was recorded, else its reason)."""
     cause = ended.get("cause") or {}
     how = ended.get("disposition") or ended.get("state") or "ended"
-    code = cause.get("code") or ended.get("error") or "HZH222"
-    message = cause.get("message") or f"its turn ended {how} ({ended.get('reason') or 'no reason'})"
+    error = str(ended.get("error") or "")
+    coded = re.fullmatch(r"HZ[A-Z]\d{3}", error) is not None  # else a text, as max-resumes'
+    code = cause.get("code") or (error if coded else "") or "HZH222"
+    why = ended.get("reason") or "no reason"
+    message = cause.get("message") or f"its turn ended {how} ({why})" + (
+        f": {error}" if error and not coded else ""
+    )
     hint = cause.get("hint") or f"`hz heinzel show {who}` shows the turn"
     return f"{code}: {who}: {message}\nhint: {hint}"
 

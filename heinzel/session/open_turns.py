@@ -15,9 +15,11 @@ async def _no_wait(seconds: float) -> None:
     """Ending a turn performs no effect, so nothing is ever retried or waited for."""
 
 
-def abandon_turn(sessions: Sessions, heinzel_id: str, turn: str, reason: str) -> None:
+def abandon_turn(sessions: Sessions, heinzel_id: str, turn: str, reason: str) -> list[str]:
     """End an open turn (running in no process, or waiting) ``abandoned`` with ``reason``
-    (``stopped``, ``superseded``), under the spine's lock."""
+    (``stopped``, ``superseded``), under the spine's lock. The request ids of the chats it
+    was steered with that no model request received (`hz heinzel chat` steers into a turn a
+    dead process left): the caller runs them, as a live turn's host runs its leftovers."""
     from machines.fold import fold
     from machines.runner import Settings as MachineSettings
     from machines.runner import TurnRun
@@ -26,9 +28,10 @@ def abandon_turn(sessions: Sessions, heinzel_id: str, turn: str, reason: str) ->
     with sessions.open_spine(heinzel_id) as spine:
         journal = SpineJournal(spine, SpineIndex.scan(spine.path))
         settings = MachineSettings(clock=sessions.clock, sleep=_no_wait)
-        TurnRun(journal, None, None, settings, fold(turn, journal.turn_events(turn))).abandon(
-            reason
-        )
+        state = fold(turn, journal.turn_events(turn))
+        left = [str(s.get("request_id")) for s in state.steered]
+        TurnRun(journal, None, None, settings, state).abandon(reason)
+    return left
 
 
 def lock_held(path: os.PathLike[str]) -> bool:

@@ -103,8 +103,16 @@ class Inbox:
         """A wake for the turn running in another process (ADR 0049 statement 14): its
         host records ``turn.requested{cause}`` under ``key`` and runs it as a follow-up.
         The request id is the key's hash, so handing the same wake twice is one request."""
-        request_id = "rq-" + sha256_hex(key.encode("utf-8"))[:40]
-        return self.write(request_id, "requested", canonical({"cause": cause, "key": key}), at=at)
+        message = canonical({"cause": cause, "key": key})
+        return self.write(_handed_id(key), "requested", message, at=at)
+
+    def take_handed(self, key: str, *, at: datetime) -> None:
+        """Take the wake handed for ``key`` (if one was) and drop its mark: a wake that
+        turned out to have nothing to run (`heinzel.turns.approval.nothing_to_learn`)."""
+        request_id = _handed_id(key)
+        if self.read(request_id) is not None:
+            self.take(request_id, at=at)
+        self.unmark(request_id)
 
     def unmark(self, request_id: str) -> None:
         """Forget the tick's mark of a chat that a turn has (or that is gone)."""
@@ -206,6 +214,11 @@ class Inbox:
                 entry.unlink()
                 deleted.append(entry.name)
         return deleted
+
+
+def _handed_id(key: str) -> str:
+    """The id of the request that hands the wake keyed ``key`` (the key's hash)."""
+    return "rq-" + sha256_hex(key.encode("utf-8"))[:40]
 
 
 def handed(request: Request) -> tuple[str, str] | None:

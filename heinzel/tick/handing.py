@@ -10,10 +10,12 @@ another process, and requests no running turn took.
 - `inbox_wakes`: the requests still pending for a Heinzelmännchen no process runs a turn of
   (a chat or a handed wake that came after the last poll, or whose process died after
   ``turn.requested``) become wakes: a chat an asked wake keyed ``<id>@<request id>``, a
-  handed wake its own. A request whose key a turn already has, or a chat some turn was
-  steered with, is only taken, so each is delivered once. Requests are found by their
-  marks (`Inbox.marked`), dropped once taken. An unreadable request (HZH233) is reported
-  and skips that Heinzelmännchen.
+  handed wake its own. A request whose key a turn already has, or a chat a model request
+  received after its steer, is only taken, so each is delivered once; a chat steered into
+  a turn that ended before any model request (its process died before the follow-up turn
+  it owed) wakes, and one steered into a turn still open keeps its mark until it ends.
+  Requests are found by their marks (`Inbox.marked`), dropped once delivered. An
+  unreadable request (HZH233) is reported and skips that Heinzelmännchen.
 """
 
 from __future__ import annotations
@@ -81,12 +83,16 @@ def inbox_wakes(
 def _pending(
     service: Sessions, heinzel: str, marked: Sequence[str], taken: Taken
 ) -> list[tuple[str, Wake, str]]:
-    """The requests pending for one Heinzelmännchen: taken, or wakes."""
+    """The requests pending for one Heinzelmännchen: taken, or wakes. A chat that was
+    taken because a turn was steered with it keeps its mark while that turn is open, and
+    wakes when the turn ended before any model request received it (a left steer whose
+    process died before the follow-up turn it owed)."""
     inbox = Inbox(service.home, heinzel)
     read = [(rid, inbox.read(rid)) for rid in marked]
     pending: list[tuple[Request, Wake]] = []
     for rid, request in read:
-        wake = None if request is None or request.taken else _wake(heinzel, request)
+        done = request is None or (request.taken is not None and request.kind != "chat")
+        wake = None if request is None or done else _wake(heinzel, request)
         if request is None or wake is None:
             if request is not None and request.taken is None:
                 inbox.take(rid, at=service.clock())  # garbled: nothing to wake
@@ -102,24 +108,42 @@ def _pending(
         else (r, w)
         for r, w in pending
     ]
-    steered = (
-        {
-            str(e.data.get("request_id"))
-            for e in read_events(service.home.spine_path(heinzel))
-            if e.kind == "turn.steered"
-        }
-        if any(_chat_id(w) is not None for _, w in pending)
-        else set()
-    )
+    chats = any(_chat_id(w) is not None for _, w in pending)
+    fates = _steer_fates(read_events(service.home.spine_path(heinzel))) if chats else {}
     has = taken(w.key for _, w in pending)
     wakes = []
     for request, wake in pending:
-        if wake.key in has or _chat_id(wake) in steered:
+        fate = fates.get(_chat_id(wake) or "")
+        if wake.key in has or fate == "received" or (request.taken and fate is None):
             inbox.take(request.request_id, at=service.clock())
             inbox.unmark(request.request_id)
+        elif fate == "open":  # that turn's resume delivers it (or leaves it: seen again)
+            inbox.take(request.request_id, at=service.clock())
         else:
             wakes.append((heinzel, wake, request.at))
     return wakes
+
+
+def _steer_fates(events: Iterable[Any]) -> dict[str, str]:
+    """Each steered request id's fate: ``received`` (a model request came after its steer
+    in that turn), ``open`` (its turn has not ended), else ``left`` (its turn ended first)."""
+    fates: dict[str, str] = {}
+    waiting: dict[str, list[str]] = {}
+    rank = {"left": 0, "open": 1, "received": 2}
+    for event in events:
+        turn = str(event.turn)
+        if event.kind == "turn.steered":
+            rid = str(event.data.get("request_id"))
+            waiting.setdefault(turn, []).append(rid)
+            fates[rid] = max(fates.get(rid, "open"), "open", key=rank.__getitem__)
+        elif event.kind == "model.request":
+            for rid in waiting.pop(turn, []):
+                fates[rid] = "received"
+        elif event.kind in ("turn.finished", "turn.skipped"):
+            for rid in waiting.pop(turn, []):
+                if fates.get(rid) == "open":
+                    fates[rid] = "left"
+    return fates
 
 
 def _chat_id(wake: Wake) -> str | None:

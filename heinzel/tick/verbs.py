@@ -125,8 +125,17 @@ class Verbs:
         if turn:
             with self.service.open_spine(heinzel) as spine:
                 journal = SpineJournal(spine, SpineIndex.scan(spine.path))
-                step = fold(turn, journal.turn_events(turn)).state
-                if step in STEERABLE:
+                events = journal.turn_events(turn)
+                step = fold(turn, events).state
+                rid = request.request_id
+                if any(
+                    e.kind == "turn.steered" and e.data.get("request_id") == rid for e in events
+                ):
+                    # a process that resumed the turn while this one waited for the lock
+                    # steered it already (its resume delivers it): never a second time
+                    Inbox(self.service.home, heinzel).take(rid, at=self.service.clock())
+                    how = "steered"
+                elif step in STEERABLE:
                     journal.append(
                         "turn.steered",
                         {"request_id": request.request_id, "hash": request.hash},
@@ -224,7 +233,13 @@ class Verbs:
                 "stop": "requested: it ends at its next step",
                 "request_id": request.request_id,
             }
-        abandon_turn(self.service, heinzel, turn, "stopped")
+        left = abandon_turn(self.service, heinzel, turn, "stopped")
+        if left:  # chats steered into it that no model received: a turn of their own
+            from machines import keys
+            from machines.keys import Wake
+
+            wakes = [Wake("asked", keys.asked(heinzel, rid)) for rid in left]
+            self.runner.run_wakes(heinzel, wakes, adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "stop": "abandoned stopped"}
 
     def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:

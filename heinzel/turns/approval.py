@@ -7,6 +7,13 @@ approved (the documents adapter's `draft_state`); the model (``model_fast``) tur
 difference into lessons, and act records ``lesson.recorded`` for each and
 ``approval.observed{approver, share_changed, approved_fp, draft_key}``, never the text.
 A deleted section (rejected) is one ``approval.observed{rejected: true, draft_key}``.
+
+An approval wake the tick handed to a turn running in another process (`Inbox.hand`) may
+find nothing to learn from when the follow-up runs it: that turn placed a newer draft of
+the same text (the same approval key, and the older draft's approval counts for nothing,
+`heinzel.tick.superseded`), or the section is tagged again. `nothing_to_learn` then takes
+the handed request, or every tick would wake it again, and never to any end; the tick
+reads the pending drafts again each time, so an approval still to come is not lost.
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from typing import Any
 
 from heinzel.capabilities.protocols import Approved, Rejected
 from heinzel.engine import InputSpec
+from heinzel.store.inbox import Inbox
 from ledger.bodies import Bodies
 from ledger.event import sha256_hex
 
-__all__ = ["approval_inputs", "observe_rejection"]
+__all__ = ["approval_inputs", "nothing_to_learn", "observe_rejection"]
 
 
 def _draft_row(service: Any, heinzel_id: str, key: str) -> dict[str, Any] | None:
@@ -88,3 +96,10 @@ def observe_rejection(service: Any, heinzel_id: str, key: str, documents: Any) -
             heinzel_id, "approval.observed", {"rejected": True, "draft_key": row["key"]}, key=key
         )
     return True
+
+
+def nothing_to_learn(service: Any, heinzel_id: str, key: str, documents: Any) -> None:
+    """An approval wake with no approved draft to learn from: a rejection is observed
+    (`observe_rejection`), and the request that handed the wake (if any) is taken."""
+    observe_rejection(service, heinzel_id, key, documents)
+    Inbox(service.home, heinzel_id).take_handed(key, at=service.clock())

@@ -21,8 +21,9 @@ steered (this one; or another that is still open, as one a process was killed in
 took the request, whose resume delivers it; or one whose model received it), is taken and
 never journalled again. After the turn, `follow_ups`
 gives every requested cause (from the fold, so a resumed turn keeps those requested
-before a crash), the steers no model request received, and the chats that came after the
-last poll, for one follow-up turn.
+before a crash), the steers no model request received (also those of a turn the resume
+rules ended without running it: a chat steered into a turn a dead process left, which then
+timed out), and the chats that came after the last poll, for one follow-up turn.
 
 Exactly once (issue 11, finding 4): a chat sent while no turn runs starts its own turn,
 but the sender waits for the spine's lock, and a turn that started meanwhile may have
@@ -172,11 +173,12 @@ class Delivery:
         for state in states:
             wakes += [Wake(str(r["cause"]), str(r["key"])) for r in state.requested if r["key"]]
             steered |= self._steered(state.turn)
-        if self.session is not None:
-            wakes += [
-                Wake("asked", keys.asked(self.heinzel, s.request_id))
-                for s in self.session.leftover_steers()
-            ]
+        left = [s.request_id for s in self.session.leftover_steers()] if self.session else []
+        # a turn the resume rules ended before it ran again (timeout, max-resumes) was never
+        # driven here: the steers no model request received are in its fold only (a chat
+        # `hz heinzel chat` steered into the turn a dead process left)
+        left += [str(s.get("request_id")) for st in states if st.final for s in st.steered]
+        wakes += [Wake("asked", keys.asked(self.heinzel, rid)) for rid in dict.fromkeys(left)]
         for request in self._pending():
             stale = request.kind == "stop" and request.message in ended
             if stale or (request.kind == "chat" and self._kinds(request) & TURN_KINDS):

@@ -30,7 +30,7 @@ from heinzel.session.amendments import propose_amendment
 from heinzel.session.spend import spent_today
 from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
-from heinzel.turns.approval import approval_inputs, observe_rejection
+from heinzel.turns.approval import approval_inputs, nothing_to_learn
 from heinzel.turns.chat import ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery, batches, undelivered
 from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
@@ -311,7 +311,7 @@ class TurnHost:
             documents = adapters.get("documents")
             found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
             if found is None:
-                observe_rejection(service, heinzel_id, wakes[0].key, documents)
+                nothing_to_learn(service, heinzel_id, wakes[0].key, documents)
                 return []
             extra, approval = found
             requests = []

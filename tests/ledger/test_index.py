@@ -220,6 +220,17 @@ class TestIndexErrors:
         assert caught.value.code == "HZL051"
         assert "rebuild" in caught.value.hint
 
+    def test_an_index_that_is_a_link_is_a_coded_error(self, tmp_path: Path) -> None:
+        """An index path that is a symbolic link is HZL051, and its target is left as it was."""
+        target = tmp_path / "elsewhere"
+        target.write_bytes(b"")
+        target.chmod(0o644)
+        (tmp_path / "index.sqlite").symlink_to(target)
+        with pytest.raises(LedgerError) as caught:
+            Index(tmp_path / "index.sqlite", [Toy()])
+        assert caught.value.code == "HZL051"
+        assert (target.read_bytes(), target.stat().st_mode & 0o777) == (b"", 0o644)
+
     def test_a_directory_in_the_way_is_a_coded_error(self, tmp_path: Path) -> None:
         """An index path hz cannot open is HZL051."""
         (tmp_path / "index.sqlite").mkdir()

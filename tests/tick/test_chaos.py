@@ -5,7 +5,8 @@ trace, no slot may be drafted twice, no draft may sit in a document that its spi
 not record, every chain verifies and the index equals a rebuild.
 
 It also damages the world between rounds the way issue 11's findings did: the index is
-deleted once, a garbage line is appended to one spine, and each round sends two chats
+deleted once, a garbage line is appended to one spine (of the Heinzelmännchen the round's
+two chats go to, so a process opens it for writing after), and each round sends two chats
 to one Heinzelmännchen at once; every chat must then reach exactly one model run (steered
 into one turn, or the key of one turn of its own, never both).
 
@@ -14,6 +15,7 @@ The short run is part of `make test`; `make soak` runs the long one (``HZ_SOAK_R
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 from ledger.reading import read_events
+from machines.journal import wake_keys
 from tests.tick.homes import CODED, FRIDAY, HZ, env, hz, make_home, tick
 
 NAMES = ["report-0", "report-1", "report-2"]
@@ -74,6 +77,16 @@ def _received_steers(events: list[Any]) -> list[str]:
     return received
 
 
+def _chats(inbox: Path) -> list[str]:
+    """The request ids of the chats in an inbox (every one was sent to reach a model run)."""
+    found = []
+    for path in sorted(inbox.glob("rq-*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("kind") == "chat":
+            found.append(str(data["request_id"]))
+    return found
+
+
 @pytest.mark.slow
 def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path) -> None:
     """Seeded concurrent hz processes, some killed mid-append: no traceback, no double or
@@ -87,10 +100,14 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
         running = []
         if round_ == 1:
             (root / "home" / "heinzel" / "index.sqlite").unlink(missing_ok=True)
-        if round_ == 2:
-            with (root / "home" / "heinzel" / ids[0] / "session.jsonl").open("a") as spine:
-                spine.write("not json at all\n")
         twice = rng.choice(NAMES)
+        if round_ == 2:
+            # the spine of the one the twin chats go to: some process of this round opens it
+            # to write, which contains the line (one no process opened again would stay a
+            # break that verify reports, as it should)
+            spine_path = root / "home" / "heinzel" / ids[NAMES.index(twice)] / "session.jsonl"
+            with spine_path.open("a") as spine:
+                spine.write("not json at all\n")
         commands = [["heinzel", "chat", twice, f"twin {round_}.{n}"] for n in (1, 2)]
         commands += [_command(rng, round_) for _ in range(PER_ROUND)]
         for args in commands:
@@ -139,10 +156,12 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
             str(k).split("@", 1)[1]
             for e in events
             if e.kind in ("turn.started", "turn.skipped")
-            for k in e.data.get("keys", [])
+            for k in wake_keys(e.data, e.key)  # one wake's key is the envelope's
             if str(k).split("@", 1)[1].startswith("rq-")
         )
-        assert [r for r, n in runs.items() if n > 1] == []  # each chat reached one run
+        assert [r for r, n in runs.items() if n > 1] == []  # no chat reached two runs
+        chats = _chats(home / heinzel_id / "inbox")
+        assert [r for r in chats if runs[r] == 0] == []  # and none reached no run
     verified = hz(root, "heinzel", "verify", HZ_NOW=last)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     before = _rows(home / "index.sqlite")

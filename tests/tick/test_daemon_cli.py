@@ -57,3 +57,18 @@ class TestDaemonCommands:
             assert first.startswith("tick at 2026-10-30T14:05:00.000Z")
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
+
+
+def test_a_turn_abandoned_with_a_text_error_is_reported_coded() -> None:
+    """A turn the tick ran that ended abandoned max-resumes (its error a text, not a code)
+    is reported as HZH222 with that text, never as an uncoded line."""
+    from heinzel.cli.verbs import _failure_text
+
+    ended = {"state": "abandoned", "reason": "max-resumes", "error": "interrupted 4 times in act"}
+    first, hint = _failure_text("report-0", ended).splitlines()
+    assert first == (
+        "HZH222: report-0: its turn ended abandoned (max-resumes): interrupted 4 times in act"
+    )
+    assert hint.startswith("hint: ")
+    coded = {"state": "failed", "reason": "HZE101", "error": "HZE101"}
+    assert _failure_text("report-0", coded).startswith("HZE101: report-0: ")

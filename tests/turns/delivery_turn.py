@@ -1,12 +1,13 @@
 """An asked turn in its own process that waits where the test says:
-``delivery_turn.py HOME ID SYNC think|act``.
+``delivery_turn.py HOME ID SYNC think|act|start|draft``.
 
 ``think``: the model's first request writes ``SYNC/ready`` (a FIFO) and blocks on
 ``SYNC/go`` (a FIFO) before it answers with text, so the engine makes a second request.
 ``act``: the document's ``place_draft`` does the same. ``start``: the host waits there
 holding the spine's lock, before the turn starts (its first model request does not
 block). Every request's messages are recorded to ``SYNC/request-<n>.json``, so the
-test sees what the model received.
+test sees what the model received. ``draft``: an asked turn of request ``rq-0000draft``
+that waits nowhere (its draft's text is the same as every other turn's here).
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def main(home: Path, heinzel_id: str, sync: Path, where: str) -> None:
     adapters = default_adapters(settings)
     if where == "act":
         adapters["documents"] = BlockingDocuments(sync)
-    wake = Wake("asked", keys.asked(heinzel_id, "rq-first"))
+    request = "rq-0000draft" if where == "draft" else "rq-first"
+    wake = Wake("asked", keys.asked(heinzel_id, request))
     states = host.run_wakes(heinzel_id, [wake], adapters=adapters)
     print(json.dumps([[s.turn, s.state, s.disposition, s.reason] for s in states]))
 

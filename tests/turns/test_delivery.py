@@ -308,3 +308,55 @@ def test_a_chat_steered_into_a_turn_a_dead_process_left_is_not_steered_again(
     body = (service.home.turns_dir(heinzel_id) / f"{early[0].turn}.jsonl").read_text()
     assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_a_handed_approval_of_a_draft_replaced_by_the_same_text_is_taken(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A draft approved in the document while a turn runs in another process: the tick hands
+    the approval to that turn, which then places a draft of the same text (so of the same
+    approval key). The older draft's approval counts for nothing (a superseded notice), and
+    the handed request is taken: the next ticks are quiet, not woken by it forever."""
+    service, heinzel_id, _ = make_service()
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    Inbox(service.home, heinzel_id).write("rq-0000draft", "chat", "draft it", at=NOW)
+    first = subprocess.run(
+        [sys.executable, str(SCRIPT), str(service.home.root), heinzel_id, str(sync), "draft"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert first.returncode == 0, first.stderr
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
+    hz = str(Path(sys.executable).with_name("hz"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([hz, *args], env=env, capture_output=True, text=True, check=False)
+
+    approved = run("approve", "notes-digest")
+    assert approved.returncode == 0, approved.stderr
+    for path in sync.iterdir():
+        path.unlink()
+    child = Child(service, heinzel_id, sync, "think")  # holds the lock in think
+    child.ready()
+    handing = run("system", "daemon", "tick", "--json")
+    assert handing.returncode == 0, handing.stderr
+    [handed] = json.loads(handing.stdout)["handed"]
+    assert handed["causes"] == ["approval"]
+    [key] = handed["keys"]
+    states = child.go()
+    assert [s[2] for s in states] == ["drafted"]
+    placed = _events(service, heinzel_id, "draft.placed")
+    assert len({e.data["hash"] for e in placed}) == 1 < len(placed)  # the same text twice
+    reports = []
+    for _ in range(2):
+        ticked = run("system", "daemon", "tick", "--json")
+        assert ticked.returncode == 0, ticked.stderr
+        reports.append(json.loads(ticked.stdout))
+    assert [w for r in reports for w in r["woken"] if key in json.dumps(w)] == []
+    notices = _events(service, heinzel_id, "notice.posted")
+    assert [e.data["reason"] for e in notices] == ["superseded"]
+    assert Inbox(service.home, heinzel_id).pending() == []
+    assert Inbox.marked(service.home) == {}

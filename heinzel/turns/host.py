@@ -335,12 +335,27 @@ class TurnHost:
                 if own_extra:
                     asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
                     extra = asked_inputs(service.home, heinzel_id, asked)
+            resumed, follow = self._resume_first(heinzel_id, spine, journal, wakes, adapters)
+            if self.interrupted is not None:
+                wakes = []  # stopped while a resumed turn ran: the rest waits for the tick
+            elif resumed:
+                # what the resumed turns' models received is delivered: no turn of its own
+                wakes = undelivered(journal, service.home, heinzel_id, wakes)
+                if own_extra:
+                    asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
+                    extra = asked_inputs(service.home, heinzel_id, asked)
             turn = "tn-" + new_id(service.clock)[3:]
-            if contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged):
+            if not wakes or (
+                contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged)
+            ):
                 plan = coalesce(journal, wakes)
-                if not plan.start:
-                    return []
-                return [skip_turn(journal, turn=turn, wakes=plan.start, reason="nothing-moved")]
+                if plan.start:
+                    resumed.append(
+                        skip_turn(journal, turn=turn, wakes=plan.start, reason="nothing-moved")
+                    )
+                wakes = []
+            if not wakes:
+                return self._follow_ups(heinzel_id, resumed, follow, adapters)
             slot = wakes[0].key.split("@", 1)[1]
             env = self._env(
                 heinzel_id,
@@ -357,9 +372,10 @@ class TurnHost:
                 skills={one.name: one.fingerprint for one in env.skills},
                 lessons_seq=max((int(one.id) for one in env.lessons), default=None),
             )
-            states, follow = self._drive(
+            states, more = self._drive(
                 env, journal, lambda session: session.wake(wakes, turn=turn, pins=pins, data=data)
             )
+            states, follow = resumed + states, follow + more
         if states and staged is not None:
             # what this turn read is what the next tick compares against (statement 4)
             seen = [
@@ -368,11 +384,43 @@ class TurnHost:
                 if s.request.watcher == heinzel_id and s.fingerprint is not None
             ]
             record_seen(service.index.db, seen)
+        return self._follow_ups(heinzel_id, states, follow, adapters)
+
+    def _follow_ups(
+        self,
+        heinzel_id: str,
+        states: list[TurnState],
+        follow: Sequence[Wake],
+        adapters: Mapping[str, object],
+    ) -> list[TurnState]:
+        """``states`` and the turns the follow-up wakes run, once the lock is let go."""
         if self.interrupted is not None:
             return states  # the follow-ups' requests stay in the inbox for the tick
         for batch in batches(follow):
             states += self.run_wakes(heinzel_id, batch, adapters=adapters)
         return states
+
+    def _resume_first(
+        self,
+        heinzel_id: str,
+        spine: Spine,
+        journal: IndexedJournal,
+        wakes: Sequence[Wake],
+        adapters: Mapping[str, object],
+    ) -> tuple[list[TurnState], list[Wake]]:
+        """Resume (``recovery``) the open turns of ``wakes``' keys, those a killed process
+        left, each on its own before a new turn starts: the resumed turn's delivery may
+        steer a chat whose own wake is among ``wakes``, and once its model received it,
+        that wake is delivered (`undelivered`) and starts no second run of the chat."""
+        states: list[TurnState] = []
+        follow: list[Wake] = []
+        for turn in coalesce(journal, wakes).resume:
+            ran, more = self._resume_held(
+                heinzel_id, spine, journal, turn, "recovery", adapters=adapters
+            )
+            states += ran
+            follow += more
+        return states, follow
 
     def _drive(
         self,
@@ -417,50 +465,67 @@ class TurnHost:
         service = self.service
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
-            known = journal.turn_offset(turn) is not None
-            events = journal.turn_events(turn) if known else []
-            started = next((e for e in events if e.kind == "turn.started"), None)
-            if started is None:
-                raise HeinzelError(
-                    "HZH203",
-                    f"no turn {turn} in this session",
-                    "`hz heinzel show NAME` lists turns",
-                )
-            cause = str(started.data.get("cause"))
-            key = str(started.key)
-            slot = key.split("@", 1)[1]
-            causes = started.data.get("causes") or [{"cause": cause, "key": key}]
-            asked = [str(c.get("key")) for c in causes if c.get("cause") in INBOX_CAUSES]
-            extra = asked_inputs(service.home, heinzel_id, asked)
-            approval = None
-            if cause == "approval":
-                found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
-                extra, approval = found if found else ((), {"key": key})
-            env = self._env(
-                heinzel_id,
-                spine,
-                cause,
-                adapters,
-                extra=extra,
-                slot=slot,
-                approval=approval,
-                pins=started.data.get("pins") or {},  # {}: pinned to nothing (old turns)
-                reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
-                if started.data.get("parent_turn")
-                else None,
-                past_think=any(
-                    e.kind == "step.started" and e.data.get("step") in ("outcome", "act")
-                    for e in events
-                ),
+            states, follow = self._resume_held(
+                heinzel_id, spine, journal, turn, woken_by, adapters=adapters
             )
-
-            async def resume(session: Session) -> list[TurnState]:
-                state = await session.resume(turn, woken_by)
-                return [] if state is None else [state]
-
-            states, follow = self._drive(env, journal, resume)
         self.run_wakes(heinzel_id, follow, adapters=adapters)
         return states[0] if states else None
+
+    def _resume_held(
+        self,
+        heinzel_id: str,
+        spine: Spine,
+        journal: IndexedJournal,
+        turn: str,
+        woken_by: str,
+        *,
+        adapters: Mapping[str, object],
+    ) -> tuple[list[TurnState], list[Wake]]:
+        """Resume ``turn`` under the spine's lock the caller holds: what ran and the
+        follow-up wakes (run by the caller once the lock is let go)."""
+        service = self.service
+        known = journal.turn_offset(turn) is not None
+        events = journal.turn_events(turn) if known else []
+        started = next((e for e in events if e.kind == "turn.started"), None)
+        if started is None:
+            raise HeinzelError(
+                "HZH203",
+                f"no turn {turn} in this session",
+                "`hz heinzel show NAME` lists turns",
+            )
+        cause = str(started.data.get("cause"))
+        key = str(started.key)
+        slot = key.split("@", 1)[1]
+        causes = started.data.get("causes") or [{"cause": cause, "key": key}]
+        asked = [str(c.get("key")) for c in causes if c.get("cause") in INBOX_CAUSES]
+        extra = asked_inputs(service.home, heinzel_id, asked)
+        approval = None
+        if cause == "approval":
+            found = approval_inputs(service, heinzel_id, key, adapters.get("documents"))
+            extra, approval = found if found else ((), {"key": key})
+        env = self._env(
+            heinzel_id,
+            spine,
+            cause,
+            adapters,
+            extra=extra,
+            slot=slot,
+            approval=approval,
+            pins=started.data.get("pins") or {},  # {}: pinned to nothing (old turns)
+            reused=self._parent_inputs(heinzel_id, str(started.data["parent_turn"]))
+            if started.data.get("parent_turn")
+            else None,
+            past_think=any(
+                e.kind == "step.started" and e.data.get("step") in ("outcome", "act")
+                for e in events
+            ),
+        )
+
+        async def resume(session: Session) -> list[TurnState]:
+            state = await session.resume(turn, woken_by)
+            return [] if state is None else [state]
+
+        return self._drive(env, journal, resume)
 
     # -- asked turns -----------------------------------------------------------------
 

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from heinzel.store.inbox import Inbox
+from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
+from machines import Wake, keys
 from machines.journal import wake_keys
 
 from .conftest import NOW
@@ -168,4 +170,33 @@ def test_a_chat_already_steered_by_a_resume_is_not_steered_again_by_its_sender(
     assert [e.data["request_id"] for e in steers] == ["rq-0000again"]
     key = f"{heinzel_id}@rq-0000again"
     assert [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)] == []
+    assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_wakes_that_resume_a_dead_turn_start_no_turn_for_a_chat_it_received(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Wakes run together, one the key of a turn a killed process left, one a pending chat:
+    the resumed turn is steered with the chat and its model receives it, so no turn of the
+    chat's own starts after it (one run per chat; found by the chaos test, seed 110)."""
+    service, heinzel_id, _ = make_service()
+    child = Child(service, heinzel_id, tmp_path, "think")  # its turn's key: rq-first
+    child.ready()
+    child.proc.kill()
+    child.proc.communicate(timeout=60)
+    Inbox(service.home, heinzel_id).write("rq-second", "chat", TEXT, at=NOW)
+    wakes = [Wake("asked", keys.asked(heinzel_id, rid)) for rid in ("rq-first", "rq-second")]
+    states = Turns(service).run_wakes(
+        heinzel_id, wakes, adapters=default_adapters(service.settings)
+    )
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    [resumed] = {e.turn for e in events if e.kind == "turn.resumed"}
+    assert [(s.turn, s.disposition) for s in states] == [(resumed, "drafted")]
+    steered = [(e.turn, e.data["request_id"]) for e in events if e.kind == "turn.steered"]
+    assert steered == [(resumed, "rq-second")]
+    second = keys.asked(heinzel_id, "rq-second")
+    assert [e.turn for e in events if second in wake_keys(e.data, e.key)] == []
+    body = (service.home.turns_dir(heinzel_id) / f"{resumed}.jsonl").read_text()
+    assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []

@@ -24,6 +24,38 @@ from .test_delivery import Child
 
 TEXT = "and mention the rollout"
 
+Run = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def killed_in_think(service: Any, heinzel_id: str, tmp_path: Path, now: str) -> Run:
+    """A turn killed in think (its model's first request), and how to run `hz` at ``now``."""
+    child = Child(service, heinzel_id, tmp_path, "think")  # its turn's key: rq-first
+    child.ready()
+    child.proc.kill()
+    child.proc.communicate(timeout=60)
+    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": now}
+    hz = str(Path(sys.executable).with_name("hz"))
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
+        )
+
+    return run
+
+
+def ran_alone(service: Any, heinzel_id: str, sent: dict[str, Any], reason: str) -> None:
+    """The steered turn ended (``reason``) and the chat ran in one drafted turn of its own,
+    with its text; nothing is left in the inbox."""
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
+    assert ended[sent["turn"]]["reason"] == reason
+    key = f"{heinzel_id}@{sent['request_id']}"
+    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
+    assert ended[own.turn]["disposition"] == "drafted"
+    assert TEXT in (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
+    assert Inbox(service.home, heinzel_id).pending() == []
+
 
 @pytest.mark.kill
 def test_a_chat_steered_into_a_dead_turn_that_times_out_runs_a_turn_of_its_own(
@@ -33,31 +65,14 @@ def test_a_chat_steered_into_a_dead_turn_that_times_out_runs_a_turn_of_its_own(
     tick's recovery ends it abandoned (timeout) without a model request: the follow-up turn
     has the chat's key and its text, and the inbox is empty."""
     service, heinzel_id, _ = make_service()
-    child = Child(service, heinzel_id, tmp_path, "think")
-    child.ready()
-    child.proc.kill()
-    child.proc.communicate(timeout=60)
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T15:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([hz, *args], env=env, capture_output=True, text=True, check=False)
-
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
     chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
     assert chat.returncode == 0, chat.stderr
     sent = json.loads(chat.stdout)
     assert sent["delivered"] == "steered"  # into the turn the killed process left
     ticked = run("system", "daemon", "tick", "--json")  # exit 1: a turn ended abandoned
     assert "HZH222" in ticked.stderr and "Traceback" not in ticked.stderr, ticked.stderr
-    events = list(read_events(service.home.spine_path(heinzel_id)))
-    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
-    assert ended[sent["turn"]]["reason"] == "timeout"
-    key = f"{heinzel_id}@{sent['request_id']}"
-    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
-    assert ended[own.turn]["disposition"] == "drafted"
-    body = (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
-    assert TEXT in body
-    assert Inbox(service.home, heinzel_id).pending() == []
+    ran_alone(service, heinzel_id, sent, "timeout")
 
 
 @pytest.mark.kill
@@ -68,16 +83,7 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
     it abandoned (stopped) before a model request received the chat: the chat then runs in a
     turn of its own, as it would after a live turn's stop; a tick after finds nothing left."""
     service, heinzel_id, _ = make_service()
-    child = Child(service, heinzel_id, tmp_path, "think")
-    child.ready()
-    child.proc.kill()
-    child.proc.communicate(timeout=60)
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:01:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([hz, *args], env=env, capture_output=True, text=True, check=False)
-
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
     chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
     assert chat.returncode == 0, chat.stderr
     sent = json.loads(chat.stdout)
@@ -86,15 +92,7 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
     assert stopped.returncode == 0, stopped.stderr
     ticked = run("system", "daemon", "tick", "--json")
     assert "Traceback" not in ticked.stderr, ticked.stderr
-    events = list(read_events(service.home.spine_path(heinzel_id)))
-    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
-    assert ended[sent["turn"]]["reason"] == "stopped"
-    key = f"{heinzel_id}@{sent['request_id']}"
-    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
-    assert ended[own.turn]["disposition"] == "drafted"
-    body = (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
-    assert TEXT in body
-    assert Inbox(service.home, heinzel_id).pending() == []
+    ran_alone(service, heinzel_id, sent, "stopped")
 
 
 @pytest.mark.kill
@@ -105,18 +103,7 @@ def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
     `turn.finished`, before its follow-up turn: the next tick runs the chat in a turn of its
     own (its request stays marked until a turn has it), once."""
     service, heinzel_id, _ = make_service()
-    child = Child(service, heinzel_id, tmp_path, "think")
-    child.ready()
-    child.proc.kill()
-    child.proc.communicate(timeout=60)
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T15:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
-
-    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
-        )
-
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
     chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
     assert chat.returncode == 0, chat.stderr
     sent = json.loads(chat.stdout)
@@ -126,14 +113,7 @@ def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
     for _ in range(2):
         ticked = run("system", "daemon", "tick", "--json")
         assert "Traceback" not in ticked.stderr, ticked.stderr
-    events = list(read_events(service.home.spine_path(heinzel_id)))
-    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
-    assert ended[sent["turn"]]["reason"] == "timeout"
-    key = f"{heinzel_id}@{sent['request_id']}"
-    [own] = [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)]
-    assert ended[own.turn]["disposition"] == "drafted"
-    assert TEXT in (service.home.turns_dir(heinzel_id) / f"{own.turn}.jsonl").read_text()
-    assert Inbox(service.home, heinzel_id).pending() == []
+    ran_alone(service, heinzel_id, sent, "timeout")
     assert Inbox.marked(service.home) == {}
 
 
@@ -145,19 +125,8 @@ def test_a_chat_already_steered_by_a_resume_is_not_steered_again_by_its_sender(
     receives it, and that tick is killed; `hz heinzel chat` of the same request then finds
     it steered already: one steer, no turn of its own, one model run."""
     service, heinzel_id, _ = make_service()
-    child = Child(service, heinzel_id, tmp_path, "think")
-    child.ready()
-    child.proc.kill()
-    child.proc.communicate(timeout=60)
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
     Inbox(service.home, heinzel_id).write("rq-0000again", "chat", TEXT, at=NOW)
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:01:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
-
-    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
-        )
-
     killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:model.request")
     assert killed.returncode == 137, killed.stderr
     chat = run("heinzel", "chat", "notes-digest", TEXT, "--request-id", "rq-0000again")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from heinzel.session.open_turns import abandon_turn
 from heinzel.store.inbox import Inbox
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
@@ -169,3 +170,27 @@ def test_wakes_that_resume_a_dead_turn_start_no_turn_for_a_chat_it_received(
     body = (service.home.turns_dir(heinzel_id) / f"{resumed}.jsonl").read_text()
     assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []
+
+
+@pytest.mark.kill
+def test_a_chat_steered_into_a_dead_turn_that_is_then_superseded_runs_a_turn_of_its_own(
+    make_service: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Killed in think; `hz heinzel chat` steers into the open turn, which the tick's team
+    gate then ends abandoned (superseded: another machine's receipt has its slot) before a
+    model request received the chat: the chat keeps its inbox mark and the next tick runs
+    it in a turn of its own (then claimed like any new wake), once, never lost."""
+    service, heinzel_id, _ = make_service()
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
+    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
+    assert chat.returncode == 0, chat.stderr
+    sent = json.loads(chat.stdout)
+    assert sent["delivered"] == "steered"
+    left = abandon_turn(service, heinzel_id, sent["turn"], "superseded")  # as Tick._wake does
+    assert left == [sent["request_id"]]
+    assert sent["request_id"] in Inbox.marked(service.home)[heinzel_id]
+    for _ in range(2):
+        ticked = run("system", "daemon", "tick", "--json")
+        assert "Traceback" not in ticked.stderr, ticked.stderr
+    ran_alone(service, heinzel_id, sent, "superseded")
+    assert Inbox.marked(service.home) == {}

@@ -1,14 +1,17 @@
-"""Open turns seen from outside them: whether another process holds a spine, and ending
-an open turn abandoned (``hz heinzel stop``, a superseded wait, the tick's clean-up)."""
+"""Open turns seen from outside them: whether another process holds a spine, ending an
+open turn abandoned (``hz heinzel stop``, a superseded wait, the tick's clean-up), and what
+became of the chats steered into turns (`steer_fates`, for the tick and the delivery)."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from heinzel.session.sessions import Sessions
 
-__all__ = ["abandon_turn", "lock_held"]
+__all__ = ["abandon_turn", "lock_held", "steer_fates"]
 
 
 async def _no_wait(seconds: float) -> None:
@@ -47,3 +50,25 @@ def lock_held(path: os.PathLike[str]) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def steer_fates(events: Iterable[Any]) -> dict[str, str]:
+    """Each steered request id's fate: ``received`` (a model request came after its steer
+    in that turn), ``open`` (its turn has not ended), else ``left`` (its turn ended first)."""
+    fates: dict[str, str] = {}
+    waiting: dict[str, list[str]] = {}
+    rank = {"left": 0, "open": 1, "received": 2}
+    for event in events:
+        turn = str(event.turn)
+        if event.kind == "turn.steered":
+            rid = str(event.data.get("request_id"))
+            waiting.setdefault(turn, []).append(rid)
+            fates[rid] = max(fates.get(rid, "open"), "open", key=rank.__getitem__)
+        elif event.kind == "model.request":
+            for rid in waiting.pop(turn, []):
+                fates[rid] = "received"
+        elif event.kind in ("turn.finished", "turn.skipped"):
+            for rid in waiting.pop(turn, []):
+                if fates.get(rid) == "open":
+                    fates[rid] = "left"
+    return fates

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from heinzel.session.open_turns import lock_held
+from heinzel.session.open_turns import lock_held, steer_fates
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.tick.isolate import isolated
@@ -109,7 +109,7 @@ def _pending(
         for r, w in pending
     ]
     chats = any(_chat_id(w) is not None for _, w in pending)
-    fates = _steer_fates(read_events(service.home.spine_path(heinzel))) if chats else {}
+    fates = steer_fates(read_events(service.home.spine_path(heinzel))) if chats else {}
     has = taken(w.key for _, w in pending)
     wakes = []
     for request, wake in pending:
@@ -122,28 +122,6 @@ def _pending(
         else:
             wakes.append((heinzel, wake, request.at))
     return wakes
-
-
-def _steer_fates(events: Iterable[Any]) -> dict[str, str]:
-    """Each steered request id's fate: ``received`` (a model request came after its steer
-    in that turn), ``open`` (its turn has not ended), else ``left`` (its turn ended first)."""
-    fates: dict[str, str] = {}
-    waiting: dict[str, list[str]] = {}
-    rank = {"left": 0, "open": 1, "received": 2}
-    for event in events:
-        turn = str(event.turn)
-        if event.kind == "turn.steered":
-            rid = str(event.data.get("request_id"))
-            waiting.setdefault(turn, []).append(rid)
-            fates[rid] = max(fates.get(rid, "open"), "open", key=rank.__getitem__)
-        elif event.kind == "model.request":
-            for rid in waiting.pop(turn, []):
-                fates[rid] = "received"
-        elif event.kind in ("turn.finished", "turn.skipped"):
-            for rid in waiting.pop(turn, []):
-                if fates.get(rid) == "open":
-                    fates[rid] = "left"
-    return fates
 
 
 def _chat_id(wake: Wake) -> str | None:

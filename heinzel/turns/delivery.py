@@ -42,6 +42,7 @@ from typing import Any
 import structlog
 
 from heinzel.errors import HeinzelError
+from heinzel.session.open_turns import steer_fates
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.turns.failure import root_cause
@@ -265,19 +266,5 @@ def _steered_since(journal: IndexedJournal, heinzel_id: str, since: str) -> set[
         "SELECT id FROM turns WHERE heinzel = ? AND (ended_at IS NULL OR ended_at >= ?)",
         [heinzel_id, since],
     ).fetchall()
-    found: set[str] = set()
-    for (turn,) in rows:
-        steered: set[str] = set()
-        waiting: set[str] = set()
-        ended = False
-        for event in journal.turn_events(str(turn)):
-            if event.kind == "turn.steered":
-                rid = str(event.data.get("request_id"))
-                steered.add(rid)
-                waiting.add(rid)
-            elif event.kind == "model.request":
-                waiting.clear()
-            elif event.kind in ("turn.finished", "turn.skipped"):
-                ended = True
-        found |= steered - waiting if ended else steered
-    return found
+    events = [e for (turn,) in rows for e in journal.turn_events(str(turn))]
+    return {rid for rid, fate in steer_fates(events).items() if fate != "left"}

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import forkhz
+
 SCRIPT = Path(__file__).with_name("crash_turn.py")
 
 
 def run(directory: Path, kill_after: int, mode: str = "draft") -> int:
-    done = subprocess.run(
+    done = forkhz.run(
         [sys.executable, str(SCRIPT), str(directory), mode, str(kill_after)],
         capture_output=True,
         timeout=60,

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
+
 ROOT = Path(__file__).resolve().parents[2]
 PRIYA = ROOT / "fixtures" / "priya"
 HZ = str(Path(sys.executable).with_name("hz"))
@@ -41,7 +43,7 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def _hz(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkhz.run(
         [HZ, *args], cwd=root, env=_env(root), capture_output=True, text=True, check=False
     )
 
@@ -93,7 +95,7 @@ def test_processes_at_once_never_trace_and_the_index_equals_a_rebuild(tmp_path: 
         running = [
             (
                 args,
-                subprocess.Popen(
+                forkhz.Popen(
                     [HZ, *args],
                     cwd=root,
                     env=_env(root),

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
+
 CONTRACT = """---
 name: daily-digest
 kind: responsibility
@@ -68,7 +70,7 @@ class Machine:
     def hz(
         self, now: datetime, *args: str, check: bool = True, **extra: str
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return forkhz.run(
             [sys.executable, "-m", "heinzel", *args],
             env=self.env(now, **extra),
             capture_output=True,
@@ -77,7 +79,8 @@ class Machine:
         )
 
     def killed_tick(self, now: datetime, delay: float) -> None:
-        """A tick SIGKILLed ``delay`` seconds in (or finished before)."""
+        """A tick SIGKILLed ``delay`` seconds in (or finished before). Exec'd, not forked
+        (tests/forkhz.py): the delays were drawn for a process that imports hz first."""
         with subprocess.Popen(
             [sys.executable, "-m", "heinzel", "system", "daemon", "tick"],
             env=self.env(now),

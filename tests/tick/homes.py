@@ -16,6 +16,7 @@ from typing import Any
 from heinzel.config import load_settings
 from heinzel.service import Service
 from heinzel.store.home import Home
+from tests import forkhz
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIYA = ROOT / "fixtures" / "priya"
@@ -59,7 +60,7 @@ def env(root: Path, now: str = FRIDAY, **extra: str) -> dict[str, str]:
 
 def hz(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     """Run ``hz args`` against the home the way a person would."""
-    return subprocess.run(
+    return forkhz.run(
         [HZ, *args], cwd=root, env=env(root, **extra), capture_output=True, text=True, check=False
     )
 

@@ -30,6 +30,7 @@ import pytest
 
 from ledger.reading import read_events
 from machines.journal import wake_keys
+from tests import forkhz
 from tests.tick.homes import CODED, FRIDAY, HZ, env, hz, make_home, tick
 
 NAMES = ["report-0", "report-1", "report-2"]
@@ -115,7 +116,7 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
             running.append(
                 (
                     args,
-                    subprocess.Popen(
+                    forkhz.Popen(
                         [HZ, *args],
                         cwd=root,
                         env=env(root, now, **extra),

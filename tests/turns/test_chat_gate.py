@@ -21,6 +21,7 @@ from heinzel.turns.answer import answer
 from heinzel.turns.chat import write_tools
 from ledger.spine import read_events
 from machines import TurnState, Wake, keys
+from tests import forkhz
 
 from .chat_turn import REASON, chat_model
 
@@ -157,7 +158,7 @@ class TestChatGateCrash:
         if crash:
             env["HZ_CRASH_AT"] = crash
         command = [sys.executable, str(SCRIPT), str(home), *args]
-        return subprocess.run(command, capture_output=True, check=False, text=True, env=env)
+        return forkhz.run(command, capture_output=True, check=False, text=True, env=env)
 
     def test_killed_after_the_question_and_after_the_write_started(
         self, make_service: Callable[..., Any]

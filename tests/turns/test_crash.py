@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from heinzel.config import HeinzelSettings, Settings
 from heinzel.service import Service
 from heinzel.store.home import Home
 from ledger.spine import read_events
+from tests import forkhz
 
 from .conftest import NOW
 
@@ -30,7 +30,7 @@ def _wake(home: Path, crash_at: str | None, tmp: Path) -> int:
     if crash_at:
         env["HZ_CRASH_AT"] = crash_at
     command = [sys.executable, "-m", "heinzel", "heinzel", "wake", "notes-digest"]
-    done = subprocess.run(
+    done = forkhz.run(
         [*command, "--home", str(home), "--message", "now"],
         env=env,
         capture_output=True,
@@ -43,7 +43,7 @@ def _wake(home: Path, crash_at: str | None, tmp: Path) -> int:
 def _resume(service: Service, heinzel_id: str) -> None:
     """Resume the killed turn in a whole new process (`resume_turn.py`), as the tick would."""
     script = Path(__file__).parent / "resume_turn.py"
-    recovery = subprocess.run(
+    recovery = forkhz.run(
         [sys.executable, str(script), str(service.home.root), heinzel_id],
         capture_output=True,
         text=True,

@@ -21,6 +21,7 @@ from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 from machines.journal import wake_causes, wake_keys
+from tests import forkhz
 
 from .conftest import NOW
 
@@ -37,7 +38,7 @@ class Child:
         self.sync = sync
         Inbox(service.home, heinzel_id).write("rq-first", "chat", "draft it", at=NOW)
         command = [sys.executable, str(SCRIPT), str(service.home.root), heinzel_id, str(sync)]
-        self.proc = subprocess.Popen(
+        self.proc = forkhz.Popen(
             [*command, where], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
 
@@ -239,7 +240,7 @@ def test_two_chats_at_once_are_each_delivered_once(
     env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
     hz = str(Path(sys.executable).with_name("hz"))
     chats = [
-        subprocess.Popen(
+        forkhz.Popen(
             [hz, "heinzel", "chat", "notes-digest", f"{TEXT} ({n})"],
             env=env,
             stdout=subprocess.PIPE,
@@ -281,7 +282,7 @@ def test_a_chat_steered_into_a_turn_a_dead_process_left_is_not_steered_again(
     child.ready()
     env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
     hz = str(Path(sys.executable).with_name("hz"))
-    chat = subprocess.Popen(
+    chat = forkhz.Popen(
         [hz, "heinzel", "chat", "notes-digest", "and the second thing"],
         env=env,
         stdout=subprocess.PIPE,
@@ -322,7 +323,7 @@ def test_a_handed_approval_of_a_draft_replaced_by_the_same_text_is_taken(
     sync = tmp_path / "sync"
     sync.mkdir()
     Inbox(service.home, heinzel_id).write("rq-0000draft", "chat", "draft it", at=NOW)
-    first = subprocess.run(
+    first = forkhz.run(
         [sys.executable, str(SCRIPT), str(service.home.root), heinzel_id, str(sync), "draft"],
         capture_output=True,
         text=True,
@@ -333,7 +334,7 @@ def test_a_handed_approval_of_a_draft_replaced_by_the_same_text_is_taken(
     hz = str(Path(sys.executable).with_name("hz"))
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([hz, *args], env=env, capture_output=True, text=True, check=False)
+        return forkhz.run([hz, *args], env=env, capture_output=True, text=True, check=False)
 
     approved = run("approve", "notes-digest")
     assert approved.returncode == 0, approved.stderr

@@ -19,6 +19,7 @@ from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
 from machines.journal import wake_keys
+from tests import forkhz
 
 from .conftest import NOW
 from .test_delivery import Child
@@ -38,7 +39,7 @@ def killed_in_think(service: Any, heinzel_id: str, tmp_path: Path, now: str) -> 
     hz = str(Path(sys.executable).with_name("hz"))
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return forkhz.run(
             [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from tests import forkhz
 from tests.turns.conftest import CONTRACT
 
 NOTES = "ship the rounding fix\nwrite the release notes\n"
@@ -30,7 +31,7 @@ def _hz(tmp: Path, *args: str, crash_at: str | None = None) -> subprocess.Comple
     }
     if crash_at:
         env["HZ_CRASH_AT"] = crash_at
-    return subprocess.run(
+    return forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         env=env,
         capture_output=True,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from tests import forkhz
 from tests.turns.conftest import CONTRACT
 
 SKILL = """---
@@ -37,7 +38,7 @@ def _hz(work: Path, *args: str, crash_at: str | None = None) -> subprocess.Compl
     }
     if crash_at:
         env["HZ_CRASH_AT"] = crash_at
-    return subprocess.run(
+    return forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         cwd=work,
         env=env,

@@ -1,0 +1,353 @@
+"""`hz` processes forked from a parent that has imported hz once (a fork server).
+
+A turn's process spends most of its CPU importing pydantic-ai and hz (about 0.55 of the
+0.7 s a drafted offline wake takes here), and the tests that kill turns at every durable
+boundary start hundreds of them. `run` and `Popen` take the same arguments as
+`subprocess.run` and `subprocess.Popen` and give the same results; when the command is
+`hz` (the venv's script), ``python -m heinzel`` or ``python SCRIPT.py``, the process is
+an ``os.fork`` of a server that has already imported hz, pydantic-ai and the engine.
+Anything else is started by `subprocess` as usual.
+
+The forked child is a process of its own, as `exec` would make it: it takes the given
+standard streams (passed over a Unix socket), working folder, environment (the whole of
+it: nothing of the server's is left) and argument vector, runs `heinzel.cli.main` (or
+the script, with ``runpy``) and leaves through the interpreter's normal exit, so atexit
+handlers, exit statuses, ``HZ_CRASH_AT``'s ``os._exit(137)`` and a SIGKILL from the test
+read exactly as they do for `subprocess`. The server forks only while it has a single
+thread, and reports each child's wait status over that child's own socket, so
+`Popen.wait`, `poll`, `kill` and `communicate` work unchanged (this class overrides only
+how the child starts and how its status is read).
+
+What differs from `exec`: the modules were imported before the child's environment was
+set (hz reads its variables when a command runs, not at import: the tests that prove the
+user's own commands, such as the README walk and the model tests' key paths, still exec
+the real `hz`), and every child shares the server's string-hash seed.
+``HZ_TESTS_EXEC=1`` turns the fork server off: every process is exec'd.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Popen", "run"]
+
+HZ = str(Path(sys.executable).with_name("hz"))
+PRELOAD = (
+    "heinzel.cli",
+    "heinzel.cli.commands",
+    "heinzel.app",
+    "heinzel.service",
+    "heinzel.turns.host",
+    "heinzel.turns.models",
+    "heinzel.engine.offline",
+    "heinzel.engine.run",
+)
+"""What a turn's process imports (`python -X importtime` of a wake and a tick)."""
+
+_MESSAGE = 1 << 20
+
+
+def _plan(args: Sequence[str]) -> tuple[str, list[str], str] | None:
+    """How to run ``args`` in a forked child: (``"hz"`` or ``"script"``, its ``sys.argv``,
+    its ``sys.path[0]``), or None when it is not an hz command or a Python script."""
+    if not args:
+        return None
+    first = str(args[0])
+    rest = [str(a) for a in args[1:]]
+    if first == HZ:
+        return "hz", [first, *rest], str(Path(HZ).parent)
+    if first != sys.executable or not rest:
+        return None
+    if rest[:2] == ["-m", "heinzel"]:
+        main = str(Path(__file__).parent.parent / "heinzel" / "__main__.py")
+        return "hz", [main, *rest[2:]], os.getcwd()
+    if rest[0].endswith(".py") and not rest[0].startswith("-"):
+        script = str(Path(rest[0]).resolve())
+        return "script", [script, *rest[1:]], str(Path(script).parent)
+    return None
+
+
+class _Server:
+    """This process's fork server: started on first use, one per test worker."""
+
+    lock = threading.Lock()
+    control: socket.socket | None = None
+    process: subprocess.Popen[bytes] | None = None
+    broken = False
+
+    @classmethod
+    def channel(cls) -> socket.socket | None:
+        with cls.lock:
+            if cls.broken or os.environ.get("HZ_TESTS_EXEC") == "1":
+                return None
+            if cls.process is not None and cls.process.poll() is None and cls.control:
+                return cls.control
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+            cls.process = subprocess.Popen(
+                [sys.executable, __file__, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+            )
+            theirs.close()
+            ready = ours.recv(64)
+            if ready != b"ready":  # it could not start single-threaded: exec instead
+                cls.broken = True
+                cls.process.wait()
+                ours.close()
+                return None
+            cls.control = ours
+            atexit.register(cls.stop)
+            return ours
+
+    @classmethod
+    def stop(cls) -> None:
+        """Let the server go (it leaves when its control socket closes) and reap it."""
+        if cls.control is not None:
+            cls.control.close()
+            cls.control = None
+        if cls.process is not None:
+            cls.process.wait()
+
+
+class Popen(subprocess.Popen[Any]):
+    """`subprocess.Popen`, forked from the fork server when the command is hz's."""
+
+    _status: socket.socket | None = None
+
+    def _execute_child(  # type: ignore[override]
+        self,
+        args: Any,
+        executable: Any,
+        preexec_fn: Any,
+        close_fds: bool,
+        pass_fds: Sequence[int],
+        cwd: Any,
+        env: Any,
+        startupinfo: Any,
+        creationflags: int,
+        shell: bool,
+        p2cread: int,
+        p2cwrite: int,
+        c2pread: int,
+        c2pwrite: int,
+        errread: int,
+        errwrite: int,
+        *rest: Any,
+    ) -> None:
+        plan = None if (shell or pass_fds or preexec_fn) else _plan(args)
+        control = _Server.channel() if plan else None
+        if plan is None or control is None:
+            super()._execute_child(  # type: ignore[misc]
+                args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
+                creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,
+                errwrite, *rest,
+            )  # fmt: skip
+            return
+        mode, argv, path0 = plan
+        new_session = bool(rest[-2]) if len(rest) >= 2 else False
+        request = {
+            "mode": mode,
+            "argv": argv,
+            "path0": path0 if mode == "script" or cwd is None else str(Path(cwd).resolve()),
+            "cwd": str(Path(cwd if cwd is not None else os.getcwd()).resolve()),
+            "env": dict(os.environ if env is None else env),
+            "session": new_session,
+        }
+        if mode == "hz" and argv[0] != HZ:  # `python -m heinzel`: sys.path[0] is the cwd
+            request["path0"] = request["cwd"]
+        stdio = [
+            p2cread if p2cread != -1 else 0,
+            c2pwrite if c2pwrite != -1 else 1,
+            errwrite if errwrite != -1 else 2,
+        ]
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(control, [json.dumps(request).encode()], [theirs.fileno(), *stdio])
+        finally:
+            theirs.close()
+        started = json.loads(ours.recv(_MESSAGE))
+        self.pid = started["pid"]
+        self._status = ours
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+
+    def _read_status(self, block: bool) -> int | None:
+        """The child's wait status from the server (None: not yet, when not blocking). A
+        server gone without saying is exit status 255, so the test fails loudly."""
+        status = self._status
+        assert status is not None
+        status.setblocking(block)
+        try:
+            data = status.recv(_MESSAGE)
+        except BlockingIOError:
+            return None
+        finally:
+            status.setblocking(True)
+        status.close()
+        self._status = None
+        return int(json.loads(data)["status"]) if data else 255 << 8
+
+    def _try_wait(self, wait_flags: int) -> tuple[int, int]:
+        if self._status is None:
+            return super()._try_wait(wait_flags)  # type: ignore[misc]
+        sts = self._read_status(block=not wait_flags & os.WNOHANG)
+        return (0, 0) if sts is None else (self.pid, sts)
+
+    def _internal_poll(self, _deadstate: Any = None, *args: Any, **kwargs: Any) -> int | None:
+        if self._status is None:
+            return super()._internal_poll(_deadstate, *args, **kwargs)  # type: ignore[misc]
+        if self.returncode is None and self._waitpid_lock.acquire(False):  # type: ignore[attr-defined]
+            try:
+                if self.returncode is None and self._status is not None:
+                    sts = self._read_status(block=False)
+                    if sts is not None:
+                        self._handle_exitstatus(sts)  # type: ignore[attr-defined]
+            except OSError:
+                if _deadstate is not None:
+                    self.returncode = _deadstate
+            finally:
+                self._waitpid_lock.release()  # type: ignore[attr-defined]
+        return self.returncode
+
+
+def run(
+    args: Sequence[str],
+    *,
+    input: str | bytes | None = None,
+    capture_output: bool = False,
+    timeout: float | None = None,
+    check: bool = False,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """`subprocess.run`, with `Popen` above (so an hz command is forked, not exec'd)."""
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    if capture_output:
+        kwargs["stdout"] = subprocess.PIPE
+        kwargs["stderr"] = subprocess.PIPE
+    with Popen(args, **kwargs) as process:
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+        except BaseException:
+            process.kill()
+            raise
+        code = process.poll()
+        assert code is not None
+        if check and code:
+            raise subprocess.CalledProcessError(code, args, output=stdout, stderr=stderr)
+    return subprocess.CompletedProcess(args, code, stdout, stderr)
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+def _serve(control: socket.socket) -> dict[str, Any]:
+    """Fork a child per request and report its wait status; returns only in a child."""
+    picker = selectors.DefaultSelector()
+    picker.register(control, selectors.EVENT_READ, None)
+    waiting: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, its status socket)
+    while True:
+        for key, _ in picker.select():
+            if key.data is None:
+                try:
+                    message, fds, _flags, _addr = socket.recv_fds(control, _MESSAGE, 4)
+                except OSError:
+                    message, fds = b"", []
+                if not message:  # the test worker is gone
+                    sys.exit(0)
+                status = socket.socket(fileno=fds[0])
+                request = json.loads(message)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    picker.close()
+                    control.close()
+                    for _pid, other in waiting.values():
+                        other.close()
+                    for pidfd in waiting:
+                        os.close(pidfd)
+                    status.close()
+                    request["stdio"] = fds[1:]
+                    return dict(request)
+                for fd in fds[1:]:
+                    os.close(fd)
+                status.send(json.dumps({"pid": pid}).encode())
+                pidfd = os.pidfd_open(pid)
+                waiting[pidfd] = (pid, status)
+                picker.register(pidfd, selectors.EVENT_READ, pid)
+            else:
+                pidfd = key.fd
+                pid, status = waiting.pop(pidfd)
+                picker.unregister(pidfd)
+                os.close(pidfd)
+                _, sts = os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):  # the test let go of this process
+                    status.send(json.dumps({"status": sts}).encode())
+                status.close()
+
+
+def _become(request: dict[str, Any]) -> None:
+    """Turn this forked child into the process the request describes."""
+    for target, fd in enumerate(request["stdio"]):
+        os.dup2(fd, target)
+    for fd in set(request["stdio"]):
+        if fd > 2:
+            os.close(fd)
+    if request["session"]:
+        os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    locale = next((os.environ[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if os.environ.get(k)), "C")
+    if locale in ("C", "POSIX") and os.environ.get("PYTHONCOERCECLOCALE") != "0":
+        os.environ["LC_CTYPE"] = "C.UTF-8"  # as a new interpreter coerces the C locale (PEP 538)
+    sys.argv = list(request["argv"])
+    sys.path[0] = request["path0"]
+
+
+def _main() -> None:
+    import importlib
+
+    control = socket.socket(fileno=int(sys.argv[1]))
+    sys.path[0] = str(Path(__file__).parent.parent)  # tests/machines would shadow machines
+    from machines.loading import loading
+
+    with loading():
+        for name in PRELOAD:
+            importlib.import_module(name)
+    if len(os.listdir("/proc/self/task")) != 1:  # a fork would copy a half-held lock
+        control.send(b"threads")
+        return
+    control.send(b"ready")
+    request = _serve(control)
+    _become(request)
+    if request["mode"] == "script":
+        import runpy
+
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        return
+    from heinzel.cli import main
+
+    sys.exit(main())  # type: ignore[func-returns-value]
+
+
+if __name__ == "__main__":
+    _main()

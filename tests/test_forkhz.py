@@ -1,0 +1,82 @@
+"""The fork server (tests/forkhz.py) gives what `subprocess` gives: the same exit status,
+output, environment, working folder and argument vector, a crash point's 137 and a kill's
+-9; only the imports were done before."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import forkhz
+
+PROBE = str(Path(__file__).with_name("forkhz_probe.py"))
+
+
+def _both(args: list[str], **kwargs: object) -> tuple[subprocess.CompletedProcess[str], ...]:
+    forked = forkhz.run(args, capture_output=True, text=True, **kwargs)  # type: ignore[arg-type]
+    execd = subprocess.run(args, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    return forked, execd
+
+
+@pytest.mark.skipif(os.environ.get("HZ_TESTS_EXEC") == "1", reason="the fork server is off")
+def test_a_script_sees_the_same_process_forked_as_execd(tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "ONLY": "this", "PROBE_EXIT": "3"}
+    forked, execd = _both([sys.executable, PROBE, "a", "b c"], env=env, cwd=tmp_path, input="in")
+    seen, expected = json.loads(forked.stdout), json.loads(execd.stdout)
+    assert (
+        (forked.returncode, forked.stderr) == (execd.returncode, execd.stderr) == (3, "to stderr\n")
+    )
+    for key in ("argv", "cwd", "env", "path0", "stdin"):
+        assert seen[key] == expected[key], key
+    assert seen["env"] == {**env, "LC_CTYPE": "C.UTF-8"}  # nothing of the test's or the server's
+    assert seen["ppid"] != os.getpid()  # it was forked by the server, not started by us
+
+
+def test_hz_prints_and_exits_alike(tmp_path: Path) -> None:
+    env = {**os.environ, "HZ_HOME": str(tmp_path / "home")}
+    for args in (["--help"], ["no-such-command"], ["heinzel", "show", "nobody"]):
+        forked, execd = _both([forkhz.HZ, *args], env=env, cwd=tmp_path)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (
+            execd.returncode,
+            execd.stdout,
+            execd.stderr,
+        ), args
+    assert [r.returncode for r in _both([forkhz.HZ, "heinzel", "show", "nobody"], env=env)] == [
+        1,
+        1,
+    ]
+
+
+def test_a_crash_point_exits_137_and_a_kill_reads_minus_9(tmp_path: Path) -> None:
+    crash = {**os.environ, "HZ_HOME": str(tmp_path / "home"), "HZ_CRASH_AT": "at:nowhere"}
+    assert forkhz.run([forkhz.HZ, "--help"], env=crash, capture_output=True).returncode == 0
+    with forkhz.Popen(
+        [sys.executable, PROBE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ
+    ) as slow:
+        assert slow.poll() is None  # it waits on its stdin
+        slow.send_signal(signal.SIGKILL)
+        assert slow.wait(timeout=30) == -9
+        assert slow.stdout is not None and slow.stdout.read() == b""
+    priya = tmp_path / "priya"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "priya", priya)
+    home = {**os.environ, "HZ_HOME": str(priya / "home"), "HZ_FIXTURE_SOURCES": str(priya)}
+    for args in (
+        ["heinzel", "new", "--from", "weekly-report.prose.md"],
+        ["approve", "weekly-report"],
+    ):
+        done = forkhz.run([forkhz.HZ, *args], env=home, cwd=priya, capture_output=True)
+        assert done.returncode == 0, done.stderr
+    crashed = forkhz.run(
+        [forkhz.HZ, "heinzel", "wake", "weekly-report"],
+        env={**home, "HZ_CRASH_AT": "append:1"},
+        capture_output=True,
+        cwd=priya,
+    )
+    assert crashed.returncode == 137, crashed.stderr

@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
 ## run (no wheel for this machine, a registry only pip is set up for), pip installs the lock.
+## Both compile the bytecode at install, as hz's own packages are then: every `hz` process the
+## tests start would otherwise compile what it imports where PYTHONDONTWRITEBYTECODE is set.
 PIP := $(BIN)/pip --quiet --disable-pip-version-check
 UV_REQ := $(VENV)/uv-requirement.txt
 
@@ -17,11 +19,12 @@ $(STAMP): requirements.lock pyproject.toml
 	awk '/^[a-z]/ { keep = /^uv==/ } keep && !/^ *#/' requirements.lock > $(UV_REQ)
 	if $(PIP) install --require-hashes --no-deps -r $(UV_REQ) && \
 	   $(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps \
-	     -r requirements.lock; then :; else \
+	     --compile-bytecode -r requirements.lock; then :; else \
 	  echo "note: uv could not install the lock; pip installs it"; \
 	  $(PIP) install --require-hashes --no-deps -r requirements.lock; \
 	fi
 	$(PIP) install --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -q -j 0 ledger machines heinzel
 	touch $(STAMP)
 
 # The real Claude Code CLI for the runner tests (tests/runners/test_claude_real.py), pinned to
@@ -81,7 +84,9 @@ bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
 ## make bench-peers: hz beside DBOS and LangGraph on one workload, interleaved, with the fsync
-## floor (tests/bench/peers/run.py). The peers live in their own venv, never in the lock.
+## floor (tests/bench/peers/run.py). The peers live in their own venv, never in the lock. Then
+## hz's own targets in the same run: start-up by need as ratios to `python -c pass`, and turn
+## 1,000 of a session beside turn 1 (bench_startup, bench_age).
 PEERS_VENV  := .bench-peers-venv
 PEERS_STAMP := $(PEERS_VENV)/.installed
 PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
@@ -93,6 +98,7 @@ $(PEERS_STAMP):
 
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
+	HZ_BENCH_AGE=1000 HZ_BENCH_ROUNDS=3 $(BIN)/python tests/bench/run.py startup age
 
 ## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
 SOAK_ROUNDS ?= 40

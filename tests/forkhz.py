@@ -58,9 +58,10 @@ PRELOAD = (
 _MESSAGE = 1 << 20
 
 
-def _plan(args: Sequence[str]) -> tuple[str, list[str], str] | None:
+def _plan(args: Sequence[str]) -> tuple[str, list[str], str | None] | None:
     """How to run ``args`` in a forked child: (``"hz"`` or ``"script"``, its ``sys.argv``,
-    its ``sys.path[0]``), or None when it is not an hz command or a Python script."""
+    its ``sys.path[0]``, None for the working folder as ``python -m`` has it), or None when
+    it is not an hz command or a Python script."""
     if not args:
         return None
     first = str(args[0])
@@ -71,7 +72,7 @@ def _plan(args: Sequence[str]) -> tuple[str, list[str], str] | None:
         return None
     if rest[:2] == ["-m", "heinzel"]:
         main = str(Path(__file__).parent.parent / "heinzel" / "__main__.py")
-        return "hz", [main, *rest[2:]], os.getcwd()
+        return "hz", [main, *rest[2:]], None
     if rest[0].endswith(".py") and not rest[0].startswith("-"):
         script = str(Path(rest[0]).resolve())
         return "script", [script, *rest[1:]], str(Path(script).parent)
@@ -93,6 +94,9 @@ class _Server:
                 return None
             if cls.process is not None and cls.process.poll() is None and cls.control:
                 return cls.control
+            if cls.control is not None:  # a server that died: start another
+                cls.control.close()
+                cls.control = None
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
             cls.process = subprocess.Popen(
@@ -112,6 +116,14 @@ class _Server:
             cls.control = ours
             atexit.register(cls.stop)
             return ours
+
+    @classmethod
+    def lost(cls) -> None:
+        """The server died under us: forget it (the next command starts another)."""
+        with cls.lock:
+            if cls.control is not None:
+                cls.control.close()
+            cls.control = None
 
     @classmethod
     def stop(cls) -> None:
@@ -148,7 +160,9 @@ class Popen(subprocess.Popen[Any]):
         errwrite: int,
         *rest: Any,
     ) -> None:
-        plan = None if (shell or pass_fds or preexec_fn) else _plan(args)
+        # rest: restore_signals, gid, gids, uid, umask, start_new_session, process_group
+        unusual = any(v is not None for v in rest[1:4]) or rest[6] not in (None, -1)
+        plan = None if (shell or pass_fds or preexec_fn or unusual) else _plan(args)
         control = _Server.channel() if plan else None
         if plan is None or control is None:
             super()._execute_child(  # type: ignore[misc]
@@ -158,17 +172,15 @@ class Popen(subprocess.Popen[Any]):
             )  # fmt: skip
             return
         mode, argv, path0 = plan
-        new_session = bool(rest[-2]) if len(rest) >= 2 else False
+        folder = str(Path(cwd if cwd is not None else os.getcwd()).resolve())
         request = {
             "mode": mode,
             "argv": argv,
-            "path0": path0 if mode == "script" or cwd is None else str(Path(cwd).resolve()),
-            "cwd": str(Path(cwd if cwd is not None else os.getcwd()).resolve()),
+            "path0": folder if path0 is None else path0,
+            "cwd": folder,
             "env": dict(os.environ if env is None else env),
-            "session": new_session,
+            "session": bool(rest[5]),
         }
-        if mode == "hz" and argv[0] != HZ:  # `python -m heinzel`: sys.path[0] is the cwd
-            request["path0"] = request["cwd"]
         stdio = [
             p2cread if p2cread != -1 else 0,
             c2pwrite if c2pwrite != -1 else 1,
@@ -177,6 +189,15 @@ class Popen(subprocess.Popen[Any]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             socket.send_fds(control, [json.dumps(request).encode()], [theirs.fileno(), *stdio])
+        except OSError:  # the server is gone: this process is exec'd, the next starts one
+            ours.close()
+            _Server.lost()
+            super()._execute_child(  # type: ignore[misc]
+                args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
+                creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,
+                errwrite, *rest,
+            )  # fmt: skip
+            return
         finally:
             theirs.close()
         started = json.loads(ours.recv(_MESSAGE))

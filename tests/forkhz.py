@@ -164,12 +164,16 @@ class Popen(subprocess.Popen[Any]):
         unusual = any(v is not None for v in rest[1:4]) or rest[6] not in (None, -1)
         plan = None if (shell or pass_fds or preexec_fn or unusual) else _plan(args)
         control = _Server.channel() if plan else None
-        if plan is None or control is None:
-            super()._execute_child(  # type: ignore[misc]
+
+        def exec_instead() -> None:
+            super(Popen, self)._execute_child(  # type: ignore[misc]
                 args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
                 creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,
                 errwrite, *rest,
             )  # fmt: skip
+
+        if plan is None or control is None:
+            exec_instead()
             return
         mode, argv, path0 = plan
         folder = str(Path(cwd if cwd is not None else os.getcwd()).resolve())
@@ -192,11 +196,7 @@ class Popen(subprocess.Popen[Any]):
         except OSError:  # the server is gone: this process is exec'd, the next starts one
             ours.close()
             _Server.lost()
-            super()._execute_child(  # type: ignore[misc]
-                args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
-                creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,
-                errwrite, *rest,
-            )  # fmt: skip
+            exec_instead()
             return
         finally:
             theirs.close()

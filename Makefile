@@ -71,7 +71,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 ## The tests run on one worker more than the machine has cores (many tests wait on the
-## `hz` processes they start or on fsync: on 2 cores, 3 workers took 285-301 s where 2 took 306 s);
+## `hz` processes they start or on fsync: on 2 cores, 3 workers took 222 s where 2 took 261 s);
 ## an idle worker takes tests queued for a busy one (worksteal), so the run does not end
 ## with one long test on one core.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')

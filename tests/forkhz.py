@@ -52,8 +52,13 @@ PRELOAD = (
     "heinzel.turns.models",
     "heinzel.engine.offline",
     "heinzel.engine.run",
+    "pydantic_ai.models.anthropic",
+    "pydantic_ai.providers.anthropic",
+    "pydantic_ai.models.openai",
+    "pydantic_ai.providers.openai",
 )
-"""What a turn's process imports (`python -X importtime` of a wake and a tick)."""
+"""What a turn's process imports (`python -X importtime` of a wake and a tick), and the
+providers' models, which read their keys when a model is made, not at import."""
 
 _MESSAGE = 1 << 20
 

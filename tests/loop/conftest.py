@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from heinzel.cli import group
+from tests import forkhz
 from tests.turns.conftest import CONTRACT
 
 
@@ -51,22 +52,29 @@ def hz_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+EXECD = {"test_exits.py", "test_hints.py"}
+"""The files whose runs are the real `hz` executable: what a command exits with and what
+its hints send the user to (the others fork theirs from tests/forkhz.py; the README walk,
+the interrupt and the busy tick start their own processes)."""
+
+
 class Runner:
     """`hz ARGS` in the folder, each run one minute after the last (HZ_NOW): as a process
     (calling it), or in this process through the click group (`in_process`, for set-up
     that is not what a test proves)."""
 
-    def __init__(self, hz_env: dict[str, str], folder: Path) -> None:
+    def __init__(self, hz_env: dict[str, str], folder: Path, *, execd: bool = True) -> None:
         self.hz_env = hz_env
         self.folder = folder
         self.minute = 0
+        self.execd = execd
 
     def _environ(self, env: dict[str, str] | None) -> dict[str, str]:
         self.minute += 1
         return {**self.hz_env, "HZ_NOW": f"2026-10-30T14:{self.minute:02d}:00Z", **(env or {})}
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> Done:
-        done = subprocess.run(
+        done = (subprocess.run if self.execd else forkhz.run)(
             [sys.executable, "-m", "heinzel", *args],
             cwd=self.folder,
             capture_output=True,
@@ -93,9 +101,9 @@ class Runner:
 
 
 @pytest.fixture
-def hz(hz_env: dict[str, str], folder: Path) -> Runner:
+def hz(request: pytest.FixtureRequest, hz_env: dict[str, str], folder: Path) -> Runner:
     """Run `hz ARGS` in the folder as a process; each run one minute after the last."""
-    return Runner(hz_env, folder)
+    return Runner(hz_env, folder, execd=request.path.name in EXECD)
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests import forkhz
+
 from .fake_providers import Provider, Script
 
 CONTRACT = """---
@@ -62,6 +64,10 @@ CREATED = {
 MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai-chat:gpt-4o-mini"}
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 KEY = "sk-the-users-key"
+EXECD = {"test_cli_models.py", "test_cli_paths.py", "test_keyring.py", "test_doctor.py"}
+"""The files whose `hz` is the real executable: every path a key takes from the user's
+shell, keyring or credential store to the provider (the suite once missed that the
+command never passed the key), and the doctor; the other model tests fork theirs."""
 FRIDAY = "2026-10-30T14:00:00.000Z"
 
 
@@ -73,6 +79,7 @@ class User:
     api: str
     provider: Provider | None = None
     env: dict[str, str] = field(default_factory=dict)
+    execd: bool = True
 
     @property
     def folder(self) -> Path:
@@ -93,9 +100,10 @@ class User:
     def hz(
         self, *args: str, stdin: str | None = None, **extra: str
     ) -> subprocess.CompletedProcess[str]:
-        """Run the ``hz`` executable as a person would."""
+        """Run ``hz`` as a person would: exec'd for the tests of the key's paths, keyring
+        and doctor (`EXECD`), forked from the fork server for the rest (tests/forkhz.py)."""
         env = {**self.env, **extra}
-        return subprocess.run(
+        return (subprocess.run if self.execd else forkhz.run)(
             [sys.executable, "-m", "heinzel", *args],
             cwd=self.folder,
             env=env,
@@ -140,7 +148,7 @@ class User:
 def user(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[User]:
     """A user with the provider's key in its usual variable and a work folder."""
     api = str(request.param)
-    person = User(tmp_path, api)
+    person = User(tmp_path, api, execd=request.path.name in EXECD)
     person.folder.mkdir()
     (person.folder / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
     (person.folder / "report.md").write_text("# Report\n\n## Earlier\n\n- done\n", encoding="utf-8")

@@ -113,7 +113,7 @@ class _Server:
             )
             theirs.close()
             ready = ours.recv(64)
-            if ready != b"ready":  # it could not start single-threaded: exec instead
+            if ready != b"ready":  # no pidfds, or threads at start: exec instead
                 cls.broken = True
                 cls.process.wait()
                 ours.close()
@@ -359,8 +359,13 @@ def _main() -> None:
     with loading():
         for name in PRELOAD:
             importlib.import_module(name)
-    if len(os.listdir("/proc/self/task")) != 1:  # a fork would copy a half-held lock
-        control.send(b"threads")
+    try:  # a fork would copy a half-held lock; a child's status is read through a pidfd
+        usable = len(os.listdir("/proc/self/task")) == 1
+        os.close(os.pidfd_open(os.getpid()))
+    except (OSError, AttributeError):  # not Linux, or a kernel before 5.3
+        usable = False
+    if not usable:
+        control.send(b"unusable")
         return
     control.send(b"ready")
     request = _serve(control)

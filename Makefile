@@ -98,7 +98,7 @@ $(PEERS_STAMP):
 
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
-	HZ_BENCH_AGE=1000 HZ_BENCH_ROUNDS=3 $(BIN)/python tests/bench/run.py startup age
+	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
 ## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
 SOAK_ROUNDS ?= 40

@@ -37,6 +37,7 @@ from ledger import fsyncs
 from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
 from ledger.files import (
+    as_path,
     ensure_private_dir,
     last_newline_end,
     open_append,
@@ -83,9 +84,7 @@ class Bodies:
         on_write: Callable[[int, int], None] | None = None,
         on_sync: Callable[[tuple[Path, ...]], None] | None = None,
     ) -> None:
-        self.directory = (
-            directory if isinstance(directory, Path) else Path(directory)
-        ) / BODIES_DIR
+        self.directory = as_path(directory) / BODIES_DIR
         self.defer_fsync = defer_fsync
         self.on_write = on_write
         """Called after each record's write with the descriptor and where its synced

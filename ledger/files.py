@@ -23,6 +23,7 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "TailBlock",
+    "as_path",
     "ensure_private_dir",
     "fsync_dir",
     "last_newline_end",
@@ -39,7 +40,7 @@ FILE_MODE = 0o600
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _as_path(path: Path | str) -> Path:
+def as_path(path: Path | str) -> Path:
     """``path`` as a `Path`, without building a new one from a `Path` (a turn opens a few)."""
     return path if isinstance(path, Path) else Path(path)
 
@@ -101,7 +102,7 @@ def ensure_private_dir(path: Path) -> Path:
     parent is fsynced, so the new name survives a crash. A symlink or a file at
     the leaf is refused (HZL001).
     """
-    path = _as_path(path)
+    path = as_path(path)
     missing: list[Path] = []
     probe = path
     while True:
@@ -146,7 +147,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     A temporary 0600 file in the same directory is written and fsynced, renamed
     over ``path``, and the directory fsynced. A symlink at ``path`` is refused.
     """
-    path = _as_path(path)
+    path = as_path(path)
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
             raise _refused(path, "a symlink")
@@ -181,7 +182,7 @@ def open_append(path: Path, *, sync_dir: bool = True) -> int:
     regular file. When the file is created, its directory is fsynced (unless
     ``sync_dir`` is False: the caller fsyncs it later, `fsync_dir`).
     """
-    path = _as_path(path)
+    path = as_path(path)
     flags = os.O_WRONLY | os.O_APPEND | _NOFOLLOW
     try:
         try:
@@ -207,7 +208,7 @@ def open_read(path: Path) -> int:
     Raises FileNotFoundError when it is missing, HZL001 for a symlink or a
     non-regular file.
     """
-    path = _as_path(path)
+    path = as_path(path)
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except OSError as error:

@@ -39,6 +39,7 @@ from ledger.errors import LedgerError
 from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
 from ledger.files import (
     TailBlock,
+    as_path,
     ensure_private_dir,
     open_append,
     open_read,
@@ -155,7 +156,7 @@ class Spine:
         Takes the lock (HZL010 after ``lock_timeout`` seconds), then contains a
         torn tail or a damaged end as the module says.
         """
-        directory = directory if isinstance(directory, Path) else Path(directory)
+        directory = as_path(directory)
         if directory.name == SPINE_NAME and not directory.is_dir():
             directory = directory.parent
         directory = ensure_private_dir(directory)

@@ -312,7 +312,7 @@ def _serve(control: socket.socket) -> dict[str, Any]:
                         os.close(pidfd)
                     status.close()
                     request["stdio"] = fds[1:]
-                    return dict(request)
+                    return request
                 for fd in fds[1:]:
                     os.close(fd)
                 status.send(json.dumps({"pid": pid}).encode())

@@ -304,9 +304,13 @@ class TurnHost:
             requests = input_requests(heinzel_id, contract, self._origin(heinzel_id))
         approval = None
         own_extra = not extra
-        if own_extra:
+
+        def asked_extra(wakes: Sequence[Wake]) -> Sequence[InputSpec]:
             asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
-            extra = asked_inputs(service.home, heinzel_id, asked)
+            return asked_inputs(service.home, heinzel_id, asked)
+
+        if own_extra:
+            extra = asked_extra(wakes)
         if wakes[0].cause == "approval":
             documents = adapters.get("documents")
             found = approval_inputs(service, heinzel_id, wakes[0].key, documents)
@@ -328,22 +332,19 @@ class TurnHost:
             refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            given = wakes
             if len(kept := undelivered(journal, service.home, heinzel_id, wakes)) < len(wakes):
                 if not kept:  # a turn was steered with each chat meanwhile: delivered once
                     return []
                 wakes = kept
-                if own_extra:
-                    asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
-                    extra = asked_inputs(service.home, heinzel_id, asked)
             resumed, follow = self._resume_first(heinzel_id, spine, journal, wakes, adapters)
             if self.interrupted is not None:
                 wakes = []  # stopped while a resumed turn ran: the rest waits for the tick
             elif resumed:
                 # what the resumed turns' models received is delivered: no turn of its own
                 wakes = undelivered(journal, service.home, heinzel_id, wakes)
-                if own_extra:
-                    asked = [w.key for w in wakes if w.cause in INBOX_CAUSES]
-                    extra = asked_inputs(service.home, heinzel_id, asked)
+            if own_extra and wakes and wakes is not given:
+                extra = asked_extra(wakes)
             turn = "tn-" + new_id(service.clock)[3:]
             if not wakes or (
                 contract is not None and self._nothing_moved(contract, wakes, heinzel_id, staged)

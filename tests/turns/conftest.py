@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,12 @@ A short digest of the notes at the end of the report.
 """
 
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
+
+
+def hz_env(service: Service, now: str = "2026-10-30T14:00:00Z") -> dict[str, str]:
+    """The environment of an `hz` command these tests run: this one's, the service's home
+    and the clock at ``now``."""
+    return {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": now}
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ draft once, end drafted, spend within the cap and leave a spine that verifies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,21 @@ from .test_crash import _fresh, _resume, _turn_lines, _wake
 def _records(service: Service, heinzel_id: str) -> int:
     bodies = service.home.session_dir(heinzel_id) / "turns"
     return sum(len(p.read_bytes().splitlines()) for p in bodies.glob("*.jsonl"))
+
+
+def _recovered(
+    service: Service, heinzel_id: str, folder: Path, base: Path
+) -> tuple[Service, list[Any], str]:
+    """Recover a killed wake as the tick would: resume its turn in a new process, or wake
+    it again when no line of the turn is left (the kill came before the first durable one,
+    or a power cut took them all). The session then, the turn's lines, the report's text."""
+    if _turn_lines(_fresh(service.home.root), heinzel_id):
+        _resume(service, heinzel_id)
+    else:
+        assert _wake(service.home.root, None, base) == 0
+    resumed = _fresh(service.home.root)
+    lines = _turn_lines(resumed, heinzel_id)
+    return resumed, lines, (folder / "report.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.kill
@@ -50,13 +66,7 @@ class TestBodyCrash:
         for n in range(1, count + 1):
             service, heinzel_id, folder = make_service()
             assert _wake(service.home.root, f"{how}:{n}", base) == 137, f"{how}:{n}"
-            if _turn_lines(_fresh(service.home.root), heinzel_id):
-                _resume(service, heinzel_id)
-            else:  # the kill came before the turn's first durable line: wake it again
-                assert _wake(service.home.root, None, base) == 0
-            resumed = _fresh(service.home.root)
-            lines = _turn_lines(resumed, heinzel_id)
-            text = (folder / "report.md").read_text(encoding="utf-8")
+            resumed, lines, text = _recovered(service, heinzel_id, folder, base)
             end = lines[-1]
             if any("regained" in e.data for e in lines):
                 regained.append(n)
@@ -101,16 +111,10 @@ class TestBodySyncCrash:
             killed += 1
             if how == "body-sync":  # a process death loses nothing it wrote
                 assert _records(service, heinzel_id) >= 5
-            if _turn_lines(_fresh(service.home.root), heinzel_id):
-                _resume(service, heinzel_id)
-            else:  # the power cut took every line of the turn: wake it again
-                assert _wake(service.home.root, None, base) == 0
-            resumed = _fresh(service.home.root)
-            lines = _turn_lines(resumed, heinzel_id)
+            resumed, lines, text = _recovered(service, heinzel_id, folder, base)
+            end = lines[-1]
             if any("regained" in e.data for e in lines):
                 regained.append(n)
-            text = (folder / "report.md").read_text(encoding="utf-8")
-            end = lines[-1]
             if (
                 text.count("<!-- hz:draft key=") != 1
                 or end.kind != "turn.finished"

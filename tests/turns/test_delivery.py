@@ -23,7 +23,7 @@ from machines import Wake, keys
 from machines.journal import wake_causes, wake_keys
 from tests import forkhz
 
-from .conftest import NOW
+from .conftest import NOW, hz_env
 
 SCRIPT = Path(__file__).parent / "delivery_turn.py"
 TEXT = "keep it under ten lines"
@@ -237,8 +237,7 @@ def test_two_chats_at_once_are_each_delivered_once(
     sync.mkdir()
     child = Child(service, heinzel_id, sync, "start")
     child.ready()
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
+    env, hz = hz_env(service), forkhz.HZ
     chats = [
         forkhz.Popen(
             [hz, "heinzel", "chat", "notes-digest", f"{TEXT} ({n})"],
@@ -280,8 +279,7 @@ def test_a_chat_steered_into_a_turn_a_dead_process_left_is_not_steered_again(
     child = Child(service, heinzel_id, sync, "start")  # holds the lock before its turn starts
     monkeypatch.delenv("HZ_CRASH_AT")
     child.ready()
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
+    env, hz = hz_env(service), forkhz.HZ
     chat = forkhz.Popen(
         [hz, "heinzel", "chat", "notes-digest", "and the second thing"],
         env=env,
@@ -330,8 +328,7 @@ def test_a_handed_approval_of_a_draft_replaced_by_the_same_text_is_taken(
         check=False,
     )
     assert first.returncode == 0, first.stderr
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
+    env, hz = hz_env(service), forkhz.HZ
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return forkhz.run([hz, *args], env=env, capture_output=True, text=True, check=False)

@@ -10,14 +10,15 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from heinzel.store.inbox import Inbox
 from ledger.spine import read_events
+from tests import forkhz
 
+from .conftest import hz_env
 from .test_delivery import _waiting_for_lock
 
 
@@ -33,8 +34,7 @@ def test_another_process_closing_the_index_leaves_a_waiting_chats_wal_alone(
     lock = service.home.session_dir(heinzel_id) / "lock"
     held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # a writer of the spine, as a turn's process would be
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T14:00:00Z"}
-    hz = str(Path(sys.executable).with_name("hz"))
+    env, hz = hz_env(service), forkhz.HZ
     chat = subprocess.Popen(
         [hz, "heinzel", "chat", "notes-digest", "keep it short"],
         env=env,

@@ -4,9 +4,7 @@ before any model request received it: the chat becomes a turn of its own, never 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from machines import Wake, keys
 from machines.journal import wake_keys
 from tests import forkhz
 
-from .conftest import NOW
+from .conftest import NOW, hz_env
 from .test_delivery import Child
 
 TEXT = "and mention the rollout"
@@ -29,21 +27,35 @@ TEXT = "and mention the rollout"
 Run = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
-def killed_in_think(service: Any, heinzel_id: str, tmp_path: Path, now: str) -> Run:
-    """A turn killed in think (its model's first request), and how to run `hz` at ``now``."""
-    child = Child(service, heinzel_id, tmp_path, "think")  # its turn's key: rq-first
+def kill_in_think(service: Any, heinzel_id: str, tmp_path: Path) -> None:
+    """A turn killed in think (its model's first request); its key's request is rq-first."""
+    child = Child(service, heinzel_id, tmp_path, "think")
     child.ready()
     child.proc.kill()
     child.proc.communicate(timeout=60)
-    env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": now}
-    hz = str(Path(sys.executable).with_name("hz"))
+
+
+def killed_in_think(service: Any, heinzel_id: str, tmp_path: Path, now: str) -> Run:
+    """A turn killed in think (`kill_in_think`), and how to run `hz` at ``now``."""
+    kill_in_think(service, heinzel_id, tmp_path)
+    env = hz_env(service, now)
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return forkhz.run(
-            [hz, *args], env={**env, **extra}, capture_output=True, text=True, check=False
+            [forkhz.HZ, *args], env={**env, **extra}, capture_output=True, text=True, check=False
         )
 
     return run
+
+
+def steered(run: Run) -> dict[str, Any]:
+    """`hz heinzel chat --json` of TEXT, steered into the turn the killed process left: its
+    reply."""
+    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
+    assert chat.returncode == 0, chat.stderr
+    sent: dict[str, Any] = json.loads(chat.stdout)
+    assert sent["delivered"] == "steered"
+    return sent
 
 
 def ran_alone(service: Any, heinzel_id: str, sent: dict[str, Any], reason: str) -> None:
@@ -68,10 +80,7 @@ def test_a_chat_steered_into_a_dead_turn_that_times_out_runs_a_turn_of_its_own(
     has the chat's key and its text, and the inbox is empty."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
-    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
-    assert chat.returncode == 0, chat.stderr
-    sent = json.loads(chat.stdout)
-    assert sent["delivered"] == "steered"  # into the turn the killed process left
+    sent = steered(run)
     ticked = run("system", "daemon", "tick", "--json")  # exit 1: a turn ended abandoned
     assert "HZH222" in ticked.stderr and "Traceback" not in ticked.stderr, ticked.stderr
     ran_alone(service, heinzel_id, sent, "timeout")
@@ -86,10 +95,7 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
     turn of its own, as it would after a live turn's stop; a tick after finds nothing left."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
-    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
-    assert chat.returncode == 0, chat.stderr
-    sent = json.loads(chat.stdout)
-    assert sent["delivered"] == "steered"
+    sent = steered(run)
     stopped = run("heinzel", "stop", "notes-digest")
     assert stopped.returncode == 0, stopped.stderr
     ticked = run("system", "daemon", "tick", "--json")
@@ -106,10 +112,7 @@ def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
     own (its request stays marked until a turn has it), once."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
-    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
-    assert chat.returncode == 0, chat.stderr
-    sent = json.loads(chat.stdout)
-    assert sent["delivered"] == "steered"
+    sent = steered(run)
     killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:turn.finished")
     assert killed.returncode == 137, killed.stderr
     for _ in range(2):
@@ -152,10 +155,7 @@ def test_wakes_that_resume_a_dead_turn_start_no_turn_for_a_chat_it_received(
     the resumed turn is steered with the chat and its model receives it, so no turn of the
     chat's own starts after it (one run per chat; found by the chaos test, seed 110)."""
     service, heinzel_id, _ = make_service()
-    child = Child(service, heinzel_id, tmp_path, "think")  # its turn's key: rq-first
-    child.ready()
-    child.proc.kill()
-    child.proc.communicate(timeout=60)
+    kill_in_think(service, heinzel_id, tmp_path)  # its turn's key: rq-first
     Inbox(service.home, heinzel_id).write("rq-second", "chat", TEXT, at=NOW)
     wakes = [Wake("asked", keys.asked(heinzel_id, rid)) for rid in ("rq-first", "rq-second")]
     states = Turns(service).run_wakes(
@@ -183,10 +183,7 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_superseded_runs_a_turn_of_
     it in a turn of its own (then claimed like any new wake), once, never lost."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
-    chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
-    assert chat.returncode == 0, chat.stderr
-    sent = json.loads(chat.stdout)
-    assert sent["delivered"] == "steered"
+    sent = steered(run)
     left = abandon_turn(service, heinzel_id, sent["turn"], "superseded")  # as Tick._wake does
     assert left == [sent["request_id"]]
     assert sent["request_id"] in Inbox.marked(service.home)[heinzel_id]

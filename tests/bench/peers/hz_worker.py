@@ -106,12 +106,14 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
 
 
 class FsyncClock:
-    """``os.fsync`` timed (``inside``: seconds spent in it) or stubbed out (``stub``)."""
+    """``os.fsync`` counted (``count``) and timed (``inside``: seconds spent in it), or
+    stubbed out (``stub``)."""
 
     def __init__(self, *, stub: bool = False) -> None:
-        self.real, self.stub, self.inside = os.fsync, stub, 0.0
+        self.real, self.stub, self.inside, self.count = os.fsync, stub, 0.0, 0
 
     def __call__(self, fd: int) -> None:
+        self.count += 1
         if self.stub:
             return
         start = time.perf_counter()
@@ -144,19 +146,10 @@ def cpu_turn(directory: Path, n: int, name: str) -> float:
 
 
 def fsyncs_of(directory: Path, n: int, name: str) -> int:
-    """The ``os.fsync`` calls of one turn of ``n`` steps (counted, not timed)."""
-    real, count = os.fsync, [0]
-
-    def counted(fd: int) -> None:
-        count[0] += 1
-        real(fd)
-
-    os.fsync = counted  # type: ignore[assignment]
-    try:
+    """The ``os.fsync`` calls of one turn of ``n`` steps."""
+    with FsyncClock() as fsyncs:
         turn(directory, n, name)
-    finally:
-        os.fsync = real
-    return count[0]
+    return fsyncs.count
 
 
 def main() -> None:

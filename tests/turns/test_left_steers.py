@@ -35,13 +35,17 @@ def kill_in_think(service: Any, heinzel_id: str, tmp_path: Path) -> None:
     child.proc.communicate(timeout=60)
 
 
-def killed_in_think(service: Any, heinzel_id: str, tmp_path: Path, now: str) -> Run:
-    """A turn killed in think (`kill_in_think`), and how to run `hz` at ``now``."""
+def killed_in_think(
+    service: Any, heinzel_id: str, tmp_path: Path, now: str, *, execd: bool = False
+) -> Run:
+    """A turn killed in think (`kill_in_think`), and how to run `hz` at ``now``: forked from
+    tests/forkhz.py, or the real executable (``execd``)."""
     kill_in_think(service, heinzel_id, tmp_path)
     env = hz_env(service, now)
+    start = subprocess.run if execd else forkhz.run
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return forkhz.run(
+        return start(
             [forkhz.HZ, *args], env={**env, **extra}, capture_output=True, text=True, check=False
         )
 
@@ -94,7 +98,8 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
     it abandoned (stopped) before a model request received the chat: the chat then runs in a
     turn of its own, as it would after a live turn's stop; a tick after finds nothing left."""
     service, heinzel_id, _ = make_service()
-    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
+    # the real `hz` executable, as a person types chat, stop and the tick
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z", execd=True)
     sent = steered(run)
     stopped = run("heinzel", "stop", "notes-digest")
     assert stopped.returncode == 0, stopped.stderr

@@ -34,12 +34,21 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     from heinzel.service.model_doctor import model_checks
 
     checks += model_checks(service, online=online)
-    runners = [
-        _runner_check(name, table) for name, table in sorted(service.settings.runners.items())
-    ]
+    tables = sorted(service.settings.runners)
+    runners = [_runner_check(name, service.settings.runners[name]) for name in tables]
     checks += runners or [
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
+    if len(tables) > 1:  # a turn binds the one table there is (heinzel.turns.handoff)
+        checks.append(
+            {
+                "name": "runners",
+                "ok": False,
+                "detail": f"{len(tables)} tables ({', '.join(tables)}): none is bound, so "
+                "turns have no handoff tool",
+                "fix": "keep one [runners.<name>] table in your configuration",
+            }
+        )
     from heinzel.capabilities.configured import describe_adapters
     from heinzel.store.credentials import stored_secret
 
@@ -135,7 +144,7 @@ def _runner_check(name: str, table: Any) -> dict[str, Any]:
     try:
         found = check_runner(name, parse_runner_settings(name, table))
     except RunnerError as exc:
-        return {"name": label, "ok": False, "detail": exc.message, "fix": exc.hint}
+        return {"name": label, "ok": False, "detail": f"{exc.code}: {exc.message}", "fix": exc.hint}
     parts = [
         f"{found.kind}",
         found.executable or "no executable",
@@ -152,5 +161,5 @@ def _runner_check(name: str, table: Any) -> dict[str, Any]:
         "name": label,
         "ok": found.ok,
         "detail": "; ".join(parts),
-        "fix": "; ".join(found.problems) or "see docs/runners.md",
+        "fix": "; ".join(found.fixes) or "see docs/runners.md",
     }

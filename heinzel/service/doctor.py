@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
     from heinzel.session.sessions import Sessions
 
-__all__ = ["adapter_warnings", "diagnose", "unserved"]
+__all__ = ["adapter_warnings", "diagnose", "skill_warnings", "unserved"]
 
 
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
@@ -100,6 +102,21 @@ def adapter_warnings(contract: CompiledContract, missing: set[str]) -> list[str]
         f"its turns will fail on it; `hz system doctor` shows the fix (an [adapters.{capability}] "
         "table)"
         for capability in sorted(wanted & missing)
+    ]
+
+
+def skill_warnings(contract: CompiledContract, dirs: Sequence[Path]) -> list[str]:
+    """HZC052 as a warning at ``new`` and ``approve``: each skill of the contract's ``uses``
+    that no skill directory holds (every turn would stop on it), saying where it goes."""
+    from heinzel.contract.skills import copies
+
+    missing = [name for name in contract.hz.uses if not copies(name, dirs)]
+    searched = ", ".join(str(d) for d in dirs) or "no directories"
+    return [
+        f"HZC052: {contract.name} uses the skill {name!r}, which is in no skill directory, "
+        f"so its turns will stop on it; put {name}/SKILL.md in one of: {searched}, or "
+        f"remove {name} from hz.uses"
+        for name in missing
     ]
 
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HZ = str(Path(sys.executable).with_name("hz"))
 
 
-def _hz(root: Path, *args: str) -> tuple[int, list[str]]:
+def _run(root: Path, *args: str) -> tuple[int, str, str]:
     env = {
         **os.environ,
         "HOME": str(root),
@@ -29,7 +29,12 @@ def _hz(root: Path, *args: str) -> tuple[int, list[str]]:
     env.pop("HZ_CONFIG", None)
     done = forkhz.run([HZ, *args], env=env, cwd=root, capture_output=True, text=True, check=False)
     assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stderr.splitlines()
+    return done.returncode, done.stdout, done.stderr
+
+
+def _hz(root: Path, *args: str) -> tuple[int, list[str]]:
+    status, _out, err = _run(root, *args)
+    return status, err.splitlines()
 
 
 @pytest.fixture
@@ -83,3 +88,19 @@ def test_a_skill_found_nowhere_says_where_to_put_it(root: Path) -> None:
     )
     _skill(root, "---\nname: house-style\ndescription: How Acme writes.\n---\nShort.\n")
     assert _hz(root, "heinzel", "wake", "weekly-report")[0] == 0
+
+
+def test_new_and_approve_warn_of_a_skill_found_nowhere(root: Path) -> None:
+    """A contract whose uses names a missing skill is created and approved (exit 0), each
+    with an HZC052 warning: its turns would stop on it, so it is said before the first."""
+    warning = (
+        "warning: HZC052: weekly-report uses the skill 'house-style', which is in no skill "
+        "directory, so its turns will stop on it; put house-style/SKILL.md in one of: "
+    )
+    args = ("heinzel", "new", "--from", "weekly-report.prose.md", "--name", "second")
+    for done in (_run(root, *args), _run(root, "approve", "second")):
+        assert done[0] == 0
+        assert warning in done[1] + done[2]
+    _skill(root, "---\nname: house-style\ndescription: How Acme writes.\n---\nShort.\n")
+    quiet = _run(root, "heinzel", "new", "--from", "weekly-report.prose.md", "--name", "third")
+    assert quiet[0] == 0 and "HZC052" not in quiet[1] + quiet[2]

@@ -35,6 +35,7 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     )
     from heinzel.service.model_doctor import model_checks
 
+    checks += _project_ignored()
     checks += model_checks(service, online=online)
     tables = sorted(service.settings.runners)
     runners = [_runner_check(name, service.settings.runners[name]) for name in tables]
@@ -102,6 +103,28 @@ def adapter_warnings(contract: CompiledContract, missing: set[str]) -> list[str]
         f"its turns will fail on it; `hz system doctor` shows the fix (an [adapters.{capability}] "
         "table)"
         for capability in sorted(wanted & missing)
+    ]
+
+
+def _project_ignored() -> list[dict[str, Any]]:
+    """What the project's ``hz.toml`` sets and may not (a model, a runner, an adapter...):
+    ignored by every command, and said here (docs/configuration.md)."""
+    from heinzel.config import default_site_path, default_user_path, load_settings
+
+    loaded = load_settings(
+        env=os.environ, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
+    )
+    if not loaded.ignored:
+        return []
+    return [
+        {
+            "name": "project configuration",
+            "ok": False,
+            "detail": f"{loaded.project} sets {', '.join(loaded.ignored)}, which a project's "
+            "hz.toml may not set: ignored",
+            "fix": f"set them in your own configuration ({default_user_path()}, or the file "
+            "HZ_CONFIG names), or remove them from the project's hz.toml",
+        }
     ]
 
 

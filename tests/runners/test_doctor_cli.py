@@ -38,7 +38,8 @@ def _doctor(tmp_path: Path, config: str) -> tuple[int, dict[str, dict[str, Any]]
     )
     assert "Traceback" not in done.stderr, done.stderr
     checks = json.loads(done.stdout)["checks"]
-    return done.returncode, {c["name"]: c for c in checks if c["name"].startswith("runner")}
+    wanted = ("runner", "project")
+    return done.returncode, {c["name"]: c for c in checks if c["name"].startswith(wanted)}
 
 
 def _fake_claude(tmp_path: Path) -> Path:
@@ -129,3 +130,21 @@ def test_no_table_is_fine(tmp_path: Path) -> None:
         "ok": True,
         "detail": "none bound (turns have no handoff tool)",
     }
+
+
+def test_a_runner_in_a_projects_hz_toml_is_said_to_be_ignored(tmp_path: Path) -> None:
+    """What runs never comes from a project file: its [runners.x] binds nothing, and doctor
+    says so, naming the file and where the table goes instead."""
+    (tmp_path / "hz.toml").write_text(
+        f'[runners.x]\nkind = "command"\ncommand = ["{sys.executable}", "-V"]\n'
+        "command_enforces_read_only = true\n",
+        encoding="utf-8",
+    )
+    status, checks = _doctor(tmp_path, "")
+    assert status == 1 and "runner x" not in checks
+    project = checks["project configuration"]
+    assert project["ok"] is False
+    assert project["detail"] == (
+        f"{tmp_path / 'hz.toml'} sets runners.x, which a project's hz.toml may not set: ignored"
+    )
+    assert project["fix"].startswith("set them in your own configuration (")

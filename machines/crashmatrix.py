@@ -68,6 +68,8 @@ MACHINE_ERROR_EXIT = 3
 
 def _load(target: str) -> Scenario:
     module, _, name = target.partition(":")
+    if not module or not name:
+        raise ValueError(f"{target!r} names no function: write module:function")
     # its module (a host's agent library, often large) loads with the collector paused,
     # then frozen, so no collection walks it again (nor copies it in a forked child)
     with loading():
@@ -306,8 +308,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("scenario", help="module:function, an async scenario(rig)")
     parser.add_argument("--root", type=Path, help="where the runs go (default: a temp dir)")
-    parser.add_argument("--max-resumes", type=int, default=3)
-    parser.add_argument("--unsafe-tool", action="append", default=None, dest="unsafe")
+    parser.add_argument(
+        "--max-resumes", type=int, default=3, help="resumes before a turn is abandoned (3)"
+    )
+    parser.add_argument(
+        "--unsafe-tool",
+        action="append",
+        default=None,
+        dest="unsafe",
+        metavar="TOOL",
+        help="a tool that is not replay-safe and must run at most once (repeatable; handoff)",
+    )
     parser.add_argument(
         "--spawn", action="store_true", help="start each run as a fresh interpreter, not a fork"
     )

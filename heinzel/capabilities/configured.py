@@ -8,7 +8,8 @@ Each table names a ``backend`` and that backend's keys (docs/adapters.md):
 - ``caldav`` for ``calendar``: ``url``, ``username``, ``password_env``, ``calendar`` (its
   display name; default the first), ``attendee`` (the user's address: events they
   declined are left out).
-- ``ics`` for ``calendar``: ``path`` (a ``.ics`` file) or ``url`` (``https``), ``attendee``.
+- ``ics`` for ``calendar``: ``path`` (a ``.ics`` file) or ``url`` (``https`` or ``http``),
+  ``attendee``.
 - ``fixture`` for ``code-host``, ``tracker``, ``calendar``, ``chat``: ``folder``.
 - ``git``, ``files`` for ``git``, ``files`` and ``documents``: no keys (the default).
 
@@ -19,6 +20,7 @@ secret is never a key here: only the name of the variable that holds it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -130,13 +132,7 @@ def parse_adapter_tables(raw: Mapping[str, Any], where: str = "") -> dict[str, A
         try:
             parsed = _ADAPTER.validate_python(table)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            at = ".".join(str(part) for part in error["loc"][1:]) or "backend"
-            raise HeinzelError(
-                "HZH015",
-                f"{label}: {at}: {error['msg']}",
-                f"backend is one of: {', '.join(allowed)}; docs/adapters.md lists each one's keys",
-            ) from None
+            raise _refused(label, capability, table, exc.errors()[0]) from None
         if parsed.backend not in allowed:
             raise HeinzelError(
                 "HZH015",
@@ -149,6 +145,62 @@ def parse_adapter_tables(raw: Mapping[str, Any], where: str = "") -> dict[str, A
             )
         out[capability] = parsed
     return out
+
+
+_TABLES: Mapping[str, type[_Table]] = {
+    "github": GitHubTable,
+    "caldav": CalDAVTable,
+    "ics": ICSTable,
+    "fixture": FixtureTable,
+    "git": PlainTable,
+    "files": PlainTable,
+}
+_SECRETS = {
+    "github": ("token_env", "MY_GITHUB_TOKEN"),
+    "caldav": ("password_env", "HZ_CALDAV_PASSWORD"),
+}
+_SECRET_WORDS = ("token", "password", "secret", "key", "pat", "credential")
+
+
+def _refused(label: str, capability: str, table: Any, error: Any) -> HeinzelError:
+    """``HZH015`` for a table that does not validate: the key, in the table's words, and a
+    hint that fixes it (the backends, the backend's keys, where a secret goes instead)."""
+    allowed = BACKENDS[capability]
+    if not isinstance(table, Mapping):
+        return HeinzelError(
+            "HZH015",
+            f"{label} is not a table",
+            f'write it as a table: [adapters.{capability}] and backend = "{allowed[0]}" below it',
+        )
+    backend = table.get("backend")
+    model = _TABLES.get(backend) if isinstance(backend, str) else None
+    if model is None or error["type"].startswith("union_tag"):
+        shown = "missing" if backend is None else repr(backend)
+        close = difflib.get_close_matches(str(backend), allowed, n=1)
+        mean = f"did you mean {close[0]!r}? " if close else ""
+        return HeinzelError(
+            "HZH015",
+            f"{label}: backend is {shown}",
+            f"{mean}{capability}'s backend is one of: {', '.join(allowed)}",
+        )
+    key = ".".join(str(part) for part in error["loc"][1:])
+    keys = sorted(name for name in model.model_fields if name != "backend")
+    takes = f"backend {backend} takes: {', '.join(keys) or 'no other key'} (docs/adapters.md)"
+    if error["type"] == "missing":
+        return HeinzelError("HZH015", f"{label}: missing key {key}", f"add {key}; {takes}")
+    if error["type"] != "extra_forbidden":
+        return HeinzelError("HZH015", f"{label}: {key}: {error['msg']}", takes)
+    secret = _SECRETS.get(str(backend))
+    if secret and any(word in key.lower() for word in _SECRET_WORDS) and key != secret[0]:
+        return HeinzelError(
+            "HZH015",
+            f"{label}: {key} would keep a secret in the configuration",
+            f'name the variable that holds it instead, {secret[0]} = "{secret[1]}", or store '
+            f"it with `hz system credential set {backend}`",
+        )
+    close = difflib.get_close_matches(key, keys, n=1)
+    mean = f"did you mean {close[0]!r}? " if close else ""
+    return HeinzelError("HZH015", f"{label}: unknown key {key}", mean + takes)
 
 
 def build_adapters(

@@ -125,7 +125,17 @@ class GitHubClient:
     def probe(self) -> str:
         """One request for ``hz system doctor --online``: ``GET /rate_limit`` (free of the
         rate limit), coded like any other; what is left of the hour's requests."""
-        response = self._get(self.base_url + "rate_limit", None, {"Accept": "application/json"})
+        try:
+            response = self._get(self.base_url + "rate_limit", None, {"Accept": "application/json"})
+        except CapabilityError as exc:
+            if exc.code != "HZH163":
+                raise
+            raise CapabilityError(  # no repository was asked for: the API root is wrong
+                exc.code,
+                exc.message,
+                "check base_url: GitHub's API root, https://api.github.com/ or "
+                "https://HOST/api/v3/ for GitHub Enterprise",
+            ) from None
         left = response.headers.get("x-ratelimit-remaining")
         return f"{self.base_url} answered" + (f", {left} requests left" if left else "")
 

@@ -129,7 +129,7 @@ def compile_contract(
     try:
         frontmatter = Frontmatter.model_validate(data)
     except ValidationError as exc:
-        errors += _all(exc, lines, source)
+        errors += _all(exc, data, lines, source)
     if frontmatter is not None:
         try:
             check_semantics(frontmatter, data, lines, registry=registry, source=source)
@@ -217,10 +217,24 @@ def _allowed(loc: tuple[str | int, ...]) -> str:
     return mean + "the keys allowed here are: " + ", ".join(keys)
 
 
-def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
+def _present(data: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """The longest prefix of ``loc`` that is a path in ``data``: pydantic appends the
+    names of a union's members (``str``, ``list[...]``) to the place of the value."""
+    node = data
+    for depth, part in enumerate(loc):
+        listed = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (listed or (isinstance(node, dict) and part in node)):
+            return loc[:depth]
+        node = node[part]
+    return loc
+
+
+def _translate(error: Any, data: Any, lines: LineMap, source: str) -> ContractError:
     loc = tuple(part for part in error["loc"] if part != "[key]")
-    where = ".".join(str(part) for part in loc)
     kind = str(error["type"])
+    if kind not in ("missing", "extra_forbidden") and not kind.startswith(("HZC", "HZH")):
+        loc = _present(data, loc)
+    where = ".".join(str(part) for part in loc)
     line = lines.line(loc)
     if kind.startswith(("HZC", "HZH")):
         return ContractError(
@@ -232,31 +246,83 @@ def _translate(error: Any, lines: LineMap, source: str) -> ContractError:
         )
     if kind == "missing":
         return ContractError(
-            "HZC005",
-            f"missing key {where}",
-            _HZ_HINT if loc == ("hz",) else "add it; see docs/contract.md for what it holds",
-            file=source,
-            line=line,
+            "HZC005", f"missing key {where}", _missing(loc), file=source, line=line
         )
-    return ContractError(
-        "HZC006",
-        f"{where}: {error['msg']}",
-        "see docs/contract.md for the type this key takes",
-        file=source,
-        line=line,
-    )
+    message, hint = _wrong_type(loc, kind, error.get("input"))
+    return ContractError("HZC006", f"{where}: {message}", hint, file=source, line=line)
 
 
-def _all(exc: ValidationError, lines: LineMap, source: str) -> list[ContractError]:
-    """Every validation error once, in document order (a stable sort by line)."""
+def _missing(loc: tuple[str | int, ...]) -> str:
+    if loc == ("hz",):
+        return _HZ_HINT
+    parent = [str(part) for part in loc[:-1]]
+    if len(parent) == 3 and parent[1] in ("inputs", "outputs", "discover"):
+        parent[2] = "*"
+    example = _MISSING.get(".".join([*parent, str(loc[-1])]))
+    return example or "add it; see docs/contract.md for what it holds"
+
+
+_MISSING = {
+    "name": "add a name such as 'name: weekly-report' (lowercase words joined by hyphens)",
+    "hz.inputs.*.from": "add the method it reads, e.g. from: code-host.merged_pull_requests",
+    "hz.outputs.*.asset": 'add the asset it keeps true, e.g. asset: "file:report.md"',
+    "hz.discover.*.from": "add the method the source would be read with: from: documents.read",
+    "hz.discover.*.match": 'add a file-name pattern, e.g. match: "*incident*"',
+}
+
+
+def _wrong_type(loc: tuple[str | int, ...], kind: str, value: Any) -> tuple[str, str]:
+    """``HZC006``'s message and hint: what the value at ``loc`` should be, as YAML."""
+    shown = "nothing (the value is empty)" if value is None else _shown(value)
+    if len(loc) == 5 and loc[1] == "inputs" and loc[3] == "args":
+        return (
+            f"an argument is text, a number, true or false, or a list of them, not {shown}",
+            f"write the value after '{loc[4]}:', e.g. args: {{repo: acme/checkout}}",
+        )
+    expected, hint = _TYPES.get(kind, ("another type", _TYPE_HINT))
+    return f"expected {expected}, not {shown}", hint
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_TYPE_HINT = "see docs/contract.md for the type this key takes"
+_LIST = ("a list", "write a list: [a, b] on the key's line, or one '- item' line each below it")
+_TABLE = (
+    "a table of keys",
+    "write its keys indented below it ('key: value' lines), or {key: value} on one line; "
+    "docs/contract.md lists them",
+)
+_TYPES = {
+    "list_type": _LIST,
+    "tuple_type": _LIST,
+    "dict_type": _TABLE,
+    "model_type": _TABLE,
+    "model_attributes_type": _TABLE,
+    "string_type": ("text", "write text; quote it when YAML would read a number, a date or yes/no"),
+    "bool_type": ("true or false", "write true or false, without quotes"),
+    "int_type": ("a whole number", "write a whole number, without quotes"),
+    "float_type": ("a number", "write a number, without quotes"),
+}
+
+
+def _all(exc: ValidationError, data: Any, lines: LineMap, source: str) -> list[ContractError]:
+    """Every validation error once, one per place, in document order (a stable sort by
+    line): a value that fits no member of a union is one error, not one per member."""
     seen: set[tuple[str, int | None, str]] = set()
+    places: set[tuple[str, str]] = set()
     errors = []
     for error in exc.errors():
-        translated = _translate(error, lines, source)
+        translated = _translate(error, data, lines, source)
+        place = (translated.code, translated.message.split(": ", 1)[0])
         key = (translated.code, translated.line, translated.message)
-        if key not in seen:
-            seen.add(key)
-            errors.append(translated)
+        if key in seen or (translated.code == "HZC006" and place in places):
+            continue
+        seen.add(key)
+        places.add(place)
+        errors.append(translated)
     return sorted(errors, key=lambda e: e.line or 0)
 
 
@@ -271,9 +337,10 @@ _HINTS = {
     "HZC013": "namespace is me (yours) or team (the team's)",
     "HZC014": "render_on_schedule is always or if-moved",
     "HZC015": "agent.model_class is fast, standard or best; the model itself is configuration",
-    "HZC020": 'five cron fields in quotes, like "0 15 * * FRI" (minute hour day month weekday)',
+    "HZC020": 'five cron fields in quotes, like "0 15 * * FRI" (minute hour day month weekday), '
+    "or @hourly, @daily, @weekly, @monthly, @yearly",
     "HZC021": "use an IANA time zone name such as Europe/Berlin or UTC",
-    "HZC022": "write a whole number and a unit: 30s, 10m, 1h or 7d",
+    "HZC022": "write a whole number above 0 and a unit: 30s, 10m, 1h or 7d",
     "HZC032": "write requires entries as capability:read or capability:write, e.g. tracker:read",
     "HZC039": "write capability.method, e.g. code-host.merged_pull_requests",
     "HZC040": "an asset is kind:path, e.g. doc:checkout/weekly-report",
@@ -281,5 +348,6 @@ _HINTS = {
     "HZC042": "approvers lists owner or roster handles",
     "HZC043": "input and output names are lowercase identifiers: letters, digits, underscores",
     "HZC044": "name each skill once, by its directory name",
+    "HZC073": 'write place: end, place: top or place: "under:<the heading\'s text>"',
     "HZC092": "write id and version as short text, e.g. id: 067NC4KG01RG50R40M30E20918",
 }

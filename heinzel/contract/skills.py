@@ -126,14 +126,23 @@ def load_skill(path: Path) -> Skill:
     except (OSError, UnicodeDecodeError) as exc:
         message = f"can't read the skill: {exc}"
         raise _bad(message, "check the path and encoding", source, None) from None
-    parts = split(text, source=source)
+    try:
+        parts = split(text, source=source)
+    except ContractError as exc:  # the fences: said for a skill, not for a contract
+        raise ContractError(exc.code, exc.message, _FENCES, file=source, line=exc.line) from None
     data, lines = load_yaml(parts.yaml_text, offset=parts.yaml_line, source=source)
     if not isinstance(data, dict):
         raise _bad("the frontmatter is not a mapping", _SHAPE, source, parts.yaml_line)
     _check_grants(data, lines, source)
     name = data.get("name")
     if not isinstance(name, str) or not is_slug(name):
-        raise _bad(f"not a valid skill name: {name!r}", _SHAPE, source, lines.line(("name",)))
+        raise _bad(
+            f"not a valid skill name: {name!r}",
+            f"name: {file.parent.name} (the directory's name: lowercase letters and digits "
+            "joined by single hyphens)",
+            source,
+            lines.line(("name",)),
+        )
     if name != file.parent.name:
         raise ContractError(
             "HZC054",
@@ -144,7 +153,12 @@ def load_skill(path: Path) -> Skill:
         )
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise _bad("the skill has no description", _SHAPE, source, lines.line(("description",)))
+        raise _bad(
+            "the skill has no description",
+            "add description: one line saying what the skill is for and when it applies",
+            source,
+            lines.line(("description",)),
+        )
     return Skill(
         name=name,
         description=" ".join(description.split()),
@@ -156,6 +170,10 @@ def load_skill(path: Path) -> Skill:
 
 
 _SHAPE = "a SKILL.md starts with frontmatter: name (the directory's name) and description"
+_FENCES = (
+    "start SKILL.md with a line '---', then name: (the directory's name) and description:, "
+    "then '---' and the advice in Markdown"
+)
 
 
 def _applies(hz: Any, lines: LineMap, source: str) -> Applies | None:
@@ -193,7 +211,10 @@ def resolve_skills(uses: Sequence[str], dirs: Sequence[Path]) -> list[Skill]:
             raise ContractError(
                 "HZC052",
                 f"the skill {name!r} is not in any skill directory",
-                "searched: " + (", ".join(str(d) for d in dirs) or "no directories"),
+                "searched: "
+                + (", ".join(str(d) for d in dirs) or "no directories")
+                + f"; put it in {name}/SKILL.md in one of them (docs/configuration.md, "
+                f"'Skill directories'), or remove {name} from the contract's hz.uses",
                 file="<uses>",
             )
         skills.append(load_skill(found[-1]))

@@ -35,7 +35,13 @@ from heinzel.runners.process import (
 )
 from heinzel.runners.settings import CommandSettings
 
-__all__ = ["CommandRunner"]
+__all__ = ["READ_ONLY_HINT", "CommandRunner"]
+
+READ_ONLY_HINT = (
+    "set [runners.{name}] command_enforces_read_only = true once the command restricts its "
+    "agent to reading (for pi: --tools read,grep,find,ls)"
+)
+"""What HZR010 tells the user to do (``name``: the runner's table)."""
 
 
 def _check(name: str, settings: CommandSettings) -> None:
@@ -127,8 +133,7 @@ class CommandRunner:
             raise RunnerError(
                 "HZR010",
                 f"runner {self.name!r} refuses to run: {refusal}",
-                f"set [runners.{self.name}] command_enforces_read_only = true once the command "
-                "restricts its agent to reading (for pi: --tools read,grep,find,ls)",
+                READ_ONLY_HINT.format(name=self.name),
             )
         check_limits(self.name, timeout, budget)
         chosen = select_tools(self.name, self.settings.tools, tools)

@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from heinzel.runners.claude_code import ClaudeCodeRunner
-from heinzel.runners.claude_probe import ISOLATION_FLAGS, ProbeCache
-from heinzel.runners.command import CommandRunner
+from heinzel.runners.claude_probe import ProbeCache
+from heinzel.runners.command import READ_ONLY_HINT, CommandRunner
 from heinzel.runners.environment import claude_env, command_env
 from heinzel.runners.errors import RunnerError
 from heinzel.runners.files import private_dir
@@ -42,47 +42,71 @@ class RunnerCheck(BaseModel):
     on_path: bool
     version: str | None
     isolation: dict[str, bool]
-    """Claude Code's isolation flags and whether the installed version has each."""
+    """Claude Code's isolation flags and whether the installed version has each (empty
+    when no version could be read)."""
     unenforced_limits: tuple[str, ...]
     refuses: bool
     refusal: str | None
     problems: tuple[str, ...]
     """Rendered coded errors (``CODE: message``) that stop the runner."""
+    fixes: tuple[str, ...] = ()
+    """What to do about the problems (each coded error's hint, and the refusal's)."""
 
 
-def _render(error: RunnerError) -> str:
-    return f"{error.code}: {error.message}"
+class _Found:
+    """The problems of one check and their fixes, in the order they were found."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.fixes: list[str] = []
+
+    def add(self, error: RunnerError) -> None:
+        self.problems.append(f"{error.code}: {error.message}")
+        if error.hint and error.hint not in self.fixes:
+            self.fixes.append(error.hint)
 
 
 def _check_claude(
     name: str, settings: ClaudeCodeSettings, environ: Mapping[str, str], cache: ProbeCache | None
 ) -> RunnerCheck:
-    problems: list[str] = []
+    found = _Found()
     executable = version = None
-    isolation = dict.fromkeys(ISOLATION_FLAGS, False)
+    isolation: dict[str, bool] = {}
     unenforced: tuple[str, ...] = ()
-    try:
-        runner = ClaudeCodeRunner(name, settings, environ=environ, cache=cache)
-        executable = resolve_executable(name, settings.program(), claude_env(environ))
-        caps = runner.capabilities()
+    try:  # the table itself (tools, extra): refused before anything runs
+        ClaudeCodeRunner(name, settings, environ=environ, cache=cache)
+    except RunnerError as error:
+        found.add(error)
+    try:  # the installed build, whatever the table says
+        env = claude_env(environ)
+        executable = resolve_executable(name, settings.program(), env)
+        caps = (cache or ProbeCache()).probe(executable, env)
         version = caps.version_text
         isolation = caps.isolation()
         unenforced = caps.unenforced(budget=_ASSUMED_BUDGET, max_turns=settings.max_turns)
-        problems += [f"HZR021: {problem}" for problem in caps.problems()]
+        if caps.problems():
+            found.add(
+                RunnerError(
+                    "HZR021",
+                    "; ".join(caps.problems()),
+                    "update Claude Code: hz needs --tools and --permission-mode dontAsk",
+                )
+            )
     except RunnerError as error:
-        problems.append(_render(error))
+        found.add(error)
     return RunnerCheck(
         name=name,
         kind="claude-code",
-        ok=not problems,
+        ok=not found.problems,
         executable=executable,
         on_path=executable is not None,
         version=version,
         isolation=isolation,
         unenforced_limits=unenforced,
-        refuses=bool(problems),
-        refusal="; ".join(problems) or None,
-        problems=tuple(problems),
+        refuses=bool(found.problems),
+        refusal="; ".join(found.problems) or None,
+        problems=tuple(found.problems),
+        fixes=tuple(found.fixes),
     )
 
 
@@ -101,7 +125,7 @@ def _command_version(executable: str, env: Mapping[str, str]) -> str | None:
 
 
 def _check_command(name: str, settings: CommandSettings, environ: Mapping[str, str]) -> RunnerCheck:
-    problems: list[str] = []
+    found = _Found()
     executable = version = refusal = None
     unenforced: tuple[str, ...] = ()
     try:
@@ -109,17 +133,18 @@ def _check_command(name: str, settings: CommandSettings, environ: Mapping[str, s
         refusal = runner.refusal()
         unenforced = runner.unenforced(budget=_ASSUMED_BUDGET)
     except RunnerError as error:
-        problems.append(_render(error))
+        found.add(error)
     program = settings.program()
     env = command_env(environ, settings.command_env)
     if program is not None:
         try:
             executable = resolve_executable(name, program, env)
         except RunnerError as error:
-            problems.append(_render(error))
-    if executable is not None and refusal is None and not problems:
+            found.add(error)
+    if executable is not None and refusal is None and not found.problems:
         version = _command_version(executable, env)
-    refuses = refusal is not None or bool(problems)
+    refuses = refusal is not None or bool(found.problems)
+    fixes = ([READ_ONLY_HINT.format(name=name)] if refusal is not None else []) + found.fixes
     return RunnerCheck(
         name=name,
         kind="command",
@@ -130,8 +155,9 @@ def _check_command(name: str, settings: CommandSettings, environ: Mapping[str, s
         isolation={},
         unenforced_limits=unenforced,
         refuses=refuses,
-        refusal=refusal or ("; ".join(problems) or None),
-        problems=tuple(problems),
+        refusal=refusal or ("; ".join(found.problems) or None),
+        problems=tuple(found.problems),
+        fixes=tuple(fixes),
     )
 
 

@@ -9,6 +9,7 @@ validation problem into a coded `RunnerError` naming the table and the key.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
@@ -90,19 +91,41 @@ _ADAPTER: TypeAdapter[ClaudeCodeSettings | CommandSettings] = TypeAdapter(Runner
 def parse_runner_settings(
     name: str, table: Mapping[str, object]
 ) -> ClaudeCodeSettings | CommandSettings:
-    """The settings of the table ``[runners.<name>]``; HZR001 names every key that is wrong."""
+    """The settings of the table ``[runners.<name>]``; HZR001 names every key that is wrong,
+    and its hint the keys the table's kind takes (the closest one to a misspelt key)."""
     try:
         return _ADAPTER.validate_python(dict(table))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'kind'}: {error['msg']}"
-            for error in exc.errors()
-        )
+        errors = exc.errors()
+    kind = table.get("kind")
+    model = _KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        shown = "missing" if kind is None else f"{kind!r}"
         raise RunnerError(
             "HZR001",
-            f"[runners.{name}] is not a valid runner table: {problems}",
-            'set kind = "claude-code" or kind = "command" and only the keys docs/runners.md lists',
-        ) from None
+            f"[runners.{name}] kind is {shown}",
+            'set kind = "claude-code" (Claude Code) or kind = "command" (any agent CLI, '
+            "such as pi)",
+        )
+    keys = sorted(model.model_fields)
+    problems = []
+    close: list[str] = []
+    for error in errors:
+        key = ".".join(str(part) for part in error["loc"][1:])
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown key {key}")
+            close += difflib.get_close_matches(key, keys, n=1)
+        else:
+            problems.append(f"{key}: {error['msg']}".replace("a valid tuple", "a list"))
+    mean = f"did you mean {close[0]!r}? " if close else ""
+    raise RunnerError(
+        "HZR001",
+        f"[runners.{name}] is not a valid runner table: {'; '.join(problems)}",
+        f"{mean}a {kind} runner takes: {', '.join(keys)} (docs/runners.md)",
+    )
+
+
+_KINDS: dict[str, type[_Settings]] = {"claude-code": ClaudeCodeSettings, "command": CommandSettings}
 
 
 def parse_runners_table(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
     from heinzel.session.sessions import Sessions
 
-__all__ = ["adapter_warnings", "diagnose", "unserved"]
+__all__ = ["adapter_warnings", "diagnose", "skill_warnings", "unserved"]
 
 
 def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
@@ -33,13 +35,23 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
     )
     from heinzel.service.model_doctor import model_checks
 
+    checks += _project_ignored()
     checks += model_checks(service, online=online)
-    runners = [
-        _runner_check(name, table) for name, table in sorted(service.settings.runners.items())
-    ]
+    tables = sorted(service.settings.runners)
+    runners = [_runner_check(name, service.settings.runners[name]) for name in tables]
     checks += runners or [
         {"name": "runners", "ok": True, "detail": "none bound (turns have no handoff tool)"}
     ]
+    if len(tables) > 1:  # a turn binds the one table there is (heinzel.turns.handoff)
+        checks.append(
+            {
+                "name": "runners",
+                "ok": False,
+                "detail": f"{len(tables)} tables ({', '.join(tables)}): none is bound, so "
+                "turns have no handoff tool",
+                "fix": "keep one [runners.<name>] table in your configuration",
+            }
+        )
     from heinzel.capabilities.configured import describe_adapters
     from heinzel.store.credentials import stored_secret
 
@@ -94,6 +106,43 @@ def adapter_warnings(contract: CompiledContract, missing: set[str]) -> list[str]
     ]
 
 
+def _project_ignored() -> list[dict[str, Any]]:
+    """What the project's ``hz.toml`` sets and may not (a model, a runner, an adapter...):
+    ignored by every command, and said here (docs/configuration.md)."""
+    from heinzel.config import default_site_path, default_user_path, load_settings
+
+    loaded = load_settings(
+        env=os.environ, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
+    )
+    if not loaded.ignored:
+        return []
+    return [
+        {
+            "name": "project configuration",
+            "ok": False,
+            "detail": f"{loaded.project} sets {', '.join(loaded.ignored)}, which a project's "
+            "hz.toml may not set: ignored",
+            "fix": f"set them in your own configuration ({default_user_path()}, or the file "
+            "HZ_CONFIG names), or remove them from the project's hz.toml",
+        }
+    ]
+
+
+def skill_warnings(contract: CompiledContract, dirs: Sequence[Path]) -> list[str]:
+    """HZC052 as a warning at ``new`` and ``approve``: each skill of the contract's ``uses``
+    that no skill directory holds (every turn would stop on it), saying where it goes."""
+    from heinzel.contract.skills import copies
+
+    missing = [name for name in contract.hz.uses if not copies(name, dirs)]
+    searched = ", ".join(str(d) for d in dirs) or "no directories"
+    return [
+        f"HZC052: {contract.name} uses the skill {name!r}, which is in no skill directory, "
+        f"so its turns will stop on it; put {name}/SKILL.md in one of: {searched}, or "
+        f"remove {name} from hz.uses"
+        for name in missing
+    ]
+
+
 def _needed(service: Sessions, missing: set[str]) -> list[dict[str, Any]]:
     """HZH104 before it happens: each Heinzelmännchen (not retired) whose contract requires
     or reads a capability in ``missing`` (no adapter configured), with the fix."""
@@ -135,7 +184,7 @@ def _runner_check(name: str, table: Any) -> dict[str, Any]:
     try:
         found = check_runner(name, parse_runner_settings(name, table))
     except RunnerError as exc:
-        return {"name": label, "ok": False, "detail": exc.message, "fix": exc.hint}
+        return {"name": label, "ok": False, "detail": f"{exc.code}: {exc.message}", "fix": exc.hint}
     parts = [
         f"{found.kind}",
         found.executable or "no executable",
@@ -152,5 +201,5 @@ def _runner_check(name: str, table: Any) -> dict[str, Any]:
         "name": label,
         "ok": found.ok,
         "detail": "; ".join(parts),
-        "fix": "; ".join(found.problems) or "see docs/runners.md",
+        "fix": "; ".join(found.fixes) or "see docs/runners.md",
     }

@@ -85,10 +85,12 @@ class Service(Sessions):
         return [{**r, "warnings": w} if w else r for r, w in zip(rows, warnings, strict=True)]
 
     def _unserved(self, contract: CompiledContract) -> list[str]:
-        """HZH104 warnings: capabilities the contract uses that no adapter serves."""
-        from heinzel.service.doctor import adapter_warnings, unserved
+        """What the contract needs that this machine lacks, as warnings: capabilities no
+        adapter serves (HZH104) and skills no skill directory holds (HZC052)."""
+        from heinzel.service.doctor import adapter_warnings, skill_warnings, unserved
 
-        return adapter_warnings(contract, unserved(self))
+        found = adapter_warnings(contract, unserved(self))
+        return found + skill_warnings(contract, self.settings.heinzel.skills)
 
     def _unserved_stored(self, heinzel_id: str, version: int) -> list[str]:
         from heinzel.contract import compile_contract

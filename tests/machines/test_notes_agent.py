@@ -58,3 +58,19 @@ def test_a_scenario_that_does_not_load_is_a_coded_error() -> None:
     )
     assert done.returncode == 1
     assert done.stderr.startswith("HZM065:") and "hint:" in done.stderr
+
+
+def test_a_module_without_its_function_is_told_to_name_it() -> None:
+    """`python -m machines.crashmatrix my_host` (no :function) is HZM065 saying so, not
+    "module ... has no attribute ''"."""
+    done = subprocess.run(
+        [sys.executable, "-m", "machines.crashmatrix", "machines.examples.notes_agent"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "HZM065: cannot load the scenario 'machines.examples.notes_agent': "
+        "'machines.examples.notes_agent' names no function: write module:function"
+    )

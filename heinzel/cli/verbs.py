@@ -136,8 +136,9 @@ def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
 
 
 def render_verb(data: dict[str, Any]) -> str:
-    """A verb's answer, one ``key: value`` line each."""
-    return "\n".join(f"{key}: {value}" for key, value in data.items())
+    """A verb's answer, one ``key: value`` line each (a failed turn's cause goes to stderr,
+    coded, not here)."""
+    return "\n".join(f"{key}: {value}" for key, value in data.items() if key != "cause")
 
 
 def render_tick(report: dict[str, Any]) -> str:
@@ -240,7 +241,7 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
     Example:
       hz heinzel retry weekly-report shorter
     """
-    emit(_verbs(home).retry(name, hint, request_id=request_id), as_json, render_verb)
+    _reported(home, _verbs(home).retry(name, hint, request_id=request_id), as_json)
 
 
 @hz.command("demo")

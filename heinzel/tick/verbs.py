@@ -82,6 +82,22 @@ class Verbs:
     def _elsewhere(self, heinzel_id: str) -> bool:
         return lock_held(self.service.home.session_dir(heinzel_id) / "lock")
 
+    @staticmethod
+    def _refuse_held(row: Mapping[str, Any], what: str) -> None:
+        """A paused or retired one runs no turn, whoever asks (as ``hz heinzel wake``
+        refuses): HZH050 before the inbox is written, so nothing is delivered later."""
+        state = str(row["state"])
+        if state not in ("paused", "retired"):
+            return
+        from heinzel.store.lifecycle import Lifecycle
+
+        try:
+            Lifecycle(state).fire("wake", str(row["name"]))
+        except HeinzelError as refused:
+            raise HeinzelError(
+                "HZH050", f"{row['name']} is {state}: {what} was not kept", refused.hint
+            ) from None
+
     # -- the verbs -----------------------------------------------------------------
 
     def chat(
@@ -114,6 +130,7 @@ class Verbs:
                 f"{row['name']} has no approved contract version to run; the message was not kept",
                 f"`hz approve {row['name']}`, then send the message again",
             )
+        self._refuse_held(row, "the message")
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         turn = self._running(heinzel)
@@ -249,6 +266,7 @@ class Verbs:
 
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
+        self._refuse_held(row, "the retry")
         parent = self._one(
             "SELECT id FROM turns WHERE heinzel = ? AND state IN ('finished', 'skipped') "
             "ORDER BY started_at DESC, id DESC LIMIT 1",

@@ -1,0 +1,42 @@
+"""What walking docs/cli.md and docs/errors.md as a newcomer found, through `hz`: a paused
+or retired one runs no turn whoever asks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.spine import read_events
+from tests.loop.conftest import Hz
+
+
+def _inbox(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "home").rglob("inbox/*.json"))
+
+
+def _started(tmp_path: Path) -> list[str]:
+    [spine] = (tmp_path / "home" / "heinzel").glob("hz-*/session.jsonl")
+    return [str(e.turn) for e in read_events(spine) if e.kind == "turn.started"]
+
+
+class TestHeldOnesRunNoTurn:
+    """`hz heinzel wake` refuses a paused or retired one; so do `chat` and `retry`."""
+
+    def test_chat_and_retry_are_refused_while_paused_or_retired(
+        self, approved: Hz, folder: Path, tmp_path: Path
+    ) -> None:
+        """HZH050 naming the verb that gets past it, nothing kept in the inbox, no turn
+        started and the document untouched."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        report = (folder / "report.md").read_text(encoding="utf-8")
+        kept = _inbox(tmp_path)
+        for verb, past in (("pause", "unpause"), ("retire", "unretire")):
+            assert approved("heinzel", verb, "notes-digest").code == 0
+            for command in (("chat", "notes-digest", "hello"), ("retry", "notes-digest", "x")):
+                done = approved("heinzel", *command)
+                assert done.code == 1, done.out
+                assert done.err.startswith("HZH050: notes-digest is ") and "not kept" in done.err
+                assert f"`hz heinzel {past} notes-digest`" in done.err
+            assert approved("heinzel", past, "notes-digest").code == 0
+        assert _inbox(tmp_path) == kept
+        assert len(_started(tmp_path)) == 1
+        assert (folder / "report.md").read_text(encoding="utf-8") == report

@@ -75,7 +75,7 @@ class Verbs:
     def _running(self, heinzel_id: str) -> str | None:
         return self._one(
             "SELECT id FROM turns WHERE heinzel = ? AND state = 'running' "
-            "ORDER BY started_at DESC LIMIT 1",
+            "ORDER BY started_at DESC, start_seq DESC LIMIT 1",
             heinzel_id,
         )
 
@@ -269,7 +269,7 @@ class Verbs:
         self._refuse_held(row, "the retry")
         parent = self._one(
             "SELECT id FROM turns WHERE heinzel = ? AND state IN ('finished', 'skipped') "
-            "ORDER BY started_at DESC, id DESC LIMIT 1",
+            "ORDER BY started_at DESC, start_seq DESC LIMIT 1",
             heinzel,
         )
         if parent is None:

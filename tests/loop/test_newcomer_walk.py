@@ -1,12 +1,16 @@
 """What walking docs/cli.md and docs/errors.md as a newcomer found, through `hz`: a paused
-or retired one runs no turn whoever asks."""
+or retired one runs no turn whoever asks, and the timeline in the spine's order under a
+fixed clock."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ledger.spine import read_events
 from tests.loop.conftest import Hz
+
+FIXED = {"HZ_NOW": "2026-10-30T15:00:00Z"}
 
 
 def _inbox(tmp_path: Path) -> list[Path]:
@@ -40,3 +44,21 @@ class TestHeldOnesRunNoTurn:
         assert _inbox(tmp_path) == kept
         assert len(_started(tmp_path)) == 1
         assert (folder / "report.md").read_text(encoding="utf-8") == report
+
+
+class TestOneClock:
+    """Under a fixed `HZ_NOW` (the README walk's) turns keep the spine's order."""
+
+    def test_show_and_retry_follow_the_spine_not_the_ids(
+        self, approved: Hz, tmp_path: Path
+    ) -> None:
+        """Six turns in the same millisecond: `show` lists them as the spine started them,
+        and `retry` forks the last one."""
+        for _ in range(6):
+            assert approved("heinzel", "wake", "notes-digest", env=FIXED).code == 0
+        started = _started(tmp_path)
+        shown = json.loads(approved("heinzel", "show", "notes-digest", "--json", env=FIXED).out)
+        assert [t["id"] for t in shown["turns"]] == started
+        retried = approved("heinzel", "retry", "notes-digest", "x", "--json", env=FIXED)
+        assert retried.code == 0, retried.err
+        assert json.loads(retried.out)["parent"] == started[-1]

@@ -46,6 +46,18 @@ class TestHeldOnesRunNoTurn:
         assert (folder / "report.md").read_text(encoding="utf-8") == report
 
 
+class TestRefusalsNameWhatIsThere:
+    """A refusal says what is wrong with this Heinzelmännchen, not another case's text."""
+
+    def test_answer_with_a_proposal_when_none_waits_is_hzh210(self, approved: Hz) -> None:
+        """`--proposal ID` with nothing proposed: nothing waits (HZH210), not "waits on a
+        proposed write" (HZH296)."""
+        done = approved("heinzel", "answer", "notes-digest", "keep it short", "--proposal", "p1")
+        assert done.code == 1
+        assert done.err.startswith("HZH210: notes-digest has no question waiting")
+        assert "`hz heinzel show notes-digest`" in done.err
+
+
 class TestOneClock:
     """Under a fixed `HZ_NOW` (the README walk's) turns keep the spine's order."""
 

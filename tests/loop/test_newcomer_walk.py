@@ -57,6 +57,30 @@ class TestRefusalsNameWhatIsThere:
         assert done.err.startswith("HZH210: notes-digest has no question waiting")
         assert "`hz heinzel show notes-digest`" in done.err
 
+    def test_a_tick_that_cannot_fetch_says_which_input_and_the_fix(
+        self, hz: Hz, folder: Path
+    ) -> None:
+        """An input no adapter serves: the tick prints the input and the message, and on
+        stderr the code, the message and the hint (not `failed` alone)."""
+        contract = folder / "digest.prose.md"
+        text = contract.read_text(encoding="utf-8")
+        text = text.replace("[files:read, documents:write]", "[tracker:read, documents:write]")
+        text = text.replace(
+            "{from: files.read, args: {path: notes.txt}}",
+            "{from: tracker.issues_updated, args: {project: CHK}, window: 7d}",
+        )
+        contract.write_text(text, encoding="utf-8")
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        assert hz("approve", "notes-digest").code == 0
+        done = hz("system", "daemon", "tick")
+        assert done.code == 1
+        said = "input notes: no adapter is configured for tracker"
+        assert f"notes-digest: HZH104: {said}" in done.out
+        assert done.err.splitlines() == [
+            f"HZH104: notes-digest: {said}",
+            "hint: run hz system doctor to see which capabilities are set up",
+        ]
+
 
 class TestOneClock:
     """Under a fixed `HZ_NOW` (the README walk's) turns keep the spine's order."""

@@ -96,7 +96,12 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
 
 
 @daemon.command("run")
-@click.option("--interval", type=float, default=300.0, help="Seconds between ticks.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1.0),
+    default=300.0,
+    help="Seconds between ticks (at least 1).",
+)
 @home_option
 def run(interval: float, home: str | None) -> None:
     """Tick in a loop until SIGTERM or SIGINT (it ends after the tick in progress).

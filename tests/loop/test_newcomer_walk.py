@@ -81,6 +81,14 @@ class TestRefusalsNameWhatIsThere:
             "hint: run hz system doctor to see which capabilities are set up",
         ]
 
+    def test_daemon_run_refuses_an_interval_under_a_second(self, hz: Hz, tmp_path: Path) -> None:
+        """`--interval 0` would tick without a pause at full speed: bad usage, exit 2,
+        before any tick."""
+        done = hz("system", "daemon", "run", "--interval", "0")
+        assert done.code == 2
+        assert "--interval" in done.err
+        assert not (tmp_path / "home").exists()
+
 
 class TestOneClock:
     """Under a fixed `HZ_NOW` (the README walk's) turns keep the spine's order."""

@@ -116,8 +116,14 @@ def list_(
         for row in rows:
             if row["id"] in shared:
                 row["team"] = shared[row["id"]]
+    filtered = any(f is not None for f in (artifact, state, contract, namespace))
     if rows or as_json:
         emit(rows, as_json, render.listing)
+    elif filtered and service.home.heinzel_dir.exists() and service.listing():
+        click.echo(
+            f"none of the Heinzelmännchen in {service.home.root} match "
+            "(hz heinzel list shows them all)"
+        )
     else:
         click.echo(
             f"no Heinzelmännchen in {service.home.root} "

@@ -57,6 +57,13 @@ class TestRefusalsNameWhatIsThere:
         assert done.err.startswith("HZH210: notes-digest has no question waiting")
         assert "`hz heinzel show notes-digest`" in done.err
 
+    def test_a_filter_that_matches_none_does_not_say_the_home_is_empty(self, approved: Hz) -> None:
+        """`list --state paused` in a home with one asleep: none match, not "create one"."""
+        done = approved("heinzel", "list", "--state", "paused")
+        assert done.code == 0
+        assert done.out.startswith("none of the Heinzelmännchen in ")
+        assert "create one" not in done.out
+
     def test_a_tick_that_cannot_fetch_says_which_input_and_the_fix(
         self, hz: Hz, folder: Path
     ) -> None:

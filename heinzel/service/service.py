@@ -302,7 +302,7 @@ class Service(Sessions):
             for event in open_questions(self, row["id"])
         ]
         proposed = row.get("proposed_version")
-        if row["state"] == "proposed" and proposed is not None:
+        if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))
             from heinzel.service.outputs import grant
 

@@ -64,6 +64,14 @@ class TestRefusalsNameWhatIsThere:
         assert done.out.startswith("none of the Heinzelmännchen in ")
         assert "create one" not in done.out
 
+    def test_a_paused_proposal_shows_what_approving_it_grants(self, hz: Hz) -> None:
+        """Paused before its approval, `show` still lists the grant and the file to read."""
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        assert hz("heinzel", "pause", "notes-digest").code == 0
+        shown = json.loads(hz("heinzel", "show", "notes-digest", "--json").out)
+        assert shown["state"] == "paused"
+        assert shown["grant"]["outputs"] == {"section": "file:report.md"}
+
     def test_a_tick_that_cannot_fetch_says_which_input_and_the_fix(
         self, hz: Hz, folder: Path
     ) -> None:

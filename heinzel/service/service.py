@@ -240,7 +240,7 @@ class Service(Sessions):
             raise HeinzelError(
                 "HZH076",
                 f"{row['name']} has no pending amendment",
-                "`hz heinzel show NAME` shows its pending item",
+                f"`hz heinzel show {row['name']}` shows its pending item",
             )
         self.append(row["id"], "amendment.declined", {"amendment": amendment["id"]})
         return self.queries.amendment(amendment["id"])
@@ -257,7 +257,7 @@ class Service(Sessions):
             raise HeinzelError(
                 "HZH077",
                 f"lesson {lesson} is already dismissed",
-                "`hz heinzel lessons NAME` lists them",
+                f"`hz heinzel lessons {row['name']}` lists them",
             )
         self.append(row["id"], "lesson.dismissed", {"lesson": found["seq"]})
         return self.lessons(ref)

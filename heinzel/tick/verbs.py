@@ -228,7 +228,7 @@ class Verbs:
             raise HeinzelError(
                 "HZH236",
                 f"{row['name']} has no waiting turn",
-                "`hz heinzel wake NAME` starts a new one",
+                f"`hz heinzel wake {row['name']}` starts a new one",
             )
         state = self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "woken_by": "asked", **_ended(state)}
@@ -240,7 +240,9 @@ class Verbs:
         turn = self._running(heinzel)
         if turn is None:
             raise HeinzelError(
-                "HZH237", f"{row['name']} has no running turn", "`hz heinzel show NAME`"
+                "HZH237",
+                f"{row['name']} has no running turn",
+                f"`hz heinzel show {row['name']}` shows its turns",
             )
         if self._elsewhere(heinzel):
             request = self._request(heinzel, "stop", turn, None)
@@ -274,7 +276,9 @@ class Verbs:
         )
         if parent is None:
             raise HeinzelError(
-                "HZH238", f"{row['name']} has no ended turn to retry", "`hz heinzel wake NAME`"
+                "HZH238",
+                f"{row['name']} has no ended turn to retry",
+                f"`hz heinzel wake {row['name']}` starts a new one",
             )
         request = self._request(heinzel, "retry", hint, request_id)
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))

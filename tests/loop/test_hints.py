@@ -84,5 +84,5 @@ def test_wake_and_resume_hints_do_not_point_at_each_other() -> None:
     points at wake, which from asleep runs."""
     assert "hz heinzel resume" not in _hint("awake")
     assert "hz heinzel stop" in _hint("awake")
-    nothing_waits = [t for w, t in hints() if "tick/verbs.py" in w and "wake NAME" in t]
+    nothing_waits = [t for w, t in hints() if "tick/verbs.py" in w and "`hz heinzel wake " in t]
     assert nothing_waits

@@ -57,6 +57,20 @@ class TestRefusalsNameWhatIsThere:
         assert done.err.startswith("HZH210: notes-digest has no question waiting")
         assert "`hz heinzel show notes-digest`" in done.err
 
+    def test_refusals_name_the_command_for_this_one(self, approved: Hz) -> None:
+        """Nothing to resume, stop, retry or decline: each hint names the command with
+        this Heinzelmännchen's name, ready to type, not a literal NAME."""
+        expected = {
+            ("heinzel", "resume"): ("HZH236", "`hz heinzel wake notes-digest`"),
+            ("heinzel", "stop"): ("HZH237", "`hz heinzel show notes-digest`"),
+            ("heinzel", "retry"): ("HZH238", "`hz heinzel wake notes-digest`"),
+            ("heinzel", "decline"): ("HZH076", "`hz heinzel show notes-digest`"),
+        }
+        for command, (code, hinted) in expected.items():
+            done = approved(*command, "notes-digest")
+            assert (done.code, done.err.split(":")[0]) == (1, code), done.err
+            assert hinted in done.err.splitlines()[-1]
+
     def test_a_filter_that_matches_none_does_not_say_the_home_is_empty(self, approved: Hz) -> None:
         """`list --state paused` in a home with one asleep: none match, not "create one"."""
         done = approved("heinzel", "list", "--state", "paused")

@@ -241,7 +241,9 @@ def wake(data: dict[str, Any]) -> str:
     if data.get("turn") is None:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]
-    why = f" ({data['reason'] or data['error']})" if data.get("reason") or data.get("error") else ""
+    # the cause's own code (HZH131), as stderr says, before the machine's generic HZM021
+    code = (data.get("cause") or {}).get("code") or data.get("reason") or data.get("error")
+    why = f" ({code})" if code else ""
     line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")

@@ -29,9 +29,11 @@ class TestTurnCommands:
     """`wake`, `chat`, `resume` and `retry` exit 1 with the cause's code, message and hint."""
 
     def test_a_failed_wake_exits_1_with_the_cause(self, nowhere: Hz) -> None:
-        """The missing folder's HZH131 with its message and hint, not the machine's HZM021."""
+        """The missing folder's HZH131 with its message and hint, not the machine's HZM021,
+        on stderr and in the turn's line on stdout alike."""
         done = nowhere("heinzel", "wake", "notes-digest")
         assert done.code == 1
+        assert " failed (HZH131), $" in done.out and "HZM021" not in done.out
         assert done.err.splitlines()[-2].startswith("HZH131: cannot create ")
         assert done.err.splitlines()[-1].startswith("hint: create the folder")
 

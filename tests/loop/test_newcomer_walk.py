@@ -1,6 +1,6 @@
 """What walking docs/cli.md and docs/errors.md as a newcomer found, through `hz`: a paused
-or retired one runs no turn whoever asks, and the timeline in the spine's order under a
-fixed clock."""
+or retired one runs no turn whoever asks, refusals that name what is really there, and
+the timeline in the spine's order under a fixed clock."""
 
 from __future__ import annotations
 

@@ -140,3 +140,16 @@ class TestHintsLeadOut:
         assert done.code == 1 and done.err.startswith("HZH261: ")
         assert "forget" not in done.err.splitlines()[-1]
         assert f"chmod 600 {path}" in done.err
+
+    def test_a_team_ones_next_commands_work_beside_a_namesake(self, hz: Hz) -> None:
+        """One of yours and a team one named alike: the `next:` commands `new` prints for
+        the team one run (a bare name would be HZH081, one in each namespace)."""
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        done = hz("heinzel", "new", "--from", "digest.prose.md", "--namespace", "team")
+        assert done.code == 0, done.err
+        [line] = [line for line in done.out.splitlines() if line.startswith("next: ")]
+        commands = COMMAND.findall(line)
+        assert commands == ["hz heinzel show team/notes-digest", "hz approve team/notes-digest"]
+        for command in commands:
+            ran = hz(*command.split()[1:])
+            assert ran.code == 0, ran.err

@@ -346,8 +346,22 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
     Example:
       hz approve weekly-report standup-notes
     """
+    from ledger.errors import HzError
+
     service = open_app(home).service
-    emit([service.approve(item) for item in items], as_json, render.approved)
+    done: list[dict[str, Any]] = []
+    refused: list[HzError] = []
+    for item in items:  # each on its own: one refused never hides the others approved
+        try:
+            done.append(service.approve(item))
+        except HzError as error:
+            refused.append(error)
+    if done:
+        emit(done, as_json, render.approved)
+    for each in refused:
+        click.echo(each.render(), err=True)
+    if refused:
+        click.get_current_context().exit(1)
 
 
 @hz.command("drafts")

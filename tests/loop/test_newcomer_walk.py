@@ -71,6 +71,22 @@ class TestRefusalsNameWhatIsThere:
             assert (done.code, done.err.split(":")[0]) == (1, code), done.err
             assert hinted in done.err.splitlines()[-1]
 
+    def test_approving_several_reports_each_one(self, hz: Hz) -> None:
+        """`hz approve bogus notes-digest`: the one that exists is approved and said so
+        on stdout, the unknown one is HZH080 on stderr, exit 1 (not the error alone,
+        hiding an approval that happened)."""
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        done = hz("approve", "bogus", "notes-digest")
+        assert done.code == 1
+        assert done.out.startswith("approved notes-digest v1: now asleep")
+        assert done.err.startswith("HZH080: no Heinzelmännchen named 'bogus'")
+        again = hz("approve", "notes-digest", "bogus", "--json")
+        assert again.code == 1 and again.out == ""
+        assert [line[:7] for line in again.err.splitlines() if line[:2] == "HZ"] == [
+            "HZH073:",
+            "HZH080:",
+        ]
+
     def test_a_filter_that_matches_none_does_not_say_the_home_is_empty(self, approved: Hz) -> None:
         """`list --state paused` in a home with one asleep: none match, not "create one"."""
         done = approved("heinzel", "list", "--state", "paused")

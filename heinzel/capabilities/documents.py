@@ -345,7 +345,8 @@ class LocalDocuments:
             raise CapabilityError(
                 "HZH130",
                 f"the documents adapter places drafts in file:<path> assets, not {asset}",
-                "write the output's asset as file:report.md",
+                "write the output's asset as file:report.md in the contract, then propose "
+                "it: `hz heinzel amend NAME --from FILE`",
             )
         path = Path(written).expanduser()
         if not path.is_absolute():

@@ -116,8 +116,14 @@ def list_(
         for row in rows:
             if row["id"] in shared:
                 row["team"] = shared[row["id"]]
+    filtered = any(f is not None for f in (artifact, state, contract, namespace))
     if rows or as_json:
         emit(rows, as_json, render.listing)
+    elif filtered and service.home.heinzel_dir.exists() and service.listing():
+        click.echo(
+            f"none of the Heinzelmännchen in {service.home.root} match "
+            "(hz heinzel list shows them all)"
+        )
     else:
         click.echo(
             f"no Heinzelmännchen in {service.home.root} "
@@ -340,8 +346,22 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
     Example:
       hz approve weekly-report standup-notes
     """
+    from ledger.errors import HzError
+
     service = open_app(home).service
-    emit([service.approve(item) for item in items], as_json, render.approved)
+    done: list[dict[str, Any]] = []
+    refused: list[HzError] = []
+    for item in items:  # each on its own: one refused never hides the others approved
+        try:
+            done.append(service.approve(item))
+        except HzError as error:
+            refused.append(error)
+    if done:
+        emit(done, as_json, render.approved)
+    for each in refused:
+        click.echo(each.render(), err=True)
+    if refused:
+        click.get_current_context().exit(1)
 
 
 @hz.command("drafts")

@@ -32,6 +32,12 @@ def _version(row: dict[str, Any]) -> str:
     return f"v{v}" if v else f"(v{row.get('proposed_version') or 1} proposed)"
 
 
+def _ref(row: dict[str, Any]) -> str:
+    """How a command names ``row``: a team one as ``team/NAME``, which stays unambiguous
+    when a one of yours has the same name (a bare NAME is then HZH081)."""
+    return f"team/{row['name']}" if row.get("namespace") == "team" else str(row["name"])
+
+
 def state_line(row: dict[str, Any]) -> str:
     return f"{row['name']} ({row['id']}): {row['state']}, {_version(row)}"
 
@@ -41,8 +47,8 @@ def created(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(f"created {state_line(r)}")
         lines += [f"warning: {w}" for w in r.get("warnings", [])]
-    names = " ".join(r["name"] for r in rows)
-    first = rows[0]["name"] if rows else "NAME"
+    names = " ".join(_ref(r) for r in rows)
+    first = _ref(rows[0]) if rows else "NAME"
     lines.append(f"next: read it with `hz heinzel show {first}`, then `hz approve {names}`")
     return "\n".join(lines)
 
@@ -128,7 +134,7 @@ def show(data: dict[str, Any]) -> str:
         lines.append(f"  notice:   {notice['message']}")
         lines.append(f"            next: {notice['next']}")
     if data.get("grant"):
-        lines += _grant(data["name"], data["grant"])
+        lines += _grant(_ref(data), data["grant"])
     if data["amendments"]:
         lines.append("  amendments:")
         lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
@@ -241,7 +247,9 @@ def wake(data: dict[str, Any]) -> str:
     if data.get("turn") is None:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]
-    why = f" ({data['reason'] or data['error']})" if data.get("reason") or data.get("error") else ""
+    # the cause's own code (HZH131), as stderr says, before the machine's generic HZM021
+    code = (data.get("cause") or {}).get("code") or data.get("reason") or data.get("error")
+    why = f" ({code})" if code else ""
     line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")

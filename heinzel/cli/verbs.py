@@ -96,7 +96,12 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
 
 
 @daemon.command("run")
-@click.option("--interval", type=float, default=300.0, help="Seconds between ticks.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1.0),
+    default=300.0,
+    help="Seconds between ticks (at least 1).",
+)
 @home_option
 def run(interval: float, home: str | None) -> None:
     """Tick in a loop until SIGTERM or SIGINT (it ends after the tick in progress).
@@ -136,8 +141,9 @@ def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
 
 
 def render_verb(data: dict[str, Any]) -> str:
-    """A verb's answer, one ``key: value`` line each."""
-    return "\n".join(f"{key}: {value}" for key, value in data.items())
+    """A verb's answer, one ``key: value`` line each (a failed turn's cause goes to stderr,
+    coded, not here)."""
+    return "\n".join(f"{key}: {value}" for key, value in data.items() if key != "cause")
 
 
 def render_tick(report: dict[str, Any]) -> str:
@@ -240,7 +246,7 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
     Example:
       hz heinzel retry weekly-report shorter
     """
-    emit(_verbs(home).retry(name, hint, request_id=request_id), as_json, render_verb)
+    _reported(home, _verbs(home).retry(name, hint, request_id=request_id), as_json)
 
 
 @hz.command("demo")

@@ -343,7 +343,10 @@ _HINTS = {
     "HZC022": "write a whole number above 0 and a unit: 30s, 10m, 1h or 7d",
     "HZC032": "write requires entries as capability:read or capability:write, e.g. tracker:read",
     "HZC039": "write capability.method, e.g. code-host.merged_pull_requests",
-    "HZC040": "an asset is kind:path, e.g. doc:checkout/weekly-report",
+    "HZC040": (
+        "an asset is kind:path; a document of yours is file:PATH (file:report.md, relative "
+        "to the contract's folder), the one kind an adapter writes today"
+    ),
     "HZC041": "set a per-turn cap in USD such as 0.5",
     "HZC042": "approvers lists owner or roster handles",
     "HZC043": "input and output names are lowercase identifiers: letters, digits, underscores",

@@ -126,7 +126,7 @@ def _identifier(value: str) -> str:
 
 def _asset(value: Any) -> str:
     if not isinstance(value, str) or not _ASSET.fullmatch(value):
-        raise _fail("HZC040", "an asset is a reference like doc:team/report, not {value}", value)
+        raise _fail("HZC040", "an asset is a reference like file:report.md, not {value}", value)
     return value
 
 

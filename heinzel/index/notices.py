@@ -72,7 +72,7 @@ def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[st
         "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
         f"WHERE t.heinzel IN ({marks}) AND t.id = (SELECT u.id FROM turns u "
         "WHERE u.heinzel = t.heinzel AND u.state != 'skipped' "
-        "ORDER BY u.started_at DESC, u.id DESC LIMIT 1)",
+        "ORDER BY u.started_at DESC, u.start_seq DESC, u.id DESC LIMIT 1)",
         ids,
     ).fetchall()
     for heinzel, disposition, state, reason in rows:

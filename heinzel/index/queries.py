@@ -215,7 +215,8 @@ class Queries:
         )
         turns = self._rows(
             "SELECT id, cause, state, disposition, reason, started_at, ended_at, cost_usd, "
-            "contract_version, parent_turn FROM turns WHERE heinzel = ? ORDER BY started_at, id",
+            "contract_version, parent_turn FROM turns WHERE heinzel = ? "
+            "ORDER BY started_at, start_seq, id",
             [heinzel_id],
         )
         month = self._today()[:7]

@@ -88,15 +88,18 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
         raise HeinzelError(
             "HZH239",
             f"cannot read the draft's document {path}: {error}",
-            "approve it by deleting the tag line yourself",
+            f"make {path} readable again (restore it if it is gone), then approve; "
+            "the draft stays pending until then",
         ) from None
     marker = f"<!-- hz:draft key={key} -->"
     at = [i for i, line in enumerate(lines) if line.strip() == marker]
     if len(at) != 1:
         raise HeinzelError(
             "HZH239",
-            f"the draft {key} is not in {path} as placed",
-            "put its markers back, or approve it by hand",
+            f"the draft {key} is not in {path} as placed: its hz:draft marker line "
+            + ("is gone" if not at else f"is there {len(at)} times"),
+            "keep exactly one hz:draft and one hz:end marker line around the draft, then "
+            "approve again (a draft whose markers are gone reads as rejected at the next tick)",
         )
     if at[0] == 0 or not lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
         raise _already(key, path)

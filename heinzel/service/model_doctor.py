@@ -53,8 +53,12 @@ def model_checks(service: Sessions, *, online: bool = False) -> list[dict[str, A
                 "https://gateway.example (Anthropic-compatible, without /v1)",
             )
         )
-    if online and all(check["ok"] for check in checks):
-        checks += [_online(service, name) for name in seen if name != "offline"]
+    remote = [name for name in dict.fromkeys(named.values()) if name and name != "offline"]
+    if online and remote and not all(check["ok"] for check in checks):
+        # said, not silently left out: the request would only fail on what is listed above
+        checks.append(_check("online", True, "no request made: fix the checks above first"))
+    elif online:
+        checks += [_online(service, name) for name in remote]
     return checks
 
 
@@ -96,11 +100,13 @@ def _price(service: Sessions, name: str, model_name: str, provider: str) -> dict
         for key, p in service.settings.heinzel.prices.items()
     }
     pricing = Pricing(at=service.clock(), overrides=overrides)
-    cost = pricing.cost(model_name, provider, RequestUsage(input_tokens=1_000_000))
+    # a request of a thousand tokens, times a thousand: one request of a million would be
+    # priced at a long-context tier (claude-sonnet-4-5 doubles above 200k tokens)
+    cost = pricing.cost(model_name, provider, RequestUsage(input_tokens=1_000))
     return _check(
         f"price of {name}",
         cost is not None,
-        f"${cost:.2f} per million input tokens" if cost is not None else "unknown",
+        f"${cost * 1000:.2f} per million input tokens" if cost is not None else "unknown",
         "HZE001",
         f'set it in your config file: [heinzel.prices] "{model_name}" = '
         "{input = 3.0, output = 15.0} (USD per million tokens; 0 for a local model)",

@@ -242,7 +242,7 @@ class Service(Sessions):
             raise HeinzelError(
                 "HZH076",
                 f"{row['name']} has no pending amendment",
-                "`hz heinzel show NAME` shows its pending item",
+                f"`hz heinzel show {row['name']}` shows its pending item",
             )
         self.append(row["id"], "amendment.declined", {"amendment": amendment["id"]})
         return self.queries.amendment(amendment["id"])
@@ -259,7 +259,7 @@ class Service(Sessions):
             raise HeinzelError(
                 "HZH077",
                 f"lesson {lesson} is already dismissed",
-                "`hz heinzel lessons NAME` lists them",
+                f"`hz heinzel lessons {row['name']}` lists them",
             )
         self.append(row["id"], "lesson.dismissed", {"lesson": found["seq"]})
         return self.lessons(ref)
@@ -304,7 +304,7 @@ class Service(Sessions):
             for event in open_questions(self, row["id"])
         ]
         proposed = row.get("proposed_version")
-        if row["state"] == "proposed" and proposed is not None:
+        if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))
             from heinzel.service.outputs import grant
 

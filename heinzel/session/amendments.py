@@ -46,13 +46,14 @@ def propose_amendment(
         raise HeinzelError(
             "HZH074",
             f"{row['name']} has no approved version to amend",
-            "approve version 1 first: `hz approve NAME`",
+            f"approve version 1 first: `hz approve {row['name']}`",
         )
     if sessions.queries.pending_amendment(row["id"]):
         raise HeinzelError(
             "HZH075",
             f"{row['name']} already has a pending amendment",
-            "approve it (`hz approve NAME`) or decline it first",
+            f"approve it (`hz approve {row['name']}`) or decline it first "
+            f"(`hz heinzel decline {row['name']}`)",
         )
     current = int(row["contract_version"])
     old = compile_contract(

@@ -100,7 +100,8 @@ class CredentialStore:
             raise HeinzelError(
                 "HZH261",
                 f"the credentials file {self.path} can be read by others",
-                f"chmod 600 {self.path}, or forget and set the keys again",
+                f"chmod 600 {self.path}; if others may have read it, replace the keys "
+                "at the provider and store the new ones (`hz system credential set PROVIDER`)",
             )
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))

@@ -36,18 +36,26 @@ def isolated(
     except HzError as error:
         if error.code == "HZL030":
             _contain(sessions, heinzel_id)
-        _record(heinzel_id, errors, part, error.code, error.message)
+        _record(heinzel_id, errors, part, error.code, error.message, hint=error.hint)
     except Exception as error:  # the tick must go on for the others
         message = f"{part} failed unexpectedly: {type(error).__name__}: {str(error)[:200]}"
-        _record(heinzel_id, errors, part, "HZH221", message)
+        hint = "a bug in hz: report it with the `errors` of `hz system daemon tick --json`"
+        _record(heinzel_id, errors, part, "HZH221", message, hint=hint)
 
 
 def _record(
-    heinzel_id: str, errors: list[dict[str, Any]], part: str, code: str, message: str
+    heinzel_id: str,
+    errors: list[dict[str, Any]],
+    part: str,
+    code: str,
+    message: str,
+    *,
+    hint: str = "",
 ) -> None:
     if any(e.get("id") == heinzel_id and e.get("code") == code for e in errors):
         return  # one broken file is one error in the report, whichever parts met it
-    errors.append({"id": heinzel_id, "part": part, "code": code, "message": message})
+    found = {"id": heinzel_id, "part": part, "code": code, "message": message}
+    errors.append({**found, "hint": hint} if hint else found)
     bind_heinzel(get_logger(), heinzel_id).warning("tick.isolated", part=part, code=code)
 
 

@@ -310,6 +310,8 @@ class Tick:
                         "id": item.request.watcher,
                         "input": item.request.input,
                         "code": item.error.code,
+                        "message": f"input {item.request.input}: {item.error.message}",
+                        "hint": item.error.hint,
                     }
                 )
         return fetched

@@ -75,12 +75,28 @@ class Verbs:
     def _running(self, heinzel_id: str) -> str | None:
         return self._one(
             "SELECT id FROM turns WHERE heinzel = ? AND state = 'running' "
-            "ORDER BY started_at DESC LIMIT 1",
+            "ORDER BY started_at DESC, start_seq DESC LIMIT 1",
             heinzel_id,
         )
 
     def _elsewhere(self, heinzel_id: str) -> bool:
         return lock_held(self.service.home.session_dir(heinzel_id) / "lock")
+
+    @staticmethod
+    def _refuse_held(row: Mapping[str, Any], what: str) -> None:
+        """A paused or retired one runs no turn, whoever asks (as ``hz heinzel wake``
+        refuses): HZH050 before the inbox is written, so nothing is delivered later."""
+        state = str(row["state"])
+        if state not in ("paused", "retired"):
+            return
+        from heinzel.store.lifecycle import Lifecycle
+
+        try:
+            Lifecycle(state).fire("wake", str(row["name"]))
+        except HeinzelError as refused:
+            raise HeinzelError(
+                "HZH050", f"{row['name']} is {state}: {what} was not kept", refused.hint
+            ) from None
 
     # -- the verbs -----------------------------------------------------------------
 
@@ -114,6 +130,7 @@ class Verbs:
                 f"{row['name']} has no approved contract version to run; the message was not kept",
                 f"`hz approve {row['name']}`, then send the message again",
             )
+        self._refuse_held(row, "the message")
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         turn = self._running(heinzel)
@@ -211,7 +228,7 @@ class Verbs:
             raise HeinzelError(
                 "HZH236",
                 f"{row['name']} has no waiting turn",
-                "`hz heinzel wake NAME` starts a new one",
+                f"`hz heinzel wake {row['name']}` starts a new one",
             )
         state = self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "woken_by": "asked", **_ended(state)}
@@ -223,7 +240,9 @@ class Verbs:
         turn = self._running(heinzel)
         if turn is None:
             raise HeinzelError(
-                "HZH237", f"{row['name']} has no running turn", "`hz heinzel show NAME`"
+                "HZH237",
+                f"{row['name']} has no running turn",
+                f"`hz heinzel show {row['name']}` shows its turns",
             )
         if self._elsewhere(heinzel):
             request = self._request(heinzel, "stop", turn, None)
@@ -249,19 +268,23 @@ class Verbs:
 
         row = self.service.resolve(ref)
         heinzel = str(row["id"])
+        self._refuse_held(row, "the retry")
         parent = self._one(
             "SELECT id FROM turns WHERE heinzel = ? AND state IN ('finished', 'skipped') "
-            "ORDER BY started_at DESC, id DESC LIMIT 1",
+            "ORDER BY started_at DESC, start_seq DESC LIMIT 1",
             heinzel,
         )
         if parent is None:
             raise HeinzelError(
-                "HZH238", f"{row['name']} has no ended turn to retry", "`hz heinzel wake NAME`"
+                "HZH238",
+                f"{row['name']} has no ended turn to retry",
+                f"`hz heinzel wake {row['name']}` starts a new one",
             )
         request = self._request(heinzel, "retry", hint, request_id)
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
-        self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
-        return {"name": row["name"], "parent": parent, "key": wake.key}
+        states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        ended = _ended(states[-1] if states else None)
+        return {"name": row["name"], "parent": parent, "key": wake.key, **ended}
 
 
 def _ended(state: object | None) -> dict[str, Any]:

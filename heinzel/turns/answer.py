@@ -33,7 +33,9 @@ def answer(
     waiting = open_questions(host.service, heinzel_id)
     if not waiting:
         raise HeinzelError(
-            "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
+            "HZH210",
+            f"{name} has no question waiting for an answer",
+            f"`hz heinzel show {name}` shows what is pending",
         )
     ids = [str(e.data["proposal"]) for e in waiting]
     if proposal is None and len(waiting) > 1:

@@ -53,7 +53,9 @@ def answer_text(
         return {"name": name, **_follow_up(host, heinzel_id, str(owed[0].turn), adapters)}
     if not waiting:
         raise HeinzelError(
-            "HZH210", f"{name} has no question waiting for an answer", "`hz heinzel show NAME`"
+            "HZH210",
+            f"{name} has no question waiting for an answer",
+            f"`hz heinzel show {name}` shows what is pending",
         )
     if not text.strip():
         raise HeinzelError(

@@ -161,7 +161,7 @@ class TurnHost:
             raise HeinzelError(
                 "HZH202",
                 f"{row['name']} has no approved contract version to run",
-                "approve it first: `hz approve NAME`",
+                f"approve it first: `hz approve {row['name']}`",
             )
         version, fingerprint = int(row["contract_version"]), str(row["fingerprint"])
         pinned = (pins or {}).get("contract_version")

@@ -151,7 +151,7 @@ def last_approved(
         return None
     turns = db.query(
         "SELECT id FROM turns WHERE heinzel = ? AND cause = 'approval' "
-        "ORDER BY started_at DESC LIMIT 5",
+        "ORDER BY started_at DESC, start_seq DESC LIMIT 5",
         [heinzel_id],
     )
     bodies = Bodies(session_dir)

@@ -116,8 +116,10 @@ class Turns:
 
         service = self.sessions
         row = service.resolve(ref)
-        if proposal is not None or open_questions(service, row["id"]):
-            if said not in ("yes", "no"):
+        waiting = open_questions(service, row["id"])
+        if proposal is not None or waiting:
+            # with nothing proposed, `answer` says so (HZH210), whatever was said
+            if waiting and said not in ("yes", "no"):
                 raise HeinzelError(
                     "HZH296",
                     f"{row['name']} waits on a proposed write: the answer is yes or no",

@@ -26,12 +26,14 @@ def nowhere(hz: Hz, folder: Path) -> Hz:
 
 
 class TestTurnCommands:
-    """`wake`, `chat` and `resume` exit 1 with the cause's code, message and hint."""
+    """`wake`, `chat`, `resume` and `retry` exit 1 with the cause's code, message and hint."""
 
     def test_a_failed_wake_exits_1_with_the_cause(self, nowhere: Hz) -> None:
-        """The missing folder's HZH131 with its message and hint, not the machine's HZM021."""
+        """The missing folder's HZH131 with its message and hint, not the machine's HZM021,
+        on stderr and in the turn's line on stdout alike."""
         done = nowhere("heinzel", "wake", "notes-digest")
         assert done.code == 1
+        assert " failed (HZH131), $" in done.out and "HZM021" not in done.out
         assert done.err.splitlines()[-2].startswith("HZH131: cannot create ")
         assert done.err.splitlines()[-1].startswith("hint: create the folder")
 
@@ -46,6 +48,19 @@ class TestTurnCommands:
         done = nowhere("heinzel", "chat", "notes-digest", "shorter please")
         assert done.code == 1
         assert "HZH131: cannot create " in done.err
+
+    def test_a_failed_retry_exits_1_with_the_cause(self, nowhere: Hz, folder: Path) -> None:
+        """`hz heinzel retry` runs a turn too: its fork failing is exit 1 with HZH131 and
+        its hint on stderr, and stdout names the turn and how it ended."""
+        (folder / "g").mkdir()
+        assert nowhere("heinzel", "wake", "notes-digest").code == 0
+        (folder / "g" / "r.md").unlink()
+        (folder / "g").rmdir()
+        done = nowhere("heinzel", "retry", "notes-digest", "shorter")
+        assert done.code == 1, done.out
+        assert done.err.splitlines()[-2].startswith("HZH131: cannot create ")
+        assert done.err.splitlines()[-1].startswith("hint: create the folder")
+        assert "disposition: failed" in done.out and "cause" not in done.out
 
     def test_a_drafting_wake_says_where_and_how_to_approve(self, approved: Hz) -> None:
         """A drafted wake names the document and the approving command; exit 0."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import click
 
 from heinzel.cli import group
 from heinzel.store.lifecycle import STATES, TRANSITIONS, _hint
+from tests.loop.conftest import Hz
 
 hz = group()
 
@@ -84,5 +87,69 @@ def test_wake_and_resume_hints_do_not_point_at_each_other() -> None:
     points at wake, which from asleep runs."""
     assert "hz heinzel resume" not in _hint("awake")
     assert "hz heinzel stop" in _hint("awake")
-    nothing_waits = [t for w, t in hints() if "tick/verbs.py" in w and "wake NAME" in t]
+    nothing_waits = [t for w, t in hints() if "tick/verbs.py" in w and "`hz heinzel wake " in t]
     assert nothing_waits
+
+
+class TestHintsLeadOut:
+    """A hint the user follows fixes what was refused, not another refusal or a trap."""
+
+    def test_an_asset_without_a_scheme_is_sent_to_file_not_doc(self, hz: Hz, folder: Path) -> None:
+        """HZC040 for `asset: report.md`: the example is file:, the one kind an adapter
+        writes; a doc: asset would be created and then fail every draft (HZH252, HZH130)."""
+        contract = folder / "digest.prose.md"
+        text = contract.read_text(encoding="utf-8").replace('"file:report.md"', '"report.md"')
+        contract.write_text(text, encoding="utf-8")
+        done = hz("heinzel", "new", "--from", "digest.prose.md")
+        assert done.code == 1
+        assert "HZC040" in done.err and "file:report.md" in done.err
+        assert "doc:" not in done.err
+
+    def test_a_draft_whose_markers_are_gone_is_not_approved_by_hand(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """HZH239 with the markers deleted: put them back; deleting the tag line is no
+        approval then (the tick reads the draft as rejected)."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        report = folder / "report.md"
+        kept = report.read_text(encoding="utf-8").split("\n")
+        report.write_text(
+            "\n".join(line for line in kept if not line.startswith("<!-- hz:")),
+            encoding="utf-8",
+        )
+        done = approved("approve", "notes-digest")
+        assert done.code == 1 and done.err.startswith("HZH239: ")
+        assert "marker line is gone" in done.err
+        assert "by hand" not in done.err and "rejected" in done.err
+        report.unlink()
+        gone = approved("approve", "notes-digest")
+        assert gone.code == 1 and gone.err.startswith("HZH239: cannot read")
+        assert "tag line" not in gone.err and "restore it" in gone.err
+
+    def test_a_credentials_file_others_can_read_is_not_fixed_by_forget(
+        self, hz: Hz, hz_env: dict[str, str]
+    ) -> None:
+        """HZH261: `forget` refuses the same file, so the hint says chmod and replacing
+        the keys, not "forget and set them again"."""
+        path = Path(hz_env["XDG_CONFIG_HOME"]) / "hz" / "credentials.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"github": "t"}), encoding="utf-8")
+        os.chmod(path, 0o644)
+        no_keyring = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+        done = hz("system", "credential", "forget", "github", env=no_keyring)
+        assert done.code == 1 and done.err.startswith("HZH261: ")
+        assert "forget" not in done.err.splitlines()[-1]
+        assert f"chmod 600 {path}" in done.err
+
+    def test_a_team_ones_next_commands_work_beside_a_namesake(self, hz: Hz) -> None:
+        """One of yours and a team one named alike: the `next:` commands `new` prints for
+        the team one run (a bare name would be HZH081, one in each namespace)."""
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        done = hz("heinzel", "new", "--from", "digest.prose.md", "--namespace", "team")
+        assert done.code == 0, done.err
+        [line] = [line for line in done.out.splitlines() if line.startswith("next: ")]
+        commands = COMMAND.findall(line)
+        assert commands == ["hz heinzel show team/notes-digest", "hz approve team/notes-digest"]
+        for command in commands:
+            ran = hz(*command.split()[1:])
+            assert ran.code == 0, ran.err

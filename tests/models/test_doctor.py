@@ -44,3 +44,19 @@ class TestModelDoctor:
         name = user.env["HZ_MODEL"]
         assert code == 1 and checks[f"online {name}"]["code"] == "HZH267", out
         assert provider.keys() == [KEY]
+
+    def test_the_price_is_the_rate_of_an_ordinary_request(self, user: User) -> None:
+        """claude-sonnet-4-5's 3 USD per million input tokens, not the long-context tier a
+        single request of a million tokens is priced at (6 USD)."""
+        name = "anthropic:claude-sonnet-4-5"
+        _, checks, out = _doctor(user, HZ_MODEL=name)
+        assert checks[f"price of {name}"]["detail"] == "$3.00 per million input tokens", out
+
+    def test_online_says_so_when_it_makes_no_request(self, user: User) -> None:
+        """--online with a check failing (no key): a line says no request was made and
+        why, rather than leaving the online check out."""
+        del user.env["ANTHROPIC_API_KEY" if user.api == "anthropic" else "OPENAI_API_KEY"]
+        code, checks, out = _doctor(user, "--online")
+        assert code == 1, out
+        assert checks["online"]["detail"] == "no request made: fix the checks above first"
+        assert not any(name.startswith("online ") for name in checks)

@@ -70,3 +70,41 @@ def test_hz_system_serve_prints_the_url_and_guards_every_page(home: Path) -> Non
         assert "weekly-report" in page
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Path) -> None:
+    """`hz system serve` on the port another one serves: HZH310 and a hint on stderr, exit
+    1, no URL printed, and the token file still the running server's (its URL works)."""
+    port = free_port()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=demo_env(home),
+    ) as first:
+        try:
+            assert first.stdout is not None
+            url = ""
+            while "open: " not in url:
+                url = first.stdout.readline()
+            wait_listening(port, first)
+            token_file = home / "web" / "token"
+            token = token_file.read_text()
+            second = subprocess.run(
+                [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+                capture_output=True,
+                text=True,
+                env=demo_env(home),
+                timeout=60,
+            )
+            assert second.returncode == 1
+            assert second.stderr.startswith(f"HZH310: can't listen on 127.0.0.1:{port}")
+            assert "\nhint: " in second.stderr
+            assert "open: " not in second.stdout
+            assert token_file.read_text() == token
+            login = urlsplit(url.split("open: ", 1)[1].strip())
+            assert ask(port, f"{login.path}?{login.query}")[0] == 303
+        finally:
+            first.terminate()
+            first.wait(timeout=30)

@@ -32,11 +32,13 @@ def create_app(
     idle_seconds: float = 15.0,
     env: Mapping[str, str] | None = None,
     start_turn: Callable[[Path, str, str], object] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Starlette:
     """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
     ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
     new turn runs in a child process with ``env`` (default: this process's environment);
-    ``start_turn(home, id, request id)`` replaces how it is started."""
+    ``start_turn(home, id, request id)`` replaces how it is started. An event stream ends
+    once ``stopping()`` answers True (the server is shutting down)."""
     local = threading.local()
 
     def app_here() -> App:
@@ -51,6 +53,7 @@ def create_app(
         app_here,
         keys,
         idle_seconds=idle_seconds,
+        stopping=stopping,
         start_turn=start_turn
         or (lambda home, hid, rid: spawn_chat_turn(home, hid, rid, child_env)),
     )
@@ -80,7 +83,9 @@ def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -
     home = open_app().service.home.root
     listening = _listen(port)
     token = new_token(home / "web")
-    web = create_app(open_app, token, hosts=[f"127.0.0.1:{port}", f"localhost:{port}"])
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
+    # Ctrl-C or SIGTERM: uvicorn waits for open responses, so the event streams end first.
+    web = create_app(open_app, token, hosts=hosts, stopping=lambda: server.should_exit)
     server = uvicorn.Server(uvicorn.Config(web, host="127.0.0.1", port=port, log_level="warning"))
     echo(f"hz web head for {home}; the token is in {home / 'web' / 'token'}")
     echo(f"open: http://127.0.0.1:{port}/auth?token={token}")

@@ -42,10 +42,13 @@ class Views:
         *,
         idle_seconds: float,
         start_turn: Callable[[Path, str, str], object],
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.app = app
         self.keys = keys
         self.idle_seconds = idle_seconds
+        self.stopping = stopping
+        """True once the server shuts down: every event stream ends (the browser retries)."""
         self.start_turn = start_turn
         """``(home, id, request id)``: run a chat's new turn outside the request."""
 
@@ -187,7 +190,7 @@ class Views:
         yield format_event("row", await run_in_threadpool(self._row, heinzel_id), start)
         offset = offset_after(path, start)
         idle = 0.0
-        while not await request.is_disconnected():
+        while not self.stopping() and not await request.is_disconnected():
             lines, offset = lines_after(path, offset)
             for line in lines:
                 yield format_event("line", line, line["seq"])

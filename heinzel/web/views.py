@@ -119,7 +119,8 @@ class Views:
             result = await run_in_threadpool(call, self.app(), ref, form)
         except HzError as error:
             if request.headers.get("accept") == "application/json":
-                return JSONResponse({"code": error.code, "message": error.message}, 400)
+                answer = {"code": error.code, "message": error.message, "hint": error.hint}
+                return JSONResponse(answer, 400)
             return self._error(request, error)
         if request.headers.get("accept") == "application/json":
             return JSONResponse(result)

@@ -153,7 +153,9 @@ class Tools:
         """Every waiting draft with its place and its key, like `hz drafts`."""
         return Drafts.model_validate({"drafts": self.call(lambda app: app.service.drafts())})
 
-    def approve(self, items: list[Name]) -> Approved:
+    def approve(
+        self, items: Annotated[list[Name], Field(min_length=1, description="At least one.")]
+    ) -> Approved:
         """Approve v1 of a proposed one, its pending amendment, or a draft (by name or by its
         key from `drafts`), like `hz approve ITEM...`."""
         rows = self.call(

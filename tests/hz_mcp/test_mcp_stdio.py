@@ -113,6 +113,25 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
     assert not after.is_error and after.structured_content == {"heinzelmaennchen": []}
 
 
+def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -> None:
+    """`approve` with an empty list fails its input schema, as `hz approve` with no item is
+    bad usage; the proposed one stays proposed."""
+    env = priya(tmp_path)
+
+    async def body(s: ClientSession) -> list[Any]:
+        new = await s.call_tool("heinzel_new", {"files": ["weekly-report.prose.md"]})
+        assert not new.is_error, text(new)
+        return [
+            await s.call_tool("approve", {"items": []}),
+            await s.call_tool("heinzel_show", {"name": "weekly-report"}),
+        ]
+
+    nothing, shown = session(env, tmp_path, body)
+    assert nothing.is_error
+    assert "items" in text(nothing)
+    assert shown.structured_content["state"] == "proposed"
+
+
 def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
     """A name with path separators finds nothing, a megabyte name or message is refused with
     HZH270, a wrong type fails the schema; nothing is created outside the home."""

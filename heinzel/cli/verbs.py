@@ -252,7 +252,7 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
     Example:
       hz heinzel retry weekly-report shorter
     """
-    emit(_verbs(home).retry(name, hint, request_id=request_id), as_json, render_verb)
+    _reported(home, _verbs(home).retry(name, hint, request_id=request_id), as_json)
 
 
 @hz.command("demo")

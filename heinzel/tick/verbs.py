@@ -260,8 +260,9 @@ class Verbs:
             )
         request = self._request(heinzel, "retry", hint, request_id)
         wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
-        self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
-        return {"name": row["name"], "parent": parent, "key": wake.key}
+        states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        ended = _ended(states[-1] if states else None)
+        return {"name": row["name"], "parent": parent, "key": wake.key, **ended}
 
 
 def _ended(state: object | None) -> dict[str, Any]:

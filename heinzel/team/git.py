@@ -121,6 +121,14 @@ class Git:
         """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
         self.run("update-ref", _TRACK_STATE, commit)
 
+    def track_leases(self, commits: Mapping[str, str]) -> None:
+        """Our own accepted lease commits (``{team id: commit}``) as the fetched refs, in
+        one ``git update-ref --stdin``: `leases` (``hz team status``, the listing) shows
+        what this machine pushed before the next fetch."""
+        if commits:
+            lines = "".join(f"update {_TRACK_LEASES}{tid} {sha}\n" for tid, sha in commits.items())
+            self.run("update-ref", "--stdin", stdin=lines, check=False)  # the next fetch has it
+
     def leases(self) -> dict[str, tuple[str, str]]:
         """``{team id: (commit, message)}`` of the fetched lease refs."""
         done = self.run(

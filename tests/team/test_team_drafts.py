@@ -1,5 +1,6 @@
 """A team Heinzelmännchen that drafts into a document, through the `hz` executable: the
-receipts of its draft and of the approval leave the machine and pass the lint."""
+receipts of its draft and of the approval leave the machine and pass the lint, and the
+lease the tick took is shown at once."""
 
 from __future__ import annotations
 
@@ -100,3 +101,24 @@ def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Pa
     assert not list((ana.root / "home" / "team" / "refused").glob("*"))
     lint = ana.hz(slot, "team", "lint", "--json")
     assert json.loads(lint.stdout) == {"ok": True, "problems": []}
+
+
+def test_the_lease_a_tick_took_is_shown_before_the_next_fetch(tmp_path: Path) -> None:
+    """Right after Ana's first tick took the lease, `hz team status` and `hz heinzel list
+    --namespace team` show her holding it (her own push is known without a fetch)."""
+    remote = tmp_path / "team.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    (tmp_path / "team-notes.prose.md").write_text(CONTRACT, encoding="utf-8")
+    sources = shutil.copytree(FIXTURES, tmp_path / "sources")
+    ana = Machine(tmp_path, "ana", remote)
+    ana.hz(START, "heinzel", "new", "--from", str(tmp_path / "team-notes.prose.md"))
+    ana.hz(START, "approve", "team-notes")
+    now = START + timedelta(minutes=5)
+    ana.hz(now, "system", "daemon", "tick", HZ_FIXTURE_SOURCES=str(sources))
+
+    status = json.loads(ana.hz(now, "team", "status", "--json").stdout)
+    assert [(lease["name"], lease["holder"], lease["mine"]) for lease in status["leases"]] == [
+        ("team-notes", "ana", True)
+    ]
+    [row] = json.loads(ana.hz(now, "heinzel", "list", "--namespace", "team", "--json").stdout)
+    assert row["team"]["holder"] == "ana"

@@ -10,6 +10,7 @@ protocol goes to stdout; logs go to stderr.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -195,5 +196,10 @@ def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServ
 
 
 def serve(home: str | None) -> None:
-    """Serve the tools over stdio until the client closes the pipe."""
+    """Serve the tools over stdio until the client closes the pipe, or SIGTERM or Ctrl-C.
+
+    Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
+    thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.
+    A turn a tool was running is left as after any crash; the next tick resumes it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     build_server(home).run("stdio")

@@ -3,10 +3,12 @@ them, coded errors as tool errors, hostile arguments refused cleanly."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 
 from .client import HZ, priya, session, text
@@ -187,3 +189,31 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
     assert '"id":1' in first and '"id":2' in second and "weekly-report" in second
     assert '"isError":true' not in second
     assert "appended" in err
+
+
+@pytest.mark.kill
+def test_ctrl_c_ends_the_server_while_the_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """`hz mcp` run by hand in a terminal: after the handshake, Ctrl-C (SIGINT) ends it, as
+    SIGTERM does, without waiting for stdin to close."""
+    proc = subprocess.Popen(
+        [HZ, "mcp"],
+        env=priya(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    with proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        )
+        proc.stdin.flush()
+        assert '"id":1' in proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        try:
+            assert proc.wait(timeout=60) == -signal.SIGINT
+        finally:
+            proc.kill()

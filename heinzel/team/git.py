@@ -38,11 +38,13 @@ _EMPTY_TREE = {
 
 
 def git_error(message: str, detail: str = "") -> HeinzelError:
-    """HZH301: the team repository could not be reached or refused a command."""
-    tail = detail.strip().splitlines()[-1:] if detail.strip() else []
+    """HZH301: the team repository could not be reached or refused a command; the reason
+    is git's first ``fatal:`` or ``error:`` line (its advice that follows says nothing)."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
     return HeinzelError(
         "HZH301",
-        f"the team repository: {message}" + (f" ({tail[0][:200]})" if tail else ""),
+        f"the team repository: {message}" + (f" ({said[0][:200]})" if said else ""),
         "check [team] repository and that `git ls-remote <repository>` works; "
         "receipts wait in the outbox until it does",
     )

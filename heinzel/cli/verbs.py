@@ -34,18 +34,24 @@ def tick(home: str | None, as_json: bool) -> None:
       hz system daemon tick
     """
     app = open_app(home)
-    data = _named(app, app.tick(sleep=time.sleep).run().to_json())
+    if _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), as_json):
+        click.get_current_context().exit(1)
+
+
+def _show_tick(app: Any, report: dict[str, Any], as_json: bool) -> bool:
+    """Print one tick's report by name, and what failed on stderr, coded; True when a turn
+    it ran failed or was abandoned, or an error was reported."""
+    data = _named(app, report)
     emit(data, as_json, render_tick)
     failed = [(w, e) for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
-    if failed or data["errors"]:
-        for woken, ended in failed:  # design.md: what failed goes to stderr, coded
-            click.echo(_failure_text(woken.get("name") or woken["id"], ended), err=True)
-        for error in data["errors"]:
-            who = error.get("name") or error["id"]
-            click.echo(f"{error['code']}: {who}: {error.get('message') or 'failed'}", err=True)
-            if error.get("hint"):
-                click.echo(f"hint: {error['hint']}", err=True)
-        click.get_current_context().exit(1)
+    for woken, ended in failed:  # design.md: what failed goes to stderr, coded
+        click.echo(_failure_text(woken.get("name") or woken["id"], ended), err=True)
+    for error in data["errors"]:
+        who = error.get("name") or error["id"]
+        click.echo(f"{error['code']}: {who}: {error.get('message') or 'failed'}", err=True)
+        if error.get("hint"):
+            click.echo(f"hint: {error['hint']}", err=True)
+    return bool(failed or data["errors"])
 
 
 def _failure_text(who: str, ended: dict[str, Any]) -> str:
@@ -104,7 +110,8 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
 )
 @home_option
 def run(interval: float, home: str | None) -> None:
-    """Tick in a loop until SIGTERM or SIGINT (it ends after the tick in progress).
+    """Tick in a loop until SIGTERM or SIGINT (it ends after the tick in progress); each
+    tick printed as `hz system daemon tick` prints it.
 
     \b
     Example:
@@ -120,7 +127,7 @@ def run(interval: float, home: str | None) -> None:
         lambda: app.tick(sleep=time.sleep).run(),
         interval=interval,
         wait=stop.wait,
-        on_report=lambda report: click.echo(render_tick(report.to_json())),
+        on_report=lambda report: _show_tick(app, report.to_json(), False),
         on_error=lambda error: click.echo(error.render(), err=True),
     )
 

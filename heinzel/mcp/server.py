@@ -10,6 +10,7 @@ protocol goes to stdout; logs go to stderr.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -153,7 +154,9 @@ class Tools:
         """Every waiting draft with its place and its key, like `hz drafts`."""
         return Drafts.model_validate({"drafts": self.call(lambda app: app.service.drafts())})
 
-    def approve(self, items: list[Name]) -> Approved:
+    def approve(
+        self, items: Annotated[list[Name], Field(min_length=1, description="At least one.")]
+    ) -> Approved:
         """Approve v1 of a proposed one, its pending amendment, or a draft (by name or by its
         key from `drafts`), like `hz approve ITEM...`."""
         rows = self.call(
@@ -193,5 +196,10 @@ def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServ
 
 
 def serve(home: str | None) -> None:
-    """Serve the tools over stdio until the client closes the pipe."""
+    """Serve the tools over stdio until the client closes the pipe, or SIGTERM or Ctrl-C.
+
+    Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
+    thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.
+    A turn a tool was running is left as after any crash; the next tick resumes it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     build_server(home).run("stdio")

@@ -38,11 +38,13 @@ _EMPTY_TREE = {
 
 
 def git_error(message: str, detail: str = "") -> HeinzelError:
-    """HZH301: the team repository could not be reached or refused a command."""
-    tail = detail.strip().splitlines()[-1:] if detail.strip() else []
+    """HZH301: the team repository could not be reached or refused a command; the reason
+    is git's first ``fatal:`` or ``error:`` line (its advice that follows says nothing)."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
     return HeinzelError(
         "HZH301",
-        f"the team repository: {message}" + (f" ({tail[0][:200]})" if tail else ""),
+        f"the team repository: {message}" + (f" ({said[0][:200]})" if said else ""),
         "check [team] repository and that `git ls-remote <repository>` works; "
         "receipts wait in the outbox until it does",
     )
@@ -120,6 +122,14 @@ class Git:
     def track(self, commit: str) -> None:
         """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
         self.run("update-ref", _TRACK_STATE, commit)
+
+    def track_leases(self, commits: Mapping[str, str]) -> None:
+        """Our own accepted lease commits (``{team id: commit}``) as the fetched refs, in
+        one ``git update-ref --stdin``: `leases` (``hz team status``, the listing) shows
+        what this machine pushed before the next fetch."""
+        if commits:
+            lines = "".join(f"update {_TRACK_LEASES}{tid} {sha}\n" for tid, sha in commits.items())
+            self.run("update-ref", "--stdin", stdin=lines, check=False)  # the next fetch has it
 
     def leases(self) -> dict[str, tuple[str, str]]:
         """``{team id: (commit, message)}`` of the fetched lease refs."""

@@ -7,7 +7,8 @@ hash), ``approval.observed`` (approver's roster handle, share changed, ``output_
 envelope (`ENVELOPE`: the receipt's id, kind, the team id, when, by whom, the lease's
 fencing token, the slot key) and exactly its kind's fields (`FIELDS`). An asset ref is a
 name of a place, so it leaves as its SHA-256 (``asset``); keys are rewritten from the
-local id to the team id, which every machine shares.
+local id to the team id, which every machine shares, and a key the lint would refuse (a
+draft's names its place) leaves as the team id and the SHA-256 of the rest (`team_key`).
 
 `lint_record` refuses a field outside the allowlist, a string that is not an id, hash,
 number, timestamp, key, vocabulary word or roster handle, and anything email-like;
@@ -65,8 +66,17 @@ def team_id(name: str) -> str:
 
 
 def team_key(local_key: str, local_id: str, team: str) -> str:
-    """A key with the local id replaced by the team id (slot keys are ``<id>@<slot>``)."""
-    return team + local_key[len(local_id) :] if local_key.startswith(local_id) else team
+    """A key with the local id replaced by the team id (slot keys are ``<id>@<slot>``).
+
+    What follows the id leaves as it is when the lint admits it (a slot, a request id);
+    else as its SHA-256 (``<team>@sha256:<hex>``): a draft's key names its place (a local
+    path, a document), which leaves the machine only hashed, as ``asset`` does, and an
+    approval's key is longer than a key may be. Every machine rewrites a key the same way,
+    so a slot's receipt, its claim and its wake still match."""
+    rest = local_key[len(local_id) :] if local_key.startswith(local_id) else ""
+    if not rest or (_KEY.fullmatch(team + rest) and not _EMAIL.search(rest)):
+        return team + rest
+    return f"{team}@sha256:{hashlib.sha256(rest.removeprefix('@').encode()).hexdigest()}"
 
 
 def _hash(value: object) -> str | None:

@@ -207,6 +207,9 @@ class Team:
         for tid, (commit, lease) in written.items():
             if LEASE_PREFIX + tid in pushed.accepted:
                 self.leases[tid] = (commit, lease)
+        git.track_leases(
+            {tid: c for tid, (c, _) in written.items() if LEASE_PREFIX + tid in pushed.accepted}
+        )
         self.stats.lease_conflicts += len(pushed.rejected)
 
     def _busy(self, local: str) -> bool:
@@ -277,6 +280,13 @@ class Team:
                 self.leases[tid] = (made, new)
             else:
                 refused.add(local)
+        git.track_leases(
+            {
+                tid: made
+                for tid, (_, made, _) in written.items()
+                if LEASE_PREFIX + tid in pushed.accepted
+            }
+        )
         self.stats.lease_conflicts += len(pushed.rejected)
         return refused
 

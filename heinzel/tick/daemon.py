@@ -18,7 +18,7 @@ def run_loop(
     *,
     interval: float,
     wait: Callable[[float], bool],
-    on_report: Callable[[TickReport], None],
+    on_report: Callable[[TickReport], object],
     on_error: Callable[[HzError], None],
 ) -> int:
     """Tick, then ``wait(interval)`` until it answers True (a stop was asked); a tick

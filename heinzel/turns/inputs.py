@@ -60,7 +60,7 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
     when set, and each ``[adapters.<capability>]`` table's backend (GitHub, CalDAV...)."""
     return build_adapters(
         settings.adapters,
-        approver=settings.heinzel.approver or "owner",
+        approver=settings.heinzel.approver or settings.team.handle or "owner",
         http_cache=Home(settings.heinzel.home).heinzel_dir / "http",
         environ=os.environ,
         fixtures=fixtures_dir or settings.heinzel.fixture_sources,

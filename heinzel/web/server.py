@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -13,6 +14,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from heinzel.app import App
+from heinzel.errors import HeinzelError
 from heinzel.web.auth import Keys, TokenAuth, new_token
 from heinzel.web.background import spawn_chat_turn
 from heinzel.web.views import Views
@@ -30,11 +32,13 @@ def create_app(
     idle_seconds: float = 15.0,
     env: Mapping[str, str] | None = None,
     start_turn: Callable[[Path, str, str], object] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Starlette:
     """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
     ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
     new turn runs in a child process with ``env`` (default: this process's environment);
-    ``start_turn(home, id, request id)`` replaces how it is started."""
+    ``start_turn(home, id, request id)`` replaces how it is started. An event stream ends
+    once ``stopping()`` answers True (the server is shutting down)."""
     local = threading.local()
 
     def app_here() -> App:
@@ -49,6 +53,7 @@ def create_app(
         app_here,
         keys,
         idle_seconds=idle_seconds,
+        stopping=stopping,
         start_turn=start_turn
         or (lambda home, hid, rid: spawn_chat_turn(home, hid, rid, child_env)),
     )
@@ -70,12 +75,38 @@ def create_app(
 def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -> None:
     """Run the web head on 127.0.0.1:``port`` until interrupted; print the URL once.
 
-    A new token is written at each start, so an old URL or cookie stops working."""
+    The port is taken first: one already in use is `HZH310`, and then neither the token
+    file (another server's) nor a URL is touched. A new token is written at each start, so
+    an old URL or cookie stops working."""
     import uvicorn
 
     home = open_app().service.home.root
+    listening = _listen(port)
     token = new_token(home / "web")
-    web = create_app(open_app, token, hosts=[f"127.0.0.1:{port}", f"localhost:{port}"])
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
+    # Ctrl-C or SIGTERM: uvicorn waits for open responses, so the event streams end first.
+    web = create_app(open_app, token, hosts=hosts, stopping=lambda: server.should_exit)
+    server = uvicorn.Server(uvicorn.Config(web, host="127.0.0.1", port=port, log_level="warning"))
     echo(f"hz web head for {home}; the token is in {home / 'web' / 'token'}")
     echo(f"open: http://127.0.0.1:{port}/auth?token={token}")
-    uvicorn.run(web, host="127.0.0.1", port=port, log_level="warning")
+    with listening:
+        server.run(sockets=[listening])
+
+
+def _listen(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port`` (a connection made after this waits for
+    the server); `HZH310` when the port is taken or not ours to take."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(("127.0.0.1", port))
+        listening.listen(2048)
+    except OSError as error:
+        listening.close()
+        raise HeinzelError(
+            "HZH310",
+            f"can't listen on 127.0.0.1:{port}: {error.strerror or error}",
+            f"another `hz system serve` (or another program) may have it: stop that one, "
+            f"or pick another port: `hz system serve --port {port + 1 if port < 65535 else 8765}`",
+        ) from error
+    return listening

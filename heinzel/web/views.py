@@ -42,10 +42,13 @@ class Views:
         *,
         idle_seconds: float,
         start_turn: Callable[[Path, str, str], object],
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.app = app
         self.keys = keys
         self.idle_seconds = idle_seconds
+        self.stopping = stopping
+        """True once the server shuts down: every event stream ends (the browser retries)."""
         self.start_turn = start_turn
         """``(home, id, request id)``: run a chat's new turn outside the request."""
 
@@ -116,7 +119,8 @@ class Views:
             result = await run_in_threadpool(call, self.app(), ref, form)
         except HzError as error:
             if request.headers.get("accept") == "application/json":
-                return JSONResponse({"code": error.code, "message": error.message}, 400)
+                answer = {"code": error.code, "message": error.message, "hint": error.hint}
+                return JSONResponse(answer, 400)
             return self._error(request, error)
         if request.headers.get("accept") == "application/json":
             return JSONResponse(result)
@@ -187,7 +191,7 @@ class Views:
         yield format_event("row", await run_in_threadpool(self._row, heinzel_id), start)
         offset = offset_after(path, start)
         idle = 0.0
-        while not await request.is_disconnected():
+        while not self.stopping() and not await request.is_disconnected():
             lines, offset = lines_after(path, offset)
             for line in lines:
                 yield format_event("line", line, line["seq"])

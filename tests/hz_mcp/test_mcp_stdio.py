@@ -3,10 +3,12 @@ them, coded errors as tool errors, hostile arguments refused cleanly."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 
 from .client import HZ, priya, session, text
@@ -113,6 +115,25 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
     assert not after.is_error and after.structured_content == {"heinzelmaennchen": []}
 
 
+def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -> None:
+    """`approve` with an empty list fails its input schema, as `hz approve` with no item is
+    bad usage; the proposed one stays proposed."""
+    env = priya(tmp_path)
+
+    async def body(s: ClientSession) -> list[Any]:
+        new = await s.call_tool("heinzel_new", {"files": ["weekly-report.prose.md"]})
+        assert not new.is_error, text(new)
+        return [
+            await s.call_tool("approve", {"items": []}),
+            await s.call_tool("heinzel_show", {"name": "weekly-report"}),
+        ]
+
+    nothing, shown = session(env, tmp_path, body)
+    assert nothing.is_error
+    assert "items" in text(nothing)
+    assert shown.structured_content["state"] == "proposed"
+
+
 def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
     """A name with path separators finds nothing, a megabyte name or message is refused with
     HZH270, a wrong type fails the schema; nothing is created outside the home."""
@@ -168,3 +189,31 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
     assert '"id":1' in first and '"id":2' in second and "weekly-report" in second
     assert '"isError":true' not in second
     assert "appended" in err
+
+
+@pytest.mark.kill
+def test_ctrl_c_ends_the_server_while_the_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """`hz mcp` run by hand in a terminal: after the handshake, Ctrl-C (SIGINT) ends it, as
+    SIGTERM does, without waiting for stdin to close."""
+    proc = subprocess.Popen(
+        [HZ, "mcp"],
+        env=priya(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    with proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        )
+        proc.stdin.flush()
+        assert '"id":1' in proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        try:
+            assert proc.wait(timeout=60) == -signal.SIGINT
+        finally:
+            proc.kill()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from heinzel.team.lease import Lease, decide
-from heinzel.team.receipts import lint_record, lint_records, team_id
+from heinzel.team.receipts import lint_record, lint_records, team_id, team_key
 
 NOW = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -52,6 +52,20 @@ class TestLint:
     def test_a_handle_not_on_the_roster_is_refused(self) -> None:
         """``by`` must be a roster handle."""
         assert lint_record(receipt(by="mallory"), {"ana", "ben"}) != []
+
+    def test_a_key_the_lint_would_refuse_leaves_hashed(self) -> None:
+        """A slot key keeps its slot; a draft's key (its place) and an approval's (too
+        long) leave as the team id and a hash, which the lint admits."""
+        local = "hz-01M66J1KQ0TCBH6V2DSFEVY68C"
+        slot = team_key(f"{local}@2026-10-28T09:00:00.000Z", local, TEAM)
+        assert slot == f"{TEAM}@2026-10-28T09:00:00.000Z"
+        placed = f"{local}@v1@2026-10-28T09:00:00.000Z@file:/home/ana/notes.md"
+        draft = team_key(placed, local, TEAM)
+        approval = team_key(f"{local}@approval:section:sha256:{'c' * 64}", local, TEAM)
+        for key in (draft, approval):
+            assert key.startswith(f"{TEAM}@sha256:")
+            assert lint_record(receipt(key=key), {"ana"}) == []
+        assert "notes.md" not in draft
 
     def test_a_lower_token_after_a_higher_one_is_stale(self) -> None:
         """Per team Heinzelmännchen the fencing tokens never go down on the branch."""

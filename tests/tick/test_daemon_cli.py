@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 
 
 def env(home: Path) -> dict[str, str]:
@@ -57,6 +60,61 @@ class TestDaemonCommands:
             assert first.startswith("tick at 2026-10-30T14:05:00.000Z")
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
+
+    def test_run_refuses_an_interval_below_a_second(self, tmp_path: Path) -> None:
+        """`--interval 0` (or less) would tick without pause: bad usage, exit 2."""
+        for interval in ("0", "-5"):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "heinzel",
+                    "system",
+                    "daemon",
+                    "run",
+                    "--interval",
+                    interval,
+                ],
+                env=env(tmp_path / "home"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 2
+            assert "--interval" in done.stderr
+
+    @pytest.mark.kill
+    def test_run_prints_each_tick_by_name_as_tick_does(self, tmp_path: Path) -> None:
+        """The loop's report names who woke (`weekly-report: schedule -> drafted`), as
+        `hz system daemon tick` does, not the id."""
+        documents = shutil.copytree(FIXTURES, tmp_path / "priya")
+        home = tmp_path / "home"
+        here = {**env(home), "HZ_FIXTURE_SOURCES": str(documents)}
+        for args in (
+            ["heinzel", "new", "--from", "weekly-report.prose.md"],
+            ["approve", "weekly-report"],
+        ):
+            subprocess.run(
+                [sys.executable, "-m", "heinzel", *args],
+                env=here,
+                cwd=documents,
+                check=True,
+                capture_output=True,
+            )
+        with subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "system", "daemon", "run", "--interval", "600"],
+            env={**here, "HZ_NOW": "2026-11-06T14:05:00Z"},  # Friday's slot is due
+            cwd=documents,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        ) as process:
+            assert process.stdout is not None
+            assert process.stdout.readline().startswith("tick at 2026-11-06T14:05:00.000Z: 1 woken")
+            woken = process.stdout.readline()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+        assert woken == "  weekly-report: schedule -> drafted\n"
 
 
 def test_a_turn_abandoned_with_a_text_error_is_reported_coded() -> None:

@@ -26,26 +26,39 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def served(home: Path) -> Iterator[str]:
-    """A real ``hz system serve`` over the played week; the URL it printed."""
-    port = free_port()
-    with subprocess.Popen(
+def start_serving(home: Path, port: int) -> tuple[subprocess.Popen[str], str]:
+    """A real ``hz system serve`` over the played week, listening; the URL it printed."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=demo_env(home),
         cwd=home / "priya",
-    ) as process:
-        assert process.stdout is not None
-        url = ""
-        while "open: " not in url:
-            url = process.stdout.readline()
-        wait_listening(port, process)
-        yield url.split("open: ", 1)[1].strip()
-        process.terminate()
-        process.wait(timeout=30)
+    )
+    assert process.stdout is not None
+    url = ""
+    while "open: " not in url:
+        url = process.stdout.readline()
+    wait_listening(port, process)
+    return process, url.split("open: ", 1)[1].strip()
+
+
+def stop_serving(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@pytest.fixture
+def served(home: Path) -> Iterator[str]:
+    """A real ``hz system serve`` over the played week; the URL it printed."""
+    process, url = start_serving(home, free_port())
+    try:
+        yield url
+    finally:
+        stop_serving(process)
 
 
 def test_a_user_looks_chats_and_approves(served: str, home: Path) -> None:
@@ -95,3 +108,35 @@ def test_a_user_looks_chats_and_approves(served: str, home: Path) -> None:
             narrow.screenshot(path=str(SHOTS / "heinzel-375.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_a_chat_refused_by_a_restarted_server_says_so_and_keeps_the_message(home: Path) -> None:
+    """The page stays open while `hz system serve` restarts (a new token, so its cookie is
+    stale): sending a message shows the server's 401 in the live list, marks the message
+    "not sent" and puts its text back in the box, rather than "sending…" forever."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    port = free_port()
+    process, url = start_serving(home, port)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(url)
+                page.click("a.name")
+                page.wait_for_url(f"**/h/{heinzel_id(home)}")
+                stop_serving(process)
+                process, _ = start_serving(home, port)
+                page.fill("#chat-text", "keep it under ten lines")
+                page.keyboard.press("Control+Enter")
+                refused = page.locator("#live li.error", has_text="401")
+                refused.wait_for(timeout=60_000)
+                assert "hz system serve" in (refused.text_content() or "")
+                assert page.locator("#messages li.me").last.text_content() == (
+                    "keep it under ten linesnot sent"
+                )
+                assert page.input_value("#chat-text") == "keep it under ten lines"
+            finally:
+                browser.close()
+    finally:
+        stop_serving(process)

@@ -4,6 +4,7 @@ once, the token file private, nothing served without the token."""
 from __future__ import annotations
 
 import http.client
+import signal
 import socket
 import stat
 import subprocess
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .conftest import demo_env
+from .conftest import demo_env, heinzel_id
 
 
 def free_port() -> int:
@@ -70,3 +71,85 @@ def test_hz_system_serve_prints_the_url_and_guards_every_page(home: Path) -> Non
         assert "weekly-report" in page
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Path) -> None:
+    """`hz system serve` on the port another one serves: HZH310 and a hint on stderr, exit
+    1, no URL printed, and the token file still the running server's (its URL works)."""
+    port = free_port()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=demo_env(home),
+    ) as first:
+        try:
+            assert first.stdout is not None
+            url = ""
+            while "open: " not in url:
+                url = first.stdout.readline()
+            wait_listening(port, first)
+            token_file = home / "web" / "token"
+            token = token_file.read_text()
+            second = subprocess.run(
+                [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+                capture_output=True,
+                text=True,
+                env=demo_env(home),
+                timeout=60,
+            )
+            assert second.returncode == 1
+            assert second.stderr.startswith(f"HZH310: can't listen on 127.0.0.1:{port}")
+            assert "\nhint: " in second.stderr
+            assert "open: " not in second.stdout
+            assert token_file.read_text() == token
+            login = urlsplit(url.split("open: ", 1)[1].strip())
+            assert ask(port, f"{login.path}?{login.query}")[0] == 303
+        finally:
+            first.terminate()
+            first.wait(timeout=30)
+
+
+def test_sigterm_ends_the_open_event_streams_and_the_server(home: Path) -> None:
+    """A page follows a Heinzelmännchen whose turn a killed process left running (so its
+    event stream would stay open); SIGTERM to `hz system serve` ends that stream and the
+    server, rather than waiting for the page to go."""
+    killed = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", "weekly-report"],
+        capture_output=True,
+        env={**demo_env(home), "HZ_CRASH_AT": "after:turn.started"},
+        timeout=120,
+    )
+    assert killed.returncode == 137
+    port = free_port()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=demo_env(home),
+    ) as process:
+        try:
+            assert process.stdout is not None
+            url = ""
+            while "open: " not in url:
+                url = process.stdout.readline()
+            wait_listening(port, process)
+            login = urlsplit(url.split("open: ", 1)[1].strip())
+            cookie = ask(port, f"{login.path}?{login.query}")[1].split(";")[0]
+            stream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            stream.request("GET", f"/h/{heinzel_id(home)}/events", headers={"Cookie": cookie})
+            answer = stream.getresponse()
+            assert answer.status == 200
+            assert answer.readline() == b"retry: 1500\n"
+            process.send_signal(signal.SIGTERM)
+            rest = answer.read()  # to the stream's end; a socket timeout fails the test
+            assert b"event: row" in rest
+            stream.close()
+            assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+            assert process.stderr is not None
+            assert process.stderr.read() == ""
+        finally:
+            process.kill()
+            process.wait()

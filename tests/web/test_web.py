@@ -186,6 +186,21 @@ class TestChatAndEvents:
         fresh = _events(client.get(f"/h/{hid}/events").text)
         assert [kind for kind, _, _ in fresh] == ["row"]
 
+    def test_a_refused_chat_answers_its_code_message_and_hint(self, client: TestClient) -> None:
+        """The sidebar's JSON answer to a coded error carries the hint the command prints."""
+        csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
+        answer = client.post(
+            "/h/nobody/chat",
+            data={"text": "hello"},
+            headers={"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"},
+        )
+        assert answer.status_code == 400
+        assert answer.json() == {
+            "code": "HZH080",
+            "message": "no Heinzelmännchen named 'nobody'",
+            "hint": "`hz heinzel list` shows them all",
+        }
+
 
 def _all(inbox: Inbox) -> list[object]:
     return [inbox.read(p.name.removesuffix(".json")) for p in sorted(inbox.directory.glob("rq-*"))]

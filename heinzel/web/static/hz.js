@@ -50,13 +50,25 @@
     var mine = item(document.getElementById("messages"), "me", text, "sending…");
     form.elements.text.value = "";
     var body = new URLSearchParams({ text: text, csrf: csrf });
+    // A refusal that is not the route's JSON (the gate's 401 or 403 once the server was
+    // restarted with a new token, a server gone) is shown as it came, never "sending…".
     fetch(form.action, {
       method: "POST", body: body, credentials: "same-origin",
       headers: { "Accept": "application/json", "X-CSRF-Token": csrf }
-    }).then(function (r) { return r.json(); }).then(function (answer) {
-      var said = answer.code ? answer.code + ": " + answer.message : "sent: " + answer.delivered;
-      item(live, answer.code ? "error" : "", said);
-      mine.lastChild.textContent = answer.code ? "not sent" : "sent";
+    }).then(function (r) {
+      var type = r.headers.get("content-type") || "";
+      if (type.indexOf("application/json") === 0) { return r.json(); }
+      return r.text().then(function (said) { return { refused: said.trim() || String(r.status) }; });
+    }).catch(function (error) {
+      return { refused: "the server did not answer (" + error.message + ")" };
+    }).then(function (answer) {
+      var failed = answer.code || answer.refused;
+      var said = answer.refused ||
+        (answer.code ? answer.code + ": " + answer.message : "sent: " + answer.delivered);
+      item(live, failed ? "error" : "", said);
+      if (answer.hint) { item(live, "error", "hint: " + answer.hint); }
+      mine.lastChild.textContent = failed ? "not sent" : "sent";
+      if (failed && !form.elements.text.value) { form.elements.text.value = text; }
       document.getElementById("refresh").hidden = false;
     });
   });

@@ -281,6 +281,14 @@ def run(
     return subprocess.CompletedProcess(args, code, stdout, stderr)
 
 
+def hz(args: Sequence[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``hz ARGS`` as a user runs it (forked), its output as text; a traceback fails the test:
+    whatever went wrong, a person gets a coded error, never Python's."""
+    done = run([HZ, *args], env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
 # --- the server ---------------------------------------------------------------------------
 
 

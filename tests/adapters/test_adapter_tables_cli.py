@@ -5,7 +5,6 @@ against a GitHub that has no API at base_url says to check base_url."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,8 +12,6 @@ import pytest
 
 from tests import forkhz
 from tests.adapters.github_server import FakeGitHub
-
-HZ = str(Path(sys.executable).with_name("hz"))
 
 
 def _doctor(tmp_path: Path, config: str, *flags: str) -> tuple[int, str, str]:
@@ -26,15 +23,7 @@ def _doctor(tmp_path: Path, config: str, *flags: str) -> tuple[int, str, str]:
         "HZ_CONFIG": str(tmp_path / "config.toml"),
         "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
     }
-    done = forkhz.run(
-        [HZ, "system", "doctor", *flags],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
+    done = forkhz.hz(["system", "doctor", *flags], env, tmp_path)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -65,10 +65,8 @@ def receipts(remote: Path) -> list[dict[str, object]]:
     return found
 
 
-def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Path) -> None:
-    """Ana's daemon drafts the slot into notes.md and, once she approved it, learns: both
-    ticks exit 0, hz/state holds the draft.placed and approval.observed receipts (their
-    keys without the document's path), nothing is refused, and `hz team lint` passes."""
+def approved(tmp_path: Path) -> tuple[Path, Path, Machine]:
+    """A bare team repository, a copy of the sources, and Ana with team-notes approved."""
     remote = tmp_path / "team.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     (tmp_path / "team-notes.prose.md").write_text(CONTRACT, encoding="utf-8")
@@ -76,6 +74,14 @@ def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Pa
     ana = Machine(tmp_path, "ana", remote)
     ana.hz(START, "heinzel", "new", "--from", str(tmp_path / "team-notes.prose.md"))
     ana.hz(START, "approve", "team-notes")
+    return remote, sources, ana
+
+
+def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Path) -> None:
+    """Ana's daemon drafts the slot into notes.md and, once she approved it, learns: both
+    ticks exit 0, hz/state holds the draft.placed and approval.observed receipts (their
+    keys without the document's path), nothing is refused, and `hz team lint` passes."""
+    remote, sources, ana = approved(tmp_path)
     slot = START + timedelta(days=4, hours=9, minutes=5)  # Friday's slot
 
     def tick(now: datetime) -> subprocess.CompletedProcess[str]:
@@ -106,13 +112,7 @@ def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Pa
 def test_the_lease_a_tick_took_is_shown_before_the_next_fetch(tmp_path: Path) -> None:
     """Right after Ana's first tick took the lease, `hz team status` and `hz heinzel list
     --namespace team` show her holding it (her own push is known without a fetch)."""
-    remote = tmp_path / "team.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    (tmp_path / "team-notes.prose.md").write_text(CONTRACT, encoding="utf-8")
-    sources = shutil.copytree(FIXTURES, tmp_path / "sources")
-    ana = Machine(tmp_path, "ana", remote)
-    ana.hz(START, "heinzel", "new", "--from", str(tmp_path / "team-notes.prose.md"))
-    ana.hz(START, "approve", "team-notes")
+    _, sources, ana = approved(tmp_path)
     now = START + timedelta(minutes=5)
     ana.hz(now, "system", "daemon", "tick", HZ_FIXTURE_SOURCES=str(sources))
 

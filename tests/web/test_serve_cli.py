@@ -45,6 +45,29 @@ def wait_listening(port: int, process: subprocess.Popen[str]) -> None:
     raise AssertionError("hz system serve never listened")
 
 
+def serve(home: Path, port: int) -> subprocess.Popen[str]:
+    """`hz system serve` on ``port`` as a person starts it (stdout and stderr piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=demo_env(home),
+    )
+
+
+def opened(process: subprocess.Popen[str], port: int) -> str:
+    """The login URL the server printed, once its port accepts."""
+    assert process.stdout is not None
+    line = ""
+    while "open: " not in line:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            raise AssertionError(f"hz system serve ended ({process.returncode}) with no URL")
+    wait_listening(port, process)
+    return line.split("open: ", 1)[1].strip()
+
+
 def test_hz_system_serve_prints_the_url_and_guards_every_page(home: Path) -> None:
     """The printed URL logs in; before it, the list is 401; the token file is 0600."""
     port = free_port()
@@ -77,19 +100,9 @@ def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Pa
     """`hz system serve` on the port another one serves: HZH310 and a hint on stderr, exit
     1, no URL printed, and the token file still the running server's (its URL works)."""
     port = free_port()
-    with subprocess.Popen(
-        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=demo_env(home),
-    ) as first:
+    with serve(home, port) as first:
         try:
-            assert first.stdout is not None
-            url = ""
-            while "open: " not in url:
-                url = first.stdout.readline()
-            wait_listening(port, first)
+            url = opened(first, port)
             token_file = home / "web" / "token"
             token = token_file.read_text()
             second = subprocess.run(
@@ -104,7 +117,7 @@ def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Pa
             assert "\nhint: " in second.stderr
             assert "open: " not in second.stdout
             assert token_file.read_text() == token
-            login = urlsplit(url.split("open: ", 1)[1].strip())
+            login = urlsplit(url)
             assert ask(port, f"{login.path}?{login.query}")[0] == 303
         finally:
             first.terminate()
@@ -123,20 +136,9 @@ def test_sigterm_ends_the_open_event_streams_and_the_server(home: Path) -> None:
     )
     assert killed.returncode == 137
     port = free_port()
-    with subprocess.Popen(
-        [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=demo_env(home),
-    ) as process:
+    with serve(home, port) as process:
         try:
-            assert process.stdout is not None
-            url = ""
-            while "open: " not in url:
-                url = process.stdout.readline()
-            wait_listening(port, process)
-            login = urlsplit(url.split("open: ", 1)[1].strip())
+            login = urlsplit(opened(process, port))
             cookie = ask(port, f"{login.path}?{login.query}")[1].split(";")[0]
             stream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             stream.request("GET", f"/h/{heinzel_id(home)}/events", headers={"Cookie": cookie})

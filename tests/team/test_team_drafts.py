@@ -10,7 +10,7 @@ import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from .test_two_machines import START, Machine
+from .test_two_machines import START, Machine, receipts
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 
@@ -43,26 +43,6 @@ Keep the team's notes.
 
 - [ ] it is true
 """
-
-
-def receipts(remote: Path) -> list[dict[str, object]]:
-    """Every receipt on the remote's hz/state."""
-    files = subprocess.run(
-        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "refs/heads/hz/state"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    found: list[dict[str, object]] = []
-    for path in files:
-        text = subprocess.run(
-            ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        found += map(json.loads, text.splitlines())
-    return found
 
 
 def approved(tmp_path: Path) -> tuple[Path, Path, Machine]:

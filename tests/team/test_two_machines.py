@@ -121,15 +121,15 @@ def team_of_two(tmp_path: Path) -> tuple[Path, Machine, Machine]:
     return remote, ana, ben
 
 
-def finished_slots(remote: Path) -> list[str]:
-    """The slots of every turn.finished receipt on the remote's hz/state."""
+def receipts(remote: Path) -> list[dict[str, object]]:
+    """Every receipt on the remote's hz/state."""
     files = subprocess.run(
         ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "refs/heads/hz/state"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    finished = []
+    found: list[dict[str, object]] = []
     for path in files:
         text = subprocess.run(
             ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
@@ -137,12 +137,15 @@ def finished_slots(remote: Path) -> list[str]:
             text=True,
             check=True,
         ).stdout
-        finished += [
-            r["key"].split("@", 1)[1]
-            for r in map(json.loads, text.splitlines())
-            if r["kind"] == "turn.finished"
-        ]
-    return sorted(finished)
+        found += map(json.loads, text.splitlines())
+    return found
+
+
+def finished_slots(remote: Path) -> list[str]:
+    """The slots of every turn.finished receipt on the remote's hz/state."""
+    return sorted(
+        str(r["key"]).split("@", 1)[1] for r in receipts(remote) if r["kind"] == "turn.finished"
+    )
 
 
 @pytest.mark.kill

@@ -127,12 +127,13 @@ class TestRefusalsNameWhatIsThere:
         ]
 
     def test_daemon_run_refuses_an_interval_under_a_second(self, hz: Hz, tmp_path: Path) -> None:
-        """`--interval 0` would tick without a pause at full speed: bad usage, exit 2,
-        before any tick."""
-        done = hz("system", "daemon", "run", "--interval", "0")
-        assert done.code == 2
-        assert "--interval" in done.err
-        assert not (tmp_path / "home").exists()
+        """`--interval 0` (or less) would tick without a pause at full speed: bad usage,
+        exit 2, before any tick."""
+        for interval in ("0", "-5"):
+            done = hz("system", "daemon", "run", "--interval", interval)
+            assert done.code == 2
+            assert "--interval" in done.err
+            assert not (tmp_path / "home").exists()
 
 
 class TestOneClock:

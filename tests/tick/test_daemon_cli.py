@@ -61,28 +61,6 @@ class TestDaemonCommands:
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
 
-    def test_run_refuses_an_interval_below_a_second(self, tmp_path: Path) -> None:
-        """`--interval 0` (or less) would tick without pause: bad usage, exit 2."""
-        for interval in ("0", "-5"):
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "heinzel",
-                    "system",
-                    "daemon",
-                    "run",
-                    "--interval",
-                    interval,
-                ],
-                env=env(tmp_path / "home"),
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert done.returncode == 2
-            assert "--interval" in done.stderr
-
     @pytest.mark.kill
     def test_run_prints_each_tick_by_name_as_tick_does(self, tmp_path: Path) -> None:
         """The loop's report names who woke (`weekly-report: schedule -> drafted`), as

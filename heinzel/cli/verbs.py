@@ -191,6 +191,10 @@ def render_tick(report: dict[str, Any]) -> str:
 
 
 def _end_text(ended: dict[str, Any]) -> str:
+    if ended.get("approval") == "rejected":
+        return "no turn: the draft was read as rejected (its markers are gone; no lesson)"
+    if ended.get("approval"):
+        return "no turn: nothing to learn (no approved draft under its key)"
     how = ended.get("disposition") or ended.get("state") or "ended"
     code = (ended.get("cause") or {}).get("code") or ended.get("reason") or ended.get("error")
     return f"{how} ({code})" if code and _badly(ended) else str(how)

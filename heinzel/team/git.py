@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from heinzel.errors import HeinzelError
@@ -61,9 +61,14 @@ class Pushed:
 class Git:
     """The mirror of one team repository, driven through ``git`` subprocesses."""
 
-    def __init__(self, mirror: Path, remote: str, handle: str) -> None:
+    def __init__(
+        self, mirror: Path, remote: str, handle: str, clock: Callable[[], datetime]
+    ) -> None:
+        """``clock`` is the process's one clock (``HZ_NOW`` in tests): every commit made
+        here (the leases, ``hz/state``) is dated by it, never by git's own wall clock."""
         self.mirror = mirror
         self.remote = remote
+        self.clock = clock
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
             "GIT_TERMINAL_PROMPT": "0",
@@ -191,7 +196,7 @@ class Git:
         one ``git hash-object`` process however many (a tick renews every lease it holds)."""
         if not messages:
             return []
-        stamp = f"{int(time.time())} +0000"
+        stamp = self._stamp()
         who = f"{self.env['GIT_COMMITTER_NAME']} <>"
         with tempfile.TemporaryDirectory(dir=self.mirror) as scratch:
             paths = []
@@ -230,7 +235,13 @@ class Git:
         tree = self.run("write-tree", env=env).stdout.strip()
         index.unlink(missing_ok=True)
         parents = ["-p", parent] if parent is not None else []
-        return self.run("commit-tree", tree, *parents, "-m", message).stdout.strip()
+        stamp = self._stamp()
+        dated = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        return self.run("commit-tree", tree, *parents, "-m", message, env=dated).stdout.strip()
+
+    def _stamp(self) -> str:
+        """The injected clock's time as git's raw date (seconds since the epoch, UTC)."""
+        return f"{int(self.clock().timestamp())} +0000"
 
     def push(self, updates: Sequence[tuple[str, str, str | None]]) -> Pushed:
         """Compare-and-swap pushes of ``(ref, new commit, expected old commit or None for

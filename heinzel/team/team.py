@@ -95,7 +95,12 @@ class Team:
 
     @property
     def git(self) -> Git:
-        return Git(self.root / "mirror.git", str(self.sessions.settings.team.repository), self.me)
+        return Git(
+            self.root / "mirror.git",
+            str(self.sessions.settings.team.repository),
+            self.me,
+            self.sessions.clock,
+        )
 
     @property
     def outbox(self) -> Outbox:

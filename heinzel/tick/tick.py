@@ -418,11 +418,14 @@ class Tick:
                 states = self.runner.run_wakes(
                     heinzel, batch, adapters=self.adapters, staged=mine, **more
                 )
+                ended = _ended(states)
+                if not ended and batch[0].cause == "approval":
+                    ended = [self._approval_ended(heinzel, batch[0].key)]
                 report.woken.append(
                     {
                         "id": heinzel,
                         "wakes": [{"cause": w.cause, "key": w.key} for w in batch],
-                        "ended": _ended(states),
+                        "ended": ended,
                     }
                 )
             if wakes:
@@ -431,6 +434,23 @@ class Tick:
                     for s in mine.staged
                     if s.fingerprint is not None
                 )
+
+    def _approval_ended(self, heinzel: str, key: str) -> dict[str, Any]:
+        """How an approval wake that ran no turn ended, from the index: the draft read as
+        rejected (its markers gone: one ``approval.observed{rejected}``) or nothing to
+        learn (no approved draft under the key any more)."""
+        _, _, rest = key.partition("@approval:")
+        output, _, digest = rest.partition(":")
+        rows = list(
+            self.service.index.db.query(
+                "SELECT key, state FROM drafts WHERE heinzel = ? AND output = ? AND hash = ?",
+                [heinzel, output, digest],
+            )
+        )
+        draft = str(rows[0]["key"]) if rows else None
+        rejected = bool(rows) and rows[0]["state"] == "rejected"
+        ended = dict.fromkeys(("turn", "state", "disposition", "reason", "error"))
+        return {**ended, "approval": "rejected" if rejected else "nothing-to-learn", "draft": draft}
 
     def _over_cap(self, heinzel: str, planner: Planner, now: datetime) -> bool:
         settings = self.service.settings.heinzel

@@ -1,5 +1,7 @@
 """Who may use the web head: a random token in ``<home>/web/token`` (0600), exchanged once
-at ``/auth?token=...`` for an HttpOnly, SameSite=Strict cookie; every other request needs
+at ``/auth?token=...`` for an HttpOnly, SameSite=Strict cookie named after the port
+(`cookie_name`: a browser keeps cookies by host, not port, so two servers on two ports of
+127.0.0.1 must not share one name, or each login ends the other's); every other request needs
 that cookie (401 without it), a Host of the loopback address, and a state-changing one
 also its Origin and the CSRF token (403 otherwise)."""
 
@@ -19,10 +21,17 @@ from starlette.types import ASGIApp
 
 from ledger.files import ensure_private_dir, write_atomic
 
-__all__ = ["COOKIE", "Keys", "TokenAuth", "new_token"]
+__all__ = ["COOKIE", "Keys", "TokenAuth", "cookie_name", "new_token"]
 
 COOKIE = "hz_session"
+"""The cookie's name for an application not bound to a port (tests); a served one's is
+`cookie_name(port)`."""
 SAFE = ("GET", "HEAD")
+
+
+def cookie_name(port: int) -> str:
+    """``hz_session_<port>``: the cookie of the server on 127.0.0.1:``port``."""
+    return f"{COOKIE}_{port}"
 
 
 def new_token(web_dir: Path) -> str:
@@ -57,10 +66,13 @@ class Keys:
 class TokenAuth(BaseHTTPMiddleware):
     """The gate in front of every route."""
 
-    def __init__(self, app: ASGIApp, keys: Keys, hosts: Collection[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, keys: Keys, hosts: Collection[str], cookie: str = COOKIE
+    ) -> None:
         super().__init__(app)
         self.keys = keys
         self.hosts = set(hosts)
+        self.cookie = cookie
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         host = request.headers.get("host", "")
@@ -73,10 +85,10 @@ class TokenAuth(BaseHTTPMiddleware):
                 return _refuse(403, "that token is not this server's; use the URL it printed")
             response = RedirectResponse("/", status_code=303)
             response.set_cookie(
-                COOKIE, self.keys.session, httponly=True, samesite="strict", path="/"
+                self.cookie, self.keys.session, httponly=True, samesite="strict", path="/"
             )
             return response
-        if not self.keys.session_ok(request.cookies.get(COOKIE)):
+        if not self.keys.session_ok(request.cookies.get(self.cookie)):
             return _refuse(401, "open the URL `hz system serve` printed (it carries the token)")
         if request.method not in SAFE:
             origin = request.headers.get("origin")

@@ -15,7 +15,7 @@ from starlette.staticfiles import StaticFiles
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
-from heinzel.web.auth import Keys, TokenAuth, new_token
+from heinzel.web.auth import COOKIE, Keys, TokenAuth, cookie_name, new_token
 from heinzel.web.background import spawn_chat_turn
 from heinzel.web.views import Views
 
@@ -33,12 +33,14 @@ def create_app(
     env: Mapping[str, str] | None = None,
     start_turn: Callable[[Path, str, str], object] | None = None,
     stopping: Callable[[], bool] = lambda: False,
+    cookie: str = COOKIE,
 ) -> Starlette:
     """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
     ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
     new turn runs in a child process with ``env`` (default: this process's environment);
     ``start_turn(home, id, request id)`` replaces how it is started. An event stream ends
-    once ``stopping()`` answers True (the server is shutting down)."""
+    once ``stopping()`` answers True (the server is shutting down). ``cookie`` is the
+    session cookie's name (`serve` names it after the port)."""
     local = threading.local()
 
     def app_here() -> App:
@@ -69,7 +71,9 @@ def create_app(
         Route("/h/{ref}/dismiss", views.dismiss, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(TokenAuth, keys=keys, hosts=hosts)])
+    return Starlette(
+        routes=routes, middleware=[Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie)]
+    )
 
 
 def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -> None:
@@ -85,7 +89,13 @@ def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -
     token = new_token(home / "web")
     hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
     # Ctrl-C or SIGTERM: uvicorn waits for open responses, so the event streams end first.
-    web = create_app(open_app, token, hosts=hosts, stopping=lambda: server.should_exit)
+    web = create_app(
+        open_app,
+        token,
+        hosts=hosts,
+        stopping=lambda: server.should_exit,
+        cookie=cookie_name(port),
+    )
     server = uvicorn.Server(uvicorn.Config(web, host="127.0.0.1", port=port, log_level="warning"))
     echo(f"hz web head for {home}; the token is in {home / 'web' / 'token'}")
     echo(f"open: http://127.0.0.1:{port}/auth?token={token}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ def test_lease_commits_are_written_in_one_git_process_and_push_as_leases(
     pushed by compare-and-swap, they read back as the leases they say."""
     remote = tmp_path / "team.git"
     subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
-    git = Git(tmp_path / "mirror.git", str(remote), "ana")
+    git = Git(
+        tmp_path / "mirror.git", str(remote), "ana", lambda: datetime(2026, 10, 26, tzinfo=UTC)
+    )
     git.ensure()
     runs: list[list[str]] = []
     real = subprocess.run

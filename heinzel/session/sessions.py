@@ -23,7 +23,7 @@ from heinzel.index.schema import SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.store.home import Home
 from ledger.event import Event
-from ledger.files import ensure_private_dir
+from ledger.files import ensure_private_dir, is_private_dir
 
 if TYPE_CHECKING:
     from heinzel.config import Settings
@@ -106,6 +106,13 @@ class Sessions:
         return cls(home, clock, settings, owner=owner, env=env)
 
     # -- plumbing ----------------------------------------------------------------
+
+    @property
+    def home_exists(self) -> bool:
+        """Whether the home's ``heinzel/`` directory is there, creating nothing (a read of a
+        home that is not there yet creates none); HZL001 when a file or a link sits where
+        the home or ``heinzel/`` should be, as a write would be refused."""
+        return is_private_dir(self.home.heinzel_dir)
 
     @property
     def index(self) -> Index:

@@ -146,6 +146,10 @@ class Sessions:
         (which catches up first). Reads see the same rows either way."""
         if self._index is not None:
             return self._index.db.conn
+        if self._reader is None and not self.home_exists:
+            # a read of a home that is not there yet creates nothing: it answers from an
+            # empty index in memory (a name is then HZH080, as in any home without it)
+            self._reader = _empty_index()
         if self._reader is None:
             from ledger.index_read import open_current
 
@@ -212,6 +216,19 @@ class Sessions:
 
     def resolve(self, ref: str) -> dict[str, Any]:
         return self.queries.resolve(ref)
+
+
+def _empty_index() -> sqlite3.Connection:
+    """An index of no Heinzelmännchen, in memory: the tables a read may ask of."""
+    from heinzel.index.due import TICK_SCHEMA
+    from ledger.index import WATERMARKS
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA + TICK_SCHEMA)
+    conn.execute(
+        f"CREATE TABLE {WATERMARKS} (source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER)"
+    )
+    return conn
 
 
 def _env_home(value: str, cwd: Path, env: Mapping[str, str]) -> Path:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.loop.conftest import Hz
+from tests.loop.conftest import Hz, Runner
+
+
+def _modes(top: Path) -> dict[str, int]:
+    """Every directory from ``top`` down, by path relative to ``top``, with its mode."""
+    found = [top, *(p for p in top.rglob("*") if p.is_dir() and not p.is_symlink())]
+    return {str(p.relative_to(top)): p.stat().st_mode & 0o777 for p in found}
 
 
 class TestHomeThatIsAFile:
@@ -57,3 +63,31 @@ class TestReadsCreateNoHome:
         done = hz("heinzel", "show", "notes-digest", env={"HZ_HOME": str(home)})
         assert done.code == 1
         assert done.err.startswith(f"HZL001: {home} is not a directory")
+
+
+class TestEveryDirectoryIs0700:
+    """Every directory hz creates is 0700 (design.md), the home and its parents too."""
+
+    def test_a_tick_makes_the_home_and_its_parents_0700(self, hz: Hz, tmp_path: Path) -> None:
+        """`hz system daemon tick` of a home whose parents are missing: each directory it
+        made is 0700, not mkdir's 0755 under the usual umask."""
+        top = tmp_path / "new"
+        done = hz("system", "daemon", "tick", env={"HZ_HOME": str(top / "deeper" / "home")})
+        assert done.code == 0, done.err
+        modes = _modes(top)
+        assert modes == dict.fromkeys(modes, 0o700)
+        assert {".", "deeper/home", "deeper/home/heinzel"} <= set(modes)
+
+    def test_the_default_home_is_0700(
+        self, hz_env: dict[str, str], folder: Path, tmp_path: Path
+    ) -> None:
+        """With no ``HZ_HOME``, the platform's data dir (``$XDG_DATA_HOME/hz``) made by a
+        tick, and then by `hz heinzel new`, is 0700 with everything under it."""
+        data = tmp_path / "data"
+        env = {k: v for k, v in hz_env.items() if k != "HZ_HOME"}
+        default = Runner({**env, "XDG_DATA_HOME": str(data)}, folder)
+        assert default("system", "daemon", "tick").code == 0
+        assert default("heinzel", "new", "--from", "digest.prose.md").code == 0
+        modes = _modes(data)
+        assert modes == dict.fromkeys(modes, 0o700)
+        assert "hz/heinzel" in modes

@@ -190,7 +190,7 @@ def rename(name: str, new_name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel rename weekly-report checkout-weekly
     """
-    emit(open_app(home).service.rename(name, new_name), as_json, render.state_line)
+    emit(open_app(home).service.rename(name, new_name), as_json, render.renamed)
 
 
 @heinzel.command("amend")

@@ -14,6 +14,7 @@ __all__ = [
     "listing",
     "prune",
     "reindex",
+    "renamed",
     "show",
     "state_line",
     "verify",
@@ -40,6 +41,13 @@ def _ref(row: dict[str, Any]) -> str:
 
 def state_line(row: dict[str, Any]) -> str:
     return f"{row['name']} ({row['id']}): {row['state']}, {_version(row)}"
+
+
+def renamed(row: dict[str, Any]) -> str:
+    """A rename, or one to the name it has already: nothing changed, and said so."""
+    if row.get("unchanged"):
+        return f"{row['name']} ({row['id']}) is already named {row['name']}; nothing changed"
+    return state_line(row)
 
 
 def created(rows: list[dict[str, Any]]) -> str:

@@ -3,6 +3,7 @@ file where the home should be is refused, not listed as empty."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.loop.conftest import Hz, Runner
@@ -91,3 +92,20 @@ class TestEveryDirectoryIs0700:
         modes = _modes(data)
         assert modes == dict.fromkeys(modes, 0o700)
         assert "hz/heinzel" in modes
+
+
+class TestRenameToItsOwnName:
+    """`hz heinzel rename X X` is a no-op that succeeds, not "the name is taken"."""
+
+    def test_rename_to_the_same_name_changes_nothing(self, hz: Hz, tmp_path: Path) -> None:
+        """Exit 0, says nothing changed, and the spine gains no line; `--json` says
+        ``unchanged``."""
+        assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+        [spine] = (tmp_path / "home" / "heinzel").glob("hz-*/session.jsonl")
+        before = spine.read_bytes()
+        done = hz("heinzel", "rename", "notes-digest", "notes-digest")
+        assert (done.code, done.err) == (0, "")
+        assert "is already named notes-digest; nothing changed" in done.out
+        shown = json.loads(hz("heinzel", "rename", "notes-digest", "notes-digest", "--json").out)
+        assert (shown["name"], shown["unchanged"]) == ("notes-digest", True)
+        assert spine.read_bytes() == before

@@ -40,7 +40,13 @@ def _ref(row: dict[str, Any]) -> str:
 
 
 def state_line(row: dict[str, Any]) -> str:
-    return f"{row['name']} ({row['id']}): {row['state']}, {_version(row)}"
+    """``NAME (ID): STATE, vN``; before the first approval ``STATE, vN not approved yet``
+    (never the listing's ``(vN proposed)`` after a comma)."""
+    version = row.get("contract_version")
+    if version:
+        return f"{row['name']} ({row['id']}): {row['state']}, v{version}"
+    proposed = row.get("proposed_version") or 1
+    return f"{row['name']} ({row['id']}): {row['state']}, v{proposed} not approved yet"
 
 
 def renamed(row: dict[str, Any]) -> str:

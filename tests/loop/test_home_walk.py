@@ -109,3 +109,19 @@ class TestRenameToItsOwnName:
         shown = json.loads(hz("heinzel", "rename", "notes-digest", "notes-digest", "--json").out)
         assert (shown["name"], shown["unchanged"]) == ("notes-digest", True)
         assert spine.read_bytes() == before
+
+
+class TestCreatedLineReadsWell:
+    """The first line `hz heinzel new --from` prints says plainly that v1 waits."""
+
+    def test_new_says_v1_is_not_approved_yet(self, hz: Hz) -> None:
+        """``created NAME (ID): proposed, v1 not approved yet``, not ``proposed, (v1
+        proposed)``; after approval the state line names ``v1`` alone."""
+        done = hz("heinzel", "new", "--from", "digest.prose.md")
+        assert done.code == 0, done.err
+        first = done.out.splitlines()[0]
+        assert first.startswith("created notes-digest (hz-")
+        assert first.endswith("): proposed, v1 not approved yet")
+        assert hz("approve", "notes-digest").code == 0
+        paused = hz("heinzel", "pause", "notes-digest")
+        assert paused.out.strip().endswith("): paused, v1")

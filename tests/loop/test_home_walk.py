@@ -125,3 +125,28 @@ class TestCreatedLineReadsWell:
         assert hz("approve", "notes-digest").code == 0
         paused = hz("heinzel", "pause", "notes-digest")
         assert paused.out.strip().endswith("): paused, v1")
+
+
+class TestChatResent:
+    """A chat resent with the same ``--request-id`` says it was already delivered."""
+
+    def test_resent_chat_says_already_delivered(self, approved: Hz, tmp_path: Path) -> None:
+        """The second send starts no turn and says so, naming the first one's turn and how
+        it ended, not "delivered: a new turn"."""
+        first = approved("heinzel", "chat", "notes-digest", "shorter", "--request-id", "rq-1")
+        assert first.code == 0, first.err
+        assert "delivered: a new turn" in first.out
+        [turn] = [line for line in first.out.splitlines() if line.startswith("turn: ")]
+        again = approved("heinzel", "chat", "notes-digest", "shorter", "--request-id", "rq-1")
+        assert again.code == 0, again.err
+        lines = again.out.splitlines()
+        assert "delivered: already delivered (its turn ran then; nothing ran again)" in lines
+        assert turn in lines and "state: finished" in lines
+        assert "a new turn" not in again.out
+        said = approved(
+            "heinzel", "chat", "notes-digest", "shorter", "--request-id", "rq-1", "--json"
+        )
+        assert json.loads(said.out)["turn"] == turn.removeprefix("turn: ")
+        [spine] = (tmp_path / "home" / "heinzel").glob("hz-*/session.jsonl")
+        started = [line for line in spine.read_text().splitlines() if '"turn.started"' in line]
+        assert len(started) == 1

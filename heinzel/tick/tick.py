@@ -38,8 +38,8 @@ from heinzel.tick.isolate import isolated
 from heinzel.tick.plan import Due, Planner, latest_slot
 from heinzel.tick.superseded import superseded_approvals
 from ledger.errors import LedgerError
-from ledger.files import ensure_private_dir
 from ledger.event import format_ts, parse_ts
+from ledger.files import ensure_private_dir
 from ledger.lock import Sleep, take_lock
 from machines import keys
 from machines.crash import crash_at

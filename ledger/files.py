@@ -26,6 +26,7 @@ __all__ = [
     "as_path",
     "ensure_private_dir",
     "fsync_dir",
+    "is_private_dir",
     "last_newline_end",
     "open_append",
     "open_read",
@@ -139,6 +140,34 @@ def ensure_private_dir(path: Path) -> Path:
     except OSError as error:
         raise _io_failed(path, error) from error
     return path
+
+
+def is_private_dir(path: Path) -> bool:
+    """Whether the directory ``path`` is there, creating nothing (for a read).
+
+    False when it or a parent is missing. What `ensure_private_dir` would refuse is
+    refused the same way (HZL001): a symlink at ``path``, or something that is not a
+    directory at it or at a parent.
+    """
+    path = as_path(path)
+    probe = path
+    while True:
+        try:
+            info = os.lstat(probe)
+        except FileNotFoundError:
+            if probe.parent == probe:
+                return False
+            probe = probe.parent
+            continue
+        except NotADirectoryError:
+            probe = probe.parent
+            continue
+        if probe == path and stat.S_ISLNK(info.st_mode):
+            raise _refused(path, "a symlink")
+        found = os.stat(probe).st_mode if stat.S_ISLNK(info.st_mode) else info.st_mode
+        if not stat.S_ISDIR(found):
+            raise _refused(probe, "not a directory")
+        return probe == path
 
 
 def write_atomic(path: Path, data: bytes) -> None:

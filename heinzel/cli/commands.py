@@ -103,7 +103,8 @@ def list_(
     """
     app = open_app(home)
     service = app.service
-    if not service.home.heinzel_dir.exists():
+    exists = service.home_exists  # HZL001 when a file sits where the home should be
+    if not exists:
         # read-only: a home that is not there yet is not created by looking at it
         rows: list[dict[str, Any]] = []
     else:
@@ -119,7 +120,7 @@ def list_(
     filtered = any(f is not None for f in (artifact, state, contract, namespace))
     if rows or as_json:
         emit(rows, as_json, render.listing)
-    elif filtered and service.home.heinzel_dir.exists() and service.listing():
+    elif filtered and exists and service.listing():
         click.echo(
             f"none of the Heinzelmännchen in {service.home.root} match "
             "(hz heinzel list shows them all)"
@@ -189,7 +190,7 @@ def rename(name: str, new_name: str, home: str | None, as_json: bool) -> None:
     Example:
       hz heinzel rename weekly-report checkout-weekly
     """
-    emit(open_app(home).service.rename(name, new_name), as_json, render.state_line)
+    emit(open_app(home).service.rename(name, new_name), as_json, render.renamed)
 
 
 @heinzel.command("amend")

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import cast
 
 import click
 
 from heinzel.cli.base import emit, json_option
 from heinzel.cli.commands import system
 from heinzel.errors import HeinzelError
-from heinzel.store.credentials import KEY_VARIABLES, CredentialStore, credentials_path
+from heinzel.store.credentials import (
+    KEY_VARIABLES,
+    SECRET_VARIABLES,
+    CredentialStore,
+    credentials_path,
+)
 from heinzel.store.os_keyring import os_keyring
 
 PROVIDER = click.Choice(sorted(KEY_VARIABLES))
@@ -77,16 +83,19 @@ def list_(as_json: bool) -> None:
     store = _store()
     stored = set(store.providers())
     keyring = os_keyring()
-    rows = [
-        {
-            "provider": provider,
-            "stored": provider in stored,
-            "keyring": keyring is not None and keyring.get(provider) is not None,
-            "variable": variable,
-            "variable_set": bool(os.environ.get(variable)),
-        }
-        for provider, variable in sorted(KEY_VARIABLES.items())
-    ]
+    rows = []
+    for provider, variables in sorted(SECRET_VARIABLES.items()):
+        used = next((v for v in variables if os.environ.get(v)), None)
+        rows.append(
+            {
+                "provider": provider,
+                "stored": provider in stored,
+                "keyring": keyring is not None and keyring.get(provider) is not None,
+                "variable": used or variables[0],  # the one set (it wins), else the first
+                "variables": list(variables),  # every variable read, in order
+                "variable_set": used is not None,
+            }
+        )
 
     def text(found: list[dict[str, object]]) -> str:
         lines = [f"credentials file: {store.path}"]
@@ -101,7 +110,8 @@ def list_(as_json: bool) -> None:
                 used = True
             if row["stored"]:
                 where.append("stored" + (" (overridden)" if used else " (used)"))
-            lines.append(f"{row['provider']}: {', '.join(where) or 'no key'}")
+            read = ", ".join(f"${v}" for v in cast("list[str]", row["variables"]))
+            lines.append(f"{row['provider']}: {', '.join(where) or 'no key'}; reads {read}")
         return "\n".join(lines)
 
     emit(rows, as_json, text)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
@@ -88,7 +89,7 @@ class Week:
                 f"{self.home} is not empty; the demo plays in a fresh home",
                 "give --home a new folder, or leave it out for a temporary one",
             )
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(self.home)
         shutil.copytree(FIXTURES, self.work)
 
     def env(self, now: str, crash: str | None) -> dict[str, str]:

@@ -14,6 +14,7 @@ __all__ = [
     "listing",
     "prune",
     "reindex",
+    "renamed",
     "show",
     "state_line",
     "verify",
@@ -39,7 +40,20 @@ def _ref(row: dict[str, Any]) -> str:
 
 
 def state_line(row: dict[str, Any]) -> str:
-    return f"{row['name']} ({row['id']}): {row['state']}, {_version(row)}"
+    """``NAME (ID): STATE, vN``; before the first approval ``STATE, vN not approved yet``
+    (never the listing's ``(vN proposed)`` after a comma)."""
+    version = row.get("contract_version")
+    if version:
+        return f"{row['name']} ({row['id']}): {row['state']}, v{version}"
+    proposed = row.get("proposed_version") or 1
+    return f"{row['name']} ({row['id']}): {row['state']}, v{proposed} not approved yet"
+
+
+def renamed(row: dict[str, Any]) -> str:
+    """A rename, or one to the name it has already: nothing changed, and said so."""
+    if row.get("unchanged"):
+        return f"{row['name']} ({row['id']}) is already named {row['name']}; nothing changed"
+    return state_line(row)
 
 
 def created(rows: list[dict[str, Any]]) -> str:

@@ -130,8 +130,11 @@ class Service(Sessions):
         return self.queries.row(row["id"])
 
     def rename(self, ref: str, new_name: str) -> dict[str, Any]:
+        """Rename one; to the name it has already, nothing changes (``unchanged``)."""
         row = self.resolve(ref)
         chosen = validate_name(new_name)
+        if chosen == row["name"]:
+            return {**row, "unchanged": True}
         if self.queries.find_by_name(row["namespace"], chosen):
             raise HeinzelError(
                 "HZH072",
@@ -139,7 +142,7 @@ class Service(Sessions):
                 "choose another name",
             )
         self.append(row["id"], "heinzel.renamed", {"name": chosen})
-        return self.queries.row(row["id"])
+        return {**self.queries.row(row["id"]), "unchanged": False}
 
     # -- versions and amendments -------------------------------------------------
 

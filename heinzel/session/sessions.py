@@ -23,7 +23,7 @@ from heinzel.index.schema import SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.store.home import Home
 from ledger.event import Event
-from ledger.files import ensure_private_dir
+from ledger.files import ensure_private_dir, is_private_dir
 
 if TYPE_CHECKING:
     from heinzel.config import Settings
@@ -108,6 +108,13 @@ class Sessions:
     # -- plumbing ----------------------------------------------------------------
 
     @property
+    def home_exists(self) -> bool:
+        """Whether the home's ``heinzel/`` directory is there, creating nothing (a read of a
+        home that is not there yet creates none); HZL001 when a file or a link sits where
+        the home or ``heinzel/`` should be, as a write would be refused."""
+        return is_private_dir(self.home.heinzel_dir)
+
+    @property
     def index(self) -> Index:
         if self._index is None:
             from heinzel.index.due import TickProjection
@@ -139,6 +146,10 @@ class Sessions:
         (which catches up first). Reads see the same rows either way."""
         if self._index is not None:
             return self._index.db.conn
+        if self._reader is None and not self.home_exists:
+            # a read of a home that is not there yet creates nothing: it answers from an
+            # empty index in memory (a name is then HZH080, as in any home without it)
+            self._reader = _empty_index()
         if self._reader is None:
             from ledger.index_read import open_current
 
@@ -205,6 +216,19 @@ class Sessions:
 
     def resolve(self, ref: str) -> dict[str, Any]:
         return self.queries.resolve(ref)
+
+
+def _empty_index() -> sqlite3.Connection:
+    """An index of no Heinzelmännchen, in memory: the tables a read may ask of."""
+    from heinzel.index.due import TICK_SCHEMA
+    from ledger.index import WATERMARKS
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA + TICK_SCHEMA)
+    conn.execute(
+        f"CREATE TABLE {WATERMARKS} (source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER)"
+    )
+    return conn
 
 
 def _env_home(value: str, cwd: Path, env: Mapping[str, str]) -> Path:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEY_VARIABLES",
+    "SECRET_VARIABLES",
     "CredentialStore",
     "FoundKey",
     "credentials_path",
@@ -49,6 +50,14 @@ KEY_VARIABLES: Mapping[str, str] = {
 }
 """A provider and the environment variable its key is usually in (a source adapter's
 table may name another: ``token_env``, ``password_env``)."""
+
+SECRET_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    **{provider: (variable,) for provider, variable in KEY_VARIABLES.items()},
+    "github": ("GH_TOKEN", "GITHUB_TOKEN"),
+}
+"""Every environment variable hz reads a provider's secret from, in the order it reads
+them (the first set wins over the keyring and the file); ``KEY_VARIABLES`` names the
+first. A source adapter's ``token_env`` or ``password_env`` is read before these."""
 
 PREFIX_PROVIDER: Mapping[str, str] = {
     "anthropic": "anthropic",

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir
 
 __all__ = ["STATE_REF", "Git", "Pushed", "git_error"]
 
@@ -104,7 +105,7 @@ class Git:
     def ensure(self) -> None:
         """Create the bare mirror once, its ``origin`` the configured remote."""
         if not (self.mirror / "HEAD").exists():
-            self.mirror.mkdir(mode=0o700, parents=True, exist_ok=True)
+            ensure_private_dir(self.mirror)
             self.run("init", "--quiet", "--bare")
             self.run("config", "gc.auto", "0")
         self.run("config", "remote.origin.url", self.remote)

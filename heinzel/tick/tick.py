@@ -39,6 +39,7 @@ from heinzel.tick.plan import Due, Planner, latest_slot
 from heinzel.tick.superseded import superseded_approvals
 from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
+from ledger.files import ensure_private_dir
 from ledger.lock import Sleep, take_lock
 from machines import keys
 from machines.crash import crash_at
@@ -155,7 +156,7 @@ class Tick:
     def run(self) -> TickReport:
         """Take the tick lock and tick once (HZH220 when another tick holds it)."""
         home = self.service.home
-        home.heinzel_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(home.heinzel_dir)  # the home too, 0700 (not mkdir's 0755 parents)
         timeout = self.service.settings.heinzel.lock_timeout.total_seconds()
         try:
             fd = take_lock(home.tick_lock, timeout, self.sleep)

@@ -173,7 +173,12 @@ class Verbs:
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
         if not run:
             return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
+        earlier = self._keyed_turn(heinzel, wake.key)
         states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        if earlier is not None:
+            # the request id was sent before and its turn is on record: say what the record
+            # says (a turn a killed process left open is resumed above, not run twice)
+            return self._already(heinzel, base, wake.key, earlier, resumed=bool(states))
         own = self.service.read_db.execute(
             "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind IN (?, ?)",
             [heinzel, wake.key, "turn.started", "turn.skipped"],
@@ -208,6 +213,30 @@ class Verbs:
         done.pop("name", None)
         done.pop("question", None)
         return {**said, **done}
+
+    def _keyed_turn(self, heinzel: str, key: str) -> str | None:
+        """The turn that ran (or skipped) under ``key``, when one is on record."""
+        row = self.service.read_db.execute(
+            "SELECT id FROM turns WHERE heinzel = ? AND (key = ? OR EXISTS "
+            "(SELECT 1 FROM json_each(turns.keys) WHERE value = ?)) "
+            "ORDER BY start_seq LIMIT 1",
+            [heinzel, key, key],
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def _already(
+        self, heinzel: str, base: dict[str, Any], key: str, turn: str, *, resumed: bool
+    ) -> dict[str, Any]:
+        """A chat resent with its request id: the turn it had, as the record says."""
+        row = self.service.read_db.execute(
+            "SELECT state, disposition, reason FROM turns WHERE heinzel = ? AND id = ?",
+            [heinzel, turn],
+        ).fetchone()
+        how = "its turn resumed now" if resumed else "its turn ran then; nothing ran again"
+        said = {**base, "delivered": f"already delivered ({how})", "key": key}
+        said["turn"] = turn
+        fields = ("state", "disposition", "reason")
+        return said | {f: v for f, v in zip(fields, row or (), strict=False) if v is not None}
 
     def _filed(self, heinzel: str) -> dict[str, Any]:
         """The amendment the turn filed, when it waits on the user (how to approve it)."""

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from ledger.files import ensure_private_dir
+
 __all__ = ["spawn_chat_turn"]
 
 
@@ -27,7 +29,7 @@ def spawn_chat_turn(
 ) -> subprocess.Popen[bytes]:
     """Start the child that runs the chat's turn; its errors go to ``HOME/web/turns.log``."""
     log_dir = home / "web"
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_private_dir(log_dir)
     with (log_dir / "turns.log").open("ab") as log:
         child = subprocess.Popen(
             [sys.executable, "-m", "heinzel.web.background", str(home), heinzel_id, request_id],

@@ -12,6 +12,7 @@ from ledger.errors import LedgerError
 from ledger.files import (
     TailBlock,
     ensure_private_dir,
+    is_private_dir,
     last_newline_end,
     open_append,
     open_read,
@@ -53,6 +54,27 @@ class TestEnsurePrivateDir:
         with pytest.raises(LedgerError) as caught:
             ensure_private_dir(tmp_path / "f" / "sub")
         assert caught.value.code == "HZL001"
+
+
+class TestIsPrivateDir:
+    """`is_private_dir` answers for a read, creating nothing, refusing what a write would."""
+
+    def test_missing_is_false_and_creates_nothing(self, tmp_path: Path) -> None:
+        """A directory (and parent) not there: False, and still not there."""
+        assert is_private_dir(tmp_path / "home" / "heinzel") is False
+        assert list(tmp_path.iterdir()) == []
+
+    def test_there_is_true(self, tmp_path: Path) -> None:
+        """A directory that is there: True."""
+        assert is_private_dir(tmp_path) is True
+
+    def test_a_file_in_the_way_is_hzl001(self, tmp_path: Path) -> None:
+        """A regular file at the path or a parent is HZL001, as `ensure_private_dir` says."""
+        (tmp_path / "f").write_bytes(b"")
+        for path in (tmp_path / "f", tmp_path / "f" / "sub"):
+            with pytest.raises(LedgerError) as caught:
+                is_private_dir(path)
+            assert caught.value.code == "HZL001"
 
 
 @pytest.mark.usefixtures("hostile_umask")

@@ -52,10 +52,11 @@ def hz_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-EXECD = {"test_exits.py", "test_hints.py"}
-"""The files whose runs are the real `hz` executable: what a command exits with and what
-its hints send the user to (the others fork theirs from tests/forkhz.py; the README walk,
-the interrupt and the busy tick start their own processes)."""
+EXECD = {"test_exits.py", "test_hints.py", "test_home_walk.py"}
+"""The files whose runs are the real `hz` executable: what a command exits with, what
+its hints send the user to and what it does to the home (the others fork theirs from
+tests/forkhz.py; the README walk, the interrupt and the busy tick start their own
+processes)."""
 
 
 class Runner:

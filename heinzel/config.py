@@ -305,10 +305,12 @@ def load_settings(
             values[key] = _home(key, value, path.parent, env)
             provenance[key] = f"{label}:{path}"
     for variable, key in ENV_KEYS.items():
-        if variable == "HZ_SKILLS" and variable in env:
+        if not env.get(variable):  # unset or empty: `export HZ_HOME=` is no home in the cwd
+            continue
+        if variable == "HZ_SKILLS":
             skills.extend(_skill_dirs(env[variable], cwd, f"env:{variable}"))
             provenance["heinzel.skills"] = f"env:{variable}"
-        elif variable in env:
+        else:
             values[f"heinzel.{key}"] = _home(f"heinzel.{key}", env[variable], cwd, env)
             provenance[f"heinzel.{key}"] = f"env:{variable}"
     if "heinzel.home" not in values:

@@ -94,6 +94,24 @@ class TestEveryDirectoryIs0700:
         assert "hz/heinzel" in modes
 
 
+class TestEmptyVariable:
+    """An ``HZ_*`` variable set to the empty string counts as unset."""
+
+    def test_an_empty_hz_home_is_the_default_not_the_working_directory(
+        self, hz_env: dict[str, str], folder: Path, tmp_path: Path
+    ) -> None:
+        """`HZ_HOME=` (a half-done unset) and a tick: the home is the platform's data dir
+        (``$XDG_DATA_HOME/hz``), nothing is made in the working directory, and an empty
+        ``HZ_MAX_USD`` is no value to refuse."""
+        data = tmp_path / "data"
+        env = {**hz_env, "HZ_HOME": "", "HZ_MAX_USD": "", "XDG_DATA_HOME": str(data)}
+        before = sorted(p.name for p in folder.iterdir())
+        done = Runner(env, folder)("system", "daemon", "tick")
+        assert done.code == 0, done.err
+        assert sorted(p.name for p in folder.iterdir()) == before
+        assert (data / "hz" / "heinzel").is_dir()
+
+
 class TestRenameToItsOwnName:
     """`hz heinzel rename X X` is a no-op that succeeds, not "the name is taken"."""
 

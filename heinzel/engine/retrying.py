@@ -98,16 +98,17 @@ class RetryingModel(WrapperModel):
         raise AssertionError("tenacity made no attempt")  # pragma: no cover
 
 
-def provider_failure(error: ModelHTTPError, model: Model) -> EngineError:
-    """HZE010 for a provider's HTTP error that outlived the retries, with the fix."""
+def provider_failure(error: ModelHTTPError, model: Model, name: str) -> EngineError:
+    """HZE010 for a provider's HTTP error that outlived the retries, with the fix (the
+    retry command for ``name``, the Heinzelmännchen whose turn failed)."""
     attempts = model.attempts if isinstance(model, RetryingModel) else 1
     status = error.status_code
     if status in (401, 403):
         fix = "check the key: `hz system doctor --online` says which one is used"
     elif status == 429:
-        fix = "the provider's rate limit: wait a while or raise it, then `hz heinzel retry NAME`"
+        fix = f"the provider's rate limit: wait a while or raise it, then `hz heinzel retry {name}`"
     elif status in RETRYABLE:
-        fix = "the provider is failing: try again later with `hz heinzel retry NAME`"
+        fix = f"the provider is failing: try again later with `hz heinzel retry {name}`"
     else:
         fix = "check the model name and base_url: `hz system doctor --online`"
     tries = "attempt" if attempts == 1 else "attempts"

@@ -90,15 +90,16 @@ def _last_retry(messages: Sequence[ModelMessage]) -> str:
     return ""
 
 
-def _reply_failure(error: UnexpectedModelBehavior, complaint: str) -> EngineError:
-    """HZE011 for a reply that never validated, HZE012 for one not in the API's shape."""
+def _reply_failure(error: UnexpectedModelBehavior, complaint: str, name: str) -> EngineError:
+    """HZE011 for a reply that never validated (its hint retries ``name``), HZE012 for
+    one not in the API's shape."""
     if str(error).startswith("Exceeded maximum output retries"):
         said = f": {complaint[:300]}" if complaint else ""
         return EngineError(
             INVALID_REPLY,
             f"the model's reply was not a valid outcome, after one retry{said}",
             "try a stronger model (`agent.model_class: best`), or say what to fix: "
-            '`hz heinzel retry NAME "hint"`',
+            f'`hz heinzel retry {name} "hint"`',
         )
     return EngineError(
         MALFORMED_REPLY,
@@ -282,7 +283,7 @@ async def think(
                     run.all_messages(),
                     run.usage,
                     error=detail,
-                    failure=_reply_failure(error, complaint),
+                    failure=_reply_failure(error, complaint, spec.contract_name),
                 )
             except ModelHTTPError as error:
                 detail = f"{PROVIDER_ERROR}-{error.status_code}: {error.model_name}"
@@ -292,7 +293,7 @@ async def think(
                     run.all_messages(),
                     run.usage,
                     error=detail,
-                    failure=provider_failure(error, model),
+                    failure=provider_failure(error, model, spec.contract_name),
                 )
             except AgentRunError as error:
                 return ended(

@@ -75,6 +75,8 @@ class TurnSpec:
     turn: str
     cause: Cause
     contract_name: str
+    """The Heinzelmännchen's name (a creation's, ``new``, before it has one); the hints of
+    a failed think (HZE010, HZE011) name it in the retry command."""
     contract_version: int
     body: str
     started_at: datetime

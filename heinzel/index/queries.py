@@ -121,7 +121,9 @@ class Queries:
             [heinzel_id],
         )
 
-    def lesson(self, heinzel_id: str, ref: str) -> dict[str, Any]:
+    def lesson(self, heinzel_id: str, name: str, ref: str) -> dict[str, Any]:
+        """Lesson number ``ref`` of the Heinzelmännchen ``heinzel_id`` (its ``name`` for the
+        hint of HZH078, when there is no such lesson)."""
         rows = self._rows(
             "SELECT * FROM lessons WHERE heinzel = ? AND seq = ?",
             [heinzel_id, int(ref) if ref.isdigit() and len(ref) <= 18 else -1],
@@ -129,8 +131,8 @@ class Queries:
         if not rows:
             raise HeinzelError(
                 "HZH078",
-                f"no lesson {ref!r}",
-                "`hz heinzel lessons NAME` lists them with their numbers",
+                f"{name} has no lesson {ref!r}",
+                f"`hz heinzel lessons {name}` lists them with their numbers",
             )
         return rows[0]
 

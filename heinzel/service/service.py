@@ -257,7 +257,7 @@ class Service(Sessions):
 
     def dismiss(self, ref: str, lesson: str) -> list[dict[str, Any]]:
         row = self.resolve(ref)
-        found = self.queries.lesson(row["id"], lesson)
+        found = self.queries.lesson(row["id"], row["name"], lesson)
         if found["dismissed"]:
             raise HeinzelError(
                 "HZH077",

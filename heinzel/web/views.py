@@ -58,8 +58,7 @@ class Views:
         )
 
     def _error(self, request: Request, error: HzError) -> Response:
-        status = 404 if error.code == "HZH080" else 400
-        return self._page(request, "error.html", status, error=error)
+        return self._page(request, "error.html", _status(error), error=error)
 
     # -- pages ---------------------------------------------------------------------
 
@@ -120,7 +119,7 @@ class Views:
         except HzError as error:
             if request.headers.get("accept") == "application/json":
                 answer = {"code": error.code, "message": error.message, "hint": error.hint}
-                return JSONResponse(answer, 400)
+                return JSONResponse(answer, _status(error))
             return self._error(request, error)
         if request.headers.get("accept") == "application/json":
             return JSONResponse(result)
@@ -217,6 +216,12 @@ class Views:
             .fetchone()
         )
         return found is not None
+
+
+def _status(error: HzError) -> int:
+    """The HTTP status of a coded error, for a page and a JSON answer alike: 404 for no
+    such Heinzelmännchen or turn (HZH080), 400 for any other refusal."""
+    return 404 if error.code == "HZH080" else 400
 
 
 def _versions(directory: Path) -> list[dict[str, Any]]:

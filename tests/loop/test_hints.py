@@ -153,3 +153,13 @@ class TestHintsLeadOut:
         for command in commands:
             ran = hz(*command.split()[1:])
             assert ran.code == 0, ran.err
+
+    def test_no_such_lesson_names_the_lessons_command_for_this_one(self, approved: Hz) -> None:
+        """HZH078 for a lesson number that is not there: the hint lists this one's lessons,
+        ready to type, not `hz heinzel lessons NAME`; the command it names runs."""
+        done = approved("heinzel", "dismiss", "notes-digest", "7")
+        assert (done.code, done.err.split(":")[0]) == (1, "HZH078"), done.err
+        assert done.err.startswith("HZH078: notes-digest has no lesson '7'"), done.err
+        [command] = COMMAND.findall(done.err.splitlines()[-1])
+        assert command == "hz heinzel lessons notes-digest"
+        assert approved(*command.split()[1:]).code == 0

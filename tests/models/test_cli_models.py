@@ -112,6 +112,8 @@ class TestProviderFailures:
         assert woke.returncode == 1
         assert "HZE010: the provider answered HTTP 500 to 3 attempts" in woke.stderr
         assert "hint: the provider is failing" in woke.stderr, woke.stderr
+        hint = woke.stderr.splitlines()[-1]
+        assert "`hz heinzel retry notes-digest`" in hint and "NAME" not in hint, hint
         assert len(provider.seen) == 3
         requests = [e for e in _events(user) if e.kind == "model.request"]
         assert len(requests) == 1, requests  # the created turn's only
@@ -134,7 +136,8 @@ class TestProviderFailures:
         woke = user.hz("heinzel", "wake", "notes-digest")
         assert woke.returncode == 1, woke.stdout
         assert "HZE011: the model's reply was not a valid outcome, after one retry" in woke.stderr
-        assert "hz heinzel retry NAME" in woke.stderr, woke.stderr
+        hint = woke.stderr.splitlines()[-1]
+        assert '`hz heinzel retry notes-digest "hint"`' in hint and "NAME" not in hint, hint
         assert len(provider.seen) == 2
 
     def test_killed_during_think_resumes_without_a_second_spend(self, user: User) -> None:

@@ -187,14 +187,15 @@ class TestChatAndEvents:
         assert [kind for kind, _, _ in fresh] == ["row"]
 
     def test_a_refused_chat_answers_its_code_message_and_hint(self, client: TestClient) -> None:
-        """The sidebar's JSON answer to a coded error carries the hint the command prints."""
+        """The sidebar's JSON answer to a coded error carries the hint the command prints,
+        with the status the page has for it (404: no such Heinzelmännchen)."""
         csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
         answer = client.post(
             "/h/nobody/chat",
             data={"text": "hello"},
             headers={"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"},
         )
-        assert answer.status_code == 400
+        assert answer.status_code == 404
         assert answer.json() == {
             "code": "HZH080",
             "message": "no Heinzelmännchen named 'nobody'",

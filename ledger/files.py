@@ -95,15 +95,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` and its missing parents as 0700 directories (``mkdir -p``).
-
-    The leaf is made 0700 even when it already existed; parents that already
-    existed are left alone (they may be the user's). Each created directory's
-    parent is fsynced, so the new name survives a crash. A symlink or a file at
-    the leaf is refused (HZL001).
-    """
-    path = as_path(path)
+def _nearest(path: Path) -> tuple[Path, os.stat_result | None, list[Path]]:
+    """The nearest of ``path`` and its parents that is there, its ``lstat`` (None when not
+    even the root is), and the missing ones below it, ``path`` first. A symlink at ``path``
+    and anything that is not a directory where one must be are refused (HZL001)."""
     missing: list[Path] = []
     probe = path
     while True:
@@ -112,7 +107,7 @@ def ensure_private_dir(path: Path) -> Path:
         except FileNotFoundError:
             missing.append(probe)
             if probe.parent == probe:
-                break
+                return probe, None, missing
             probe = probe.parent
             continue
         except NotADirectoryError:
@@ -124,7 +119,19 @@ def ensure_private_dir(path: Path) -> Path:
         found = os.stat(probe).st_mode if stat.S_ISLNK(info.st_mode) else info.st_mode
         if not stat.S_ISDIR(found):
             raise _refused(probe, "not a directory")
-        break
+        return probe, info, missing
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` and its missing parents as 0700 directories (``mkdir -p``).
+
+    The leaf is made 0700 even when it already existed; parents that already
+    existed are left alone (they may be the user's). Each created directory's
+    parent is fsynced, so the new name survives a crash. A symlink or a file at
+    the leaf is refused (HZL001).
+    """
+    path = as_path(path)
+    _, info, missing = _nearest(path)
     try:
         for directory in reversed(missing):
             try:
@@ -133,7 +140,7 @@ def ensure_private_dir(path: Path) -> Path:
                 continue
             os.chmod(directory, DIR_MODE, follow_symlinks=False)
             fsync_dir(directory.parent)
-        if missing or stat.S_IMODE(info.st_mode) != DIR_MODE:
+        if missing or info is None or stat.S_IMODE(info.st_mode) != DIR_MODE:
             # a chmod changes the directory's ctime even to the same mode, which the next
             # fsync on this disk then writes: only when the mode is not already 0700
             os.chmod(path, DIR_MODE, follow_symlinks=False)
@@ -150,24 +157,7 @@ def is_private_dir(path: Path) -> bool:
     directory at it or at a parent.
     """
     path = as_path(path)
-    probe = path
-    while True:
-        try:
-            info = os.lstat(probe)
-        except FileNotFoundError:
-            if probe.parent == probe:
-                return False
-            probe = probe.parent
-            continue
-        except NotADirectoryError:
-            probe = probe.parent
-            continue
-        if probe == path and stat.S_ISLNK(info.st_mode):
-            raise _refused(path, "a symlink")
-        found = os.stat(probe).st_mode if stat.S_ISLNK(info.st_mode) else info.st_mode
-        if not stat.S_ISDIR(found):
-            raise _refused(probe, "not a directory")
-        return probe == path
+    return not _nearest(path)[2]
 
 
 def write_atomic(path: Path, data: bytes) -> None:

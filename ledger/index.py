@@ -48,6 +48,7 @@ __all__ = [
     "Projection",
     "Watermark",
     "behind",
+    "create_watermarks",
     "spine_tail",
     "sqlite_error",
     "write_transaction",
@@ -60,6 +61,16 @@ _SET_MARK_SQL = (
     "ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, at = excluded.at"
 )
 BUSY_SECONDS = 60.0
+
+
+def create_watermarks(conn: sqlite3.Connection) -> None:
+    """The table of each source's watermark: its last applied seq, that line's hash, when."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {WATERMARKS} "
+        "(source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER)"
+    )
+
+
 _BUSY = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED: their extended codes share the low byte
 _FULL = frozenset({13, 778})  # SQLITE_FULL, SQLITE_IOERR_WRITE (ENOSPC, EFBIG)
 _IOERR = 10  # SQLITE_IOERR: its extended codes share the low byte
@@ -220,11 +231,7 @@ class Index:
             self.db.enable_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")
             with self.write():
-                self.db.table(WATERMARKS).create(
-                    {"source": str, "seq": int, "hash": str, "at": int},
-                    pk="source",
-                    if_not_exists=True,
-                )
+                create_watermarks(self.db.conn)
                 for projection in self.projections:
                     projection.create(self.db)
         except sqlite3.Error as error:

@@ -85,6 +85,14 @@ def approval(owner: str, output: str, draft_hash: str) -> str:
     return f"{_part('id', owner)}@approval:{_part('output', output)}:{_part('hash', draft_hash)}"
 
 
+def approval_parts(key: str) -> tuple[str, str, str]:
+    """What `approval` built the key from: the owner, the output and the draft hash (empty
+    strings for the parts a key that is not an approval key lacks)."""
+    owner, _, rest = key.partition("@approval:")
+    output, _, draft_hash = rest.partition(":")
+    return owner, output, draft_hash
+
+
 def created(owner: str) -> str:
     """``<id>@created``: the first turn, which compiles version 1."""
     return f"{_part('id', owner)}@created"

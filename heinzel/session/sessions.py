@@ -221,13 +221,11 @@ class Sessions:
 def _empty_index() -> sqlite3.Connection:
     """An index of no Heinzelmännchen, in memory: the tables a read may ask of."""
     from heinzel.index.due import TICK_SCHEMA
-    from ledger.index import WATERMARKS
+    from ledger.index import create_watermarks
 
     conn = sqlite3.connect(":memory:")
     conn.executescript(SCHEMA + TICK_SCHEMA)
-    conn.execute(
-        f"CREATE TABLE {WATERMARKS} (source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER)"
-    )
+    create_watermarks(conn)
     return conn
 
 

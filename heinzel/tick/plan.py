@@ -21,6 +21,7 @@ from heinzel.contract.schedule import next_slot
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
+from machines import keys
 from machines.waits import PendingWait
 
 if TYPE_CHECKING:
@@ -204,8 +205,7 @@ class Planner:
     def _pending_draft_of(self, approval_key: str) -> bool:
         """Whether a pending draft still has this approval key's output and content (a
         later draft of the same text, whose decision is still to come)."""
-        heinzel, _, rest = approval_key.partition("@approval:")
-        output, _, digest = rest.partition(":")
+        heinzel, output, digest = keys.approval_parts(approval_key)
         row = self.db.execute(
             "SELECT 1 FROM drafts WHERE heinzel = ? AND output = ? AND hash = ? "
             "AND state = 'pending'",

@@ -440,8 +440,7 @@ class Tick:
         """How an approval wake that ran no turn ended, from the index: the draft read as
         rejected (its markers gone: one ``approval.observed{rejected}``) or nothing to
         learn (no approved draft under the key any more)."""
-        _, _, rest = key.partition("@approval:")
-        output, _, digest = rest.partition(":")
+        _, output, digest = keys.approval_parts(key)
         rows = list(
             self.service.index.db.query(
                 "SELECT key, state FROM drafts WHERE heinzel = ? AND output = ? AND hash = ?",

@@ -26,13 +26,13 @@ from heinzel.engine import InputSpec
 from heinzel.store.inbox import Inbox
 from ledger.bodies import Bodies
 from ledger.event import sha256_hex
+from machines import keys
 
 __all__ = ["approval_inputs", "nothing_to_learn", "observe_rejection"]
 
 
 def _draft_row(service: Any, heinzel_id: str, key: str) -> dict[str, Any] | None:
-    _, _, rest = key.partition("@approval:")
-    output, _, digest = rest.partition(":")
+    _, output, digest = keys.approval_parts(key)
     rows = [
         dict(r)
         for r in service.index.db.query(

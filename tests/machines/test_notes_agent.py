@@ -48,14 +48,19 @@ def test_the_crash_matrix_runs_over_the_notes_runner_from_the_command_line(
     assert world == ["notes@note:r1 buy milk and bread (4 words)"]
 
 
-def test_a_scenario_that_does_not_load_is_a_coded_error() -> None:
-    """A module:function that cannot be imported exits 1 with HZM065 and a hint."""
-    done = subprocess.run(
-        [sys.executable, "-m", "machines.crashmatrix", "no_such_host:scenario"],
+def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m machines.crashmatrix ARGS`` as a user runs it, its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "machines.crashmatrix", *args],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_a_scenario_that_does_not_load_is_a_coded_error() -> None:
+    """A module:function that cannot be imported exits 1 with HZM065 and a hint."""
+    done = crashmatrix("no_such_host:scenario")
     assert done.returncode == 1
     assert done.stderr.startswith("HZM065:") and "hint:" in done.stderr
 
@@ -63,12 +68,7 @@ def test_a_scenario_that_does_not_load_is_a_coded_error() -> None:
 def test_a_module_without_its_function_is_told_to_name_it() -> None:
     """`python -m machines.crashmatrix my_host` (no :function) is HZM065 saying so, not
     "module ... has no attribute ''"."""
-    done = subprocess.run(
-        [sys.executable, "-m", "machines.crashmatrix", "machines.examples.notes_agent"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = crashmatrix("machines.examples.notes_agent")
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == (
         "HZM065: cannot load the scenario 'machines.examples.notes_agent': "

@@ -85,6 +85,12 @@ class TurnEnv:
     engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
+    stop_asked: Callable[[], str | None] | None = None
+    """Who asked the running turn to stop (a signal, a stop request), None: nobody; read
+    while a model request runs (`heinzel.turns.delivery.Delivery.stop_asked`)."""
+    on_interrupt: Callable[[Callable[[], None]], Callable[[], None]] | None = None
+    """Calls a function on a signal to this process; returns what undoes it
+    (`heinzel.turns.interrupt.Interrupt.listen`)."""
 
     @cached_property
     def model(self) -> Model:

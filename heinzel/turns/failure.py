@@ -10,11 +10,8 @@ heinzel wake`, `chat`, `resume` and `answer` print the cause's code, message and
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
+from heinzel.session.causes import cause_of
 from heinzel.turns.record import SessionBody
-from ledger.bodies import Bodies
 from ledger.errors import HzError
 from machines.journal import content_hash
 
@@ -41,15 +38,3 @@ def keep_failure(body: SessionBody, turn: str, error: HzError) -> None:
     """Keep ``error`` as the turn's cause in its body (once per turn and error)."""
     value = {"failure": {"code": error.code, "message": error.message, "hint": error.hint}}
     body.put(turn, content_hash(value), value)
-
-
-def cause_of(session_dir: Path, turn: str | None) -> dict[str, str] | None:
-    """The cause kept for ``turn`` (the last one kept), or None."""
-    if not turn:
-        return None
-    found: dict[str, str] | None = None
-    for record in Bodies(session_dir).read(turn) or []:
-        value: Any = record.get("value")
-        if isinstance(value, dict) and isinstance(value.get("failure"), dict):
-            found = {k: str(v) for k, v in value["failure"].items()}
-    return found

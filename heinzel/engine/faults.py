@@ -46,6 +46,8 @@ from heinzel.engine.errors import (
 )
 
 __all__ = [
+    "INVALID_OUTCOME",
+    "RETRYABLE_STATUS",
     "SPINE_CODES",
     "Fault",
     "NotJsonReply",
@@ -56,6 +58,10 @@ __all__ = [
     "fault_of",
     "transient",
 ]
+
+INVALID_OUTCOME = "invalid-outcome"
+"""The spine code of a reply that never became a valid outcome (HZE011): the model
+answered, so no provider fault."""
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """The statuses worth asking again: timeouts, conflicts, rate limits, overload, 5xx."""
@@ -71,7 +77,7 @@ SPINE_CODES: dict[str, str] = {
     "reply-not-json": REPLY_NOT_JSON,
     "reply-malformed": MALFORMED_REPLY,
     "reply-refused": REPLY_REFUSED,
-    "invalid-outcome": INVALID_REPLY,
+    INVALID_OUTCOME: INVALID_REPLY,
 }
 """A failed turn's spine code -> its HZE code (``provider-http-5xx``: `code_of`)."""
 
@@ -194,10 +200,12 @@ def _tries(attempts: int) -> str:
     return f"{attempts} attempt" + ("" if attempts == 1 else "s")
 
 
-def describe(fault: Fault, *, model_name: str, attempts: int, name: str) -> EngineError:
+def describe(
+    fault: Fault, *, model_name: str, attempts: int, name: str | None = None
+) -> EngineError:
     """The coded error of ``fault`` for a turn of ``name`` (its hint names the command that
-    goes on), after ``attempts`` requests to ``model_name``."""
-    retry = f"`hz heinzel retry {name}`"
+    goes on; None: no turn, as for the doctor), after ``attempts`` requests to ``model_name``."""
+    retry = f"`hz heinzel retry {name}`" if name else "retry the turn"
     online = "`hz system doctor --online`"
     where = fault.detail or "the provider"
     spine = fault.spine

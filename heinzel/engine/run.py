@@ -49,7 +49,7 @@ from heinzel.engine.body import Saved, dump_conversation, dump_messages
 from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
 from heinzel.engine.errors import INVALID_REPLY, EngineError
-from heinzel.engine.faults import NotJsonReply, WrongShapeReply, fault_of
+from heinzel.engine.faults import INVALID_OUTCOME, NotJsonReply, WrongShapeReply, fault_of
 from heinzel.engine.money import Budget
 from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
 from heinzel.engine.retrying import provider_failure
@@ -62,9 +62,6 @@ __all__ = ["INVALID_OUTCOME", "PROVIDER_ERROR", "Answer", "Proposal", "ThinkResu
 
 PROVIDER_ERROR = "provider-http"
 """A turn the provider failed with an HTTP status: ``provider-http-<status>``."""
-
-INVALID_OUTCOME = "invalid-outcome"
-"""The spine code of a reply that never became a valid outcome (HZE011)."""
 
 Status = Literal["outcome", "failed", "deferred", "stopped", "cap", "timeout"]
 CompileContract = Callable[[str], object]

@@ -10,8 +10,11 @@ through the effect ledger. The Heinzelmännchen is then ``proposed`` until
 
 A contract whose output is a file the sentence names as a source ("summarise notes.md
 into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
-retry (HZH291), whatever the model. A creation that fails (no contract, HZH293) or whose
-name is taken (HZH292) leaves nothing behind: its session and index rows are removed.
+retry (HZH291), whatever the model. A creation that fails leaves nothing behind, whatever
+failed: its session folder and index rows are removed, and the error names the cause:
+the key (HZE003, before anything is made), the provider (its fault's code,
+`heinzel.engine.faults`), the time limit (HZE022), or the model's reply (HZH293, no
+contract hz accepts); a name that is taken is HZH292.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from pydantic_ai.models import Model
 
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
+from heinzel.engine.errors import TURN_TIME_UP, EngineError
 from heinzel.engine.offline_create import named_files
 from heinzel.engine.outcome import Outcome
 from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
 from heinzel.turns.record import EngineRecorder, SessionBody
-from machines import Acted, Effect, Fail, LocalProbe, TurnContext, run_sync
+from ledger.errors import HzError
+from machines import Acted, Effect, Fail, LocalProbe, OutOfTime, TurnContext, run_sync
 from machines.effects import recorded_in
 
 __all__ = ["CREATED_BODY", "CreatedSteps", "check_created"]
@@ -96,6 +101,10 @@ class CreatedSteps:
         self.cap = cap
         self.clock = clock
         self.retries = retries
+        self.timeout = 600.0
+        """Seconds the created turn may run (the machine's default timeout)."""
+        self.failure: EngineError | None = None
+        """Why the think step failed, when the provider or the time limit says so."""
 
     async def gather(self, ctx: TurnContext) -> Any:
         """The sentence, into the body."""
@@ -127,15 +136,31 @@ class CreatedSteps:
             ),
             retries=self.retries,
             output_retries=self.retries,
+            time_left=max(0.001, self.timeout - ctx.state.running_ms_at(self.clock()) / 1000),
         )
+        if result.status == "timeout":
+            self.failure = EngineError(
+                TURN_TIME_UP,
+                f"the created turn ran out of its time limit ({self.timeout:g} s) "
+                "while the model was asked",
+                "the provider is slow or hung: try again later",
+            )
+            raise OutOfTime
+        if result.failure is not None and result.fault != "invalid-outcome":
+            self.failure = result.failure
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
-        return {"status": result.status, "outcome": outcome, "error": result.error}
+        return {
+            "status": result.status,
+            "outcome": outcome,
+            "error": result.error,
+            "fault": result.fault,
+        }
 
     async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
         """A contract text, or the turn fails."""
         outcome = thought["outcome"]
         if thought["status"] != "outcome" or not outcome or not outcome.get("amendment"):
-            return Fail("no-contract")
+            return Fail(str(thought.get("fault") or "no-contract"))
         return outcome
 
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Fail:
@@ -167,6 +192,23 @@ def _created_model(service: Any) -> Any:
 
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
+    from heinzel.ids import new_id, validate_name
+
+    model = _created_model(service)  # no key (HZE003): refused before anything is made
+    heinzel_id = new_id(service.clock)
+    provisional = validate_name("new-" + heinzel_id[-8:].lower())
+    try:
+        return _create(service, heinzel_id, provisional, sentence, namespace=namespace, model=model)
+    except BaseException:
+        discard(service, heinzel_id)  # whatever failed (Ctrl-C too): nothing left behind
+        raise
+
+
+def _create(
+    service: Any, heinzel_id: str, provisional: str, sentence: str, *, namespace: str, model: Model
+) -> dict[str, Any]:
+    """`run_created`'s work under the new spine's lock; raises what failed (the caller
+    removes what was made)."""
     from pathlib import Path
 
     from heinzel.ids import new_id, validate_name
@@ -175,9 +217,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
     from machines import Pins, Session, Wake, crash_hook, keys
     from machines import Settings as MachineSettings
 
-    heinzel_id = new_id(service.clock)
     config = service.settings.heinzel
-    provisional = validate_name("new-" + heinzel_id[-8:].lower())
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
         spine.append(
             "heinzel.created",
@@ -194,7 +234,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             heinzel_id=heinzel_id,
             sentence=sentence,
             body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
-            model=_created_model(service),
+            model=model,
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,
@@ -214,8 +254,10 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             steps.body.close()
         row = service.queries.row(heinzel_id)
         wanted = provisional
-        failure = None
-        if state.disposition != "proposed" or not row["contract_name"]:
+        failure: HzError | None = None
+        if state.disposition != "proposed" and steps.failure is not None:
+            failure = steps.failure  # the provider or the time limit: not the sentence
+        elif state.disposition != "proposed" or not row["contract_name"]:
             failure = HeinzelError(
                 "HZH293",
                 f"the created turn wrote no contract hz accepts ({state.error or state.reason})",
@@ -234,7 +276,6 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             else:
                 spine.append("heinzel.renamed", {"name": wanted})
     if failure is not None:
-        discard(service, heinzel_id)
         raise failure
     shown = service.queries.row(heinzel_id)
     return {

@@ -70,6 +70,7 @@ EXECD = {
     "test_keyring.py",
     "test_doctor.py",
     "test_provider_faults.py",
+    "test_created_models.py",
 }
 """The files whose `hz` is the real executable: every path a key takes from the user's
 shell, keyring or credential store to the provider (the suite once missed that the

@@ -103,6 +103,19 @@ class TestEveryFaultHasItsCode:
         assert show["turns"][-1]["reason"] == spine
         assert show["failure"]["code"] == code, show.get("failure")
 
+    def test_chat_and_retry_name_the_fault(self, user: User) -> None:
+        """chat and retry run turns of their own: each command's line gives the code and
+        hint, exit 1."""
+        _created(user)
+        _refused(user)
+        for args in (("chat", "notes-digest", "keep it short"), ("retry", "notes-digest")):
+            ran = user.hz("heinzel", *args)
+            assert ran.returncode == 1, ran.stderr
+            assert "HZE013: could not reach the model's provider" in ran.stderr, ran.stderr
+            assert "hint: start the model server" in ran.stderr, ran.stderr
+        errors = [e.data.get("error") for e in _events(user) if e.kind == "turn.finished"]
+        assert errors[-2:] == ["provider-unreachable"] * 2, errors
+
 
 def _popen(user: User, *args: str, **extra: str) -> subprocess.Popen[str]:
     """``hz`` as a process of its own (the real executable), its streams piped."""
@@ -185,3 +198,42 @@ class TestBoundedInTime:
         assert (ended["state"], ended["reason"]) == ("abandoned", "timeout"), ended
         assert ended["cause"]["code"] == "HZE022", ended
         assert "HZE022: the turn ran out of its time limit" in woke.stderr
+
+
+class TestEverySurfaceShowsIt:
+    """MCP and the web page read the same turn record: the fault's code and hint."""
+
+    def test_mcp_wake_and_show_and_the_web_page(self, user: User) -> None:
+        """A provider that is down: `hz mcp`'s heinzel_wake and heinzel_show (the MCP SDK's
+        client) give HZE013 and its spine code; the web page and the turn's page show them."""
+        from starlette.testclient import TestClient
+
+        from heinzel.app import App
+        from heinzel.web.server import create_app
+        from tests.hz_mcp.client import session
+
+        _created(user)
+        _refused(user)
+
+        async def calls(s: Any) -> tuple[Any, Any]:
+            woke = await s.call_tool("heinzel_wake", {"name": "notes-digest"})
+            shown = await s.call_tool("heinzel_show", {"name": "notes-digest"})
+            return woke.structured_content, shown.structured_content
+
+        woke, shown = session(user.env, user.folder, calls)
+        assert (woke["error"], woke["cause"]["code"]) == ("provider-unreachable", "HZE013"), woke
+        assert shown["failure"]["code"] == "HZE013", shown
+        assert shown["turns"][-1]["reason"] == "provider-unreachable", shown
+        env = dict(user.env)
+        app = create_app(
+            lambda: App.from_environment(str(user.home), env),
+            "t0ken",
+            hosts=["testserver"],
+            idle_seconds=0,
+        )
+        with TestClient(app, follow_redirects=False) as web:
+            assert web.get("/auth?token=t0ken").status_code == 303
+            page = web.get(f"/h/{shown['id']}").text
+            assert "HZE013" in page and "provider-unreachable" in page
+            turn = web.get(f"/h/{shown['id']}/turn/{woke['turn']}").text
+            assert "HZE013" in turn and "error=provider-unreachable" in turn

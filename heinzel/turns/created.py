@@ -13,12 +13,13 @@ into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model a
 retry (HZH291), whatever the model. A creation that fails leaves nothing behind, whatever
 failed: its session folder and index rows are removed, and the error names the cause:
 the key (HZE003, before anything is made), the provider (its fault's code,
-`heinzel.engine.faults`), the time limit (HZE022), or the model's reply (HZH293, no
-contract hz accepts); a name that is taken is HZH292.
+`heinzel.engine.faults`), the time limit (HZE022), Ctrl-C (HZH297), or the model's reply
+(HZH293, no contract hz accepts); a name that is taken is HZH292.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
@@ -257,6 +258,13 @@ def _create(
         failure: HzError | None = None
         if state.disposition != "proposed" and steps.failure is not None:
             failure = steps.failure  # the provider or the time limit: not the sentence
+        elif state.disposition == "abandoned" and state.reason == "stopped":
+            failure = HeinzelError(
+                "HZH297",
+                "the created turn was stopped (Ctrl-C) before it wrote a contract; "
+                "nothing was created",
+                f"run it again when you want it: `hz heinzel new {json.dumps(sentence)}`",
+            )
         elif state.disposition != "proposed" or not row["contract_name"]:
             failure = HeinzelError(
                 "HZH293",

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from typing import Any
 
 from .conftest import CONTRACT, CREATED, User
-from .fake_providers import Http, Outcome, closed_port
+from .fake_providers import Hang, Http, Outcome, closed_port
 
 INTO_THE_SOURCE = {
     "report": "wrote the contract",
@@ -92,4 +95,27 @@ class TestAFailedCreationNamesItsCause:
         made = user.hz("heinzel", "new", SENTENCE)
         assert made.returncode == 1 and "HZE003" in made.stderr, made.stderr
         assert user.provider is not None and user.provider.seen == []
+        self._nothing_left(user)
+
+    def test_ctrl_c_during_the_request_leaves_nothing(self, user: User) -> None:
+        """Ctrl-C while the provider holds the created turn's request: HZH297 says it was
+        stopped (not HZH293, which blames the sentence), and no session, no row is left."""
+        provider = user.serve(lambda body, n: Hang())
+        made = subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "heinzel", "new", SENTENCE],
+            cwd=user.folder,
+            env=user.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert provider.received.wait(timeout=60), "the request never reached the provider"
+            made.send_signal(signal.SIGINT)
+            _out, err = made.communicate(timeout=30)
+        finally:
+            made.kill()
+        assert made.returncode != 0, err
+        assert "HZH297: the created turn was stopped" in err and "HZH293" not in err, err
+        assert "Traceback" not in err, err
         self._nothing_left(user)

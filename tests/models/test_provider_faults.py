@@ -53,28 +53,61 @@ def _hung(user: User) -> None:
     user.env["HZ_REQUEST_TIMEOUT"] = "1s"
 
 
-FAULTS: dict[str, tuple[Any, str, str, str]] = {
-    # name: (set-up, spine code, HZE code, words of the message)
-    "refused": (_refused, "provider-unreachable", "HZE013", "the connection was refused"),
-    "tls": (_tls, "provider-tls", "HZE014", "TLS handshake"),
-    "timeout": (_hung, "provider-timeout", "HZE015", "did not answer in time"),
-    "401": (lambda u: u.serve(lambda b, n: Http(401)), "provider-http-401", "HZE016", "HTTP 401"),
-    "403": (lambda u: u.serve(lambda b, n: Http(403)), "provider-http-403", "HZE016", "HTTP 403"),
-    "404": (lambda u: u.serve(lambda b, n: Http(404)), "provider-http-404", "HZE017", "HTTP 404"),
-    "429": (lambda u: u.serve(lambda b, n: Http(429)), "provider-http-429", "HZE018", "HTTP 429"),
-    "503": (lambda u: u.serve(lambda b, n: Http(503)), "provider-http-503", "HZE019", "HTTP 503"),
-    "html": (lambda u: u.serve(lambda b, n: Page()), "reply-not-json", "HZE020", "not JSON"),
+FAULTS: dict[str, tuple[Any, str, str, str, int | None]] = {
+    # name: (set-up, spine code, HZE code, words of the message, requests the provider saw:
+    # three for a transient fault, asked again; one for the rest; None: no server to count)
+    "refused": (_refused, "provider-unreachable", "HZE013", "the connection was refused", None),
+    "tls": (_tls, "provider-tls", "HZE014", "TLS handshake", 0),
+    "timeout": (_hung, "provider-timeout", "HZE015", "did not answer in time", 3),
+    "401": (
+        lambda u: u.serve(lambda b, n: Http(401)),
+        "provider-http-401",
+        "HZE016",
+        "HTTP 401",
+        1,
+    ),
+    "403": (
+        lambda u: u.serve(lambda b, n: Http(403)),
+        "provider-http-403",
+        "HZE016",
+        "HTTP 403",
+        1,
+    ),
+    "404": (
+        lambda u: u.serve(lambda b, n: Http(404)),
+        "provider-http-404",
+        "HZE017",
+        "HTTP 404",
+        1,
+    ),
+    "429": (
+        lambda u: u.serve(lambda b, n: Http(429)),
+        "provider-http-429",
+        "HZE018",
+        "HTTP 429",
+        3,
+    ),
+    "503": (
+        lambda u: u.serve(lambda b, n: Http(503)),
+        "provider-http-503",
+        "HZE019",
+        "HTTP 503",
+        3,
+    ),
+    "html": (lambda u: u.serve(lambda b, n: Page()), "reply-not-json", "HZE020", "not JSON", 1),
     "shape": (
         lambda u: u.serve(lambda b, n: Raw('{"choices": "oops"}')),
         "reply-malformed",
         "HZE012",
         "not its API's shape",
+        1,
     ),
     "filter": (
         lambda u: u.serve(lambda b, n: Filtered()),
         "reply-refused",
         "HZE021",
         "content filter",
+        1,
     ),
 }
 
@@ -86,8 +119,9 @@ class TestEveryFaultHasItsCode:
     @pytest.mark.parametrize("fault", list(FAULTS))
     def test_wake_names_the_fault(self, user: User, fault: str) -> None:
         """The turn fails with the fault's spine code; the CLI line, --json's cause and
-        `show` give its HZE code, message and hint."""
-        setup, spine, code, words = FAULTS[fault]
+        `show` give its HZE code, message and hint; a transient fault was asked three
+        times, any other once."""
+        setup, spine, code, words, requests = FAULTS[fault]
         _created(user)
         setup(user)
         woke = user.hz("heinzel", "wake", "notes-digest", "--json")
@@ -99,6 +133,10 @@ class TestEveryFaultHasItsCode:
         assert f"{code}: " in woke.stderr and "hint: " in woke.stderr, woke.stderr
         assert "Traceback" not in woke.stderr and "Error:" not in woke.stderr, woke.stderr
         assert _finished(user)["error"] == spine
+        if requests is not None:
+            assert user.provider is not None and len(user.provider.seen) == requests
+        if requests == 3 or fault == "refused":
+            assert "3 attempts" in shown["cause"]["message"], shown
         show = json.loads(user.hz("heinzel", "show", "notes-digest", "--json").stdout)
         assert show["turns"][-1]["reason"] == spine
         assert show["failure"]["code"] == code, show.get("failure")

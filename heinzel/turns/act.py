@@ -8,8 +8,9 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
   the text placed (and kept in the body) has any ``<!-- hz:`` of its own neutralised, so
   text an input carried into the draft never stops or steers a turn;
 - record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, sha256,
-  hunks}``: the sentence redacted (addresses, keys, ``password=``: `ledger.redact`) and cut
-  to 200 characters, with a hash of the sentence as the model wrote it;
+  hunks}``: the sentence scrubbed (secrets by detect-secrets' detectors and hz's rules,
+  ``password LESSONPASSWORD`` included, and addresses: `heinzel.scrub`) and cut to 200
+  characters, with a hash of the sentence as the model wrote it;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
 - write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
 - observe an approval: the approval wake's key, the journal, ``approval.observed{...}``;
@@ -36,8 +37,8 @@ from heinzel.capabilities.documents import (
     refuse_planted,
 )
 from heinzel.engine.outcome import Outcome
+from heinzel.scrub import scrub
 from ledger.errors import HzError
-from ledger.redact import redact
 from machines import Acted, Effect, Fail, LocalProbe, Presence, TurnContext, Wait, WorldProbe, keys
 from machines.effects import recorded_in
 from machines.journal import content_hash
@@ -139,7 +140,7 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
         await _place(env, ctx, outcome)
     for n, lesson in enumerate(outcome.lessons, start=1):
         data = {
-            "sentence": redact(lesson.sentence)[:200],
+            "sentence": scrub(lesson.sentence)[:200],
             "sha256": _short(lesson.sentence),
             "hunks": [_short(h) for h in lesson.hunks],
         }

@@ -57,32 +57,38 @@ def screen(raw: bytes) -> tuple[str | None, str | None]:
     ident = _id(message)
     bad = _not_text(message)
     if bad is not None:
-        path, value = bad
-        refusal = not_text("HZH347", f"the {path}", value, HINT).render()
-        if ident is None and isinstance(message, dict) and "id" in message:
-            return None, _error(None, types.INVALID_REQUEST, refusal)  # its id is unreadable
-        if ident is None:
-            print(f"hz mcp: a message without an id was dropped: {refusal}", file=sys.stderr)
-            return None, None
-        if message.get("method") == "tools/call":
-            params = message.get("params")
-            tool = str(params.get("name")) if isinstance(params, dict) else ""
-            said = f"Error executing tool {tool}: {refusal}" if tool and is_text(tool) else refusal
-            result = types.CallToolResult(
-                content=[types.TextContent(type="text", text=said)], is_error=True
-            )
-            answer = types.JSONRPCResponse(
-                jsonrpc="2.0",
-                id=ident,
-                result=result.model_dump(by_alias=True, exclude_none=True, mode="json"),
-            )
-            return None, answer.model_dump_json(by_alias=True, exclude_unset=True)
-        return None, _error(ident, types.INVALID_PARAMS, refusal)
+        return None, _refused(message, ident, *bad)
     try:
         types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
         return None, _error(ident, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
     return text, None
+
+
+def _refused(message: Any, ident: int | str | None, path: str, value: str) -> str | None:
+    """The answer to ``message``, whose ``path`` holds ``value``, not Unicode text: a tool
+    error for a tool call, else a JSON-RPC error; None (logged) with no id to answer."""
+    refusal = not_text("HZH347", f"the {path}", value, HINT).render()
+    if ident is None and isinstance(message, dict) and "id" in message:
+        return _error(None, types.INVALID_REQUEST, refusal)  # its id is the string
+    if ident is None:
+        what = f"HZH347: the {path} of a message without an id is not UTF-8 text"
+        print(f"hz mcp: {what}; dropped, with nothing to answer", file=sys.stderr)
+        return None
+    if message.get("method") != "tools/call":
+        return _error(ident, types.INVALID_PARAMS, refusal)
+    params = message.get("params")
+    tool = str(params.get("name"))[:100] if isinstance(params, dict) else ""
+    said = f"Error executing tool {tool}: {refusal}" if tool and is_text(tool) else refusal
+    result = types.CallToolResult(
+        content=[types.TextContent(type="text", text=said)], is_error=True
+    )
+    answer = types.JSONRPCResponse(
+        jsonrpc="2.0",
+        id=ident,
+        result=result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    )
+    return answer.model_dump_json(by_alias=True, exclude_unset=True)
 
 
 def _why(error: Exception) -> str:

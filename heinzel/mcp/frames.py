@@ -196,7 +196,8 @@ def _claimed() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     try:
         yield read, write
     finally:
-        write.flush()
+        with contextlib.suppress(OSError):  # the client may be gone
+            write.flush()
         os.dup2(wire_out, 1)
         os.dup2(wire_in, 0)
 

@@ -201,5 +201,7 @@ def serve(home: str | None) -> None:
     Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
     thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.
     A turn a tool was running is left as after any crash; the next tick resumes it."""
+    from heinzel.mcp.frames import serve_stdio
+
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    build_server(home).run("stdio")
+    serve_stdio(build_server(home))

@@ -17,6 +17,7 @@ from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.web.auth import COOKIE, Keys, TokenAuth, cookie_name, new_token
 from heinzel.web.background import spawn_chat_turn
+from heinzel.web.utf8 import Utf8Only
 from heinzel.web.views import Views
 
 __all__ = ["create_app", "serve"]
@@ -72,7 +73,11 @@ def create_app(
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(
-        routes=routes, middleware=[Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie)]
+        routes=routes,
+        middleware=[
+            Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie),
+            Middleware(Utf8Only),  # behind the gate: a stranger still gets 401 or 403
+        ],
     )
 
 

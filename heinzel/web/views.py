@@ -18,7 +18,7 @@ from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
 from heinzel.web.auth import Keys
-from heinzel.web.events import format_event, last_seq, lines_after, offset_after
+from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
 from heinzel.web.turnview import open_questions, turn_detail
 from ledger.errors import HzError
 
@@ -175,8 +175,11 @@ class Views:
         except HzError as error:
             return self._error(request, error)
         path = self.app().service.home.spine_path(row["id"])
-        given = request.headers.get("last-event-id", "")
-        start = int(given) if given.isdigit() else last_seq(path)
+        try:
+            given = seq_given(request.headers.get("last-event-id", ""))
+        except HzError as error:
+            return self._error(request, error)
+        start = last_seq(path) if given is None else given
         return StreamingResponse(
             self._stream(request, row["id"], path, start),
             media_type="text/event-stream",

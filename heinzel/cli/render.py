@@ -141,10 +141,15 @@ def show(data: dict[str, Any]) -> str:
         lease, receipt = _team_cells(data["team"])
         lines += [f"  lease:    {lease}", f"  receipt:  {receipt}"]
     pending = data.get("pending")
-    lines.append(
-        f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
-    )
+    questions = data.get("questions") or []
+    if pending and pending["kind"] != "question":
+        lines.append(f"  pending:  {pending['kind']} {pending['ref']}")
+    elif not questions:
+        lines.append("  pending:  nothing")
+    lines += questions_lines(questions)
     for notice in data.get("notices") or []:
+        if notice["reason"] == "question":  # its words are printed above
+            continue
         lines.append(f"  notice:   {notice['message']}")
         lines.append(f"            next: {notice['next']}")
     if data.get("grant"):
@@ -165,6 +170,16 @@ def show(data: dict[str, Any]) -> str:
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
     return "\n".join(lines)
+
+
+def questions_lines(questions: list[dict[str, Any]], indent: str = "  ") -> list[str]:
+    """Each question waiting on the user in its words, and the command that answers it."""
+    lines = []
+    pad = indent + " " * len("question: ")
+    for q in questions:
+        lines.append(f"{indent}question: {q['text']}")
+        lines.append(f"{pad}asked {q['asked_at']}; answer: {q['answer']}")
+    return lines
 
 
 def _grant(name: str, grant: dict[str, Any]) -> list[str]:
@@ -271,4 +286,4 @@ def wake(data: dict[str, Any]) -> str:
             f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
             f"(or `hz approve {data['name']}`)"
         )
-    return line
+    return "\n".join([line, *questions_lines(data.get("questions") or [], indent="")])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.index.notices import notices
-from heinzel.session.questions import open_questions
+from heinzel.session.questions import waiting_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
@@ -296,16 +296,7 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
-        shown["questions"] = [
-            {
-                "kind": "question",
-                "proposal": event.data.get("proposal"),
-                "tool": event.data.get("tool"),
-                "turn": event.turn,
-                "asked_at": event.ts,
-            }
-            for event in open_questions(self, row["id"])
-        ]
+        shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         proposed = row.get("proposed_version")
         if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))
@@ -313,6 +304,18 @@ class Service(Sessions):
 
             shown["grant"] = grant(path)
         return shown
+
+    def with_questions(self, done: dict[str, Any]) -> dict[str, Any]:
+        """A verb's answer (``name`` set) with the questions now waiting on the user in
+        their words (``questions``), when there are any: the wake, chat, answer, retry and
+        resume lines show what the Heinzelmännchen asked, not only that it waits."""
+        if not done.get("name"):
+            return done
+        row = self.resolve(str(done["name"]))
+        waiting = waiting_questions(self, str(row["id"]), str(row["name"]))
+        if waiting:
+            done["questions"] = waiting
+        return done
 
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""

@@ -150,13 +150,17 @@ class Views:
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write."""
-        return await self._act(
-            request,
-            lambda app, ref, form: app.turns.answer(
-                ref, form.get("said") == "yes", str(form.get("proposal") or "") or None
-            ),
-        )
+        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        a question the model asked (``text``, and ``question``: the asking turn)."""
+
+        def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
+            if form.get("text") is not None:
+                question = str(form.get("question") or "") or None
+                return app.turns.respond(ref, str(form.get("text")), question=question)
+            proposal = str(form.get("proposal") or "") or None
+            return app.turns.answer(ref, form.get("said") == "yes", proposal)
+
+        return await self._act(request, answer)
 
     async def dismiss(self, request: Request) -> Response:
         """``hz heinzel dismiss``: a lesson by its number."""

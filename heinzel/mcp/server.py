@@ -126,7 +126,11 @@ class Tools:
         """Start a turn now (cause asked) and run it to its end or its wait, like
         `hz heinzel wake NAME --message TEXT`."""
         return TurnRun.model_validate(
-            self.call(lambda app: app.turns.wake(name, message), name=name, message=message)
+            self.call(
+                lambda app: app.service.with_questions(app.turns.wake(name, message)),
+                name=name,
+                message=message,
+            )
         )
 
     def heinzel_chat(self, name: Name, text: Text, request_id: Filter = None) -> ChatSent:
@@ -141,13 +145,36 @@ class Tools:
             )
         )
 
-    def heinzel_answer(self, name: Name, approve: bool, proposal: Filter = None) -> TurnRun:
-        """Answer a write it proposed in a chat turn (approve true or false); the turn goes on
-        at once, like `hz heinzel answer NAME yes|no`."""
+    def heinzel_answer(
+        self,
+        name: Name,
+        approve: bool | None = None,
+        proposal: Filter = None,
+        text: Text | None = None,
+        question: Filter = None,
+    ) -> TurnRun:
+        """Answer what it asked: a write it proposed in a chat turn (`approve` true or
+        false, `proposal` when several wait), like `hz heinzel answer NAME yes|no`; or a
+        question its outcome asked (`text`, the answer in words; `question`, the asking
+        turn's id from `heinzel_show`'s `questions`, when several wait), like
+        `hz heinzel answer NAME TEXT --question TURN`. The turn goes on at once."""
+
+        def answer(app: App) -> dict[str, Any]:
+            if text is not None:
+                done = app.turns.respond(name, text, question=question)
+            elif approve is None:
+                raise HeinzelError(
+                    "HZH351",
+                    "heinzel_answer needs `approve` (for a proposed write) or `text` "
+                    "(for a question)",
+                    "heinzel_show lists what waits under `questions`, each with its kind",
+                )
+            else:
+                done = app.turns.answer(name, approve, proposal)
+            return app.service.with_questions(done)
+
         return TurnRun.model_validate(
-            self.call(
-                lambda app: app.turns.answer(name, approve, proposal), name=name, proposal=proposal
-            )
+            self.call(answer, name=name, proposal=proposal, text=text, question=question)
         )
 
     def drafts(self) -> Drafts:

@@ -382,13 +382,19 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
 @home_option
 @json_option
 def drafts(home: str | None, as_json: bool) -> None:
-    """Every waiting draft with its place.
+    """Every waiting draft with its place, then every question waiting on you in its
+    words (`--json`: the drafts; `hz heinzel show NAME --json` has the questions).
 
     \b
     Example:
       hz drafts --json
     """
-    emit(open_app(home).service.drafts(), as_json, render.drafts)
+    service = open_app(home).service
+    rows = service.drafts()
+    if as_json:
+        emit(rows, as_json, render.drafts)
+        return
+    emit(rows, as_json, lambda drafts: render.waiting(drafts, service.questions()))
 
 
 @hz.group()

@@ -261,6 +261,17 @@ def drafts(rows: list[dict[str, Any]]) -> str:
     ) + "".join("\n" + line for line in _notice_lines(rows))
 
 
+def waiting(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> str:
+    """`hz drafts`: the drafts, then each question waiting on the user in its words."""
+    lines = [drafts(rows)]
+    if questions:
+        lines.append("questions waiting on you:")
+        for q in questions:
+            lines.append(f"  {q['name']}: {q['text']}")
+            lines.append(f"    asked {q['asked_at']}; answer: {q['answer']}")
+    return "\n".join(lines)
+
+
 def doctor(data: dict[str, Any]) -> str:
     lines = []
     for check in data["checks"]:

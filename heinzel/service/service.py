@@ -323,6 +323,12 @@ class Service(Sessions):
         notices(self.read_db, rows, today=self._today(), id_field="heinzel")
         return rows
 
+    def questions(self) -> list[dict[str, Any]]:
+        """Every question waiting on the user, of every Heinzelmännchen, in its words."""
+        from heinzel.session.questions import every_waiting_question
+
+        return every_waiting_question(self)
+
     def _today(self) -> str:
         return format_ts(self.clock())[:10]
 

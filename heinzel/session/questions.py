@@ -13,7 +13,30 @@ from heinzel.session.sessions import Sessions
 from ledger.event import Event
 from ledger.spine import read_events
 
-__all__ = ["open_asks", "open_questions", "unfinished_answers", "waiting_questions"]
+__all__ = [
+    "every_waiting_question",
+    "open_asks",
+    "open_questions",
+    "unfinished_answers",
+    "waiting_questions",
+]
+
+
+def every_waiting_question(sessions: Sessions) -> list[dict[str, Any]]:
+    """`waiting_questions` of every Heinzelmännchen that has one (one index query finds
+    them; only their spines are read), each with ``name``: what `hz drafts` lists beside
+    the drafts, so it shows everything waiting on the user."""
+    rows = sessions.read_db.execute(
+        "SELECT DISTINCT a.heinzel, h.name FROM keys a JOIN heinzel h ON h.id = a.heinzel "
+        "WHERE a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
+        "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
+        "ORDER BY h.name",
+    ).fetchall()
+    return [
+        {"name": str(name), **question}
+        for heinzel_id, name in rows
+        for question in waiting_questions(sessions, str(heinzel_id), str(name))
+    ]
 
 
 def _unanswered(sessions: Sessions, heinzel_id: str) -> list[Event]:

@@ -50,6 +50,9 @@ def test_a_question_shows_as_its_words_in_wake_show_and_list(user: User) -> None
     assert "a question waits for your answer" in listed.stdout, listed.stdout
     [row] = json.loads(user.hz("heinzel", "list", "--json").stdout)
     assert [n["reason"] for n in row["notices"]] == ["question"]
+    waiting = user.hz("drafts")
+    assert "no drafts waiting" in waiting.stdout, waiting.stdout
+    assert f"notes-digest: {FIRST}" in waiting.stdout, waiting.stdout
 
 
 def test_two_open_questions_both_show_and_each_is_answered_on_its_own(user: User) -> None:

@@ -28,6 +28,8 @@ from heinzel.mcp.models import (
     Drafts,
     Listing,
     Shown,
+    StateRow,
+    Stopped,
     TurnRun,
 )
 from ledger.errors import HzError
@@ -74,7 +76,7 @@ class Tools:
         into a tool error carrying ``CODE: message`` and the hint."""
         try:
             for what, value in bounded.items():
-                limit = MAX_TEXT if what in {"message", "text", "sentence"} else MAX_NAME
+                limit = MAX_TEXT if what in {"message", "text", "sentence", "hint"} else MAX_NAME
                 _bounded(value, limit, what)
             return body(App.from_environment(self.home, self.env))
         except HzError as exc:
@@ -177,6 +179,57 @@ class Tools:
             self.call(answer, name=name, proposal=proposal, text=text, question=question)
         )
 
+    def heinzel_pause(self, name: Name) -> StateRow:
+        """Pause it: it wakes no more (no schedule, no source, no chat) until unpaused,
+        like `hz heinzel pause NAME`."""
+        return self._lifecycle(name, "pause")
+
+    def heinzel_unpause(self, name: Name) -> StateRow:
+        """Unpause a paused one, like `hz heinzel unpause NAME`."""
+        return self._lifecycle(name, "unpause")
+
+    def heinzel_retire(self, name: Name) -> StateRow:
+        """Retire it: kept with its whole record, never woken until unretired, like
+        `hz heinzel retire NAME`."""
+        return self._lifecycle(name, "retire")
+
+    def heinzel_unretire(self, name: Name) -> StateRow:
+        """Bring a retired one back (asleep), like `hz heinzel unretire NAME`."""
+        return self._lifecycle(name, "unretire")
+
+    def _lifecycle(self, name: str, verb: str) -> StateRow:
+        return StateRow.model_validate(
+            self.call(lambda app: app.service.lifecycle(name, verb), name=name)
+        )
+
+    def heinzel_stop(self, name: Name) -> Stopped:
+        """Stop its running turn: it ends `abandoned (stopped)` (a turn another process runs
+        ends at its next step), like `hz heinzel stop NAME`."""
+        return Stopped.model_validate(self.call(lambda app: app.verbs().stop(name), name=name))
+
+    def heinzel_retry(
+        self, name: Name, hint: Text | None = None, request_id: Filter = None
+    ) -> TurnRun:
+        """Fork its last ended turn from after its gather step, with `hint` for the model,
+        and run it, like `hz heinzel retry NAME HINT`. Resending with the same request_id is
+        idempotent."""
+        return TurnRun.model_validate(
+            self.call(
+                lambda app: app.service.with_questions(
+                    app.verbs().retry(name, hint or "", request_id=request_id)
+                ),
+                name=name,
+                hint=hint,
+                request_id=request_id,
+            )
+        )
+
+    def heinzel_resume(self, name: Name) -> TurnRun:
+        """Resume its waiting turn now, like `hz heinzel resume NAME`."""
+        return TurnRun.model_validate(
+            self.call(lambda app: app.service.with_questions(app.verbs().resume(name)), name=name)
+        )
+
     def drafts(self) -> Drafts:
         """Every waiting draft with its place and its key, like `hz drafts`."""
         return Drafts.model_validate({"drafts": self.call(lambda app: app.service.drafts())})
@@ -204,6 +257,13 @@ TOOLS: list[tuple[str, ToolAnnotations]] = [
     ("heinzel_wake", WRITES),
     ("heinzel_chat", WRITES),
     ("heinzel_answer", WRITES),
+    ("heinzel_pause", WRITES),
+    ("heinzel_unpause", WRITES),
+    ("heinzel_retire", WRITES),
+    ("heinzel_unretire", WRITES),
+    ("heinzel_stop", WRITES),
+    ("heinzel_retry", WRITES),
+    ("heinzel_resume", WRITES),
     ("approve", WRITES),
 ]
 

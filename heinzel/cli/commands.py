@@ -313,7 +313,7 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
       hz heinzel wake weekly-report --message 'draft now'
     """
     app = open_app(home)
-    done = app.service.with_questions(app.turns.wake(name, message))
+    done = app.service.in_words(app.turns.wake(name, message))
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 
@@ -344,7 +344,7 @@ def answer(
       hz heinzel answer weekly-report "only the platform team's incidents"
     """
     app = open_app(home)
-    done = app.service.with_questions(app.turns.respond(name, said, proposal, question=question))
+    done = app.service.in_words(app.turns.respond(name, said, proposal, question=question))
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 

@@ -297,4 +297,16 @@ def wake(data: dict[str, Any]) -> str:
             f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
             f"(or `hz approve {data['name']}`)"
         )
-    return "\n".join([line, *questions_lines(data.get("questions") or [], indent="")])
+    return "\n".join(
+        [line, *reply_lines(data), *questions_lines(data.get("questions") or [], indent="")]
+    )
+
+
+def reply_lines(data: dict[str, Any]) -> list[str]:
+    """What the turn did and said (`heinzel.session.replies`), under the turn's line."""
+    reply = data.get("reply") or {}
+    if data.get("draft"):  # the draft's place is printed above with how to approve it
+        said = [line for line in reply.get("said") or [] if not line.startswith("drafted")]
+    else:
+        said = list(reply.get("said") or [])
+    return [f"  {line}" for line in said]

@@ -129,7 +129,7 @@ class Tools:
         `hz heinzel wake NAME --message TEXT`."""
         return TurnRun.model_validate(
             self.call(
-                lambda app: app.service.with_questions(app.turns.wake(name, message)),
+                lambda app: app.service.in_words(app.turns.wake(name, message)),
                 name=name,
                 message=message,
             )
@@ -140,7 +140,9 @@ class Tools:
         `hz heinzel chat NAME TEXT`. Resending with the same request_id is idempotent."""
         return ChatSent.model_validate(
             self.call(
-                lambda app: app.verbs().chat(name, text, request_id=request_id),
+                lambda app: app.service.in_words(
+                    app.verbs().chat(name, text, request_id=request_id)
+                ),
                 name=name,
                 text=text,
                 request_id=request_id,
@@ -173,7 +175,7 @@ class Tools:
                 )
             else:
                 done = app.turns.answer(name, approve, proposal)
-            return app.service.with_questions(done)
+            return app.service.in_words(done)
 
         return TurnRun.model_validate(
             self.call(answer, name=name, proposal=proposal, text=text, question=question)
@@ -215,7 +217,7 @@ class Tools:
         idempotent."""
         return TurnRun.model_validate(
             self.call(
-                lambda app: app.service.with_questions(
+                lambda app: app.service.in_words(
                     app.verbs().retry(name, hint or "", request_id=request_id)
                 ),
                 name=name,
@@ -227,7 +229,7 @@ class Tools:
     def heinzel_resume(self, name: Name) -> TurnRun:
         """Resume its waiting turn now, like `hz heinzel resume NAME`."""
         return TurnRun.model_validate(
-            self.call(lambda app: app.service.with_questions(app.verbs().resume(name)), name=name)
+            self.call(lambda app: app.service.in_words(app.verbs().resume(name)), name=name)
         )
 
     def drafts(self) -> Drafts:

@@ -305,13 +305,21 @@ class Service(Sessions):
             shown["grant"] = grant(path)
         return shown
 
-    def with_questions(self, done: dict[str, Any]) -> dict[str, Any]:
-        """A verb's answer (``name`` set) with the questions now waiting on the user in
-        their words (``questions``), when there are any: the wake, chat, answer, retry and
-        resume lines show what the Heinzelmännchen asked, not only that it waits."""
+    def in_words(self, done: dict[str, Any]) -> dict[str, Any]:
+        """A verb's answer (``name`` set) with what its turn did and said (``reply``,
+        `heinzel.session.replies`, once that turn ended) and the questions now waiting on
+        the user in their words (``questions``, when there are any): the wake, chat,
+        answer, retry and resume lines show what the Heinzelmännchen did, said and asked,
+        not only how its turn ended."""
         if not done.get("name"):
             return done
+        from heinzel.session.replies import turn_reply
+
         row = self.resolve(str(done["name"]))
+        if done.get("turn") and done.get("state") not in (None, "running", "waiting"):
+            reply = turn_reply(self, str(row["id"]), str(done["turn"]))
+            if reply is not None:
+                done["reply"] = reply
         waiting = waiting_questions(self, str(row["id"]), str(row["name"]))
         if waiting:
             done["questions"] = waiting

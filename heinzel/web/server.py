@@ -69,6 +69,7 @@ def create_app(
         Route("/h/{ref}", views.heinzel),
         Route("/h/{ref}/events", views.events),
         Route("/h/{ref}/turn/{turn}", views.turn),
+        Route("/h/{ref}/turn/{turn}/reply", views.reply),
         Route("/h/{ref}/chat", views.chat, methods=["POST"]),
         Route("/h/{ref}/approve", views.approve, methods=["POST"]),
         Route("/h/{ref}/decline", views.decline, methods=["POST"]),

@@ -114,6 +114,23 @@ class Views:
             return self._error(request, missing)
         return self._page(request, "turn.html", h=row, t=detail)
 
+    def reply(self, request: Request) -> Response:
+        """What one turn did and said, as words (`heinzel.session.replies`): the sidebar
+        shows it as the Heinzelmännchen's answer once the turn's last line arrives."""
+        from heinzel.session.replies import turn_reply
+
+        app = self.app()
+        try:
+            row = app.service.resolve(request.path_params["ref"])
+        except HzError as error:
+            return JSONResponse(
+                {"code": error.code, "message": error.message, "hint": error.hint}, _status(error)
+            )
+        found = turn_reply(app.service, str(row["id"]), request.path_params["turn"])
+        if found is None:
+            return JSONResponse({"code": "HZH080", "message": "no such turn", "hint": ""}, 404)
+        return JSONResponse(found)
+
     # -- buttons -------------------------------------------------------------------
 
     async def _act(self, request: Request, call: Callable[[App, str, Any], object]) -> Response:

@@ -14,7 +14,6 @@ from typing import cast
 
 import click
 
-from heinzel.capabilities.configured import secret_origin, secret_variables
 from heinzel.cli.base import emit, json_option
 from heinzel.cli.commands import system
 from heinzel.errors import HeinzelError
@@ -81,6 +80,8 @@ def list_(as_json: bool) -> None:
     Example:
       hz system credential list
     """
+    from heinzel.capabilities.configured import secret_origin, secret_variables
+
     store = _store()
     stored = set(store.providers())
     keyring = os_keyring()

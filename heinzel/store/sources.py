@@ -235,6 +235,21 @@ class SourceCache:
         write_atomic(self.path(key), (canonical({**kept, "failed": failed}) + "\n").encode())
         return failed
 
+    def failures(self) -> list[dict[str, Any]]:
+        """Every source whose last fetch failed: its ``source`` (capability, method, args)
+        and its kept failure, oldest first; what ``hz system doctor`` reports."""
+        try:
+            names = sorted(p.name for p in self.directory.iterdir() if _ENTRY.match(p.name))
+        except OSError:
+            return []
+        found = []
+        for name in names:
+            entry = self._entry(name)
+            failed = entry.get("failed") if entry is not None else None
+            if entry is not None and isinstance(failed, dict):
+                found.append({"source": entry.get("source") or {}, "failed": failed})
+        return sorted(found, key=lambda f: str(f["failed"].get("at")))
+
     def staged(self, key: str, fingerprint: str) -> Fetched | None:
         """The staged fetch of ``key`` if its whole fingerprint is ``fingerprint``: what
         gather reads instead of fetching again when it resumes a woken turn."""

@@ -145,6 +145,10 @@ def test_a_malformed_calendar_costs_only_its_readers_their_turn(
     assert "HZH171: meetings: input events: calendar:" in stderr
     assert report["problems"] == 1
     assert len(published.seen) == 1
+    doctor = json.loads(hz(tmp_path, "system", "doctor", "--json").stdout)
+    sources = {c["name"]: c for c in doctor["checks"]}["sources"]
+    assert (sources["ok"], sources["code"]) == (False, "HZH171")
+    assert "calendar.events" in sources["detail"]
 
     status, report, stderr = tick(tmp_path, "--strict", now=LATER)
     assert status == 1  # --strict: the calendar still fails
@@ -157,6 +161,8 @@ def test_a_malformed_calendar_costs_only_its_readers_their_turn(
     assert (status, report["errors"]) == (0, []), stderr
     assert ended(report, "meetings") == ["drafted"]
     assert "Design review" in (tmp_path / "meetings.md").read_text()
+    doctor = json.loads(hz(tmp_path, "system", "doctor", "--json").stdout)
+    assert {c["name"]: c for c in doctor["checks"]}["sources"]["ok"] is True
 
 
 @pytest.fixture

@@ -126,8 +126,9 @@ def test_a_malformed_calendar_costs_only_its_readers_their_turn(
 ) -> None:
     """An invite with ``RRULE:FREQ=SOMETIMES`` or ``DTSTART:garbage`` in an ``.ics`` URL is
     HZH171 for the calendar's reader alone: the other Heinzelmännchen's turn runs, the tick
-    exits 0 and says so (--strict exits 1), and the calendar is not asked again within its
-    backoff."""
+    exits 0 and says so (--strict exits 1), doctor names the failing source, a wake by
+    hand says HZH171, and the tick does not ask the calendar again within its backoff.
+    (A real Radicale refuses such an event at PUT, so a CalDAV calendar can't hold one.)"""
     published.text = calendar(GOOD_EVENT, BAD_EVENTS[bad].replace("review", "invite"))
     (tmp_path / "config.toml").write_text(
         f'[adapters.calendar]\nbackend = "ics"\nurl = "{published.url}"\n'
@@ -149,12 +150,15 @@ def test_a_malformed_calendar_costs_only_its_readers_their_turn(
     sources = {c["name"]: c for c in doctor["checks"]}["sources"]
     assert (sources["ok"], sources["code"]) == (False, "HZH171")
     assert "calendar.events" in sources["detail"]
+    woken = hz(tmp_path, "heinzel", "wake", "meetings")  # by hand: asked at once, coded
+    assert (woken.returncode, woken.stderr[:15]) == (1, "HZH171: calenda"), woken.stderr
+    assert len(published.seen) == 2
 
     status, report, stderr = tick(tmp_path, "--strict", now=LATER)
     assert status == 1  # --strict: the calendar still fails
     assert [e["code"] for e in report["errors"]] == ["HZH171"]
     assert "asked again after" in report["errors"][0]["message"]
-    assert len(published.seen) == 1  # inside the backoff: no request
+    assert len(published.seen) == 2  # inside the backoff: no request
 
     published.text = calendar(GOOD_EVENT)  # the invite fixed
     status, report, stderr = tick(tmp_path, now="2026-10-30T14:05:00Z")

@@ -1,0 +1,97 @@
+"""The places no input reads and no draft is written to: hz's own files.
+
+A ``file:`` output that resolved into ``HZ_HOME`` would let the documents adapter replace a
+spine (its own, or another Heinzelmännchen's) atomically with a draft appended: the
+spine's writer then appends to the unlinked file and those lines are lost. An input that
+resolved into the credential store's folder would hand the model the user's keys. So a path
+is refused when, after ``~``, the contract's folder, ``..`` and every symlink are resolved
+(``os.path.realpath``), it lies in one of the `Protected` places:
+
+- hz's home (``HZ_HOME``) and the credential store's folder (``<config dir>/hz/``, or the
+  file ``HZ_CREDENTIALS`` names), which the caller passes in;
+- the ``heinzel/`` folder of any home on this machine, found by its layout: a folder
+  ``heinzel`` holding ``index.sqlite``, or a session folder ``heinzel/hz-<ULID>/`` (the
+  spines, bodies and index of another ``HZ_HOME``, or of this one moved).
+
+The check runs where a contract is accepted (``hz heinzel new``, ``amend``, ``approve``:
+`heinzel.store.targets`) and again where the adapters read and write, so a symlink
+planted after approval, or a home moved later, is refused then (``HZH342``, ``HZH343``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from heinzel.capabilities.errors import CapabilityError
+from heinzel.ids import is_id
+
+__all__ = ["Protected", "real_path"]
+
+
+def real_path(path: Path | str) -> Path:
+    """``path`` with ``~`` expanded and every link and ``..`` resolved (what is there is
+    followed; the rest of the path is taken as written)."""
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    path: Path
+    what: str
+
+
+class Protected:
+    """hz's own places: ``places`` is (path, what it is) for the home and the credential
+    store; any home's ``heinzel/`` folder is protected by its layout whatever is passed."""
+
+    def __init__(self, places: Iterable[tuple[Path, str]] = ()) -> None:
+        self._places = tuple(_Place(real_path(path), what) for path, what in places)
+
+    def refusal(self, path: Path | str) -> str | None:
+        """Why ``path`` is one of hz's own places (``<real path>, inside ...``), or None."""
+        real = real_path(path)
+        for place in self._places:
+            if real == place.path or place.path in real.parents:
+                return f"{real}, inside {place.what} ({place.path})"
+        home = _home_of(real)
+        if home is not None:
+            return f"{real}, inside the hz home {home} (its spines, bodies and index)"
+        return None
+
+    def check_read(self, path: Path | str, shown: str) -> None:
+        """HZH343 when an input would read one of hz's own places."""
+        why = self.refusal(path)
+        if why is not None:
+            raise CapabilityError(
+                "HZH343",
+                f"{shown} resolves to {why}, which no input reads",
+                "point the input at a file of your own: remove the link, or amend the "
+                "contract (`hz heinzel amend NAME --from FILE`)",
+            )
+
+    def check_write(self, path: Path | str, shown: str) -> None:
+        """HZH342 when a draft would be written into one of hz's own places."""
+        why = self.refusal(path)
+        if why is not None:
+            raise CapabilityError(
+                "HZH342",
+                f"{shown} resolves to {why}, where no draft goes "
+                "(a link or a moved folder points it there)",
+                "point the document back at a file of your own (remove the link), "
+                "then wake the Heinzelmännchen again",
+            )
+
+
+def _home_of(real: Path) -> Path | None:
+    """The home whose ``heinzel/`` folder holds ``real``, by the layout alone."""
+    parts = real.parts
+    for at, part in enumerate(parts[:-1]):
+        if part == "heinzel" and is_id(parts[at + 1]):
+            return Path(*parts[:at])
+    for folder in (real, *real.parents):
+        if folder.name == "heinzel" and (folder / "index.sqlite").exists():
+            return folder.parent
+    return None

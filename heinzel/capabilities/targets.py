@@ -7,8 +7,9 @@ resolved into the credential store's folder would hand the model the user's keys
 is refused when, after ``~``, the contract's folder, ``..`` and every symlink are resolved
 (``os.path.realpath``), it lies in one of the `Protected` places:
 
-- hz's home (``HZ_HOME``) and the credential store's folder (``<config dir>/hz/``, or the
-  file ``HZ_CREDENTIALS`` names), which the caller passes in;
+- hz's folders in its home (``HZ_HOME``'s ``heinzel/``, ``web/`` and ``team/``) and the
+  credential store's folder (``<config dir>/hz/``, or the file ``HZ_CREDENTIALS`` names),
+  which the caller passes in;
 - the ``heinzel/`` folder of any home on this machine, found by its layout: a folder
   ``heinzel`` holding ``index.sqlite``, or a session folder ``heinzel/hz-<ULID>/`` (the
   spines, bodies and index of another ``HZ_HOME``, or of this one moved).

@@ -1,9 +1,10 @@
 """hz's own files are no contract's target: checked where a contract is accepted.
 
 `protected_places` names a home's protected places for `heinzel.capabilities.targets`:
-the home itself and the credential store (its folder ``<config dir>/hz/``, or the file
-``HZ_CREDENTIALS`` names, whose folder is the user's). `check_targets` refuses a contract
-whose ``file:`` output (HZH340) or local input (HZH341: ``files.read``'s path,
+hz's folders in the home (``heinzel/``, ``web/``, ``team/``: `Home.own_dirs`; a folder
+of the user's inside the home stays the user's) and the credential store (its folder
+``<config dir>/hz/``, or the file ``HZ_CREDENTIALS`` names, whose folder is the user's).
+`check_targets` refuses a contract whose ``file:`` output (HZH340) or local input (HZH341: ``files.read``'s path,
 ``documents.read``'s doc, a git repository) resolves into one of them, or into any home's
 spines, bodies or index; `hz heinzel new` (``--from`` and a sentence), every amendment
 (the user's, a chat's, the Heinzelmännchen's own) and `hz approve` call it. The adapters
@@ -28,16 +29,16 @@ from ledger.spine import read_events
 __all__ = ["check_targets", "created_origin", "protected_places"]
 
 
-def protected_places(home: Home | Path, env: Mapping[str, str]) -> Protected:
-    """The home's protected places: the home and the credential store of ``env``."""
-    root = home.root if isinstance(home, Home) else home
+def protected_places(home: Home, env: Mapping[str, str]) -> Protected:
+    """The home's protected places: hz's folders in the home (`Home.own_dirs`) and the
+    credential store of ``env``."""
     credentials = credentials_path(env)
     store = (
         (credentials, "the credential store")
         if env.get("HZ_CREDENTIALS")
         else (credentials.parent, "the credential store's folder")
     )
-    return Protected([(root, "hz's home"), store])
+    return Protected([*((folder, "hz's home") for folder in home.own_dirs), store])
 
 
 def created_origin(home: Home, heinzel_id: str) -> Path:

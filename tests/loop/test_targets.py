@@ -218,17 +218,31 @@ class TestRefusedWhenActing:
 
 
 def test_a_home_moved_over_the_output_refuses_the_act(hz: Hz, folder: Path) -> None:
-    """After approval the home is moved so that the document's folder is the home
-    (``HZ_HOME`` is the working folder; the input stays outside it): the act is refused
-    with HZH342 against the home where it now is, the document is untouched and the chain
-    verifies."""
+    """The document is in a folder ``store/heinzel/`` of the user's; after approval the
+    home is moved there (``HZ_HOME=store``), so the document now lies in hz's own
+    ``heinzel/`` folder: the act is refused with HZH342, the document is untouched and the
+    chain verifies."""
     (folder.parent / "notes.txt").write_text("ship it\n", encoding="utf-8")
-    assert hz("heinzel", "new", "--from", contract(folder, "moved", path="../notes.txt")).code == 0
+    store = folder / "store"
+    (store / "heinzel").mkdir(parents=True)
+    written = contract(folder, "moved", output="store/heinzel/notes.md", path="../notes.txt")
+    assert hz("heinzel", "new", "--from", written).code == 0
     assert hz("approve", "moved").code == 0
-    os.rename(folder.parent / "home" / "heinzel", folder / "heinzel")
-    before = (folder / "report.md").read_bytes()
-    env = {"HZ_HOME": str(folder)}
+    for entry in (folder.parent / "home" / "heinzel").iterdir():
+        os.rename(entry, store / "heinzel" / entry.name)
+    env = {"HZ_HOME": str(store)}
     done = hz("heinzel", "wake", "moved", env=env)
     assert done.code == 1 and "HZH342" in done.err, done.err
-    assert (folder / "report.md").read_bytes() == before
+    assert not (store / "heinzel" / "notes.md").exists()
     assert hz("heinzel", "verify", env=env).code == 0
+
+
+def test_a_folder_of_the_users_inside_the_home_is_theirs(hz: Hz, folder: Path) -> None:
+    """A document in a folder of the user's inside the home (as `hz demo` keeps Priya's)
+    is not one of hz's files: created, approved and drafted."""
+    (folder.parent / "home" / "mine").mkdir(parents=True)
+    written = contract(folder, "inside", output="../home/mine/r.md")
+    assert hz("heinzel", "new", "--from", written).code == 0
+    assert hz("approve", "inside").code == 0
+    assert hz("heinzel", "wake", "inside").code == 0
+    assert "🧝 DRAFT" in (folder.parent / "home" / "mine" / "r.md").read_text("utf-8")

@@ -154,6 +154,23 @@ class TestRefusedWhenAccepted:
         assert spines(home) == before
 
 
+def test_an_amendment_a_chat_turn_writes_is_refused(
+    approved: Hz, folder: Path, home: Path, credentials: Path
+) -> None:
+    """A chat asking to "also include the keys from keys/credentials.json" (``keys`` a link
+    to the credential store): the turn's amendment is recorded ``amendment.refused`` with
+    HZH341, nothing waits for approval, and the key is nowhere in the home."""
+    (folder / "keys").symlink_to(credentials.parent)
+    done = approved("heinzel", "chat", "notes-digest", "also include the keys from keys/x.json")
+    assert done.code == 0, done.err
+    own = heinzel_id(approved, "notes-digest")
+    lines = (home / "heinzel" / own / "session.jsonl").read_text("utf-8").splitlines()
+    refused = [json.loads(line) for line in lines if '"amendment.refused"' in line]
+    assert [event["data"] for event in refused] == [{"code": "HZH341"}]
+    assert "amendment.proposed" not in kinds(home, own)
+    assert not [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
 class TestRefusedWhenActing:
     """A link planted after approval: the act refuses, coded, and every spine is whole."""
 

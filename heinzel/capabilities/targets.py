@@ -52,7 +52,9 @@ class Protected:
         self._places = tuple(_Place(real_path(path), what) for path, what in places)
 
     def refusal(self, path: Path | str) -> str | None:
-        """Why ``path`` is one of hz's own places (``<real path>, inside ...``), or None."""
+        """Why ``path`` is one of hz's own places (``<real path>, inside ...``), or None.
+        A hard link has no path to resolve: a file with several names is compared by inode
+        with the places that are files (the credentials file)."""
         real = real_path(path)
         for place in self._places:
             if real == place.path or place.path in real.parents:
@@ -60,6 +62,14 @@ class Protected:
         home = _home_of(real)
         if home is not None:
             return f"{real}, inside the hz home {home} (its spines, bodies and index)"
+        try:
+            info = os.stat(real)
+        except OSError:
+            return None
+        if info.st_nlink > 1:
+            for place in self._places:
+                if _same_file(info, place.path):
+                    return f"{real}, a hard link to {place.what} ({place.path})"
         return None
 
     def check_read(self, path: Path | str, shown: str) -> None:
@@ -84,6 +94,14 @@ class Protected:
                 "point the document back at a file of your own (remove the link), "
                 "then wake the Heinzelmännchen again",
             )
+
+
+def _same_file(info: os.stat_result, path: Path) -> bool:
+    try:
+        other = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == (other.st_dev, other.st_ino)
 
 
 def _home_of(real: Path) -> Path | None:

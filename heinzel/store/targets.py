@@ -4,11 +4,12 @@
 hz's folders in the home (``heinzel/``, ``web/``, ``team/``: `Home.own_dirs`; a folder
 of the user's inside the home stays the user's) and the credential store (its folder
 ``<config dir>/hz/``, or the file ``HZ_CREDENTIALS`` names, whose folder is the user's).
-`check_targets` refuses a contract whose ``file:`` output (HZH340) or local input (HZH341: ``files.read``'s path,
-``documents.read``'s doc, a git repository) resolves into one of them, or into any home's
-spines, bodies or index; `hz heinzel new` (``--from`` and a sentence), every amendment
-(the user's, a chat's, the Heinzelmännchen's own) and `hz approve` call it. The adapters
-check again when they read or write (a link planted after approval).
+`check_targets` refuses a contract whose ``file:`` output (HZH340) or local input
+(HZH341: ``files.read``'s path, ``documents.read``'s doc, a git repository) resolves into
+one of them, or into any home's spines, bodies or index; `hz heinzel new` (``--from`` and
+a sentence), every amendment (the user's, a chat's, the Heinzelmännchen's own) and
+`hz approve` call it. The adapters check again when they read or write (a link planted
+after approval).
 """
 
 from __future__ import annotations
@@ -33,12 +34,11 @@ def protected_places(home: Home, env: Mapping[str, str]) -> Protected:
     """The home's protected places: hz's folders in the home (`Home.own_dirs`) and the
     credential store of ``env``."""
     credentials = credentials_path(env)
-    store = (
-        (credentials, "the credential store")
-        if env.get("HZ_CREDENTIALS")
-        else (credentials.parent, "the credential store's folder")
-    )
-    return Protected([*((folder, "hz's home") for folder in home.own_dirs), store])
+    places = [(folder, "hz's home") for folder in home.own_dirs]
+    if not env.get("HZ_CREDENTIALS"):
+        places.append((credentials.parent, "the credential store's folder"))
+    places.append((credentials, "the credential store"))  # its inode: a hard link to it
+    return Protected(places)
 
 
 def created_origin(home: Home, heinzel_id: str) -> Path:

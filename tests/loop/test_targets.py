@@ -171,6 +171,18 @@ def test_an_amendment_a_chat_turn_writes_is_refused(
     assert not [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
 
 
+def test_a_hard_link_to_the_credentials_is_not_read(
+    approved: Hz, folder: Path, home: Path, credentials: Path
+) -> None:
+    """notes.txt replaced by a hard link to the credentials file (no path to resolve): the
+    wake refuses the input, HZH343, and the key is nowhere in the home."""
+    (folder / "notes.txt").unlink()
+    os.link(credentials, folder / "notes.txt")
+    done = approved("heinzel", "wake", "notes-digest")
+    assert done.code == 1 and "HZH343" in done.err and "a hard link to" in done.err
+    assert not [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
 class TestRefusedWhenActing:
     """A link planted after approval: the act refuses, coded, and every spine is whole."""
 

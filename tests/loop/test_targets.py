@@ -70,6 +70,20 @@ class TestRefusedWhenAccepted:
         assert "evil" not in approved("heinzel", "list").out
         assert spines(home) == before
 
+    def test_an_output_at_a_spine_of_another_home_is_refused_at_new(
+        self, approved: Hz, folder: Path, tmp_path: Path
+    ) -> None:
+        """The spine of a Heinzelmännchen in another ``HZ_HOME`` on the machine: found by
+        the home's layout, HZH340, and that spine untouched."""
+        other = {"HZ_HOME": str(tmp_path / "other")}
+        assert approved("heinzel", "new", "--from", "digest.prose.md", env=other).code == 0
+        [spine] = (tmp_path / "other" / "heinzel").glob("hz-*/session.jsonl")
+        before = spine.read_bytes()
+        done = approved("heinzel", "new", "--from", contract(folder, "evil", output=str(spine)))
+        assert done.code == 1 and done.err.startswith("HZH340: output section:")
+        assert f"inside the hz home {tmp_path / 'other'}" in done.err
+        assert spine.read_bytes() == before
+
     def test_an_output_at_the_index_is_refused_at_new(self, approved: Hz, folder: Path) -> None:
         """Drafting into ``heinzel/index.sqlite``: HZH340."""
         written = contract(folder, "evil", output="../home/heinzel/index.sqlite")

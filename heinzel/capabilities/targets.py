@@ -32,24 +32,31 @@ from heinzel.ids import is_id
 __all__ = ["Protected", "real_path"]
 
 
-def real_path(path: Path | str) -> Path:
+def real_path(path: Path | str) -> str:
     """``path`` with ``~`` expanded and every link and ``..`` resolved (what is there is
     followed; the rest of the path is taken as written)."""
-    return Path(os.path.realpath(Path(path).expanduser()))
+    return os.path.realpath(os.path.expanduser(path))
 
 
 @dataclass(frozen=True, slots=True)
 class _Place:
-    path: Path
+    path: str
     what: str
+    inside: str
+    """``path`` and a separator: what a path inside it starts with."""
 
 
 class Protected:
     """hz's own places: ``places`` is (path, what it is) for the home and the credential
-    store; any home's ``heinzel/`` folder is protected by its layout whatever is passed."""
+    store; any home's ``heinzel/`` folder is protected by its layout whatever is passed.
+    Paths are compared as strings (a check costs a ``realpath`` and a ``stat``: the tick
+    asks it of every placed draft)."""
 
-    def __init__(self, places: Iterable[tuple[Path, str]] = ()) -> None:
-        self._places = tuple(_Place(real_path(path), what) for path, what in places)
+    def __init__(self, places: Iterable[tuple[Path | str, str]] = ()) -> None:
+        self._places = tuple(
+            _Place(real, what, os.path.join(real, ""))
+            for real, what in ((real_path(path), what) for path, what in places)
+        )
 
     def refusal(self, path: Path | str) -> str | None:
         """Why ``path`` is one of hz's own places (``<real path>, inside ...``), or None.
@@ -57,7 +64,7 @@ class Protected:
         with the places that are files (the credentials file)."""
         real = real_path(path)
         for place in self._places:
-            if real == place.path or place.path in real.parents:
+            if real == place.path or real.startswith(place.inside):
                 return f"{real}, inside {place.what} ({place.path})"
         home = _home_of(real)
         if home is not None:
@@ -96,7 +103,7 @@ class Protected:
             )
 
 
-def _same_file(info: os.stat_result, path: Path) -> bool:
+def _same_file(info: os.stat_result, path: str) -> bool:
     try:
         other = os.stat(path)
     except OSError:
@@ -104,13 +111,16 @@ def _same_file(info: os.stat_result, path: Path) -> bool:
     return (info.st_dev, info.st_ino) == (other.st_dev, other.st_ino)
 
 
-def _home_of(real: Path) -> Path | None:
-    """The home whose ``heinzel/`` folder holds ``real``, by the layout alone."""
-    parts = real.parts
-    for at, part in enumerate(parts[:-1]):
-        if part == "heinzel" and is_id(parts[at + 1]):
-            return Path(*parts[:at])
-    for folder in (real, *real.parents):
-        if folder.name == "heinzel" and (folder / "index.sqlite").exists():
-            return folder.parent
+def _home_of(real: str) -> str | None:
+    """The home whose ``heinzel/`` folder holds ``real``, by the layout alone: a session
+    folder ``heinzel/hz-<ULID>/``, or a ``heinzel/`` folder holding ``index.sqlite``."""
+    parts = real.split(os.sep)
+    for at, part in enumerate(parts):
+        if part != "heinzel":
+            continue
+        home = os.sep.join(parts[:at]) or os.sep
+        if at + 1 < len(parts) and is_id(parts[at + 1]):
+            return home
+        if os.path.exists(os.path.join(os.sep.join(parts[: at + 1]), "index.sqlite")):
+            return home
     return None

@@ -240,6 +240,26 @@ class TestRefusedWhenActing:
         failed = [json.loads(line) for line in spine.read_text("utf-8").splitlines()][-2]
         assert failed["data"] == {"error": "HZH342"}
 
+    def test_a_turn_killed_after_effect_started_resumes_into_the_refusal(
+        self, approved: Hz, folder: Path, home: Path
+    ) -> None:
+        """The wake killed right after ``effect.started`` (HZ_CRASH_AT, exit 137) with the
+        document linked to its own spine: the tick resumes the turn, probes (absent), is
+        refused HZH342 instead of performing, and the spine stays one whole chain."""
+        own = heinzel_id(approved, "notes-digest")
+        spine = home / "heinzel" / own / "session.jsonl"
+        (folder / "report.md").unlink()
+        (folder / "report.md").symlink_to(spine)
+        killed = approved(
+            "heinzel", "wake", "notes-digest", env={"HZ_CRASH_AT": "after:effect.started"}
+        )
+        assert killed.code == 137
+        assert kinds(home, own)[-1] == "effect.started"
+        approved("system", "daemon", "tick")
+        assert kinds(home, own)[-3:] == ["effect.started", "effect.failed", "turn.finished"]
+        assert "🧝 DRAFT" not in spine.read_text("utf-8")
+        assert approved("heinzel", "verify", "notes-digest").code == 0
+
     def test_an_input_linked_into_the_credentials_is_not_read(
         self, hz: Hz, folder: Path, home: Path, credentials: Path
     ) -> None:

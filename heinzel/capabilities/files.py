@@ -8,8 +8,8 @@ symlink is followed only to a regular file whose name ends like the path written
 ``notes.json`` link never silently parses a ``.txt``, a device or a pipe). Files over
 ``max_bytes`` (8 MiB by default) are refused with a coded error rather than read, and
 nothing under ``/proc``, ``/sys`` or ``/dev`` is read at all (``/proc/self/environ``
-holds the process's keys), nor anything in hz's own places: its home, the credential
-store's folder, any home's spines, bodies and index (HZH343,
+holds the process's keys), nor anything in hz's own places: its home's folders, the
+credential store, any home's spines, bodies and index (HZH343,
 `heinzel.capabilities.targets`).
 
 Facets: ``content`` for text and for JSON that is not an object; one facet per top-level

@@ -8,9 +8,9 @@ adapter that writes it yet: ``new`` and ``approve`` of a contract that publishes
 warn about it (HZH252; every draft of it would fail HZH130). A warning, not a refusal,
 because the spec's worked example names its report ``doc:checkout/weekly-report``.
 
-Before either, hz's own files: an output or a local input that resolves into the home,
-the credential store or any home's spines, bodies and index is refused (HZH340, HZH341:
-`heinzel.store.targets`).
+Before either, hz's own files: an output or a local input that resolves into the home's
+own folders, the credential store or any home's spines, bodies and index is refused
+(HZH340, HZH341: `heinzel.store.targets`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ A contract whose output is a file the sentence names as a source ("summarise not
 into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
 retry (HZH291), whatever the model; so does one whose output or input is one of hz's own
 files (HZH340, HZH341), and a sentence that names such a file is refused before any model
-runs. A creation that fails (no contract, HZH293) or whose
-name is taken (HZH292) leaves nothing behind: its session and index rows are removed.
+runs. A creation that fails (no contract, HZH293) or whose name is taken (HZH292) leaves
+nothing behind: its session and index rows are removed.
 """
 
 from __future__ import annotations

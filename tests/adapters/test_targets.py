@@ -12,8 +12,12 @@ from heinzel.capabilities.documents import LocalDocuments, draft_tag
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Unknown
 from heinzel.capabilities.targets import Protected
+from heinzel.contract import compile_contract
+from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from heinzel.store.targets import protected_places
+from heinzel.turns.created import check_created
+from tests.turns.conftest import CONTRACT
 
 ID = "hz-01M66HRER0BK6P0MEFXXHZ92BK"
 
@@ -109,3 +113,22 @@ class TestDocuments:
         with pytest.raises(CapabilityError) as unread:
             documents.read(asset)
         assert unread.value.code == "HZH343"
+
+
+def test_a_contract_the_model_writes_into_the_home_goes_back_as_a_retry(
+    protected: Protected, home: Home, tmp_path: Path
+) -> None:
+    """The created turn's check of a model's contract: an output into a spine is HZH340
+    (an error the engine hands back to the model), an input of the credentials HZH341."""
+    text = CONTRACT.format(render="always", done_when="covered")
+    spine = f"file:{home.spine_path(ID)}"
+    keys = str(tmp_path / "xdg" / "hz" / "credentials.json")
+    for changed, code in (
+        (text.replace("file:report.md", spine), "HZH340"),
+        (text.replace("path: notes.txt", f"path: {keys}"), "HZH341"),
+    ):
+        compiled = compile_contract(changed, source="created turn")
+        with pytest.raises(HeinzelError) as refused:
+            check_created(compiled, "summarise my notes", tmp_path, protected)
+        assert refused.value.code == code
+    assert check_created(compile_contract(text, source="x"), "s", tmp_path, protected)

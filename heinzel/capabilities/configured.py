@@ -35,6 +35,7 @@ from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.capabilities.git import GitCapability
 from heinzel.capabilities.registry import DEFAULT_REGISTRY
+from heinzel.capabilities.targets import Protected
 from heinzel.errors import HeinzelError
 
 __all__ = [
@@ -244,21 +245,24 @@ def build_adapters(
     fixtures: Path | None = None,
     stored: Stored = _none,
     asset_names: Path | None = None,
+    protected: Protected | None = None,
 ) -> dict[str, object]:
     """The adapter map: files, git and documents; the fixture sources when ``fixtures``
     is set; then each configured table's backend for its capability (secrets from the
-    environment, else ``stored``)."""
+    environment, else ``stored``). ``protected``: hz's own places, which files and
+    documents never read or write (`heinzel.capabilities.targets`)."""
     adapters: dict[str, object] = {
-        "files": FilesCapability(),
+        "files": FilesCapability(protected=protected),
         "git": GitCapability(),
-        "documents": LocalDocuments(approver, names=asset_names),
+        "documents": LocalDocuments(approver, names=asset_names, protected=protected),
     }
     if fixtures is not None:
-        adapters.update(fixture_sources(fixtures))
+        adapters.update(fixture_sources(fixtures, protected))
     clients: dict[tuple[str | None, str | None], Any] = {}
     for capability, table in parse_adapter_tables(tables).items():
         if isinstance(table, FixtureTable):
-            adapters[capability] = fixture_sources(table.folder.expanduser())[capability]
+            folder = table.folder.expanduser()
+            adapters[capability] = fixture_sources(folder, protected)[capability]
         elif isinstance(table, GitHubTable):
             from heinzel.capabilities.github import github_code_host, github_token, github_tracker
             from heinzel.capabilities.github_http import GitHubClient

@@ -37,6 +37,7 @@ BASE = {
     "heinzel.fingerprint",
     "heinzel.ids",
     "heinzel.logs",
+    "heinzel.usd",
     "heinzel.vocabulary",
 }
 

@@ -21,7 +21,7 @@ from ledger.spine import read_events
 from tests import forkhz
 
 from .conftest import CONTRACT, DRAFT, FRIDAY, KEY, MODELS, User, outcome_after_report
-from .fake_providers import Outcome, Provider
+from .fake_providers import Http, Outcome, Provider
 
 OUT_TOKENS = 4096
 """What hz allows a request to write (``max_tokens``), all of which the meter bills."""
@@ -181,6 +181,21 @@ class TestACrashCountsTheReservation:
         assert meter.seen == [] and _paid(buyer) == 0
         shown = _show(buyer)
         assert _close(shown["spend_today"]["usd"], W) and _close(shown["cost_today"], W)
+
+
+class TestARefusedRequestCostsNothing:
+    def test_an_http_error_releases_the_reservation(self, buyer: User) -> None:
+        """A request the provider refuses (HTTP 400: no reply, no bill) lets its
+        reservation go: the failed turn and the day spent nothing."""
+        _create(buyer)
+        _meter(buyer, lambda body, n: Http(400))
+        failed = buyer.hz("heinzel", "wake", "notes-digest")
+        assert failed.returncode == 1 and "HZE010" in failed.stderr, failed.stderr
+        kinds = [e.kind for e in _lines(buyer, "model.reserved") + _lines(buyer, "model.released")]
+        assert kinds == ["model.reserved", "model.released"]
+        [end] = _lines(buyer, "turn.finished")
+        assert end.data["disposition"] == "failed" and end.data["usd"] == 0
+        assert _show(buyer)["spend_today"]["usd"] == 0
 
 
 class TestTwoProcessesAtZero:

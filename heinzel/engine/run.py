@@ -246,6 +246,8 @@ async def think(
                 while not isinstance(node, End):
                     if isinstance(node, ModelRequestNode):
                         if budget.would_cross(stepper.usd, stepper.last_usd):
+                            spent = (stepper.usd, budget.spent_today + stepper.usd)
+                            purse.refused = (stepper.last_usd, *spent)  # the last as the next
                             stepper.record_pending(node.request, conversation.conversation_id)
                             return ended(
                                 "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage

@@ -133,6 +133,6 @@ def hold_day(
             "another hz process is reserving a model request; retry, or raise lock_timeout",
         ) from None
     try:
-        yield Decimal(str(spent_today(index, home, clock())))
+        yield Decimal(str(round(spent_today(index, home, clock()), 9)))  # no float dust
     finally:
         os.close(fd)

@@ -164,6 +164,23 @@ class TestADayCap:
         assert _close(_show(buyer)["cost_today"], W)
 
 
+class TestATurnCap:
+    def test_a_turn_stopped_by_its_cap_counts_what_it_paid(self, buyer: User) -> None:
+        """Under a turn cap worth one and a half requests, the second request is not
+        sent: the turn ends skipped (cap) with a coded notice and its one request's spend,
+        which `show` counts."""
+        _create(buyer)
+        meter = _meter(buyer, outcome_after_report(DRAFT))
+        buyer.env["HZ_MAX_USD"] = str(W * Decimal("1.5"))
+        woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")
+        assert json.loads(woke.stdout)["disposition"] == "skipped", woke.stdout
+        assert woke.returncode == 0 and "notice: HZH331" in woke.stderr, woke.stderr
+        assert "turn's cap" in woke.stderr
+        [skip] = _lines(buyer, "turn.skipped")
+        assert skip.data["reason"] == "cap" and _close(skip.data["usd"], W), skip.data
+        assert len(meter.seen) == 1 and _close(_show(buyer)["cost_today"], W)
+
+
 class TestACrashCountsTheReservation:
     def test_a_kill_after_the_reservation_counts_it(self, buyer: User) -> None:
         """Killed after ``model.reserved`` and before its request's record, the turn's

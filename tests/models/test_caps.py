@@ -20,7 +20,7 @@ import pytest
 from ledger.spine import read_events
 from tests import forkhz
 
-from .conftest import CONTRACT, DRAFT, FRIDAY, KEY, MODELS, User, outcome_after_report
+from .conftest import CONTRACT, CREATED, DRAFT, FRIDAY, KEY, MODELS, User, outcome_after_report
 from .fake_providers import Http, Outcome, Provider
 
 OUT_TOKENS = 4096
@@ -179,6 +179,18 @@ class TestATurnCap:
         [skip] = _lines(buyer, "turn.skipped")
         assert skip.data["reason"] == "cap" and _close(skip.data["usd"], W), skip.data
         assert len(meter.seen) == 1 and _close(_show(buyer)["cost_today"], W)
+
+
+class TestACreatedTurn:
+    def test_a_sentence_is_held_to_the_days_cap_too(self, buyer: User) -> None:
+        """`hz heinzel new "sentence"` under a day cap smaller than one request's worst case
+        sends nothing: the created turn is refused by the cap, nothing is spent."""
+        meter = _meter(buyer, lambda body, n: Outcome(CREATED))
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W / 2)
+        made = buyer.hz("heinzel", "new", "summarise notes.txt into report.md every Friday")
+        assert made.returncode == 1, made.stdout
+        assert meter.seen == [] and _paid(buyer) == 0, made.stderr
+        assert "HZH331" in made.stderr and "day's cap" in made.stderr, made.stderr
 
 
 class TestACrashCountsTheReservation:

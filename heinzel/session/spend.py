@@ -35,7 +35,7 @@ from ledger.index import Index
 from ledger.lock import Sleep, take_lock
 from ledger.reading import read_events
 
-__all__ = ["SPEND_LOCK", "hold_day", "open_spend", "spent_today", "turn_spend"]
+__all__ = ["SPEND_LOCK", "hold_day", "open_spend", "spent_on_spines", "spent_today", "turn_spend"]
 
 _SPEND = ("model.request", "model.reserved", "model.released")
 SPEND_LOCK = "spend.lock"
@@ -108,6 +108,25 @@ def turn_spend(events: Iterable[Event]) -> float:
         elif event.kind == "model.released":
             reserved = 0.0
     return spent + reserved
+
+
+def spent_on_spines(home: Home, day: str) -> float:
+    """The home's spend on ``day`` from its spines alone, no index: each turn's
+    `turn_spend` of the day's lines, and every ``usage`` event. What `spent_today` reads
+    through the index must equal it (a check for tests; it reads every spine whole)."""
+    total = 0.0
+    for heinzel in home.session_ids():
+        by_turn: dict[str, list[Event]] = {}
+        kinds = (*_SPEND, "usage")
+        for event in read_events(home.spine_path(heinzel), kinds=kinds):
+            if event.ts[:10] != day:
+                continue
+            if event.kind == "usage":
+                total += float(event.data.get("usd") or 0.0)
+            else:
+                by_turn.setdefault(str(event.turn), []).append(event)
+        total += sum(turn_spend(events) for events in by_turn.values())
+    return total
 
 
 @contextmanager

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from heinzel.session.spend import spent_on_spines
+from heinzel.store.home import Home
 from ledger.spine import read_events
 from tests import forkhz
 
@@ -144,6 +146,7 @@ class TestADayCap:
         assert [e.data.get("reason") for e in skipped] == ["cap"] * 3, ends
         shown = _show(buyer)
         assert _close(shown["cost_today"], _paid(buyer)), shown["cost_today"]
+        assert _close(spent_on_spines(Home(buyer.home), FRIDAY[:10]), _paid(buyer))
         assert _close(shown["spend_today"]["usd"], _paid(buyer)), shown["spend_today"]
         text = buyer.hz("heinzel", "show", "notes-digest").stdout
         assert "0.008192 USD" in text, text  # never 0.01 or 0.00
@@ -210,6 +213,7 @@ class TestACrashCountsTheReservation:
         assert meter.seen == [] and _paid(buyer) == 0
         shown = _show(buyer)
         assert _close(shown["spend_today"]["usd"], W) and _close(shown["cost_today"], W)
+        assert _close(spent_on_spines(Home(buyer.home), FRIDAY[:10]), W)  # the reservation
 
 
 class TestARefusedRequestCostsNothing:

@@ -147,6 +147,7 @@ class HeinzelSteps:
             except EngineError as error:
                 if error.code != "HZE005":
                     raise
+                keep_failure(env.body, ctx.turn, error)  # the skip's coded notice
                 return {"status": "cap", "error": error.code}
             if result.status != "deferred":
                 break

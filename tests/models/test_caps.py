@@ -151,6 +151,18 @@ class TestADayCap:
         text = buyer.hz("heinzel", "show", "notes-digest").stdout
         assert "0.008192 USD" in text, text  # never 0.01 or 0.00
 
+    def test_a_day_already_spent_is_a_coded_notice(self, buyer: User) -> None:
+        """With the day's cap spent to the last cent, the next wake is skipped before its
+        turn runs a model, with HZE005 on stderr and exit status 0."""
+        _create(buyer)
+        meter = _meter(buyer, lambda body, n: Outcome(DRAFT))
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W)
+        first = buyer.hz("heinzel", "wake", "notes-digest")
+        assert first.returncode == 0 and len(meter.seen) == 1, first.stderr
+        second = buyer.hz("heinzel", "wake", "notes-digest")
+        assert second.returncode == 0 and "notice: HZE005" in second.stderr, second.stderr
+        assert len(meter.seen) == 1 and _paid(buyer) == W
+
     def test_a_skipped_turns_paid_request_is_counted(self, buyer: User) -> None:
         """A turn the cap stops after one paid request records that spend: the next wake
         sees it and sends nothing, and `show` counts it."""

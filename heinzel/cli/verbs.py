@@ -166,7 +166,11 @@ def render_verb(data: dict[str, Any]) -> str:
     from heinzel.cli.render import questions_lines, reply_lines
 
     hidden = ("cause", "questions", "reply")
-    shown = [f"{key}: {value}" for key, value in data.items() if key not in hidden]
+    shown = [
+        f"{key}: {value}"
+        for key, value in data.items()
+        if key not in hidden and value is not None  # never `reason: None`
+    ]
     questions = questions_lines(data.get("questions") or [], indent="")
     return "\n".join([*shown, *reply_lines(data), *questions])
 

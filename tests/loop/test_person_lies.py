@@ -74,3 +74,12 @@ def test_the_demo_hints_a_command_that_runs_outside_the_venv(tmp_path: Path) -> 
     hint = [line for line in done.stdout.splitlines() if "heinzel lessons" in line][-1]
     command = hint.split()[0]
     assert command != "hz" and Path(tmp_path, command).resolve() == hz.resolve(), hint
+
+
+def test_a_verb_s_lines_never_print_none() -> None:
+    """A verb's answer with a field it does not know (a reason of a turn that has none)
+    prints no `reason: None`."""
+    from heinzel.cli.verbs import render_verb
+
+    shown = render_verb({"name": "notes-digest", "turn": "tn-1", "reason": None, "error": None})
+    assert shown == "name: notes-digest\nturn: tn-1"

@@ -24,24 +24,35 @@ def _verbs(home: str | None) -> Verbs:
 
 
 @daemon.command("tick")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a turn it ran failed or a source or Heinzelmännchen reported an error.",
+)
 @home_option
 @json_option
-def tick(home: str | None, as_json: bool) -> None:
-    """One tick (for cron, systemd or launchd): wake what is due.
+def tick(strict: bool, home: str | None, as_json: bool) -> None:
+    """One tick (for cron, systemd or launchd): wake what is due. A tick that ran exits 0
+    even when some turns or sources failed (each is on stderr, coded, and tried again by
+    a later tick); --strict exits 1 for those too.
 
     \b
     Example:
       hz system daemon tick
+      hz system daemon tick --strict   # exit 1 when anything in it failed
     """
     app = open_app(home)
-    if _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), as_json):
+    if _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), as_json) and strict:
         click.get_current_context().exit(1)
 
 
 def _show_tick(app: Any, report: dict[str, Any], as_json: bool) -> bool:
     """Print one tick's report by name, and what failed on stderr, coded; True when a turn
-    it ran failed or was abandoned, or an error was reported."""
+    it ran failed or was abandoned, or an error was reported (``problems`` counts them)."""
     data = _named(app, report)
+    data["problems"] = sum(1 for w in data["woken"] for e in w.get("ended", []) if _badly(e)) + len(
+        data["errors"]
+    )
     emit(data, as_json, render_tick)
     failed = [(w, e) for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
     for woken, ended in failed:  # design.md: what failed goes to stderr, coded
@@ -98,6 +109,12 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
             if _badly(ended):
                 where = app.service.home.session_dir(str(woken["id"]))
                 ended["cause"] = cause_of(where, ended.get("turn"))
+            if ended.get("disposition") == "learned" and ended.get("turn"):
+                # an approval read is `learned` even when the edits taught nothing: count
+                found = app.service.read_db.execute(
+                    "SELECT COUNT(*) FROM lessons WHERE turn = ?", [ended["turn"]]
+                ).fetchone()
+                ended["lessons"] = int(found[0]) if found else 0
     return report
 
 
@@ -155,7 +172,11 @@ def render_verb(data: dict[str, Any]) -> str:
     from heinzel.cli.render import questions_lines, reply_lines
 
     hidden = ("cause", "questions", "reply")
-    shown = [f"{key}: {value}" for key, value in data.items() if key not in hidden]
+    shown = [
+        f"{key}: {value}"
+        for key, value in data.items()
+        if key not in hidden and value is not None  # never `reason: None`
+    ]
     questions = questions_lines(data.get("questions") or [], indent="")
     return "\n".join([*shown, *reply_lines(data), *questions])
 
@@ -194,6 +215,11 @@ def render_tick(report: dict[str, Any]) -> str:
         who = error.get("name") or error["id"]
         message = f": {error['message']}" if error.get("message") else ""
         lines.append(f"  {who}: {error['code']}{message}")
+    if report.get("problems"):
+        lines.append(
+            f"the tick ran; {report['problems']} of its parts failed (coded on stderr; a "
+            "later tick tries again): exit 0 (--strict: exit 1)"
+        )
     return "\n".join(lines)
 
 
@@ -203,6 +229,10 @@ def _end_text(ended: dict[str, Any]) -> str:
     if ended.get("approval"):
         return "no turn: nothing to learn (no approved draft under its key)"
     how = ended.get("disposition") or ended.get("state") or "ended"
+    if how == "learned" and ended.get("lessons") == 0:
+        return "approval read: nothing to learn (your edits changed no rule it keeps)"
+    if how == "learned" and ended.get("lessons"):
+        return f"learned {ended['lessons']} lesson(s) from your edits"
     code = (ended.get("cause") or {}).get("code") or ended.get("reason") or ended.get("error")
     return f"{how} ({code})" if code and _badly(ended) else str(how)
 

@@ -65,7 +65,7 @@ class Service(Sessions):
             path = Path(raw)
             text = read_contract_text(path, str(raw))
             contract = compile_contract(text, source=str(raw))
-            found = check_outputs(contract, path.resolve().parent)
+            found = check_outputs(contract, path.resolve().parent, self.protected)
             warnings.append(found + self._unserved(contract))
             compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
@@ -168,7 +168,7 @@ class Service(Sessions):
             version = int(row["proposed_version"])
             from heinzel.service.outputs import check_stored_outputs
 
-            warnings = check_stored_outputs(self.home, row["id"], version)
+            warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
@@ -182,8 +182,9 @@ class Service(Sessions):
         if amendment:
             from heinzel.service.outputs import check_stored_outputs
 
-            warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
-            warnings += self._unserved_stored(row["id"], int(amendment["version"]))
+            version = int(amendment["version"])
+            warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
+            warnings += self._unserved_stored(row["id"], version)
             self.append(
                 row["id"],
                 "contract.amended",
@@ -235,7 +236,8 @@ class Service(Sessions):
             from heinzel.contract import compile_contract
             from heinzel.service.outputs import check_outputs
 
-            check_outputs(compile_contract(text, source=file), Path(file).resolve().parent)
+            origin = Path(file).resolve().parent
+            check_outputs(compile_contract(text, source=file), origin, self.protected)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:
@@ -288,6 +290,7 @@ class Service(Sessions):
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
         notices(self.read_db, [shown], today=self._today())
+        shown.update(self._spend_today(row["id"], float(shown.get("cost_today") or 0.0)))
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -339,6 +342,21 @@ class Service(Sessions):
         if waiting:
             done["questions"] = waiting
         return done
+
+    def _spend_today(self, heinzel_id: str, ended: float) -> dict[str, Any]:
+        """Today's real spend: this one's (``cost_today``: its ended turns, plus what its
+        open turns spent and reserved) and the home's against the daily cap
+        (``spend_today``), read as the cap reads it (`heinzel.session.spend`)."""
+        from heinzel.session.spend import open_spend, spent_today
+
+        now = self.clock()
+        mine = open_spend(self.read_db, self.home, format_ts(now)[:10], only=heinzel_id)
+        home = spent_today(self.read_db, self.home, now)
+        cap = self.settings.heinzel.max_usd_per_day
+        return {
+            "cost_today": round(ended + mine, 9),
+            "spend_today": {"usd": round(home, 9), "cap": cap},
+        }
 
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""

@@ -10,11 +10,13 @@ through the effect ledger. The Heinzelmännchen is then ``proposed`` until
 
 A contract whose output is a file the sentence names as a source ("summarise notes.md
 into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
-retry (HZH291), whatever the model. A creation that fails leaves nothing behind, whatever
-failed: its session folder and index rows are removed, and the error names the cause:
-the key (HZE003, before anything is made), the provider (its fault's code,
-`heinzel.engine.faults`), the time limit (HZE022), Ctrl-C (HZH297), or the model's reply
-(HZH293, no contract hz accepts); a name that is taken is HZH292.
+retry (HZH291), whatever the model; so does one whose output or input is one of hz's own
+files (HZH340, HZH341), and a sentence that names such a file is refused before any model
+runs. A creation that fails leaves nothing behind, whatever failed: its session folder and
+index rows are removed, and the error names the cause: the key (HZE003, before anything
+is made), the provider (its fault's code, `heinzel.engine.faults`), the time limit
+(HZE022), a cap (HZH331), Ctrl-C (HZH297), or the model's reply (HZH293, no contract hz
+accepts); a name that is taken is HZH292.
 """
 
 from __future__ import annotations
@@ -23,24 +25,38 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
 
+from heinzel.capabilities.targets import Protected
 from heinzel.contract import CompiledContract, compile_contract
-from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
+from heinzel.engine import (
+    Budget,
+    Hold,
+    InputSpec,
+    Pricing,
+    Purse,
+    SpineView,
+    TurnSpec,
+    build_context,
+    think,
+)
 from heinzel.engine.errors import TURN_TIME_UP, EngineError
 from heinzel.engine.offline_create import named_files
 from heinzel.engine.outcome import Outcome
 from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
+from heinzel.store.targets import check_targets
+from heinzel.turns.failure import refusal
 from heinzel.turns.record import EngineRecorder, SessionBody
 from ledger.errors import HzError
 from machines import Acted, Effect, Fail, LocalProbe, OutOfTime, TurnContext, run_sync
 from machines.effects import recorded_in
 
-__all__ = ["CREATED_BODY", "CreatedSteps", "check_created"]
+__all__ = ["CREATED_BODY", "CreatedSteps", "check_created", "refuse_named"]
 
 CREATED_BODY = """### Goal
 
@@ -54,9 +70,18 @@ def _norm(path: str) -> str:
     return path.strip().removeprefix("./")
 
 
-def check_created(compiled: CompiledContract, sentence: str) -> CompiledContract:
+def check_created(
+    compiled: CompiledContract,
+    sentence: str,
+    origin: Path | None = None,
+    protected: Protected | None = None,
+) -> CompiledContract:
     """HZH291 when an output writes a file the sentence names as a source, or a file one of
-    the contract's own inputs reads: an output is never one of its sources."""
+    the contract's own inputs reads: an output is never one of its sources. HZH340 and
+    HZH341 when an output or input resolves (against ``origin``) into one of hz's own
+    files (``protected``, `heinzel.store.targets`)."""
+    if protected is not None:
+        check_targets(compiled, origin or Path(), protected)
     named = named_files(sentence)
     hz = compiled.frontmatter.hz
     read = {
@@ -77,6 +102,25 @@ def check_created(compiled: CompiledContract, sentence: str) -> CompiledContract
     return compiled
 
 
+def refuse_named(sentence: str, origin: Path, protected: Protected) -> None:
+    """HZH340 (HZH341) before any model runs, when a file the sentence names as where the
+    output goes (as a source) resolves into one of hz's own places."""
+    named = named_files(sentence)
+    for code, names, role, rule in (
+        ("HZH340", named.targets, "the output's document", "where no draft goes"),
+        ("HZH341", named.sources, "a source", "which no input reads"),
+    ):
+        for name in names:
+            why = protected.refusal(origin / Path(name).expanduser())
+            if why is not None:
+                raise HeinzelError(
+                    code,
+                    f"the sentence names {name} as {role}: it resolves to {why}, {rule}",
+                    "name a file of your own: hz's spines, bodies, index and keys are "
+                    "no contract's files",
+                )
+
+
 class CreatedSteps:
     """gather -> think -> outcome -> act of a created turn."""
 
@@ -92,7 +136,15 @@ class CreatedSteps:
         cap: Decimal | None,
         clock: Callable[[], datetime],
         retries: int = 2,
+        origin: Path | None = None,
+        protected: Protected | None = None,
+        day_usd: Decimal | None = None,
+        hold_day: Hold | None = None,
     ) -> None:
+        """``origin``: the folder the contract's relative paths resolve against (where
+        ``hz heinzel new`` ran); ``protected``: hz's own places, no target of it."""
+        self.origin = origin
+        self.protected = protected
         self.home = home
         self.heinzel_id = heinzel_id
         self.sentence = sentence
@@ -102,6 +154,12 @@ class CreatedSteps:
         self.cap = cap
         self.clock = clock
         self.retries = retries
+        self.day_usd = day_usd
+        self.hold_day = hold_day
+        self.refused: HeinzelError | None = None
+        """Why a cap refused the turn's request (HZH331), for the creation's error."""
+        """The home's spend lock (`heinzel.session.spend.hold_day`): the day's cap holds
+        for the created turn's requests too."""
         self.timeout = 600.0
         """Seconds the created turn may run (the machine's default timeout)."""
         self.failure: EngineError | None = None
@@ -125,20 +183,32 @@ class CreatedSteps:
         recorder = EngineRecorder(
             ctx.journal, self.body.bodies, ctx.turn, cap_usd=self.cap or Decimal(0)
         )
+        budget = Budget(self.pricing, self.cap, self.day_usd)
+
+        def spent() -> Decimal:
+            return Decimal(str(ctx.state.spend_usd))
+
+        purse = Purse(budget, spent, recorder.checkpoint, hold=self.hold_day)
         result = await think(
             spec,
             build_context(spec, SpineView()),
             model=self.model,
             recorder=recorder,
-            budget=Budget(self.pricing, self.cap),
+            budget=budget,
+            purse=purse if self.hold_day is not None else None,
             history_body=self.body.records(ctx.turn),
             compile_contract=lambda text: check_created(
-                compile_contract(text, source="created turn"), self.sentence
+                compile_contract(text, source="created turn"),
+                self.sentence,
+                self.origin,
+                self.protected,
             ),
             retries=self.retries,
             output_retries=self.retries,
             time_left=max(0.001, self.timeout - ctx.state.running_ms_at(self.clock()) / 1000),
         )
+        if result.status == "cap" and purse.refused is not None:
+            self.refused = refusal("new", budget, *purse.refused)
         if result.status == "timeout":
             self.failure = EngineError(
                 TURN_TIME_UP,
@@ -160,6 +230,8 @@ class CreatedSteps:
     async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
         """A contract text, or the turn fails."""
         outcome = thought["outcome"]
+        if thought["status"] == "cap":
+            return Fail("cap")
         if thought["status"] != "outcome" or not outcome or not outcome.get("amendment"):
             return Fail(str(thought.get("fault") or "no-contract"))
         return outcome
@@ -195,6 +267,8 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
     from heinzel.ids import new_id, validate_name
 
+    origin = Path.cwd()
+    refuse_named(sentence, origin, service.protected)
     model = _created_model(service)  # no key (HZE003): refused before anything is made
     heinzel_id = new_id(service.clock)
     provisional = validate_name("new-" + heinzel_id[-8:].lower())
@@ -210,15 +284,17 @@ def _create(
 ) -> dict[str, Any]:
     """`run_created`'s work under the new spine's lock; raises what failed (the caller
     removes what was made)."""
-    from pathlib import Path
+    import time
 
     from heinzel.ids import new_id, validate_name
+    from heinzel.session.spend import hold_day
     from heinzel.turns.record import IndexedJournal
     from ledger.bodies import Bodies
     from machines import Pins, Session, Wake, crash_hook, keys
     from machines import Settings as MachineSettings
 
     config = service.settings.heinzel
+    origin = Path.cwd()
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
         spine.append(
             "heinzel.created",
@@ -226,7 +302,7 @@ def _create(
                 "name": provisional,
                 "namespace": namespace,
                 "owner": service.owner,
-                "origin": str(Path.cwd()),
+                "origin": str(origin),
             },
         )
         journal = IndexedJournal(spine, service.index.db, heinzel_id)
@@ -239,6 +315,16 @@ def _create(
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,
+            origin=origin,
+            protected=service.protected,
+            day_usd=Decimal(str(config.max_usd_per_day)),
+            hold_day=lambda: hold_day(
+                service.index,
+                service.home,
+                service.clock,
+                timeout=config.lock_timeout.total_seconds(),
+                sleep=time.sleep,
+            ),
         )
 
         async def no_sleep(_seconds: float) -> None:
@@ -256,7 +342,9 @@ def _create(
         row = service.queries.row(heinzel_id)
         wanted = provisional
         failure: HzError | None = None
-        if state.disposition != "proposed" and steps.failure is not None:
+        if state.error == "cap" and steps.refused is not None:
+            failure = steps.refused
+        elif state.disposition != "proposed" and steps.failure is not None:
             failure = steps.failure  # the provider or the time limit: not the sentence
         elif state.disposition == "abandoned" and state.reason == "stopped":
             failure = HeinzelError(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.contract import CompiledContract
 from heinzel.engine import (
     ContextSettings,
+    Hold,
     InputSpec,
     LessonView,
     Pricing,
@@ -91,6 +92,9 @@ class TurnEnv:
     on_interrupt: Callable[[Callable[[], None]], Callable[[], None]] | None = None
     """Calls a function on a signal to this process; returns what undoes it
     (`heinzel.turns.interrupt.Interrupt.listen`)."""
+    hold_day: Hold | None = None
+    """The home's spend lock with the day's spend (`heinzel.session.spend.hold_day`): each
+    model request's reservation is made under it."""
 
     @cached_property
     def model(self) -> Model:

@@ -92,6 +92,8 @@ class Provider:
     received: threading.Event = field(default_factory=threading.Event)
     """Set once a request the script holds (`Hang`) has arrived."""
     release: threading.Event = field(default_factory=threading.Event)
+    steps: threading.local = field(default_factory=threading.local)
+    """The script's step for the request each server thread answers."""
 
     def __post_init__(self) -> None:
         provider = self
@@ -107,7 +109,8 @@ class Provider:
                     provider.received.set()
                     provider.release.wait(timeout=600)
                     return
-                status, kind, out = provider.answer(body, len(provider.seen), step)
+                provider.steps.step = step  # what `answer` answers (this thread's request)
+                status, kind, out = provider.answer(body, len(provider.seen))
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(out)))
@@ -141,9 +144,8 @@ class Provider:
             for s in self.seen
         ]
 
-    def answer(
-        self, body: dict[str, Any], n: int, step: Step | list[Call]
-    ) -> tuple[int, str, bytes]:
+    def answer(self, body: dict[str, Any], n: int) -> tuple[int, str, bytes]:
+        step = getattr(self.steps, "step", None) or self.script(body, n)
         if isinstance(step, Page):
             return 200, step.kind, step.text.encode()
         if isinstance(step, Filtered):

@@ -44,7 +44,7 @@ DRAFT = {
     },
 }
 ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
-LEARNED = {"report": "learned from the edits", "lessons": []}
+LEARNED = {"report": "learned from the edits", "lessons": [{"sentence": "keep it short"}]}
 USAGE = (1000, 100)
 """What every answer reports using (prompt, completion tokens): `Provider._openai`'s."""
 HOLD_LIMIT = 60.0

@@ -165,6 +165,8 @@ class Spines:
     """Slot key -> drafts placed by turns that ran it."""
     chats: dict[str, str] = field(default_factory=dict)
     """``<id>@<request id>`` of every chat request file -> the Heinzelmännchen's id."""
+    said: dict[str, list[str]] = field(default_factory=dict)
+    """A chat's words -> the ``<id>@<request id>`` of the requests that hold them."""
     spent: dict[str, Decimal] = field(default_factory=dict)
     """UTC day -> the sum of its ``model.request`` lines' ``usd``."""
 
@@ -212,7 +214,9 @@ class Spines:
                 self.broken.append(f"{path}: not JSON")
                 continue
             if request.get("kind") == "chat":
-                self.chats[f"{session.name}@{request['request_id']}"] = session.name
+                key = f"{session.name}@{request['request_id']}"
+                self.chats[key] = session.name
+                self.said.setdefault(str(request["message"]), []).append(key)
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,8 @@ class Ended:
     killed: bool
     stdout: str
     stderr: str
-    request: str | None = None
-    """``<id>@<request id>`` of a chat sent with ``--request-id``."""
+    message: str | None = None
+    """The words of a chat sent for the first time (each chat's words are its own)."""
 
 
 CODED = re.compile(r"^HZ[A-Z]\d{3}: ")
@@ -288,7 +292,8 @@ def violations(
         elif done.code != 0 and not done.killed and not CODED.match(done.stderr):
             say("coded", [f"hz {command}: exit {done.code} without a code: {done.stderr[-600:]!r}"])
         first = done.stderr.splitlines()[0] if done.stderr else ""
-        if done.request and done.code == 1 and _unsent(done.stderr) and facts.runs[done.request]:
+        sent = facts.said.get(done.message or "", [])
+        if done.code == 1 and _unsent(done.stderr) and any(facts.runs[k] for k in sent):
             say("chat-honest", [f"hz {command}: refused ({first}) but delivered"])
     if quiet:
         say("chat-kept", [f"{k} never delivered" for k in facts.chats if facts.runs[k] == 0])

@@ -107,7 +107,7 @@ class Running:
     process: subprocess.Popen[Any]
     out: Path
     err: Path
-    request: str | None = None
+    message: str | None = None
     killed: bool = False
     crash: bool = False
 
@@ -135,14 +135,14 @@ class Chaos(RuleBasedStateMachine):
         self.count = 0
         self.running: list[Running] = []
         self.ledger = Ledger()
-        self.steps = 0
+        self.steps = -1  # the invariant runs once before the first step, too
         self.breaches: dict[str, str] = {}  # invariant -> when and how it first broke
         self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
         self.sent: list[tuple[str, str]] = []  # (name, request id) of chats sent with an id
 
     # -- processes -----------------------------------------------------------------
 
-    def _start(self, *args: str, request: str | None = None, crash: int | None = None) -> None:
+    def _start(self, *args: str, message: str | None = None, crash: int | None = None) -> None:
         while len(self.running) >= PARALLEL:
             self._wait(self.running[0])
         self.count += 1
@@ -167,7 +167,7 @@ class Chaos(RuleBasedStateMachine):
         day = _ts(self.now)[:10]
         self.days[tag] = day
         self.running.append(
-            Running(args, tag, day, process, out, err, request, crash=crash is not None)
+            Running(args, tag, day, process, out, err, message, crash=crash is not None)
         )
 
     def _wait(self, run: Running) -> None:
@@ -186,7 +186,7 @@ class Chaos(RuleBasedStateMachine):
             self.ledger.unrecorded[run.day] = self.ledger.unrecorded.get(run.day, 0) + PRICE
         stdout = run.out.read_text(encoding="utf-8")
         ended = Ended(
-            run.args, code, killed, stdout, run.err.read_text(encoding="utf-8"), run.request
+            run.args, code, killed, stdout, run.err.read_text(encoding="utf-8"), run.message
         )
         self.ledger.ended.append(ended)
         if TRACE:
@@ -218,21 +218,13 @@ class Chaos(RuleBasedStateMachine):
     @rule(name=st.sampled_from(NAMES), with_id=st.booleans(), crash=crashes)
     def chat(self, name: str, with_id: bool, crash: int | None) -> None:
         if not with_id:
-            self._start("heinzel", "chat", name, f"a note {self.count}", crash=crash)
+            words = f"a note {self.count}"
+            self._start("heinzel", "chat", name, words, message=words, crash=crash)
             return
         rid = f"rq-chaos{self.count:05d}"
         self.sent.append((name, rid))
-        request = f"{self.ids[name]}@{rid}"
-        self._start(
-            "heinzel",
-            "chat",
-            name,
-            f"note {rid}",
-            "--request-id",
-            rid,
-            request=request,
-            crash=crash,
-        )
+        words = f"note {rid}"
+        self._start("heinzel", "chat", name, words, "--request-id", rid, message=words, crash=crash)
 
     @rule(
         name=st.sampled_from(NAMES),
@@ -255,8 +247,7 @@ class Chaos(RuleBasedStateMachine):
     def chat_again(self, pick: int) -> None:
         """The same chat sent again with its request id (a user who was not sure)."""
         name, rid = self.sent[pick % len(self.sent)]
-        request = f"{self.ids[name]}@{rid}"
-        self._start("heinzel", "chat", name, f"note {rid}", "--request-id", rid, request=request)
+        self._start("heinzel", "chat", name, f"note {rid}", "--request-id", rid)
 
     @rule(
         move=st.sampled_from(["none", "minutes", "next-slot", "none"]),

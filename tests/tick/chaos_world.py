@@ -52,6 +52,8 @@ HOLD_LIMIT = 60.0
 waits for any process, so reaching this is a bug of the test, reported loudly)."""
 SLOT = re.compile(r"^hz-[0-9A-Za-z]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 KEYS = {"v", "seq", "ts", "prev", "turn", "kind", "key", "data"}
+LIFECYCLE = {"turn.started", "turn.resumed", "turn.waiting", "turn.finished", "turn.skipped"}
+LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
 
 
 @dataclass
@@ -169,6 +171,8 @@ class Spines:
     """A chat's words -> the ``<id>@<request id>`` of the requests that hold them."""
     spent: dict[str, Decimal] = field(default_factory=dict)
     """UTC day -> the sum of its ``model.request`` lines' ``usd``."""
+    open: list[str] = field(default_factory=list)
+    """``<id>/<turn>`` of the turns neither ended (finished, skipped) nor parked (waiting)."""
 
     @classmethod
     def read(cls, home: Path) -> Spines:
@@ -184,8 +188,11 @@ class Spines:
         heinzel = spine.parent.name
         waiting: dict[str, list[str]] = {}
         keys_of: dict[str, list[str]] = {}
+        state: dict[str, str] = {}
         for line in lines:
             kind, turn, data = line["kind"], str(line["turn"]), line["data"]
+            if kind in LIFECYCLE:
+                state[turn] = kind
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)
                 self.runs.update(keys_of[turn])
@@ -205,6 +212,7 @@ class Spines:
             if line["key"] and SLOT.match(str(line["key"])):
                 self.acknowledged.add(str(line["key"]))
             self.acknowledged.update(k for k in _wake_keys(line) if SLOT.match(k))
+        self.open += [f"{heinzel}/{t}" for t, k in state.items() if k in LIFECYCLE_OPEN]
 
     def _inbox(self, session: Path) -> None:
         for path in sorted((session / "inbox").glob("rq-*.json")):
@@ -299,4 +307,5 @@ def violations(
         say("chat-kept", [f"{k} never delivered" for k in facts.chats if facts.runs[k] == 0])
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
+        say("turns-end", [f"{t} is still open" for t in facts.open])
     return broken

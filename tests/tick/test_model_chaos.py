@@ -53,6 +53,7 @@ INVARIANTS = {
     "chat-honest": "a chat refused with a code was not delivered after all",
     "slot-once": "no schedule slot runs or drafts twice",
     "slot-kept": "every slot a tick took on (and the last one due) ran once, when quiet",
+    "turns-end": "once quiet, every turn ended or waits for an answer (none left open)",
     "cap": "no day's spend (paid to the provider, or recorded) is above max_usd_per_day",
     "spend-recorded": "the model.request lines sum to what the provider was paid",
     "coded": "no traceback; every refusal starts with its code",

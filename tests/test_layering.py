@@ -37,6 +37,8 @@ BASE = {
     "heinzel.fingerprint",
     "heinzel.ids",
     "heinzel.logs",
+    "heinzel.scrub",
+    "heinzel.text",
     "heinzel.vocabulary",
 }
 

@@ -76,6 +76,7 @@ __all__ = [
     "absolute_asset",
     "asset_of_key",
     "draft_tag",
+    "neutralise_markers",
     "normalise_text",
     "text_hash",
 ]
@@ -84,6 +85,8 @@ TAG_PREFIX = "🧝 DRAFT"
 _START = "<!-- hz:draft key={key} -->"
 _END = "<!-- hz:end key={key} -->"
 _MARK = "<!-- hz:"
+NEUTRAL_MARK = "&lt;!-- hz:"
+"""A marker's opening as a draft's text carries it (`neutralise_markers`)."""
 _SHORT_RE = re.compile(r"^[A-Za-z0-9]+:#([0-9a-f]{16})(?::.*)?$")
 """A shortened asset in a draft key (``machines.keys.short_asset``); group 1 its hash."""
 _START_RE = re.compile(r"^<!-- hz:draft key=(\S+) -->$")
@@ -136,6 +139,14 @@ def normalise_text(text: str) -> str:
     while lines and not lines[-1].strip():
         lines.pop()
     return "\n".join(lines)
+
+
+def neutralise_markers(text: str) -> str:
+    """``text`` with each ``<!-- hz:`` written ``&lt;!-- hz:``: no longer a comment, so no
+    marker of hz's (a draft built from an input that holds one could not be placed, and
+    every turn failed ``HZH132``), while Markdown still shows the reader the text it was.
+    The replacement holds no ``<``, so it never forms a new marker."""
+    return text.replace(_MARK, NEUTRAL_MARK)
 
 
 def text_hash(text: str) -> str:

@@ -7,12 +7,13 @@ the text forms; `demo` the worked example. `main` is the console script.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import click
 
-__all__ = ["group", "main"]
+__all__ = ["group", "main", "undecodable"]
 
 
 def group() -> click.Group:
@@ -32,4 +33,21 @@ def group() -> click.Group:
 
 def main() -> None:
     """Entry point of the ``hz`` console script (and of ``python -m heinzel``)."""
+    refused = undecodable(sys.argv[1:])
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        sys.exit(2)
     group()(prog_name="hz")
+
+
+def undecodable(args: list[str]) -> str | None:
+    """``HZH345`` and its hint for the first argument that is not UTF-8 text, else None:
+    no command can use such a string, so the whole command line is refused before any
+    command runs, as bad usage (exit 2)."""
+    from heinzel.text import is_text, not_text
+
+    for n, arg in enumerate(args, start=1):
+        if not is_text(arg):
+            hint = "hz reads its arguments as UTF-8: type them in a UTF-8 terminal, or pass "
+            return not_text("HZH345", f"argument {n}", arg, hint + "the text from a file").render()
+    return None

@@ -312,7 +312,8 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     Example:
       hz heinzel wake weekly-report --message 'draft now'
     """
-    done = open_app(home).turns.wake(name, message)
+    app = open_app(home)
+    done = app.service.in_words(app.turns.wake(name, message))
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 
@@ -321,9 +322,20 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
 @click.argument("name")
 @click.argument("said")
 @click.option("--proposal", default=None, help="Which proposal (when several wait).")
+@click.option(
+    "--question", default=None, help="Which question, by its turn id (when several wait)."
+)
 @home_option
 @json_option
-def answer(name: str, said: str, proposal: str | None, home: str | None, as_json: bool) -> None:
+def answer(
+    name: str,
+    said: str,
+    *,
+    proposal: str | None,
+    question: str | None,
+    home: str | None,
+    as_json: bool,
+) -> None:
     """Answer its question: yes|no to a write it proposed, or free text to a question its
     outcome asked; the waiting turn goes on at once.
 
@@ -331,7 +343,8 @@ def answer(name: str, said: str, proposal: str | None, home: str | None, as_json
     Example:
       hz heinzel answer weekly-report "only the platform team's incidents"
     """
-    done = open_app(home).turns.respond(name, said, proposal)
+    app = open_app(home)
+    done = app.service.in_words(app.turns.respond(name, said, proposal, question=question))
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 
@@ -369,13 +382,19 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
 @home_option
 @json_option
 def drafts(home: str | None, as_json: bool) -> None:
-    """Every waiting draft with its place.
+    """Every waiting draft with its place, then every question waiting on you in its
+    words (`--json`: the drafts; `hz heinzel show NAME --json` has the questions).
 
     \b
     Example:
       hz drafts --json
     """
-    emit(open_app(home).service.drafts(), as_json, render.drafts)
+    service = open_app(home).service
+    rows = service.drafts()
+    if as_json:
+        emit(rows, as_json, render.drafts)
+        return
+    emit(rows, as_json, lambda drafts: render.waiting(drafts, service.questions()))
 
 
 @hz.group()

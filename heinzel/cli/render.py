@@ -141,10 +141,15 @@ def show(data: dict[str, Any]) -> str:
         lease, receipt = _team_cells(data["team"])
         lines += [f"  lease:    {lease}", f"  receipt:  {receipt}"]
     pending = data.get("pending")
-    lines.append(
-        f"  pending:  {pending['kind']} {pending['ref']}" if pending else "  pending:  nothing"
-    )
+    questions = data.get("questions") or []
+    if pending and pending["kind"] != "question":
+        lines.append(f"  pending:  {pending['kind']} {pending['ref']}")
+    elif not questions:
+        lines.append("  pending:  nothing")
+    lines += questions_lines(questions)
     for notice in data.get("notices") or []:
+        if notice["reason"] == "question":  # its words are printed above
+            continue
         lines.append(f"  notice:   {notice['message']}")
         lines.append(f"            next: {notice['next']}")
     if data.get("grant"):
@@ -165,6 +170,16 @@ def show(data: dict[str, Any]) -> str:
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
     return "\n".join(lines)
+
+
+def questions_lines(questions: list[dict[str, Any]], indent: str = "  ") -> list[str]:
+    """Each question waiting on the user in its words, and the command that answers it."""
+    lines = []
+    pad = indent + " " * len("question: ")
+    for q in questions:
+        lines.append(f"{indent}question: {q['text']}")
+        lines.append(f"{pad}asked {q['asked_at']}; answer: {q['answer']}")
+    return lines
 
 
 def _grant(name: str, grant: dict[str, Any]) -> list[str]:
@@ -246,6 +261,17 @@ def drafts(rows: list[dict[str, Any]]) -> str:
     ) + "".join("\n" + line for line in _notice_lines(rows))
 
 
+def waiting(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> str:
+    """`hz drafts`: the drafts, then each question waiting on the user in its words."""
+    lines = [drafts(rows)]
+    if questions:
+        lines.append("questions waiting on you:")
+        for q in questions:
+            lines.append(f"  {q['name']}: {q['text']}")
+            lines.append(f"    asked {q['asked_at']}; answer: {q['answer']}")
+    return "\n".join(lines)
+
+
 def doctor(data: dict[str, Any]) -> str:
     lines = []
     for check in data["checks"]:
@@ -271,4 +297,16 @@ def wake(data: dict[str, Any]) -> str:
             f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
             f"(or `hz approve {data['name']}`)"
         )
-    return line
+    return "\n".join(
+        [line, *reply_lines(data), *questions_lines(data.get("questions") or [], indent="")]
+    )
+
+
+def reply_lines(data: dict[str, Any]) -> list[str]:
+    """What the turn did and said (`heinzel.session.replies`), under the turn's line."""
+    reply = data.get("reply") or {}
+    if data.get("draft"):  # the draft's place is printed above with how to approve it
+        said = [line for line in reply.get("said") or [] if not line.startswith("drafted")]
+    else:
+        said = list(reply.get("said") or [])
+    return [f"  {line}" for line in said]

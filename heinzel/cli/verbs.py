@@ -143,6 +143,8 @@ def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
         app = open_app(home)
         heinzel_id = app.service.resolve(str(data["name"]))["id"]
         data["cause"] = cause_of(app.service.home.session_dir(heinzel_id), data.get("turn"))
+    elif data.get("name"):
+        data = open_app(home).service.in_words(data)
     emit(data, as_json, render_verb)
     exit_if_ended_badly(data)
 
@@ -150,7 +152,12 @@ def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
 def render_verb(data: dict[str, Any]) -> str:
     """A verb's answer, one ``key: value`` line each (a failed turn's cause goes to stderr,
     coded, not here)."""
-    return "\n".join(f"{key}: {value}" for key, value in data.items() if key != "cause")
+    from heinzel.cli.render import questions_lines, reply_lines
+
+    hidden = ("cause", "questions", "reply")
+    shown = [f"{key}: {value}" for key, value in data.items() if key not in hidden]
+    questions = questions_lines(data.get("questions") or [], indent="")
+    return "\n".join([*shown, *reply_lines(data), *questions])
 
 
 def render_tick(report: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ message and the one command (or setting) that moves it:
 
 - ``cap``: wakes of it were skipped today because the daily cap was reached;
 - ``failed``: its last turn failed or was abandoned, with the reason kept;
+- ``question``: it asked something (an outcome's question, or a write it proposed in a
+  chat) that nobody answered yet; `show` prints the words and the command that answers;
 - ``superseded``: a newer draft replaced a section the user had already approved in the
   document by deleting its tag; that approval counts for nothing (`hz drafts` has the new
   one).
@@ -39,6 +41,7 @@ def notices(
         _cap(db, by_id, today)
         _failed(db, by_id, names)
         _superseded(db, by_id)
+        _questions(db, by_id, names)
     for row in rows:
         row["notices"] = by_id.get(str(row[id_field]), [])
 
@@ -108,5 +111,28 @@ def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
                 "message": "an older draft's section was approved in the document after a "
                 "newer draft replaced it; that approval counts for nothing",
                 "next": "approve the newer draft (hz drafts)",
+            }
+        )
+
+
+def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
+    """Questions asked and not answered (the keys table: one query for every row)."""
+    marks, ids = _marks(by_id)
+    rows = db.execute(
+        f"SELECT a.heinzel, COUNT(*) FROM keys a WHERE a.heinzel IN ({marks}) "  # noqa: S608
+        "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
+        "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
+        "GROUP BY a.heinzel",
+        ids,
+    ).fetchall()
+    for heinzel, count in rows:
+        name = names[str(heinzel)]
+        by_id[str(heinzel)].append(
+            {
+                "reason": "question",
+                "message": "a question waits for your answer"
+                if count == 1
+                else f"{count} questions wait for your answer",
+                "next": f"hz heinzel show {name} (its words, and how to answer)",
             }
         )

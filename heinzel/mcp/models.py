@@ -19,6 +19,7 @@ __all__ = [
     "Row",
     "Shown",
     "StateRow",
+    "Stopped",
     "TurnRun",
 ]
 
@@ -133,3 +134,12 @@ class ChatSent(_Open):
     delivered: str
     request_id: str
     key: str | None = None
+
+
+class Stopped(_Open):
+    """A stop: the turn and how it ended (``abandoned stopped``, or requested of the
+    process that runs it)."""
+
+    name: str
+    turn: str
+    stop: str

@@ -28,6 +28,8 @@ from heinzel.mcp.models import (
     Drafts,
     Listing,
     Shown,
+    StateRow,
+    Stopped,
     TurnRun,
 )
 from ledger.errors import HzError
@@ -74,7 +76,7 @@ class Tools:
         into a tool error carrying ``CODE: message`` and the hint."""
         try:
             for what, value in bounded.items():
-                limit = MAX_TEXT if what in {"message", "text", "sentence"} else MAX_NAME
+                limit = MAX_TEXT if what in {"message", "text", "sentence", "hint"} else MAX_NAME
                 _bounded(value, limit, what)
             return body(App.from_environment(self.home, self.env))
         except HzError as exc:
@@ -126,7 +128,11 @@ class Tools:
         """Start a turn now (cause asked) and run it to its end or its wait, like
         `hz heinzel wake NAME --message TEXT`."""
         return TurnRun.model_validate(
-            self.call(lambda app: app.turns.wake(name, message), name=name, message=message)
+            self.call(
+                lambda app: app.service.in_words(app.turns.wake(name, message)),
+                name=name,
+                message=message,
+            )
         )
 
     def heinzel_chat(self, name: Name, text: Text, request_id: Filter = None) -> ChatSent:
@@ -134,20 +140,96 @@ class Tools:
         `hz heinzel chat NAME TEXT`. Resending with the same request_id is idempotent."""
         return ChatSent.model_validate(
             self.call(
-                lambda app: app.verbs().chat(name, text, request_id=request_id),
+                lambda app: app.service.in_words(
+                    app.verbs().chat(name, text, request_id=request_id)
+                ),
                 name=name,
                 text=text,
                 request_id=request_id,
             )
         )
 
-    def heinzel_answer(self, name: Name, approve: bool, proposal: Filter = None) -> TurnRun:
-        """Answer a write it proposed in a chat turn (approve true or false); the turn goes on
-        at once, like `hz heinzel answer NAME yes|no`."""
+    def heinzel_answer(
+        self,
+        name: Name,
+        approve: bool | None = None,
+        proposal: Filter = None,
+        text: Text | None = None,
+        question: Filter = None,
+    ) -> TurnRun:
+        """Answer what it asked: a write it proposed in a chat turn (`approve` true or
+        false, `proposal` when several wait), like `hz heinzel answer NAME yes|no`; or a
+        question its outcome asked (`text`, the answer in words; `question`, the asking
+        turn's id from `heinzel_show`'s `questions`, when several wait), like
+        `hz heinzel answer NAME TEXT --question TURN`. The turn goes on at once."""
+
+        def answer(app: App) -> dict[str, Any]:
+            if text is not None:
+                done = app.turns.respond(name, text, question=question)
+            elif approve is None:
+                raise HeinzelError(
+                    "HZH351",
+                    "heinzel_answer needs `approve` (for a proposed write) or `text` "
+                    "(for a question)",
+                    "heinzel_show lists what waits under `questions`, each with its kind",
+                )
+            else:
+                done = app.turns.answer(name, approve, proposal)
+            return app.service.in_words(done)
+
+        return TurnRun.model_validate(
+            self.call(answer, name=name, proposal=proposal, text=text, question=question)
+        )
+
+    def heinzel_pause(self, name: Name) -> StateRow:
+        """Pause it: it wakes no more (no schedule, no source, no chat) until unpaused,
+        like `hz heinzel pause NAME`."""
+        return self._lifecycle(name, "pause")
+
+    def heinzel_unpause(self, name: Name) -> StateRow:
+        """Unpause a paused one, like `hz heinzel unpause NAME`."""
+        return self._lifecycle(name, "unpause")
+
+    def heinzel_retire(self, name: Name) -> StateRow:
+        """Retire it: kept with its whole record, never woken until unretired, like
+        `hz heinzel retire NAME`."""
+        return self._lifecycle(name, "retire")
+
+    def heinzel_unretire(self, name: Name) -> StateRow:
+        """Bring a retired one back (asleep), like `hz heinzel unretire NAME`."""
+        return self._lifecycle(name, "unretire")
+
+    def _lifecycle(self, name: str, verb: str) -> StateRow:
+        return StateRow.model_validate(
+            self.call(lambda app: app.service.lifecycle(name, verb), name=name)
+        )
+
+    def heinzel_stop(self, name: Name) -> Stopped:
+        """Stop its running turn: it ends `abandoned (stopped)` (a turn another process runs
+        ends at its next step), like `hz heinzel stop NAME`."""
+        return Stopped.model_validate(self.call(lambda app: app.verbs().stop(name), name=name))
+
+    def heinzel_retry(
+        self, name: Name, hint: Text | None = None, request_id: Filter = None
+    ) -> TurnRun:
+        """Fork its last ended turn from after its gather step, with `hint` for the model,
+        and run it, like `hz heinzel retry NAME HINT`. Resending with the same request_id is
+        idempotent."""
         return TurnRun.model_validate(
             self.call(
-                lambda app: app.turns.answer(name, approve, proposal), name=name, proposal=proposal
+                lambda app: app.service.in_words(
+                    app.verbs().retry(name, hint or "", request_id=request_id)
+                ),
+                name=name,
+                hint=hint,
+                request_id=request_id,
             )
+        )
+
+    def heinzel_resume(self, name: Name) -> TurnRun:
+        """Resume its waiting turn now, like `hz heinzel resume NAME`."""
+        return TurnRun.model_validate(
+            self.call(lambda app: app.service.in_words(app.verbs().resume(name)), name=name)
         )
 
     def drafts(self) -> Drafts:
@@ -177,6 +259,13 @@ TOOLS: list[tuple[str, ToolAnnotations]] = [
     ("heinzel_wake", WRITES),
     ("heinzel_chat", WRITES),
     ("heinzel_answer", WRITES),
+    ("heinzel_pause", WRITES),
+    ("heinzel_unpause", WRITES),
+    ("heinzel_retire", WRITES),
+    ("heinzel_unretire", WRITES),
+    ("heinzel_stop", WRITES),
+    ("heinzel_retry", WRITES),
+    ("heinzel_resume", WRITES),
     ("approve", WRITES),
 ]
 
@@ -201,5 +290,7 @@ def serve(home: str | None) -> None:
     Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
     thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.
     A turn a tool was running is left as after any crash; the next tick resumes it."""
+    from heinzel.mcp.frames import serve_stdio
+
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    build_server(home).run("stdio")
+    serve_stdio(build_server(home))

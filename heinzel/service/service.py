@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
 from heinzel.index.notices import notices
-from heinzel.session.questions import open_questions
+from heinzel.session.questions import waiting_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
@@ -296,16 +296,7 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
-        shown["questions"] = [
-            {
-                "kind": "question",
-                "proposal": event.data.get("proposal"),
-                "tool": event.data.get("tool"),
-                "turn": event.turn,
-                "asked_at": event.ts,
-            }
-            for event in open_questions(self, row["id"])
-        ]
+        shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         proposed = row.get("proposed_version")
         if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))
@@ -314,11 +305,37 @@ class Service(Sessions):
             shown["grant"] = grant(path)
         return shown
 
+    def in_words(self, done: dict[str, Any]) -> dict[str, Any]:
+        """A verb's answer (``name`` set) with what its turn did and said (``reply``,
+        `heinzel.session.replies`, once that turn ended) and the questions now waiting on
+        the user in their words (``questions``, when there are any): the wake, chat,
+        answer, retry and resume lines show what the Heinzelmännchen did, said and asked,
+        not only how its turn ended."""
+        if not done.get("name"):
+            return done
+        from heinzel.session.replies import turn_reply
+
+        row = self.resolve(str(done["name"]))
+        if done.get("turn") and done.get("state") not in (None, "running", "waiting"):
+            reply = turn_reply(self, str(row["id"]), str(done["turn"]))
+            if reply is not None:
+                done["reply"] = reply
+        waiting = waiting_questions(self, str(row["id"]), str(row["name"]))
+        if waiting:
+            done["questions"] = waiting
+        return done
+
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""
         rows = self.queries.drafts()
         notices(self.read_db, rows, today=self._today(), id_field="heinzel")
         return rows
+
+    def questions(self) -> list[dict[str, Any]]:
+        """Every question waiting on the user, of every Heinzelmännchen, in its words."""
+        from heinzel.session.questions import every_waiting_question
+
+        return every_waiting_question(self)
 
     def _today(self) -> str:
         return format_ts(self.clock())[:10]

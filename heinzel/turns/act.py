@@ -5,9 +5,12 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
 - place_draft: key ``<id>@v<version>@<slot>@<asset>``, probed by the document's
   markers (`find`), own event ``draft.placed{asset, output, contract_version}``; markers
   already there for a key the spine never started are planted (HZH280, the turn fails);
+  the text placed (and kept in the body) has any ``<!-- hz:`` of its own neutralised, so
+  text an input carried into the draft never stops or steers a turn;
 - record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, sha256,
-  hunks}``: the sentence redacted (addresses, keys, ``password=``: `ledger.redact`) and cut
-  to 200 characters, with a hash of the sentence as the model wrote it;
+  hunks}``: the sentence scrubbed (secrets by detect-secrets' detectors and hz's rules,
+  ``password LESSONPASSWORD`` included, and addresses: `heinzel.scrub`) and cut to 200
+  characters, with a hash of the sentence as the model wrote it;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
 - write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
 - observe an approval: the approval wake's key, the journal, ``approval.observed{...}``;
@@ -27,10 +30,15 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from heinzel.capabilities.documents import absolute_asset, draft_tag, refuse_planted
+from heinzel.capabilities.documents import (
+    absolute_asset,
+    draft_tag,
+    neutralise_markers,
+    refuse_planted,
+)
 from heinzel.engine.outcome import Outcome
+from heinzel.scrub import scrub
 from ledger.errors import HzError
-from ledger.redact import redact
 from machines import Acted, Effect, Fail, LocalProbe, Presence, TurnContext, Wait, WorldProbe, keys
 from machines.effects import recorded_in
 from machines.journal import content_hash
@@ -60,8 +68,10 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     if remember is not None:  # a shortened asset in the key is found again by any process
         remember(asset)
 
+    text = neutralise_markers(draft.text)  # an input's text never acts as hz's markers
+
     async def place(k: str) -> str:
-        return str(documents.place_draft(k, asset, draft.text, tag, output.place))
+        return str(documents.place_draft(k, asset, text, tag, output.place))
 
     async def find(k: str) -> Presence:
         return await asyncio.to_thread(documents.find, k)
@@ -71,7 +81,7 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
     data = {"asset": asset, "output": draft.output, "contract_version": env.version}
     placed = Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data, ("asset",))
     await ctx.effect(placed)  # a deep folder's path passes the plain-field cap as short text
-    env.body.put(ctx.turn, content_hash(draft.text), {"draft": key, "text": draft.text})
+    env.body.put(ctx.turn, content_hash(text), {"draft": key, "text": text})
 
 
 def _settle(env: TurnEnv, draft_key: str) -> None:
@@ -130,7 +140,7 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
         await _place(env, ctx, outcome)
     for n, lesson in enumerate(outcome.lessons, start=1):
         data = {
-            "sentence": redact(lesson.sentence)[:200],
+            "sentence": scrub(lesson.sentence)[:200],
             "sha256": _short(lesson.sentence),
             "hunks": [_short(h) for h in lesson.hunks],
         }

@@ -38,12 +38,15 @@ def answer_text(
     adapters: Mapping[str, object],
     recorded: Callable[[], None] | None = None,
     request_id: str | None = None,
+    question: str | None = None,
 ) -> dict[str, Any]:
     """Record the answer to the oldest open question, resume its turn, run the follow-up
     (``recorded`` runs once the answer is in the spine, before any turn resumes: a chat
     takes its request there, so no turn's inbox delivery gets the message a second time;
     ``request_id``: the chat request the answer came in, kept with it so a tick after a
-    crash runs the follow-up for that request, never an ordinary chat turn)."""
+    crash runs the follow-up for that request, never an ordinary chat turn; ``question``:
+    the turn id or key of the open question to answer, where several wait (HZH350 when
+    none of them is that one))."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
@@ -62,6 +65,16 @@ def answer_text(
             "HZH295", "the answer is empty", f'say it in words: hz heinzel answer {name} "..."'
         )
     chosen = waiting[0]
+    if question is not None:
+        picked = [e for e in waiting if question in (str(e.turn), str(e.key))]
+        if not picked:
+            turns = ", ".join(str(e.turn) for e in waiting)
+            raise HeinzelError(
+                "HZH350",
+                f"{name} has no open question {question}",
+                f"open questions (by turn): {turns}; `hz heinzel show {name}` shows their words",
+            )
+        chosen = picked[0]
     key, turn = str(chosen.key), str(chosen.turn)
     inbox = service.home.inbox_dir(heinzel_id)
     ensure_private_dir(inbox)

@@ -107,16 +107,20 @@ class Turns:
         said: str,
         proposal: str | None = None,
         *,
+        question: str | None = None,
         adapters: Mapping[str, object] | None = None,
     ) -> dict[str, Any]:
         """``hz heinzel answer NAME SAID``: yes|no to an open proposed write (`answer`),
-        else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296)."""
+        else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296);
+        ``question`` (a turn id) picks one of several open questions (HZH350)."""
         from heinzel.errors import HeinzelError
         from heinzel.session.questions import open_questions
 
         service = self.sessions
         row = service.resolve(ref)
         waiting = open_questions(service, row["id"])
+        if question is not None:
+            return self.answer_text(row["id"], said, adapters=adapters, question=question)
         if proposal is not None or waiting:
             # with nothing proposed, `answer` says so (HZH210), whatever was said
             if waiting and said not in ("yes", "no"):
@@ -136,10 +140,12 @@ class Turns:
         adapters: Mapping[str, object] | None = None,
         recorded: Callable[[], None] | None = None,
         request_id: str | None = None,
+        question: str | None = None,
     ) -> dict[str, Any]:
-        """``text`` as the free-text answer to the oldest open question (``hz heinzel
-        answer``, and a chat while a question is open): recorded once, the waiting turn
-        resumed, its follow-up turn run (`heinzel.turns.answer_text`)."""
+        """``text`` as the free-text answer to the oldest open question, or to
+        ``question`` (its turn id or key) (``hz heinzel answer``, and a chat while a
+        question is open): recorded once, the waiting turn resumed, its follow-up turn
+        run (`heinzel.turns.answer_text`)."""
         from heinzel.turns.answer_text import answer_text
         from heinzel.turns.host import TurnHost, default_adapters
 
@@ -149,6 +155,12 @@ class Turns:
         host = TurnHost(service)
         return {
             **answer_text(
-                host, row["id"], text, adapters=chosen, recorded=recorded, request_id=request_id
+                host,
+                row["id"],
+                text,
+                adapters=chosen,
+                recorded=recorded,
+                request_id=request_id,
+                question=question,
             )
         }

@@ -13,12 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from heinzel.errors import HeinzelError
 from ledger.reading import read_events
 
-__all__ = ["BACKLOG", "format_event", "last_seq", "lines_after", "offset_after"]
+__all__ = ["BACKLOG", "format_event", "last_seq", "lines_after", "offset_after", "seq_given"]
 
 BACKLOG = 200
 CHUNK = 65536
+MAX_DIGITS = 18
+"""The longest ``Last-Event-ID`` taken: a seq fits in a signed 64-bit integer."""
 
 
 def _seq_of(line: bytes) -> int | None:
@@ -60,6 +63,24 @@ def _complete_lines_backwards(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield line_offset, part
         if tail:
             yield 0, tail
+
+
+def seq_given(header: str) -> int | None:
+    """The seq a ``Last-Event-ID`` header names (None when it is empty: start after now).
+
+    Only what this stream sends is taken: a seq, up to 18 ASCII digits. Anything else (a
+    5,000-digit number, which ``int`` refuses, a superscript ``²``, which ``isdigit``
+    accepts) is ``HZH348``, never a server error."""
+    if not header:
+        return None
+    if len(header) > MAX_DIGITS or not header.isascii() or not header.isdigit():
+        raise HeinzelError(
+            "HZH348",
+            f"Last-Event-ID is not a seq of this stream: {header[:40]!r}"
+            + ("..." if len(header) > 40 else ""),
+            "reload the page; the stream sends the seq of each line as its id",
+        )
+    return int(header)
 
 
 def offset_after(path: Path, seq: int) -> int:

@@ -15,8 +15,10 @@ from starlette.staticfiles import StaticFiles
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
+from heinzel.web.actions import spawn_verb
 from heinzel.web.auth import COOKIE, Keys, TokenAuth, cookie_name, new_token
 from heinzel.web.background import spawn_chat_turn
+from heinzel.web.utf8 import Utf8Only
 from heinzel.web.views import Views
 
 __all__ = ["create_app", "serve"]
@@ -32,15 +34,17 @@ def create_app(
     idle_seconds: float = 15.0,
     env: Mapping[str, str] | None = None,
     start_turn: Callable[[Path, str, str], object] | None = None,
+    start_verb: Callable[[Path, str, str, str], object] | None = None,
     stopping: Callable[[], bool] = lambda: False,
     cookie: str = COOKIE,
 ) -> Starlette:
     """The web head over the homes ``open_app`` opens (one `App` per worker thread, as each
     ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
     new turn runs in a child process with ``env`` (default: this process's environment);
-    ``start_turn(home, id, request id)`` replaces how it is started. An event stream ends
-    once ``stopping()`` answers True (the server is shutting down). ``cookie`` is the
-    session cookie's name (`serve` names it after the port)."""
+    ``start_turn(home, id, request id)`` replaces how it is started, and
+    ``start_verb(home, id, verb, hint)`` how a button's wake, retry or resume is. An
+    event stream ends once ``stopping()`` answers True (the server is shutting down).
+    ``cookie`` is the session cookie's name (`serve` names it after the port)."""
     local = threading.local()
 
     def app_here() -> App:
@@ -58,21 +62,29 @@ def create_app(
         stopping=stopping,
         start_turn=start_turn
         or (lambda home, hid, rid: spawn_chat_turn(home, hid, rid, child_env)),
+        start_verb=start_verb
+        or (lambda home, hid, verb, hint: spawn_verb(home, hid, verb, hint, child_env)),
     )
     routes = [
         Route("/", views.listing),
         Route("/h/{ref}", views.heinzel),
         Route("/h/{ref}/events", views.events),
         Route("/h/{ref}/turn/{turn}", views.turn),
+        Route("/h/{ref}/turn/{turn}/reply", views.reply),
         Route("/h/{ref}/chat", views.chat, methods=["POST"]),
         Route("/h/{ref}/approve", views.approve, methods=["POST"]),
         Route("/h/{ref}/decline", views.decline, methods=["POST"]),
         Route("/h/{ref}/answer", views.answer, methods=["POST"]),
         Route("/h/{ref}/dismiss", views.dismiss, methods=["POST"]),
+        Route("/h/{ref}/do", views.do, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(
-        routes=routes, middleware=[Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie)]
+        routes=routes,
+        middleware=[
+            Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie),
+            Middleware(Utf8Only),  # behind the gate: a stranger still gets 401 or 403
+        ],
     )
 
 

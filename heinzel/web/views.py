@@ -17,8 +17,9 @@ from starlette.templating import Jinja2Templates
 from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
+from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb
 from heinzel.web.auth import Keys
-from heinzel.web.events import format_event, last_seq, lines_after, offset_after
+from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
 from heinzel.web.turnview import open_questions, turn_detail
 from ledger.errors import HzError
 
@@ -42,6 +43,7 @@ class Views:
         *,
         idle_seconds: float,
         start_turn: Callable[[Path, str, str], object],
+        start_verb: Callable[[Path, str, str, str], object] = lambda *_: None,
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.app = app
@@ -51,6 +53,8 @@ class Views:
         """True once the server shuts down: every event stream ends (the browser retries)."""
         self.start_turn = start_turn
         """``(home, id, request id)``: run a chat's new turn outside the request."""
+        self.start_verb = start_verb
+        """``(home, id, verb, hint)``: run a button's wake, retry or resume outside it."""
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
         return TEMPLATES.TemplateResponse(
@@ -89,6 +93,7 @@ class Views:
             chats=_chats(Inbox(home, data["id"])),
             seq=last_seq(home.spine_path(data["id"])),
             questions=open_questions(app, data["id"]),
+            failure=_failure(home.session_dir(data["id"]), data["turns"]),
         )
 
     def turn(self, request: Request) -> Response:
@@ -108,6 +113,23 @@ class Views:
             )
             return self._error(request, missing)
         return self._page(request, "turn.html", h=row, t=detail)
+
+    def reply(self, request: Request) -> Response:
+        """What one turn did and said, as words (`heinzel.session.replies`): the sidebar
+        shows it as the Heinzelmännchen's answer once the turn's last line arrives."""
+        from heinzel.session.replies import turn_reply
+
+        app = self.app()
+        try:
+            row = app.service.resolve(request.path_params["ref"])
+        except HzError as error:
+            return JSONResponse(
+                {"code": error.code, "message": error.message, "hint": error.hint}, _status(error)
+            )
+        found = turn_reply(app.service, str(row["id"]), request.path_params["turn"])
+        if found is None:
+            return JSONResponse({"code": "HZH080", "message": "no such turn", "hint": ""}, 404)
+        return JSONResponse(found)
 
     # -- buttons -------------------------------------------------------------------
 
@@ -150,13 +172,41 @@ class Views:
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write."""
-        return await self._act(
-            request,
-            lambda app, ref, form: app.turns.answer(
-                ref, form.get("said") == "yes", str(form.get("proposal") or "") or None
-            ),
-        )
+        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        a question the model asked (``text``, and ``question``: the asking turn)."""
+
+        def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
+            if form.get("text") is not None:
+                question = str(form.get("question") or "") or None
+                return app.turns.respond(ref, str(form.get("text")), question=question)
+            proposal = str(form.get("proposal") or "") or None
+            return app.turns.answer(ref, form.get("said") == "yes", proposal)
+
+        return await self._act(request, answer)
+
+    async def do(self, request: Request) -> Response:
+        """The lifecycle buttons (``verb``): pause, unpause, retire, unretire and stop as
+        their commands; wake, retry (``hint``) and resume checked here, their turn run in a
+        child process (`heinzel.web.actions`), so the answer comes at once."""
+
+        def act(app: App, ref: str, form: Any) -> dict[str, Any]:
+            verb = str(form.get("verb") or "")
+            if verb == "stop":
+                return app.verbs().stop(ref)
+            if verb in IN_REQUEST:
+                return app.service.lifecycle(ref, verb)
+            if verb not in IN_CHILD:
+                raise HeinzelError(
+                    "HZH352",
+                    f"the page has no button {verb!r}",
+                    f"one of: {', '.join(IN_REQUEST + IN_CHILD)}",
+                )
+            row = check_turn_verb(app, ref, verb)
+            hint = str(form.get("hint") or "")
+            self.start_verb(app.service.home.root, str(row["id"]), verb, hint)
+            return {"name": row["name"], "verb": verb, "started": True}
+
+        return await self._act(request, act)
 
     async def dismiss(self, request: Request) -> Response:
         """``hz heinzel dismiss``: a lesson by its number."""
@@ -175,8 +225,11 @@ class Views:
         except HzError as error:
             return self._error(request, error)
         path = self.app().service.home.spine_path(row["id"])
-        given = request.headers.get("last-event-id", "")
-        start = int(given) if given.isdigit() else last_seq(path)
+        try:
+            given = seq_given(request.headers.get("last-event-id", ""))
+        except HzError as error:
+            return self._error(request, error)
+        start = last_seq(path) if given is None else given
         return StreamingResponse(
             self._stream(request, row["id"], path, start),
             media_type="text/event-stream",
@@ -249,3 +302,20 @@ def _chats(inbox: Inbox) -> list[dict[str, Any]]:
         if request is not None and request.kind == "chat":
             shown.append({"at": request.at, "text": request.message, "taken": request.taken})
     return shown
+
+
+def _failure(session_dir: Path, turns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last turn that ran (skips aside) when it failed or was abandoned: its id, how it
+    ended, and the cause kept for it (code, message, hint), as the command line prints."""
+    from heinzel.turns.failure import cause_of
+
+    ran = [t for t in turns if t.get("state") != "skipped"]
+    if not ran:
+        return None
+    last = ran[-1]
+    how = last.get("disposition") or last.get("state")
+    if how not in ("failed", "abandoned"):
+        return None
+    cause = cause_of(session_dir, str(last["id"])) or {}
+    code = cause.get("code") or last.get("reason")
+    return {"turn": last["id"], "how": how, "code": code, **cause}

@@ -47,8 +47,34 @@ def _code(done: subprocess.CompletedProcess[str]) -> tuple[int, str]:
 
 
 def test_a_chat_message_that_is_not_utf8(root: Path) -> None:
-    """A chat of bytes that are not UTF-8 is HZH243."""
-    assert _code(_hz(root, "heinzel", "chat", "weekly-report", b"\xff\xfe bad")) == (1, "HZH243")
+    """A chat of bytes that are not UTF-8 is refused before any command runs (HZH345, bad
+    usage): nothing reaches the inbox."""
+    assert _code(_hz(root, "heinzel", "chat", "weekly-report", b"\xff\xfe bad")) == (2, "HZH345")
+    assert not list((root / "home").rglob("inbox/rq-*.json"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("heinzel", "retry", "weekly-report", b"\xff"),
+        ("heinzel", "show", b"weekly-\xed\xa0\x80report"),
+        ("heinzel", "wake", "weekly-report", "--message", b"caf\xe9"),
+        ("--home", b"/tmp/\xff", "heinzel", "list"),
+        ("approve", b"\xc3"),
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_a_coded_refusal(
+    root: Path, args: tuple[str | bytes, ...]
+) -> None:
+    """Any argument of bytes that are not UTF-8 (here `retry`'s hint, which used to print a
+    UnicodeEncodeError traceback) is HZH345 with exit 2, the bytes shown escaped, and the
+    spine untouched."""
+    spine = next((root / "home").rglob("session.jsonl"))
+    before = spine.read_bytes()
+    done = _hz(root, *args)
+    assert _code(done) == (2, "HZH345")
+    assert "\nhint: " in done.stderr and "\\x" in done.stderr
+    assert spine.read_bytes() == before
 
 
 def test_dismissing_a_huge_lesson_number(root: Path) -> None:

@@ -21,6 +21,13 @@ TOOLS = {
     "heinzel_wake": False,
     "heinzel_chat": False,
     "heinzel_answer": False,
+    "heinzel_pause": False,
+    "heinzel_unpause": False,
+    "heinzel_retire": False,
+    "heinzel_unretire": False,
+    "heinzel_stop": False,
+    "heinzel_retry": False,
+    "heinzel_resume": False,
     "approve": False,
 }
 
@@ -217,3 +224,42 @@ def test_ctrl_c_ends_the_server_while_the_client_keeps_stdin_open(tmp_path: Path
             assert proc.wait(timeout=60) == -signal.SIGINT
         finally:
             proc.kill()
+
+
+def test_the_lifecycle_through_the_tools(tmp_path: Path) -> None:
+    """pause, unpause, retire, unretire, retry, stop and resume act as their commands do,
+    with structured results; a verb that makes no sense now is a coded tool error."""
+    env = priya(tmp_path)
+
+    async def body(s: ClientSession) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("heinzel_new", {"files": ["weekly-report.prose.md"]}),
+            ("approve", {"items": ["weekly-report"]}),
+            ("heinzel_pause", {"name": "weekly-report"}),
+            ("heinzel_wake paused", {"name": "weekly-report"}),
+            ("heinzel_unpause", {"name": "weekly-report"}),
+            ("heinzel_wake", {"name": "weekly-report", "message": "draft this week's section"}),
+            ("heinzel_retry", {"name": "weekly-report", "hint": "shorter, please"}),
+            ("heinzel_stop", {"name": "weekly-report"}),
+            ("heinzel_resume", {"name": "weekly-report"}),
+            ("heinzel_retire", {"name": "weekly-report"}),
+            ("heinzel_unretire", {"name": "weekly-report"}),
+        ]
+        for name, args in calls:
+            result = await s.call_tool(name.split()[0], args)
+            seen[name] = (result.is_error, result.structured_content, text(result))
+        return seen
+
+    seen = session(env, tmp_path, body)
+    assert seen["heinzel_pause"][1]["state"] == "paused"
+    assert seen["heinzel_wake paused"][0] and "HZH050" in seen["heinzel_wake paused"][2]
+    assert seen["heinzel_unpause"][1]["state"] == "asleep"
+    retried = seen["heinzel_retry"]
+    assert not retried[0], retried[2]
+    assert retried[1]["parent"] == seen["heinzel_wake"][1]["turn"]
+    assert retried[1]["disposition"] == "drafted"
+    assert seen["heinzel_stop"][0] and "HZH237" in seen["heinzel_stop"][2]
+    assert seen["heinzel_resume"][0] and "HZH236" in seen["heinzel_resume"][2]
+    assert seen["heinzel_retire"][1]["state"] == "retired"
+    assert seen["heinzel_unretire"][1]["state"] == "waiting"  # its draft waits on you

@@ -81,3 +81,38 @@ def test_the_sidebar_chat_answers_the_open_question(
         assert children[1].wait(timeout=120) == 0
     events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
     assert [e.kind for e in events].count("question.answered") == 1
+
+
+def test_the_page_shows_the_question_and_answers_it_from_its_box(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """ "Waiting on you" shows the model's question in its words with an answer box (never
+    "Nothing."); the box's answer is recorded under that question and the page then has
+    nothing waiting."""
+    hid = heinzel_id(home)
+    woken = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    asked = json.loads(woken.stdout)
+    assert asked["state"] == "waiting", woken.stderr
+    client = TestClient(web_app(home, children, env), follow_redirects=False)
+    with client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        page = client.get(f"/h/{hid}").text
+        waiting = page.split('id="pending"')[1].split("</section>")[0]
+        assert QUESTION in waiting and "Nothing." not in waiting, waiting
+        assert f'name="question" value="{asked["turn"]}"' in waiting
+        csrf = page.split('name="csrf" content="')[1].split('"')[0]
+        headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+        form = {"text": ANSWER, "question": asked["turn"]}
+        sent = client.post(f"/h/{hid}/answer", data=form, headers=headers)
+        assert sent.status_code == 200, sent.text
+        events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
+        [answered] = [e for e in events if e.kind == "question.answered"]
+        assert answered.turn == asked["turn"]
+        after = client.get(f"/h/{hid}").text.split('id="pending"')[1].split("</section>")[0]
+        assert QUESTION not in after, after

@@ -134,7 +134,9 @@ def test_hz_heinzel_show_lists_the_proposal_the_page_shows(
         text=True,
         check=True,
     )
-    assert '"kind": "question"' in shown.stdout, shown.stdout
+    [question] = json.loads(shown.stdout)["questions"]
+    assert question["kind"] == "proposal" and question["tool"] == "pause", question
+    assert question["text"] == "may it run pause?"
 
 
 def test_the_turn_page_shows_the_body_then_expired(

@@ -37,9 +37,22 @@
     state.className = "badge state-" + row.state;
     status.textContent = row.pending ? "(" + row.pending.kind + " waiting on you)" : "";
   });
+  // What a turn did and said, as words, once its last line arrives: the sidebar's answer.
+  function reply(turn) {
+    fetch("/h/" + id + "/turn/" + turn + "/reply", {
+      credentials: "same-origin", headers: { "Accept": "application/json" }
+    }).then(function (r) { return r.ok ? r.json() : null; }).then(function (said) {
+      if (!said || !said.said) { return; }
+      item(document.getElementById("messages"), "them", said.said.join("\n"), "");
+    }).catch(function () { /* the live lines still show the turn */ });
+  }
+
   source.addEventListener("line", function (e) {
-    item(live, "", describe(JSON.parse(e.data)));
+    var line = JSON.parse(e.data);
+    item(live, "", describe(line));
     while (live.children.length > 50) { live.removeChild(live.firstChild); }
+    if (line.turn && (line.kind === "turn.finished" || line.kind === "turn.skipped" ||
+        line.kind === "turn.waiting")) { reply(line.turn); }
   });
 
   var form = document.getElementById("chat");

@@ -1,0 +1,112 @@
+"""The page's buttons for a Heinzelmännchen's life: pause, unpause, retire, unretire and stop
+act in the request (they only write a line); wake, retry and resume run a turn, so the
+request checks what the command would refuse at once (a paused one, no waiting turn, no
+ended turn) and the turn runs in a child process, ``python -m heinzel.web.actions HOME ID
+VERB``, as a chat's new turn does (`heinzel.web.background`): the answer comes at once, the
+turn takes the spine's lock as any ``hz`` process does, and a retry's hint reaches the child
+on its standard input, never in its arguments. The child's errors go to ``HOME/web/turns.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir, open_append
+
+__all__ = ["IN_CHILD", "IN_REQUEST", "check_turn_verb", "spawn_verb"]
+
+IN_REQUEST = ("pause", "unpause", "retire", "unretire", "stop")
+"""Verbs that only write a line: done inside the request."""
+IN_CHILD = ("wake", "retry", "resume")
+"""Verbs that run a turn: checked in the request, run in a child process."""
+
+
+def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
+    """Refuse now what the child's command would refuse (HZH050 for a state that does not
+    wake, HZH236 with no waiting turn, HZH238 with no ended turn); the row otherwise."""
+    from heinzel.store.lifecycle import Lifecycle
+
+    service = app.service
+    row = service.resolve(ref)
+    if verb in ("wake", "retry"):
+        Lifecycle(str(row["state"])).fire("wake", row["name"])
+    db = service.read_db
+    if verb == "resume":
+        found = db.execute("SELECT 1 FROM waits WHERE heinzel = ? LIMIT 1", [row["id"]])
+        if found.fetchone() is None:
+            raise HeinzelError(
+                "HZH236",
+                f"{row['name']} has no waiting turn",
+                f"`hz heinzel wake {row['name']}` starts a new one",
+            )
+    if verb == "retry":
+        found = db.execute(
+            "SELECT 1 FROM turns WHERE heinzel = ? AND state IN ('finished', 'skipped') LIMIT 1",
+            [row["id"]],
+        )
+        if found.fetchone() is None:
+            raise HeinzelError(
+                "HZH238",
+                f"{row['name']} has no ended turn to retry",
+                f"`hz heinzel wake {row['name']}` starts a new one",
+            )
+    return dict(row)
+
+
+def spawn_verb(
+    home: Path, heinzel_id: str, verb: str, hint: str, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start the child that runs ``verb``'s turn; ``hint`` goes to its standard input."""
+    log_dir = home / "web"
+    ensure_private_dir(log_dir)
+    log = open_append(log_dir / "turns.log", sync_dir=False)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "heinzel.web.actions", str(home), heinzel_id, verb],
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+    finally:
+        os.close(log)
+    assert child.stdin is not None
+    child.stdin.write(hint.encode("utf-8"))
+    child.stdin.close()
+    threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
+    return child
+
+
+def main(home: str, heinzel_id: str, verb: str) -> int:
+    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`)."""
+    from heinzel.app import App
+    from ledger.errors import HzError
+
+    hint = sys.stdin.read()
+    app = App.from_environment(home, os.environ)
+    try:
+        if verb == "wake":
+            app.turns.wake(heinzel_id)
+        elif verb == "retry":
+            app.verbs().retry(heinzel_id, hint)
+        elif verb == "resume":
+            app.verbs().resume(heinzel_id)
+        else:
+            print(f"unknown verb {verb!r}", file=sys.stderr)
+            return 2
+    except HzError as error:
+        print(error.render(), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

@@ -45,12 +45,15 @@ DRAFT = {
 }
 ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
 LEARNED = {"report": "learned from the edits", "lessons": [{"sentence": "keep it short"}]}
-USAGE = (1000, 100)
-"""What every answer reports using (prompt, completion tokens): `Provider._openai`'s."""
+INPUT_USD, OUTPUT_USD = Decimal("0.15"), Decimal("0.6")
+"""The model's price per million tokens (the test's configuration sets the same)."""
+OUTPUT_TOKENS = 1000
+"""What every answer says it generated (fewer when the request's ``max_tokens`` says so)."""
 HOLD_LIMIT = 60.0
 """Seconds a held request waits for the gate at most (the machine opens it before it
 waits for any process, so reaching this is a bug of the test, reported loudly)."""
 SLOT = re.compile(r"^hz-[0-9A-Za-z]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+NANO = Decimal("0.000000001")
 KEYS = {"v", "seq", "ts", "prev", "turn", "kind", "key", "data"}
 LIFECYCLE = {"turn.started", "turn.resumed", "turn.waiting", "turn.finished", "turn.skipped"}
 LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
@@ -58,12 +61,17 @@ LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
 
 @dataclass
 class Loopback:
-    """The provider: charges ``price`` per answered request, by the process's tag."""
+    """The provider: charges every answer what its usage costs, by the process's tag.
 
-    price: Decimal
+    An answer's usage is half a token per byte of the request's body (a real tokenizer
+    makes fewer of JSON) and `OUTPUT_TOKENS`, so a request costs about 0.002 USD, about a
+    third of what hz must reserve for it (a token per byte sent and its ``max_tokens``).
+    """
+
     weather: str = "fair"
     asks: int = 0
-    charged: Counter[str] = field(default_factory=Counter)
+    paid: dict[str, list[Decimal]] = field(default_factory=dict)
+    """Process tag -> what each of its answered requests cost."""
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -74,8 +82,8 @@ class Loopback:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, out = world.answer(self.path.split("/")[1], body)
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                status, out = world.answer(self.path.split("/")[1], json.loads(raw), len(raw))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))
@@ -100,7 +108,7 @@ class Loopback:
         self.server.server_close()
         self.thread.join(timeout=10)
 
-    def answer(self, tag: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    def answer(self, tag: str, body: dict[str, Any], size: int) -> tuple[int, bytes]:
         if not self.gate.wait(HOLD_LIMIT):
             self.problems.append(f"a request of {tag} was held {HOLD_LIMIT} s")
             return 500, b"{}"
@@ -117,9 +125,19 @@ class Loopback:
                 outcome = ASK
             else:
                 outcome = DRAFT
-            self.charged[tag] += 1  # the money is spent once the answer leaves
-            n = sum(self.charged.values())
-        return 200, json.dumps(Provider._openai([(final, outcome)], n)).encode()
+            prompt = size // 2
+            limit = body.get("max_completion_tokens") or body.get("max_tokens") or OUTPUT_TOKENS
+            output = min(OUTPUT_TOKENS, int(limit))
+            cost = (prompt * INPUT_USD + output * OUTPUT_USD) / 1_000_000
+            self.paid.setdefault(tag, []).append(cost)  # spent once the answer leaves
+            n = sum(len(costs) for costs in self.paid.values())
+        reply = Provider._openai([(final, outcome)], n)
+        reply["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+        }
+        return 200, json.dumps(reply).encode()
 
 
 def _lines(path: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
@@ -289,7 +307,9 @@ def violations(
     )
     say("slot-once", [f"{k} drafted {n} times" for k, n in facts.drafts.items() if n > 1])
     for day in sorted(set(charged) | set(facts.spent)):
-        paid, recorded = charged.get(day, Decimal(0)), facts.spent.get(day, Decimal(0))
+        # to the 1e-9 USD the spine's floats keep (hz rounds a day's spend to 9 digits)
+        paid = charged.get(day, Decimal(0)).quantize(NANO)
+        recorded = facts.spent.get(day, Decimal(0)).quantize(NANO)
         if paid > cap:
             say("cap", [f"{day}: the provider was paid {paid} USD, over the cap {cap}"])
         if recorded > cap:

@@ -63,10 +63,10 @@ DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split("
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
 
 NAMES = ("report-0", "report-1")
-PRICE = Decimal("0.00021")  # 1000 prompt and 100 completion tokens at 0.15 and 0.6 USD/M
-CAP = Decimal("0.0008")  # three requests a day; a fourth may not be paid
-TURN_CAP = "0.0007"  # one request a turn at the worst-case price (its 1,100 tokens at the
-# output rate); the tick skips a slot once the day could cross: after the day's first request
+CAP = Decimal("0.007")
+"""The day's cap: two requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
+worst case of a third (about 0.005 USD) reserved, or three paid; a fourth would cross it."""
+TURN_CAP = "0.006"  # a request's worst case fits one turn
 START = datetime(2026, 11, 6, 14, 30, tzinfo=UTC)  # half an hour after the first slot
 PARALLEL = 4  # processes running at once; the next waits for the oldest
 TIMEOUT = 120.0  # seconds any one process may take: more fails the test loudly
@@ -131,7 +131,7 @@ class Chaos(RuleBasedStateMachine):
         self.root, ids = make_home(self.tmp, len(NAMES))
         self.ids = dict(zip(NAMES, ids, strict=True))
         (self.tmp / "hz.toml").write_text(CONFIG, encoding="utf-8")
-        self.provider = Loopback(PRICE)
+        self.provider = Loopback()
         self.now = START
         self.count = 0
         self.running: list[Running] = []
@@ -182,9 +182,10 @@ class Chaos(RuleBasedStateMachine):
             raise AssertionError(f"hz {' '.join(run.args)} did not end in {TIMEOUT} s") from None
         self.running.remove(run)
         killed = run.killed or (run.crash and code == 137)
-        if killed and self.provider.charged[run.tag]:
+        paid = self.provider.paid.get(run.tag)
+        if killed and paid:
             # its last paid answer may have no line: at most one request (they are serial)
-            self.ledger.unrecorded[run.day] = self.ledger.unrecorded.get(run.day, 0) + PRICE
+            self.ledger.unrecorded[run.day] = self.ledger.unrecorded.get(run.day, 0) + max(paid)
         stdout = run.out.read_text(encoding="utf-8")
         ended = Ended(
             run.args, code, killed, stdout, run.err.read_text(encoding="utf-8"), run.message
@@ -326,9 +327,11 @@ class Chaos(RuleBasedStateMachine):
     def _check(self, *, quiet: bool) -> None:
         facts = Spines.read(self.root / "home")
         charged: dict[str, Decimal] = {}
-        for run_tag, n in self.provider.charged.items():
+        with self.provider.lock:
+            paid = {tag: list(costs) for tag, costs in self.provider.paid.items()}
+        for run_tag, costs in paid.items():
             day = self.days[run_tag]
-            charged[day] = charged.get(day, Decimal(0)) + n * PRICE
+            charged[day] = charged.get(day, Decimal(0)) + sum(costs, Decimal(0))
         broken = violations(
             facts,
             self.ledger.ended,

@@ -51,7 +51,7 @@ class App:
     def _default_adapters(self) -> Mapping[str, object]:
         from heinzel.turns.inputs import default_adapters
 
-        return default_adapters(self.service.settings)
+        return default_adapters(self.service.settings, protected=self.service.protected)
 
     def verbs(self) -> Verbs:
         """chat, resume, stop and retry, running turns through `turns` (a chat while a

@@ -42,6 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ledger.files import write_atomic
 from ledger.spine import verify
 from machines.crash import CRASH_EXIT
 from machines.crashruns import Exit, Job, Run, Started, drive, forked, spawned, threads
@@ -89,7 +90,7 @@ def _play(scenario: Scenario, workdir: Path) -> int:
         "disposition": state.disposition if state else None,
         "reason": state.reason if state else None,
     }
-    (workdir / "outcome.json").write_text(json.dumps(outcome), encoding="utf-8")
+    write_atomic(workdir / "outcome.json", json.dumps(outcome).encode("utf-8"))
     return 0
 
 

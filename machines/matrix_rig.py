@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.event import parse_ts
+from ledger.files import open_append
 from ledger.spine import Spine
 from machines.crash import CRASH_EXIT, crash_hook
 from machines.disk_body import DiskBody
@@ -30,7 +31,7 @@ WORLD_CRASH = "HZ_MATRIX_WORLD_CRASH"
 
 def append_line(path: Path, line: str) -> None:
     """Append one line to ``path`` and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_append(path)
     try:
         os.write(fd, (line + "\n").encode("utf-8"))
         os.fsync(fd)

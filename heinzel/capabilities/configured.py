@@ -15,7 +15,10 @@ Each table names a ``backend`` and that backend's keys (docs/adapters.md):
 
 `parse_adapter_tables` validates them (``HZH015``); `build_adapters` builds the adapter
 map a tick or a wake uses; `describe_adapters` is what ``hz system doctor`` lists. A
-secret is never a key here: only the name of the variable that holds it.
+secret is never a key here: only the name of the variable that holds it. `secret_origin`
+is where a GitHub or CalDAV table's secret comes from, in the order the adapter reads it
+(`secret_variables`, then hz's credential store, then for GitHub ``gh auth token``): the
+one answer the adapters, ``hz system doctor`` and ``hz system credential list`` share.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from heinzel.capabilities.files import FilesCapability
 from heinzel.capabilities.fixture_sources import fixture_sources
 from heinzel.capabilities.git import GitCapability
 from heinzel.capabilities.registry import DEFAULT_REGISTRY
+from heinzel.capabilities.targets import Protected
 from heinzel.errors import HeinzelError
 
 __all__ = [
@@ -41,6 +45,8 @@ __all__ = [
     "describe_adapters",
     "parse_adapter_tables",
     "probe_adapters",
+    "secret_origin",
+    "secret_variables",
 ]
 
 BACKENDS: Mapping[str, tuple[str, ...]] = {
@@ -203,6 +209,33 @@ def _refused(label: str, capability: str, table: Any, error: Any) -> HeinzelErro
     return HeinzelError("HZH015", f"{label}: unknown key {key}", mean + takes)
 
 
+_DEFAULT_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    "github": ("GH_TOKEN", "GITHUB_TOKEN"),
+    "caldav": ("HZ_CALDAV_PASSWORD",),
+}
+
+
+def secret_variables(table: Any) -> tuple[str, ...]:
+    """The variables a GitHub or CalDAV table's secret is read from, in order: its
+    ``token_env`` / ``password_env``, then the backend's usual ones; none for others."""
+    named = getattr(table, "token_env", None) or getattr(table, "password_env", None)
+    usual = _DEFAULT_VARIABLES.get(str(getattr(table, "backend", "")), ())
+    return tuple(dict.fromkeys(v for v in (named, *usual) if v))
+
+
+def secret_origin(table: Any, environ: Mapping[str, str], stored: Stored) -> str:
+    """Where the adapter of ``table`` takes its secret from: ``env:NAME`` (the first of
+    `secret_variables` that is set), ``stored`` (hz's credential store), for GitHub
+    ``gh`` (``gh auth token``, if gh is logged in), else ``none``."""
+    found = next((v for v in secret_variables(table) if environ.get(v)), None)
+    if found:
+        return f"env:{found}"
+    backend = str(getattr(table, "backend", ""))
+    if backend in _DEFAULT_VARIABLES and stored(backend):
+        return "stored"
+    return "gh" if backend == "github" else "none"
+
+
 def build_adapters(
     tables: Mapping[str, Any],
     *,
@@ -212,21 +245,24 @@ def build_adapters(
     fixtures: Path | None = None,
     stored: Stored = _none,
     asset_names: Path | None = None,
+    protected: Protected | None = None,
 ) -> dict[str, object]:
     """The adapter map: files, git and documents; the fixture sources when ``fixtures``
     is set; then each configured table's backend for its capability (secrets from the
-    environment, else ``stored``)."""
+    environment, else ``stored``). ``protected``: hz's own places, which files and
+    documents never read or write (`heinzel.capabilities.targets`)."""
     adapters: dict[str, object] = {
-        "files": FilesCapability(),
+        "files": FilesCapability(protected=protected),
         "git": GitCapability(),
-        "documents": LocalDocuments(approver, names=asset_names),
+        "documents": LocalDocuments(approver, names=asset_names, protected=protected),
     }
     if fixtures is not None:
-        adapters.update(fixture_sources(fixtures))
+        adapters.update(fixture_sources(fixtures, protected))
     clients: dict[tuple[str | None, str | None], Any] = {}
     for capability, table in parse_adapter_tables(tables).items():
         if isinstance(table, FixtureTable):
-            adapters[capability] = fixture_sources(table.folder.expanduser())[capability]
+            folder = table.folder.expanduser()
+            adapters[capability] = fixture_sources(folder, protected)[capability]
         elif isinstance(table, GitHubTable):
             from heinzel.capabilities.github import github_code_host, github_token, github_tracker
             from heinzel.capabilities.github_http import GitHubClient
@@ -234,7 +270,10 @@ def build_adapters(
             key = (table.base_url, table.token_env)
             if key not in clients:
                 token = github_token(
-                    environ, base_url=table.base_url, token_env=table.token_env, stored=stored
+                    environ,
+                    base_url=table.base_url,
+                    variables=secret_variables(table),
+                    stored=stored,
                 )
                 cache = None if http_cache is None else http_cache / "github"
                 clients[key] = GitHubClient(token, base_url=table.base_url, cache_dir=cache)
@@ -243,7 +282,15 @@ def build_adapters(
         elif isinstance(table, CalDAVTable | ICSTable):
             from heinzel.capabilities.calendars import calendar_adapter
 
-            adapters[capability] = calendar_adapter(table, environ, stored)
+            password = None
+            if isinstance(table, CalDAVTable):
+                origin = secret_origin(table, environ, stored)
+                if origin.startswith("env:"):
+                    password = environ[origin.removeprefix("env:")]
+                elif origin == "stored":
+                    password = stored("caldav")
+            cache = None if http_cache is None else http_cache / "calendar"
+            adapters[capability] = calendar_adapter(table, password=password, cache_dir=cache)
     return adapters
 
 
@@ -312,25 +359,19 @@ def probe_adapters(
 
 
 def _detail(table: Any, environ: Mapping[str, str], stored: Stored) -> str:
+    if isinstance(table, GitHubTable | CalDAVTable):
+        origin = secret_origin(table, environ, stored)
+        where = {
+            "stored": "hz's credential store",
+            "gh": "gh auth token, or none",
+            "none": "none",
+        }.get(origin, origin.removeprefix("env:"))
     if isinstance(table, GitHubTable):
-        variables = [v for v in (table.token_env, "GH_TOKEN", "GITHUB_TOKEN") if v]
-        found = next((v for v in variables if environ.get(v)), None)
-        if found:
-            origin = found
-        elif stored("github"):
-            origin = "hz's credential store"
-        else:
-            origin = "gh auth token, or none"
-        return f"{table.base_url or 'https://api.github.com/'}, token from {origin}"
+        return f"{table.base_url or 'https://api.github.com/'}, token from {where}"
     if isinstance(table, CalDAVTable):
         who = f" as {table.username}" if table.username else ""
-        if table.password_env and environ.get(table.password_env):
-            where = f", password from {table.password_env}"
-        elif stored("caldav"):
-            where = ", password from hz's credential store"
-        else:
-            where = ", no password"
-        return f"{table.url}{who}{where}"
+        password = "no password" if origin == "none" else f"password from {where}"
+        return f"{table.url}{who}, {password}"
     if isinstance(table, ICSTable):
         return str(table.path or table.url)
     if isinstance(table, FixtureTable):

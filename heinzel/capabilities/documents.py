@@ -65,6 +65,7 @@ from heinzel.capabilities.protocols import (
     check_call,
     fetched,
 )
+from heinzel.capabilities.targets import Protected
 from ledger.errors import LedgerError
 from ledger.event import sha256_hex
 from ledger.files import ensure_private_dir, read_capped, write_atomic
@@ -182,12 +183,21 @@ class LocalDocuments:
     """Drafts in local Markdown files; ``approver`` is who approves (from configuration),
     ``base`` the folder relative ``file:`` paths resolve against, ``names`` the folder
     where a long asset shortened in its draft key (``machines.keys.short_asset``) is
-    recorded, one file per hash, so any process finds the document again."""
+    recorded, one file per hash, so any process finds the document again; ``protected``
+    hz's own places (`heinzel.capabilities.targets`), which it never reads or writes as a
+    document (any home's ``heinzel/`` folder is one whatever is passed)."""
 
-    def __init__(self, approver: str, base: Path | None = None, names: Path | None = None) -> None:
+    def __init__(
+        self,
+        approver: str,
+        base: Path | None = None,
+        names: Path | None = None,
+        protected: Protected | None = None,
+    ) -> None:
         self._approver = approver
         self._base = base
         self._names = names
+        self._protected = protected or Protected()
 
     def remember(self, asset: str) -> None:
         """Record ``asset`` under its short form's hash (before a key naming it is used)."""
@@ -272,6 +282,7 @@ class LocalDocuments:
                 "remove them from the draft",
             )
         path = self._path(asset)
+        self._protected.check_write(path, asset)
         for _ in range(_TRIES):
             original = self._load_or_new(path)
             current = self._decode(original or b"", asset)
@@ -293,6 +304,8 @@ class LocalDocuments:
         keeping the user's text; True when something was removed. A pending, missing or
         broken section is left alone, so calling it again is harmless."""
         path = self._path(self._asset_of(key))
+        if self._protected.refusal(path) is not None:
+            return False
         for _ in range(_TRIES):
             try:
                 original = self._load(path)
@@ -315,7 +328,10 @@ class LocalDocuments:
 
     def find(self, key: str) -> Presence:
         """``present`` when the key's markers are in the document, else ``absent``;
-        ``unknown`` when the document can't be read."""
+        ``unknown`` when the document can't be read. One of hz's own files never holds a
+        draft (it is absent, so a resume performs it again, and is refused, HZH342)."""
+        if self._protected.refusal(self._path(self._asset_of(key))) is not None:
+            return "absent"
         lines = self._lines_or_none(key)
         if lines is None:
             return "unknown"
@@ -339,12 +355,17 @@ class LocalDocuments:
         return Approved(approver=self._approver, text=section.text())
 
     def read(self, asset: str) -> str:
-        """The whole text of the document ``asset``."""
+        """The whole text of the document ``asset`` (HZH343 for one of hz's own files)."""
         path = self._path(asset)
+        self._protected.check_read(path, asset)
         return self._decode(self._load(path), asset)
 
     def _lines_or_none(self, key: str) -> list[str] | None:
+        """The document's lines; None when it can't be read or is one of hz's own files
+        (no draft of hz's is ever there: `find` says absent, `draft_state` unknown)."""
         path = self._path(self._asset_of(key))
+        if self._protected.refusal(path) is not None:
+            return None
         try:
             return self._load(path).decode("utf-8").split("\n")
         except (CapabilityError, UnicodeDecodeError):
@@ -417,7 +438,9 @@ class LocalDocuments:
 
     def _replace(self, path: Path, original: bytes | None, updated: bytes) -> bool:
         """Replace the file with ``updated`` unless it no longer holds ``original`` (None:
-        the file must still not exist; it is created 0600)."""
+        the file must still not exist; it is created 0600). hz's own places are checked
+        again right before the write, so a link planted meanwhile is not written through."""
+        self._protected.check_write(path, str(path))
         if original is None:
             if path.exists():
                 return False

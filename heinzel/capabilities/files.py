@@ -8,7 +8,9 @@ symlink is followed only to a regular file whose name ends like the path written
 ``notes.json`` link never silently parses a ``.txt``, a device or a pipe). Files over
 ``max_bytes`` (8 MiB by default) are refused with a coded error rather than read, and
 nothing under ``/proc``, ``/sys`` or ``/dev`` is read at all (``/proc/self/environ``
-holds the process's keys).
+holds the process's keys), nor anything in hz's own places: its home's folders, the
+credential store, any home's spines, bodies and index (HZH343,
+`heinzel.capabilities.targets`).
 
 Facets: ``content`` for text and for JSON that is not an object; one facet per top-level
 key for a JSON object; ``lines`` for JSONL. The cursor is the file's mtime and size.
@@ -26,6 +28,7 @@ from typing import Any
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
+from heinzel.capabilities.targets import Protected
 from ledger.errors import LedgerError
 from ledger.files import read_capped
 
@@ -90,11 +93,19 @@ def _facets(value: Any, suffix: str) -> dict[str, Any]:
 
 
 class FilesCapability:
-    """The ``files`` capability: reads local files for a contract whose folder is ``base``."""
+    """The ``files`` capability: reads local files for a contract whose folder is ``base``,
+    never one of hz's own (``protected``)."""
 
-    def __init__(self, base: Path | None = None, *, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(
+        self,
+        base: Path | None = None,
+        *,
+        max_bytes: int = MAX_BYTES,
+        protected: Protected | None = None,
+    ) -> None:
         self._base = base
         self._max_bytes = max_bytes
+        self._protected = protected or Protected()
 
     @property
     def name(self) -> str:
@@ -155,6 +166,7 @@ class FilesCapability:
                     "point the contract at the file itself",
                 )
         real = Path(os.path.realpath(target))
+        self._protected.check_read(real, written)
         if any(real == Path(top) or Path(top) in real.parents for top in _SYSTEM):
             raise CapabilityError(
                 "HZH117",

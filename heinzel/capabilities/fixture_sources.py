@@ -23,6 +23,7 @@ from typing import Any
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.files import parse_content
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
+from heinzel.capabilities.targets import Protected
 from ledger.event import parse_ts
 
 __all__ = ["FixtureMethod", "FixtureSource", "fixture_sources"]
@@ -45,11 +46,19 @@ def _spec(name: str, args: set[str], required: set[str] | None = None) -> Method
 
 
 class FixtureSource:
-    """A read capability named ``name`` whose methods read dated records from ``folder``."""
+    """A read capability named ``name`` whose methods read dated records from ``folder``
+    (never a file in hz's own places, ``protected``: HZH343)."""
 
-    def __init__(self, name: str, folder: Path, methods: Mapping[str, FixtureMethod]) -> None:
+    def __init__(
+        self,
+        name: str,
+        folder: Path,
+        methods: Mapping[str, FixtureMethod],
+        protected: Protected | None = None,
+    ) -> None:
         self._name = name
         self._folder = folder
+        self._protected = protected or Protected()
         self._methods = dict(methods)
         self._specs = MappingProxyType({m: f.spec for m, f in self._methods.items()})
 
@@ -84,6 +93,7 @@ class FixtureSource:
 
     def _records(self, how: FixtureMethod) -> list[dict[str, Any]]:
         path = self._folder / how.file
+        self._protected.check_read(path, f"{self._name}'s fixture {path}")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
@@ -129,8 +139,9 @@ def _matches(record: dict[str, Any], args: Mapping[str, Any], text_fields: tuple
     return True
 
 
-def fixture_sources(folder: Path) -> dict[str, FixtureSource]:
-    """The worked example's four sources over the files in ``folder``, by capability name."""
+def fixture_sources(folder: Path, protected: Protected | None = None) -> dict[str, FixtureSource]:
+    """The worked example's four sources over the files in ``folder``, by capability name;
+    none reads a file that resolves into hz's own places (``protected``)."""
     return {
         "code-host": FixtureSource(
             "code-host",
@@ -143,6 +154,7 @@ def fixture_sources(folder: Path) -> dict[str, FixtureSource]:
                     id="number",
                 )
             },
+            protected,
         ),
         "tracker": FixtureSource(
             "tracker",
@@ -155,6 +167,7 @@ def fixture_sources(folder: Path) -> dict[str, FixtureSource]:
                     id="key",
                 )
             },
+            protected,
         ),
         "calendar": FixtureSource(
             "calendar",
@@ -164,6 +177,7 @@ def fixture_sources(folder: Path) -> dict[str, FixtureSource]:
                     _spec("events", {"calendar", "query"}), "calendar.jsonl", at="start", id="id"
                 )
             },
+            protected,
         ),
         "chat": FixtureSource(
             "chat",
@@ -177,5 +191,6 @@ def fixture_sources(folder: Path) -> dict[str, FixtureSource]:
                     text_fields=("text",),
                 )
             },
+            protected,
         ),
     }

@@ -8,7 +8,9 @@ query?}`` read ``/repos/{repo}/issues`` (issues and pull requests) and keep thos
 in it. ``project`` is ``owner/name``; a ``board`` (``owner/number``) reads a GitHub Projects
 board through GraphQL instead (`heinzel.capabilities.github_projects`);
 ``query`` is a case-insensitive substring of the title or body. Records are oldest first;
-no e-mail address is ever kept; a body is cut at 4000 characters. Facets ``items`` and
+no e-mail address is ever kept, not in the records nor in the listings `GitHubClient`
+keeps on disk (`kept_item` cuts each item to the fields the records are made of); a body
+is cut at 4000 characters. Facets ``items`` and
 ``ids``; the cursor is the listing's ETag.
 Requests go through `GitHubClient` (conditional, paginated, rate limits respected).
 
@@ -34,7 +36,7 @@ from heinzel.capabilities.github_projects import read_board
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
 from ledger.event import format_ts, parse_ts
 
-__all__ = ["GitHubSource", "github_code_host", "github_token", "github_tracker"]
+__all__ = ["GitHubSource", "github_code_host", "github_token", "github_tracker", "kept_item"]
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _BODY_CHARS = 4000
@@ -57,13 +59,13 @@ def github_token(
     environ: Mapping[str, str],
     *,
     base_url: str | None = None,
-    token_env: str | None = None,
+    variables: tuple[str, ...] = ("GH_TOKEN", "GITHUB_TOKEN"),
     stored: Callable[[str], str | None] | None = None,
 ) -> str | None:
-    """The token: ``token_env``'s variable, ``GH_TOKEN``, ``GITHUB_TOKEN``, the ``github``
-    credential hz stores (``stored``), or ``gh auth token`` for the host of ``base_url``;
-    None when there is none (anonymous reads)."""
-    for name in (token_env, "GH_TOKEN", "GITHUB_TOKEN"):
+    """The token: the first of ``variables`` set (a table's ``token_env``, ``GH_TOKEN``,
+    ``GITHUB_TOKEN``), the ``github`` credential hz stores (``stored``), or ``gh auth
+    token`` for the host of ``base_url``; None when there is none (anonymous reads)."""
+    for name in variables:
         if name and environ.get(name):
             return environ[name]
     kept = stored("github") if stored is not None else None
@@ -146,6 +148,7 @@ class GitHubSource:
             params,
             older=lambda item: _before(item.get("updated_at"), window.start),
             since=format_ts(window.start),
+            keep=kept_item,
         )
         records = [
             {
@@ -173,6 +176,7 @@ class GitHubSource:
             params,
             older=lambda item: _before(_committed(item), window.start - _SLACK),
             since=format_ts(window.start - _SLACK),
+            keep=kept_item,
         )
         records = []
         for item in items:
@@ -205,6 +209,7 @@ class GitHubSource:
             params,
             older=lambda item: _before(item.get("updated_at"), window.start),
             since=format_ts(window.start),
+            keep=kept_item,
         )
         needle = str(args.get("query") or "").casefold()
         records = [
@@ -229,6 +234,43 @@ class GitHubSource:
             and needle in f"{item.get('title') or ''} {item.get('body') or ''}".casefold()
         ]
         return sorted(records, key=lambda r: str(r["updated_at"])), etag
+
+
+def kept_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A pull request, commit or issue of a listing cut to what the records read: no
+    e-mail address (a commit's author keeps its name, e-mails struck out), the body cut
+    as the record's is; what `GitHubClient` keeps on disk."""
+    out: dict[str, Any] = {
+        name: item[name]
+        for name in ("number", "sha", "state", "merged_at", "updated_at", "html_url")
+        if name in item
+    }
+    if "title" in item:
+        out["title"] = strip_emails(str(item.get("title") or ""))
+    if "body" in item:
+        out["body"] = _body(item.get("body"))
+    for name in ("user", "author"):
+        if (login := _login(item.get(name))) is not None:
+            out[name] = {"login": login}
+    base = item.get("base")
+    if isinstance(base, dict) and base.get("ref") is not None:
+        out["base"] = {"ref": base["ref"]}
+    if isinstance(item.get("labels"), list):
+        out["labels"] = [
+            {"name": label.get("name")} for label in item["labels"] if isinstance(label, dict)
+        ]
+    if "pull_request" in item:
+        out["pull_request"] = {}
+    commit = item.get("commit")
+    if isinstance(commit, dict):
+        message = str(commit.get("message") or "").strip().partition("\n")[0]
+        name = str((commit.get("author") or {}).get("name") or "")
+        out["commit"] = {
+            "message": strip_emails(message),
+            "author": {"name": strip_emails(name)},
+            "committer": {"date": _committed(dict(item))},
+        }
+    return out
 
 
 def _repo(value: Any) -> str:

@@ -3,16 +3,21 @@
 `GitHubClient.listing` reads a list endpoint newest first (``sort=updated`` or a branch's
 commits), following ``Link: rel="next"`` until an item is older than the window's start,
 and keeps what it read under ``<cache dir>/<sha256 of the url>.json`` with the first
-page's ``ETag``. The next fetch of the same listing sends ``If-None-Match``: GitHub answers
-``304 Not Modified`` (which costs no rate limit) and the kept items are reused, so an
-unmoved source costs one request. The cache lives on disk because hz runs one process per
-tick (githubkit's own cache lives in the process, so it is switched off).
+page's ``ETag``: each item cut by the caller's ``keep`` to what its adapter needs (no
+e-mail address, bodies cut as the input is), never GitHub's raw answer; housekeeping
+prunes the files once they are older than ``retention_days``. The next fetch of the same
+listing sends ``If-None-Match``: GitHub answers ``304 Not Modified`` (which costs no rate
+limit) and the kept items are reused, so an unmoved source costs one request. The cache
+lives on disk because hz runs one process per tick (githubkit's own cache lives in the
+process, so it is switched off).
 
 Rate limits are respected: a ``403``/``429`` with ``x-ratelimit-remaining: 0`` or
-``retry-after`` is `HZH160` (retryable), and the reset moment is kept so no request is sent
-before it. A ``5xx``, a timeout or a refused connection is `HZH161` (retryable); bad
-credentials `HZH162`; an unknown repository `HZH163`. The token is handed to githubkit
-only; it is never in an error, a cache file or a log.
+``retry-after`` (in seconds or as an HTTP date, RFC 9110), a ``429`` without either, and a
+``403`` whose message names a secondary rate limit are `HZH160` (retryable, with the wait:
+the header's, else at least a minute, as GitHub documents), and the reset moment is kept so
+no request is sent before it. A ``5xx``, a timeout or a refused connection is `HZH161`
+(retryable); bad credentials `HZH162`; an unknown repository `HZH163`. The token is handed
+to githubkit only; it is never in an error, a cache file or a log.
 
 `GitHubClient.graphql` sends one query to the GraphQL API (``POST /graphql``, or
 ``/api/graphql`` for an Enterprise ``/api/v3`` base) through githubkit's
@@ -28,6 +33,8 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
+from datetime import timedelta
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +44,42 @@ from githubkit.exception import GraphQLFailed, RateLimitExceeded, RequestError, 
 from heinzel.capabilities.errors import CapabilityError
 from ledger.files import ensure_private_dir, write_atomic
 
-__all__ = ["GITHUB_API", "GitHubClient"]
+__all__ = ["GITHUB_API", "GitHubClient", "retry_after_seconds"]
 
 GITHUB_API = "https://api.github.com/"
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 _MAX_PAGES = 50
+_AT_LEAST = 60.0
+"""Seconds to wait after a rate limit that names no time (GitHub: "at least one minute")."""
+_KEPT = 2
+"""The version of a kept listing whose items went through ``keep``."""
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float) -> float:
+    """How long a rate-limited answer asks to wait: ``Retry-After`` in seconds or as an
+    HTTP date, else ``x-ratelimit-reset`` (epoch seconds), else a minute."""
+    value = (headers.get("retry-after") or "").strip()
+    if value:
+        if value.isdigit():
+            return float(value)
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return _AT_LEAST
+    reset = (headers.get("x-ratelimit-reset") or "").strip()
+    if reset.isdigit():
+        return max(0.0, float(reset) - now)
+    return _AT_LEAST
+
+
+class _GitHub(GitHub[Any]):
+    """githubkit's client, reading ``Retry-After`` in both of RFC 9110's forms (githubkit
+    0.16 reads only seconds, and an HTTP date raised ``ValueError`` out of the request)."""
+
+    clock: Callable[[], float] = time.time
+
+    def _extract_retry_after(self, response: Any) -> timedelta:
+        return timedelta(seconds=retry_after_seconds(response.headers, self.clock()))
 
 
 class GitHubClient:
@@ -59,7 +97,7 @@ class GitHubClient:
         self.base_url = base_url or GITHUB_API
         self._cache_dir = cache_dir
         self._clock = clock
-        self._gh: GitHub[Any] = GitHub(
+        self._gh = _GitHub(
             token,
             base_url=self.base_url,
             http_cache=False,
@@ -67,6 +105,7 @@ class GitHubClient:
             timeout=timeout_s,
             user_agent="hz (heinzel)",
         )
+        self._gh.clock = clock
         self.requests = 0
         self.not_modified = 0
 
@@ -77,8 +116,10 @@ class GitHubClient:
         *,
         older: Callable[[dict[str, Any]], bool],
         since: str,
+        keep: Callable[[dict[str, Any]], dict[str, Any]] = dict,
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """The items of ``path`` newest first down to the first ``older`` one, and the ETag.
+        """The items of ``path`` newest first down to the first ``older`` one, each cut by
+        ``keep`` to what the caller needs (what is kept on disk), and the ETag.
 
         ``since`` (a spine timestamp) is how far back the caller needs; a kept listing
         that reaches back that far is revalidated with ``If-None-Match`` instead of read
@@ -94,7 +135,10 @@ class GitHubClient:
         response = self._get(url, params, headers)
         if response.status_code == 304 and kept is not None:
             self.not_modified += 1
-            return list(kept["items"]), kept.get("etag")
+            reused = [keep(item) for item in kept["items"] if isinstance(item, dict)]
+            if kept.get("v") != _KEPT:  # kept whole by an older hz: cut it now
+                self._store(key, {**kept, "v": _KEPT, "items": reused})
+            return reused, kept.get("etag")
         etag = response.headers.get("etag")
         items: list[dict[str, Any]] = []
         complete = False
@@ -108,7 +152,7 @@ class GitHubClient:
                     "check base_url: it should be the API root (https://api.github.com/)",
                     retryable=True,
                 )
-            items.extend(item for item in page if isinstance(item, dict))
+            items.extend(keep(item) for item in page if isinstance(item, dict))
             pages += 1
             link = _NEXT.search(response.headers.get("link", ""))
             if link is None:
@@ -118,7 +162,14 @@ class GitHubClient:
                 break
             response = self._get(link[1], None, headers={k: headers[k] for k in ("Accept",)})
         self._store(
-            key, {"etag": etag, "items": items, "covered_since": since, "complete": complete}
+            key,
+            {
+                "v": _KEPT,
+                "etag": etag,
+                "items": items,
+                "covered_since": since,
+                "complete": complete,
+            },
         )
         return items, etag
 
@@ -176,11 +227,13 @@ class GitHubClient:
         try:
             return call()
         except RateLimitExceeded as exc:
-            reset = self._clock() + exc.retry_after.total_seconds()
-            self._store("rate-limit", {"reset": reset})
-            raise _rate_limited(reset, self._clock()) from None
+            raise self._limited(exc.retry_after.total_seconds()) from None
         except RequestFailed as exc:
-            raise _failed(exc.response.status_code, url) from None
+            status = exc.response.status_code
+            if status == 429 or (status == 403 and _names_rate_limit(exc.response)):
+                wait = retry_after_seconds(exc.response.headers, self._clock())
+                raise self._limited(max(wait, _AT_LEAST)) from None
+            raise _failed(status, url) from None
         except RequestError as exc:
             raise CapabilityError(
                 "HZH161",
@@ -188,6 +241,12 @@ class GitHubClient:
                 "check the network and base_url; the next tick tries again",
                 retryable=True,
             ) from None
+
+    def _limited(self, wait: float) -> CapabilityError:
+        """HZH160 for a wait of ``wait`` seconds, the reset kept for the next process."""
+        now = self._clock()
+        self._store("rate-limit", {"reset": now + wait})
+        return _rate_limited(now + wait, now)
 
     def _respect_reset(self) -> None:
         state = self._load("rate-limit")
@@ -220,7 +279,18 @@ def _rate_limited(reset: float, now: float) -> CapabilityError:
         f"GitHub's rate limit is used up; it resets in {wait} s",
         "the tick tries again after the reset; a token (GH_TOKEN) raises the limit",
         retryable=True,
+        retry_after=float(wait),
     )
+
+
+def _names_rate_limit(response: Any) -> bool:
+    """Whether a ``403``'s message speaks of a rate limit (GitHub's secondary limits may
+    come without any rate-limit header)."""
+    try:
+        message = response.json().get("message", "")
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return isinstance(message, str) and "rate limit" in message.lower()
 
 
 def _failed(status: int, url: str) -> CapabilityError:

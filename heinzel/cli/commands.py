@@ -48,7 +48,7 @@ def new(
     home: str | None,
     as_json: bool,
 ) -> None:
-    """Create Heinzelmännchen from contract files (state: proposed).
+    """Create Heinzelmännchen from contract files or a sentence (state: proposed).
 
     \b
     Example:
@@ -291,7 +291,7 @@ def reindex(home: str | None, as_json: bool) -> None:
 @home_option
 @json_option
 def prune(home: str | None, as_json: bool) -> None:
-    """Delete turn bodies past retention_days (only files hz wrote).
+    """Delete expired turn bodies, inbox requests and caches (only files hz wrote).
 
     \b
     Example:
@@ -399,7 +399,7 @@ def drafts(home: str | None, as_json: bool) -> None:
 
 @hz.group()
 def system() -> None:
-    """The daemon and the doctor.
+    """The daemon, the doctor, credentials and the web page.
 
     \b
     Example:

@@ -310,7 +310,24 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
         f"{pending} waiting for its tag to be deleted: {week.work / 'weekly-report.md'}"
     )
     echo(f"The home is {home}. Try:")
-    echo(f"  hz heinzel show {NAME} --home {home}")
-    echo(f"  hz heinzel lessons {NAME} --home {home}")
-    echo(f"  hz drafts --home {home}")
+    hz = _hz_command()
+    echo(f"  {hz} heinzel show {NAME} --home {home}")
+    echo(f"  {hz} heinzel lessons {NAME} --home {home}")
+    echo(f"  {hz} drafts --home {home}")
     return week
+
+
+def _hz_command() -> str:
+    """How to run this `hz` from the shell the demo ran in: `hz` when that is the one on
+    PATH, else its path (`make demo` runs `.venv/bin/hz`, which is not on PATH until the
+    venv is activated)."""
+    here = Path(sys.executable).parent / "hz"
+    found = shutil.which("hz")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "hz"
+    if here.exists():
+        try:
+            return os.path.relpath(here)
+        except ValueError:
+            return str(here)
+    return "hz"

@@ -70,7 +70,8 @@ def created(rows: list[dict[str, Any]]) -> str:
 def approved(rows: list[dict[str, Any]]) -> str:
     lines = []
     for r in rows:
-        lines.append(f"approved {r['approved']}: now {r['state']}")
+        what = f"the draft in {r['file']}" if r.get("file") else r["approved"]
+        lines.append(f"approved {what}: now {r['state']}")
         lines += [f"warning: {w}" for w in r.get("warnings", [])]
     return "\n".join(lines)
 
@@ -151,7 +152,10 @@ def show(data: dict[str, Any]) -> str:
         if notice["reason"] == "question":  # its words are printed above
             continue
         lines.append(f"  notice:   {notice['message']}")
-        lines.append(f"            next: {notice['next']}")
+        # this is `show`: a next step that says to run it again is left out
+        steps = [s for s in notice["next"].split("; ") if not s.startswith("hz heinzel show ")]
+        if steps:
+            lines.append(f"            next: {'; '.join(steps)}")
     if data.get("grant"):
         lines += _grant(_ref(data), data["grant"])
     if data["amendments"]:

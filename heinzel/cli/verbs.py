@@ -24,24 +24,35 @@ def _verbs(home: str | None) -> Verbs:
 
 
 @daemon.command("tick")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a turn it ran failed or a source or Heinzelmännchen reported an error.",
+)
 @home_option
 @json_option
-def tick(home: str | None, as_json: bool) -> None:
-    """One tick (for cron, systemd or launchd): wake what is due.
+def tick(strict: bool, home: str | None, as_json: bool) -> None:
+    """One tick (for cron, systemd or launchd): wake what is due. A tick that ran exits 0
+    even when some turns or sources failed (each is on stderr, coded, and tried again by
+    a later tick); --strict exits 1 for those too.
 
     \b
     Example:
       hz system daemon tick
+      hz system daemon tick --strict   # exit 1 when anything in it failed
     """
     app = open_app(home)
-    if _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), as_json):
+    if _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), as_json) and strict:
         click.get_current_context().exit(1)
 
 
 def _show_tick(app: Any, report: dict[str, Any], as_json: bool) -> bool:
     """Print one tick's report by name, and what failed on stderr, coded; True when a turn
-    it ran failed or was abandoned, or an error was reported."""
+    it ran failed or was abandoned, or an error was reported (``problems`` counts them)."""
     data = _named(app, report)
+    data["problems"] = sum(1 for w in data["woken"] for e in w.get("ended", []) if _badly(e)) + len(
+        data["errors"]
+    )
     emit(data, as_json, render_tick)
     failed = [(w, e) for w in data["woken"] for e in w.get("ended", []) if _badly(e)]
     for woken, ended in failed:  # design.md: what failed goes to stderr, coded
@@ -194,6 +205,11 @@ def render_tick(report: dict[str, Any]) -> str:
         who = error.get("name") or error["id"]
         message = f": {error['message']}" if error.get("message") else ""
         lines.append(f"  {who}: {error['code']}{message}")
+    if report.get("problems"):
+        lines.append(
+            f"the tick ran; {report['problems']} of its parts failed (coded on stderr; a "
+            "later tick tries again): exit 0 (--strict: exit 1)"
+        )
     return "\n".join(lines)
 
 

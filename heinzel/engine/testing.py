@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.event import canonical, format_ts, make_event, sha256_hex
+from ledger.files import open_append
 
 __all__ = ["FileRecorder", "MemoryRecorder", "body_hash", "spine_bytes"]
 
@@ -54,7 +55,7 @@ class FileRecorder:
 
     def _append(self, name: str, obj: Mapping[str, Any]) -> None:
         path = self.directory / name
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_append(path)
         try:
             os.write(fd, (canonical(dict(obj)) + "\n").encode("utf-8"))
             os.fsync(fd)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Approved",
     "ApprovedItem",
+    "Changed",
     "ChatSent",
     "Created",
     "Draft",
@@ -26,6 +27,20 @@ __all__ = [
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+class _Where(BaseModel):
+    """Which home a tool's answer was read from: an agent can tell its user where it looked
+    (no `HZ_HOME` set means the platform's default home)."""
+
+    home: str | None = Field(
+        default=None, description="The hz home this answer was read from (its folder)."
+    )
+    home_exists: bool | None = Field(
+        default=None,
+        description="False when that folder holds no hz home yet: an empty answer then "
+        "means no home, not no Heinzelmännchen.",
+    )
 
 
 class Pending(_Open):
@@ -51,13 +66,13 @@ class Row(_Open):
     last_turn: str | None = None
 
 
-class Listing(BaseModel):
+class Listing(_Where):
     """``heinzel_list``: every Heinzelmännchen that matches the filters."""
 
     heinzelmaennchen: list[Row]
 
 
-class Shown(Row):
+class Shown(Row, _Where):
     """``heinzel_show``: versions, timeline, lessons, drafts, the pending item, cost by cause."""
 
     turns: list[dict[str, Any]] = Field(default_factory=list)
@@ -78,7 +93,7 @@ class StateRow(_Open):
     proposed_version: int | None = None
 
 
-class Created(BaseModel):
+class Created(_Where):
     """``heinzel_new``: the Heinzelmännchen created (state: proposed)."""
 
     created: list[StateRow]
@@ -93,7 +108,7 @@ class ApprovedItem(_Open):
     name: str | None = None
 
 
-class Approved(BaseModel):
+class Approved(_Where):
     """``approve``: each item approved, in the order given."""
 
     approved: list[ApprovedItem]
@@ -109,13 +124,13 @@ class Draft(_Open):
     placed_at: str | None = None
 
 
-class Drafts(BaseModel):
+class Drafts(_Where):
     """``drafts``: every waiting draft with its place."""
 
     drafts: list[Draft]
 
 
-class TurnRun(_Open):
+class TurnRun(_Open, _Where):
     """A turn run to its end or its wait (``turn`` is None when there was nothing to do)."""
 
     name: str
@@ -127,7 +142,7 @@ class TurnRun(_Open):
     usd: float | None = None
 
 
-class ChatSent(_Open):
+class ChatSent(_Open, _Where):
     """A chat message written to the inbox, and where it went."""
 
     name: str
@@ -136,10 +151,14 @@ class ChatSent(_Open):
     key: str | None = None
 
 
-class Stopped(_Open):
+class Stopped(_Open, _Where):
     """A stop: the turn and how it ended (``abandoned stopped``, or requested of the
     process that runs it)."""
 
     name: str
     turn: str
     stop: str
+
+
+class Changed(StateRow, _Where):
+    """A lifecycle verb's answer: the Heinzelmännchen after the change."""

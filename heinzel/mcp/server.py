@@ -11,24 +11,27 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.mcp.models import (
     Approved,
+    Changed,
     ChatSent,
     Created,
     Drafts,
     Listing,
     Shown,
-    StateRow,
     Stopped,
     TurnRun,
 )
@@ -40,15 +43,46 @@ MAX_NAME = 4096
 MAX_TEXT = 20_000
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+NAME_PATTERN = r"^(?:(?:me|team)/)?[a-z][a-z0-9]*(?:-[a-z0-9]+)*$|^hz-[0-9A-HJKMNP-TV-Z]{26}$"
+"""A name slug (lowercase letters, digits, single hyphens), optionally `me/` or `team/`
+before it, or an `hz-` id: what `hz` resolves (`heinzel.ids`)."""
+REQUEST_PATTERN = r"^rq-[0-9A-Za-z]{1,64}$"
+TURN_PATTERN = r"^tn-[0-9A-HJKMNP-TV-Z]{26}$"
 
 Name = Annotated[
     str,
     Field(
-        description="A name, `me/NAME` or `team/NAME`, or an `hz-` id.",
+        description="A name (`weekly-report`), `me/NAME` or `team/NAME`, or an `hz-` id.",
+        pattern=NAME_PATTERN,
+        json_schema_extra={"maxLength": MAX_NAME},
+    ),
+]
+Item = Annotated[
+    str,
+    Field(
+        description="A name or `hz-` id (its proposed v1 or pending amendment), or a draft's "
+        "key from `drafts`.",
         json_schema_extra={"maxLength": MAX_NAME},
     ),
 ]
 Filter = Annotated[str | None, Field(json_schema_extra={"maxLength": MAX_NAME})]
+RequestId = Annotated[
+    str | None,
+    Field(
+        description="Your id for this message (`rq-` and letters or digits): resending with "
+        "the same id is delivered once.",
+        pattern=REQUEST_PATTERN,
+    ),
+]
+TurnId = Annotated[
+    str | None,
+    Field(
+        description="The asking turn's id (`tn-...`), from heinzel_show's `questions`.",
+        pattern=TURN_PATTERN,
+    ),
+]
 Text = Annotated[str, Field(json_schema_extra={"maxLength": MAX_TEXT})]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -70,17 +104,30 @@ class Tools:
     def __init__(self, home: str | None, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.env = dict(os.environ) if env is None else env
+        self._where = threading.local()
 
     def call(self, body: Callable[[App], T], **bounded: str | None) -> T:
         """Check the arguments' lengths, run ``body`` on a fresh app, and turn a coded error
-        into a tool error carrying ``CODE: message`` and the hint."""
+        into a tool error carrying ``CODE: message`` and the hint. The home it read is kept
+        for `_out` (per thread: the SDK runs each call on a worker thread)."""
         try:
             for what, value in bounded.items():
                 limit = MAX_TEXT if what in {"message", "text", "sentence", "hint"} else MAX_NAME
                 _bounded(value, limit, what)
-            return body(App.from_environment(self.home, self.env))
+            app = App.from_environment(self.home, self.env)
+            root = app.service.home.root
+            self._where.value = {
+                "home": str(root),
+                "home_exists": (root / "heinzel").is_dir(),
+            }
+            return body(app)
         except HzError as exc:
             raise ToolError(exc.render()) from exc
+
+    def _out(self, model: type[M], payload: dict[str, Any]) -> M:
+        """``payload`` as ``model``, with the home the call read (`home`, `home_exists`)."""
+        where = getattr(self._where, "value", {})
+        return model.model_validate({**payload, **where})
 
     def heinzel_list(
         self, state: Filter = None, artifact: Filter = None, contract: Filter = None
@@ -94,12 +141,12 @@ class Tools:
             artifact=artifact,
             contract=contract,
         )
-        return Listing.model_validate({"heinzelmaennchen": rows})
+        return self._out(Listing, {"heinzelmaennchen": rows})
 
     def heinzel_show(self, name: Name) -> Shown:
         """One Heinzelmännchen: contract versions, the timeline of turns, lessons, drafts, the
         pending item and this month's cost by cause, like `hz heinzel show NAME`."""
-        return Shown.model_validate(self.call(lambda app: app.service.show(name), name=name))
+        return self._out(Shown, self.call(lambda app: app.service.show(name), name=name))
 
     def heinzel_new(
         self,
@@ -122,23 +169,25 @@ class Tools:
             )
 
         rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))
-        return Created.model_validate({"created": rows})
+        return self._out(Created, {"created": rows})
 
     def heinzel_wake(self, name: Name, message: Text | None = None) -> TurnRun:
         """Start a turn now (cause asked) and run it to its end or its wait, like
         `hz heinzel wake NAME --message TEXT`."""
-        return TurnRun.model_validate(
+        return self._out(
+            TurnRun,
             self.call(
                 lambda app: app.service.in_words(app.turns.wake(name, message)),
                 name=name,
                 message=message,
-            )
+            ),
         )
 
-    def heinzel_chat(self, name: Name, text: Text, request_id: Filter = None) -> ChatSent:
+    def heinzel_chat(self, name: Name, text: Text, request_id: RequestId = None) -> ChatSent:
         """Send a message to its session: it steers a running turn, else starts one, like
         `hz heinzel chat NAME TEXT`. Resending with the same request_id is idempotent."""
-        return ChatSent.model_validate(
+        return self._out(
+            ChatSent,
             self.call(
                 lambda app: app.service.in_words(
                     app.verbs().chat(name, text, request_id=request_id)
@@ -146,7 +195,7 @@ class Tools:
                 name=name,
                 text=text,
                 request_id=request_id,
-            )
+            ),
         )
 
     def heinzel_answer(
@@ -155,7 +204,7 @@ class Tools:
         approve: bool | None = None,
         proposal: Filter = None,
         text: Text | None = None,
-        question: Filter = None,
+        question: TurnId = None,
     ) -> TurnRun:
         """Answer what it asked: a write it proposed in a chat turn (`approve` true or
         false, `proposal` when several wait), like `hz heinzel answer NAME yes|no`; or a
@@ -177,45 +226,46 @@ class Tools:
                 done = app.turns.answer(name, approve, proposal)
             return app.service.in_words(done)
 
-        return TurnRun.model_validate(
-            self.call(answer, name=name, proposal=proposal, text=text, question=question)
+        return self._out(
+            TurnRun, self.call(answer, name=name, proposal=proposal, text=text, question=question)
         )
 
-    def heinzel_pause(self, name: Name) -> StateRow:
+    def heinzel_pause(self, name: Name) -> Changed:
         """Pause it: it wakes no more (no schedule, no source, no chat) until unpaused,
         like `hz heinzel pause NAME`."""
         return self._lifecycle(name, "pause")
 
-    def heinzel_unpause(self, name: Name) -> StateRow:
+    def heinzel_unpause(self, name: Name) -> Changed:
         """Unpause a paused one, like `hz heinzel unpause NAME`."""
         return self._lifecycle(name, "unpause")
 
-    def heinzel_retire(self, name: Name) -> StateRow:
+    def heinzel_retire(self, name: Name) -> Changed:
         """Retire it: kept with its whole record, never woken until unretired, like
         `hz heinzel retire NAME`."""
         return self._lifecycle(name, "retire")
 
-    def heinzel_unretire(self, name: Name) -> StateRow:
+    def heinzel_unretire(self, name: Name) -> Changed:
         """Bring a retired one back (asleep), like `hz heinzel unretire NAME`."""
         return self._lifecycle(name, "unretire")
 
-    def _lifecycle(self, name: str, verb: str) -> StateRow:
-        return StateRow.model_validate(
-            self.call(lambda app: app.service.lifecycle(name, verb), name=name)
+    def _lifecycle(self, name: str, verb: str) -> Changed:
+        return self._out(
+            Changed, self.call(lambda app: app.service.lifecycle(name, verb), name=name)
         )
 
     def heinzel_stop(self, name: Name) -> Stopped:
         """Stop its running turn: it ends `abandoned (stopped)` (a turn another process runs
         ends at its next step), like `hz heinzel stop NAME`."""
-        return Stopped.model_validate(self.call(lambda app: app.verbs().stop(name), name=name))
+        return self._out(Stopped, self.call(lambda app: app.verbs().stop(name), name=name))
 
     def heinzel_retry(
-        self, name: Name, hint: Text | None = None, request_id: Filter = None
+        self, name: Name, hint: Text | None = None, request_id: RequestId = None
     ) -> TurnRun:
         """Fork its last ended turn from after its gather step, with `hint` for the model,
         and run it, like `hz heinzel retry NAME HINT`. Resending with the same request_id is
         idempotent."""
-        return TurnRun.model_validate(
+        return self._out(
+            TurnRun,
             self.call(
                 lambda app: app.service.in_words(
                     app.verbs().retry(name, hint or "", request_id=request_id)
@@ -223,28 +273,29 @@ class Tools:
                 name=name,
                 hint=hint,
                 request_id=request_id,
-            )
+            ),
         )
 
     def heinzel_resume(self, name: Name) -> TurnRun:
         """Resume its waiting turn now, like `hz heinzel resume NAME`."""
-        return TurnRun.model_validate(
-            self.call(lambda app: app.service.in_words(app.verbs().resume(name)), name=name)
+        return self._out(
+            TurnRun,
+            self.call(lambda app: app.service.in_words(app.verbs().resume(name)), name=name),
         )
 
     def drafts(self) -> Drafts:
         """Every waiting draft with its place and its key, like `hz drafts`."""
-        return Drafts.model_validate({"drafts": self.call(lambda app: app.service.drafts())})
+        return self._out(Drafts, {"drafts": self.call(lambda app: app.service.drafts())})
 
     def approve(
-        self, items: Annotated[list[Name], Field(min_length=1, description="At least one.")]
+        self, items: Annotated[list[Item], Field(min_length=1, description="At least one.")]
     ) -> Approved:
         """Approve v1 of a proposed one, its pending amendment, or a draft (by name or by its
         key from `drafts`), like `hz approve ITEM...`."""
         rows = self.call(
             lambda app: [app.service.approve(item) for item in items], **_each("item", items)
         )
-        return Approved.model_validate({"approved": rows})
+        return self._out(Approved, {"approved": rows})
 
 
 def _each(what: str, values: list[str]) -> dict[str, str | None]:
@@ -281,7 +332,50 @@ def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServ
     )
     for name, hints in TOOLS:
         server.tool(name=name, annotations=hints, structured_output=True)(getattr(tools, name))
+        _strict(server, name)
     return server
+
+
+class _CodedTool(Tool):
+    """A tool whose arguments that do not fit its schema are refused with `HZH272` and a
+    hint, in hz's words, rather than pydantic's report."""
+
+    async def run(self, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(_schema_error(self.name, exc).render()) from None
+        return await super().run(arguments, *args, **kwargs)
+
+
+def _strict(server: MCPServer, name: str) -> None:
+    """Tool ``name`` refuses arguments it does not name (`additionalProperties: false` in
+    its schema) and answers a schema failure coded (`_CodedTool`). The SDK has no public
+    hook for either, so this reaches its tool manager once, at start."""
+    tool = server._tool_manager.get_tool(name)
+    assert tool is not None
+    base = tool.fn_metadata.arg_model
+    config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+    strict: type[ArgModelBase] = type(
+        base.__name__, (base,), {"model_config": config, "__module__": __name__}
+    )
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    tool.__class__ = _CodedTool
+
+
+def _schema_error(tool: str, error: ValidationError) -> HeinzelError:
+    """Each argument that does not fit, by name, with what it should be (never its value)."""
+    parts = []
+    for each in error.errors(include_url=False, include_input=False)[:5]:
+        where = ".".join(str(part) for part in each["loc"]) or "the arguments"
+        parts.append(f"`{where}`: {each['msg']}")
+    return HeinzelError(
+        "HZH272",
+        f"{tool}: the arguments do not fit its input schema: {'; '.join(parts)}",
+        "its input schema (tools/list) gives each argument's type, pattern and description; "
+        "an argument it does not name is refused",
+    )
 
 
 def serve(home: str | None) -> None:

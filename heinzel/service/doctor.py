@@ -62,6 +62,7 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
         environ=os.environ,
         stored=lambda provider: stored_secret(provider, os.environ),
     )
+    checks.append(_sources(service))
     checks += _needed(
         service,
         {c["name"].removeprefix("adapter ") for c in checks if c.get("configured") is False},
@@ -78,6 +79,30 @@ def diagnose(service: Sessions, *, online: bool = False) -> dict[str, Any]:
             stored=lambda provider: stored_secret(provider, os.environ),
         )
     return {"home": str(home.root), "checks": checks}
+
+
+def _sources(service: Sessions) -> dict[str, Any]:
+    """The sources whose last fetch by the tick failed (kept in the source cache with when
+    they are asked again), each with its code; ok when none is failing."""
+    from heinzel.store.sources import SourceCache
+
+    failing = SourceCache.of(service.home).failures()
+    if not failing:
+        return {"name": "sources", "ok": True, "detail": "none failing at the last fetch"}
+    first = failing[0]["failed"]
+    named = [
+        f"{f['source'].get('capability', '?')}.{f['source'].get('method', '?')}: "
+        f"{f['failed'].get('code')} {f['failed'].get('message')} (asked again after "
+        f"{f['failed'].get('retry_at')})"
+        for f in failing
+    ]
+    return {
+        "name": "sources",
+        "ok": False,
+        "code": str(first.get("code") or "HZH164"),
+        "detail": f"{len(failing)} failing: " + "; ".join(named),
+        "fix": str(first.get("hint") or "the tick asks again after the time named"),
+    }
 
 
 def unserved(service: Sessions) -> set[str]:

@@ -1,9 +1,9 @@
 """The doctor's checks of the home: every output's folder, every chain, the day's spend.
 
 `heinzel.service.doctor.diagnose` adds these to the configuration checks, so "ok" means
-the next wake of each Heinzelmännchen can place its draft (HZH251 before it fails), every
-spine verifies (HZH254, read whole: the doctor is the one command that may), and the daily
-cap leaves room for a turn (HZH255).
+the next wake of each Heinzelmännchen can place its draft (HZH251 and HZH342 before it
+fails), every spine verifies (HZH254, read whole: the doctor is the one command that may),
+and the daily cap leaves room for a turn (HZH255).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def home_checks(service: Sessions) -> list[dict[str, Any]]:
 
 def _outputs(service: Sessions) -> list[dict[str, Any]]:
     """HZH251 for each ``file:`` output (not retired) whose folder is gone: its first
-    draft would fail; a missing document itself is fine (the first draft creates it)."""
+    draft would fail; a missing document itself is fine (the first draft creates it).
+    HZH342 for one that now resolves into hz's own files (a link planted since approval):
+    its next draft would be refused."""
     from heinzel.capabilities.documents import absolute_asset
 
     rows = service.index.db.execute(
@@ -35,10 +37,23 @@ def _outputs(service: Sessions) -> list[dict[str, Any]]:
         "WHERE h.state != 'retired' ORDER BY h.name, a.asset"
     ).fetchall()
     checks = []
+    protected = service.protected
     for name, asset, origin in rows:
         if not str(asset).startswith("file:"):
             continue
         full = absolute_asset(str(asset), Path(origin)) if origin else str(asset)
+        why = protected.refusal(full.removeprefix("file:"))
+        if why is not None:
+            checks.append(
+                {
+                    "name": f"{name} output {asset}",
+                    "ok": False,
+                    "code": "HZH342",
+                    "detail": f"it resolves to {why}, so its next draft would be refused",
+                    "fix": "remove the link, or amend the output to a document of your own",
+                }
+            )
+            continue
         folder = Path(full.removeprefix("file:")).expanduser().parent
         if not folder.is_absolute() or folder.is_dir():
             continue

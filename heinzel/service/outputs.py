@@ -7,6 +7,10 @@ failing the first turn after the model ran. An asset in another scheme (``doc:``
 adapter that writes it yet: ``new`` and ``approve`` of a contract that publishes drafts
 warn about it (HZH252; every draft of it would fail HZH130). A warning, not a refusal,
 because the spec's worked example names its report ``doc:checkout/weekly-report``.
+
+Before either, hz's own files: an output or a local input that resolves into the home's
+own folders, the credential store or any home's spines, bodies and index is refused
+(HZH340, HZH341: `heinzel.store.targets`).
 """
 
 from __future__ import annotations
@@ -15,17 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.capabilities.documents import absolute_asset
+from heinzel.capabilities.targets import Protected
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
-from ledger.spine import read_events
+from heinzel.store.targets import check_targets, created_origin
 
 __all__ = ["check_outputs", "check_stored_outputs", "grant"]
 
 
-def check_outputs(contract: CompiledContract, origin: Path) -> list[str]:
-    """HZH251 for a ``file:`` output whose folder does not exist; the warnings (HZH252)
-    for assets no adapter writes, if the contract publishes drafts."""
+def check_outputs(contract: CompiledContract, origin: Path, protected: Protected) -> list[str]:
+    """HZH340 and HZH341 for a target among hz's own files (``protected``), HZH251 for a
+    ``file:`` output whose folder does not exist; the warnings (HZH252) for assets no
+    adapter writes, if the contract publishes drafts."""
+    check_targets(contract, origin, protected)
     drafts = "documents.place_draft" in contract.hz.publishes
     warnings = []
     for name, output in sorted(contract.hz.outputs.items()):
@@ -49,15 +56,13 @@ def check_outputs(contract: CompiledContract, origin: Path) -> list[str]:
     return warnings
 
 
-def check_stored_outputs(home: Home, heinzel_id: str, version: int) -> list[str]:
+def check_stored_outputs(
+    home: Home, heinzel_id: str, version: int, protected: Protected
+) -> list[str]:
     """`check_outputs` of a stored version, against the folder it was created from."""
     text = home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
-    origin = Path()
-    for event in read_events(home.spine_path(heinzel_id)):
-        if event.kind == "heinzel.created":
-            origin = Path(str(event.data.get("origin") or "."))
-            break
-    return check_outputs(compile_contract(text, source=f"v{version}"), origin)
+    origin = created_origin(home, heinzel_id)
+    return check_outputs(compile_contract(text, source=f"v{version}"), origin, protected)
 
 
 def grant(path: Path) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class Service(Sessions):
             path = Path(raw)
             text = read_contract_text(path, str(raw))
             contract = compile_contract(text, source=str(raw))
-            found = check_outputs(contract, path.resolve().parent)
+            found = check_outputs(contract, path.resolve().parent, self.protected)
             warnings.append(found + self._unserved(contract))
             compiled.append((path.resolve(), text, contract))
         claimed: set[tuple[str, str]] = set()
@@ -168,7 +168,7 @@ class Service(Sessions):
             version = int(row["proposed_version"])
             from heinzel.service.outputs import check_stored_outputs
 
-            warnings = check_stored_outputs(self.home, row["id"], version)
+            warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
             self.append(
@@ -182,8 +182,9 @@ class Service(Sessions):
         if amendment:
             from heinzel.service.outputs import check_stored_outputs
 
-            warnings = check_stored_outputs(self.home, row["id"], int(amendment["version"]))
-            warnings += self._unserved_stored(row["id"], int(amendment["version"]))
+            version = int(amendment["version"])
+            warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
+            warnings += self._unserved_stored(row["id"], version)
             self.append(
                 row["id"],
                 "contract.amended",
@@ -235,7 +236,8 @@ class Service(Sessions):
             from heinzel.contract import compile_contract
             from heinzel.service.outputs import check_outputs
 
-            check_outputs(compile_contract(text, source=file), Path(file).resolve().parent)
+            origin = Path(file).resolve().parent
+            check_outputs(compile_contract(text, source=file), origin, self.protected)
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:

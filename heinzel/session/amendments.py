@@ -2,9 +2,10 @@
 
 `propose_amendment` is shared by the service (``hz heinzel amend``) and the turn host (a
 turn whose outcome proposes an amendment): HZC050 refuses a widening the Heinzelmännchen
-proposes on its own, HZH079 what the user already declined. A turn's amendment that cites
-the user's chat message (``asked``) is the user's request, filed ``by: user`` with the
-message's request id and hash (``requested_in``, ``hash``).
+proposes on its own, HZH079 what the user already declined, and HZH340 and HZH341 any
+amendment whose output or input is one of hz's own files (`heinzel.store.targets`). A
+turn's amendment that cites the user's chat message (``asked``) is the user's request,
+filed ``by: user`` with the message's request id and hash (``requested_in``, ``hash``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts, store_version
+from heinzel.store.targets import check_targets, created_origin
 
 __all__ = ["propose_amendment"]
 
@@ -39,9 +41,11 @@ def propose_amendment(
     if asked is not None:
         by = "user"
     row = sessions.resolve(ref)
+    new = compile_contract(text, source=source)
+    check_targets(new, created_origin(sessions.home, row["id"]), sessions.protected)
     fresh = row["contract_version"] is None and row["proposed_version"] is not None
     if fresh and by == "user" and asked is None:
-        return _replace_proposal(sessions, row, text, source=source)
+        return _replace_proposal(sessions, row, text, new)
     if row["contract_version"] is None:
         raise HeinzelError(
             "HZH074",
@@ -60,7 +64,6 @@ def propose_amendment(
         sessions.home.contract_text_path(row["id"], current).read_text(encoding="utf-8"),
         source=f"v{current}",
     )
-    new = compile_contract(text, source=source)
     check_amendment(old, new, proposed_by="heinzel" if by == "heinzel" else "user", source=source)
     if by == "heinzel":
         _refuse_declined(sessions, row, old, new)
@@ -90,13 +93,12 @@ def propose_amendment(
 
 
 def _replace_proposal(
-    sessions: Sessions, row: Mapping[str, Any], text: str, *, source: str
+    sessions: Sessions, row: Mapping[str, Any], text: str, new: CompiledContract
 ) -> dict[str, Any]:
     """The user replaces a proposal nobody approved yet: the new text is stored as the next
     version (a stored version never changes) and proposed in its place; approving the
     Heinzelmännchen then grants this text, and the old proposal is never run (the service
     checks the new outputs first, as `new --from` does)."""
-    new = compile_contract(text, source=source)
     version = int(row["proposed_version"]) + 1
     facts = store_version(sessions.home, row["id"], version, text, new)
     sessions.append(

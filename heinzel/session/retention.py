@@ -1,8 +1,10 @@
 """Retention: what expires after ``[heinzel] retention_days`` (0 keeps everything).
 
 A turn's body (`ledger.bodies.Bodies`) once the turn ended that many days ago, an inbox
-request sent that long ago (`heinzel.store.inbox.Inbox.prune`), and a source-cache entry
-fetched that long ago (`heinzel.store.sources.SourceCache.prune`). The spine and the
+request sent that long ago (`heinzel.store.inbox.Inbox.prune`), a source-cache entry
+fetched that long ago (`heinzel.store.sources.SourceCache.prune`), and what the source
+adapters kept (GitHub's listings, calendars) written that long ago
+(`heinzel.store.sources.prune_kept`). The spine and the
 index keep every turn, so `hz heinzel show` still lists a pruned one. `hz heinzel prune`
 prunes everything at once (`prune_all`); the tick prunes a few Heinzelmännchen per tick
 and the cache once a day (`heinzel.tick.housekeeping`), both through these functions.
@@ -15,7 +17,7 @@ from typing import Any
 
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox
-from heinzel.store.sources import SourceCache
+from heinzel.store.sources import SourceCache, prune_kept
 from ledger.bodies import Bodies
 
 __all__ = ["prune_all", "prune_cache", "prune_heinzel"]
@@ -32,8 +34,9 @@ def prune_heinzel(sessions: Sessions, heinzel_id: str, now: datetime, days: int)
 
 def prune_cache(sessions: Sessions, now: datetime, days: int) -> list[str]:
     """Delete the source-cache entries fetched more than ``days`` ago (HZH151 when the
-    cache directory is not hz's own)."""
-    return SourceCache.of(sessions.home).prune(now, days)
+    cache directory is not hz's own), and what the adapters kept that long ago."""
+    removed = SourceCache.of(sessions.home).prune(now, days)
+    return removed + prune_kept(sessions.home.heinzel_dir / "http", now, days)
 
 
 def prune_all(sessions: Sessions) -> dict[str, Any]:

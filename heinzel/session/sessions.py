@@ -26,6 +26,7 @@ from ledger.event import Event
 from ledger.files import ensure_private_dir, is_private_dir
 
 if TYPE_CHECKING:
+    from heinzel.capabilities.targets import Protected
     from heinzel.config import Settings
     from ledger.index import Index
     from ledger.spine import Spine
@@ -113,6 +114,14 @@ class Sessions:
         home that is not there yet creates none); HZL001 when a file or a link sits where
         the home or ``heinzel/`` should be, as a write would be refused."""
         return is_private_dir(self.home.heinzel_dir)
+
+    @property
+    def protected(self) -> Protected:
+        """hz's own places for this home and environment, which no contract reads or
+        writes (`heinzel.store.targets`)."""
+        from heinzel.store.targets import protected_places
+
+        return protected_places(self.home, self.env)
 
     @property
     def index(self) -> Index:

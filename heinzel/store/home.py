@@ -9,6 +9,8 @@ heinzel/<id>/turns/<turn>.jsonl  turn bodies
 heinzel/<id>/inbox/<req>.json    chat messages
 heinzel/pending/<id>@<req>       empty marks of chats the tick checks until a turn has them
 heinzel/<id>/contract/v<n>.prose.md (+ v<n>.json, the compiled form)
+web/token, web/turns.log         the web head's login token and its chat turns' errors
+team/                            the team repository's mirror, outbox and state
 ```
 """
 
@@ -32,6 +34,14 @@ class Home:
     @property
     def heinzel_dir(self) -> Path:
         return self.root / "heinzel"
+
+    @property
+    def own_dirs(self) -> tuple[Path, ...]:
+        """The folders hz keeps in the home: ``heinzel/`` (spines, bodies, the index, the
+        inbox, the source cache), ``web/`` (the web head's token and log) and ``team/``
+        (the team repository's mirror and outbox). Anything else in the home is the
+        user's (``hz demo`` keeps Priya's documents in ``<home>/priya/``)."""
+        return (self.heinzel_dir, self.root / "web", self.root / "team")
 
     @property
     def index_path(self) -> Path:

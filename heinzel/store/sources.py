@@ -11,10 +11,19 @@ fetches again: the re-run finds the staged result (the same tick, or any tick be
 recheck is due) and still sees the input as moved. The cache is not authoritative: an
 entry that is missing or unreadable costs a refetch. `SourceCache.prune` deletes only the
 files it writes, never follows a link, and is idempotent.
+
+A source fails alone (ADR 0049, statement 20): whatever its adapter raises, coded or not
+(an uncoded exception is `HZH164`, naming its type), is that source's error on each of its
+requests, and is kept in its entry (``failed``: code, message, hint, when, how many times
+in a row, and ``retry_at``). The tick asks the source again no earlier than ``retry_at``:
+what the other side asked for (a rate limit's ``Retry-After`` or reset), and at least a
+backoff that doubles with each failure in a row, from a minute up to an hour; until then
+the kept error is the answer, without a request. The first fetch that works clears it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,7 +40,7 @@ from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
 from heinzel.store.home import Home
 from ledger.errors import HzError
-from ledger.event import canonical, parse_ts
+from ledger.event import canonical, format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 
 __all__ = [
@@ -41,13 +50,18 @@ __all__ = [
     "Staged",
     "TickFetch",
     "absolute_args",
+    "backoff",
     "fetch_once",
+    "prune_kept",
     "source_key",
 ]
 
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
+_KEPT = re.compile(r"^([0-9a-f]{64}|rate-limit)\.json$|^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
 _LEFTOVER = re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+_BACKOFF_FIRST = 60
+_BACKOFF_MOST = 3600
 
 
 PATH_ARGS: Mapping[tuple[str, str], str] = {
@@ -178,6 +192,64 @@ class SourceCache:
         ensure_private_dir(self.directory)
         write_atomic(self.path(key), (canonical(entry) + "\n").encode("utf-8"))
 
+    def failure(self, key: str) -> dict[str, Any] | None:
+        """The failure kept for ``key`` (code, message, hint, at, retry_at, attempts), or
+        None when its last fetch worked (or the entry is missing or unreadable)."""
+        entry = self._entry(self.path(key).name)
+        if entry is None or entry.get("key") != key:
+            return None
+        failed = entry.get("failed")
+        if not isinstance(failed, dict) or not isinstance(failed.get("retry_at"), str):
+            return None
+        return failed
+
+    def fail(
+        self,
+        key: str,
+        error: HzError,
+        now: datetime,
+        *,
+        source: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Keep ``error`` as ``key``'s failure, with when to ask again (`backoff`); the
+        last good fetch stays beside it. The failure kept."""
+        entry = self._entry(self.path(key).name) or {}
+        if entry.get("key") != key:
+            entry = {}
+        before = entry.get("failed")
+        attempts = int(before.get("attempts", 0) or 0) + 1 if isinstance(before, dict) else 1
+        wait = backoff(attempts, getattr(error, "retry_after", None))
+        failed = {
+            "code": error.code,
+            "message": error.message,
+            "hint": error.hint,
+            "retryable": bool(getattr(error, "retryable", False)),
+            "at": format_ts(now),
+            "retry_at": format_ts(now + timedelta(seconds=wait)),
+            "attempts": attempts,
+        }
+        kept = {"v": 1, "key": key, "source": dict(source or entry.get("source") or {})}
+        if "fetched" in entry:
+            kept["fetched"] = entry["fetched"]
+        ensure_private_dir(self.directory)
+        write_atomic(self.path(key), (canonical({**kept, "failed": failed}) + "\n").encode())
+        return failed
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Every source whose last fetch failed: its ``source`` (capability, method, args)
+        and its kept failure, oldest first; what ``hz system doctor`` reports."""
+        try:
+            names = sorted(p.name for p in self.directory.iterdir() if _ENTRY.match(p.name))
+        except OSError:
+            return []
+        found = []
+        for name in names:
+            entry = self._entry(name)
+            failed = entry.get("failed") if entry is not None else None
+            if entry is not None and isinstance(failed, dict):
+                found.append({"source": entry.get("source") or {}, "failed": failed})
+        return sorted(found, key=lambda f: str(f["failed"].get("at")))
+
     def staged(self, key: str, fingerprint: str) -> Fetched | None:
         """The staged fetch of ``key`` if its whole fingerprint is ``fingerprint``: what
         gather reads instead of fetching again when it resumes a woken turn."""
@@ -242,11 +314,53 @@ class SourceCache:
         return data if isinstance(data, dict) else None
 
 
+def prune_kept(directory: Path, now: datetime, retention_days: int) -> list[str]:
+    """Delete what the source adapters keep between ticks under ``directory``
+    (``<home>/heinzel/http``: GitHub's listings, the calendars) written more than
+    ``retention_days`` before ``now`` (0 keeps all). Only the names they write, in their
+    own folders, are touched; links are never followed. The names deleted, sorted."""
+    if retention_days <= 0:
+        return []
+    cutoff = (now - timedelta(days=retention_days)).timestamp()
+    try:
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+    except OSError:
+        return []
+    deleted = []
+    try:
+        for folder in os.scandir(top):
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            fd = os.open(folder.name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=top)
+            try:
+                for entry in os.scandir(fd):
+                    if not _KEPT.match(entry.name) or not entry.is_file(follow_symlinks=False):
+                        continue
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        os.unlink(entry.name, dir_fd=fd)
+                        deleted.append(f"{folder.name}/{entry.name}")
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top)
+    return sorted(deleted)
+
+
 def _as_of(entry: dict[str, Any] | None) -> datetime | None:
     try:
+        if entry and "fetched" not in entry:
+            return parse_ts(entry["failed"]["at"])  # a source that never answered
         return parse_ts(entry["fetched"]["as_of"]) if entry else None
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def backoff(attempts: int, retry_after: float | None = None) -> float:
+    """Seconds to leave a failing source alone after its ``attempts``-th failure in a row:
+    a minute, doubled each time, at most an hour; never less than ``retry_after`` (what
+    the other side asked for)."""
+    doubled = min(_BACKOFF_FIRST * 2 ** min(max(attempts, 1) - 1, 16), _BACKOFF_MOST)
+    return float(max(doubled, retry_after or 0))
 
 
 def _due(cached: Fetched, recheck: timedelta, now: datetime) -> bool:
@@ -263,12 +377,15 @@ def fetch_once(
     now: datetime,
     *,
     cache: SourceCache,
+    respect_backoff: bool = False,
 ) -> TickFetch:
     """Fetch each distinct source of ``requests`` at most once, stage it, say what moved.
 
     Requests for the same (capability, method, args, window) share one fetch, refreshed
-    at the shortest recheck among them. A source whose adapter fails is reported as the
-    error on each of its requests (they did not move); the others proceed.
+    at the shortest recheck among them. A source whose adapter fails, with whatever
+    exception, is reported as the coded error on each of its requests (they did not move)
+    and kept in the cache with when to ask again; the others proceed. With
+    ``respect_backoff`` (the tick) a source is not asked before that moment.
     """
     groups: dict[str, list[SourceRequest]] = {}
     for request in requests:
@@ -282,29 +399,84 @@ def fetch_once(
         if cached is not None and not _due(cached, recheck, now):
             answers[key] = (cached, None, True)
             continue
+        failed = cache.failure(key) if respect_backoff else None
+        if failed is not None and _waiting(failed, now):
+            answers[key] = (None, _still_failing(failed), True)
+            continue
+        adapter = adapters.get(first.capability)
+        if adapter is None:
+            answers[key] = (None, _no_adapter(first.capability), False)
+            continue
+        window = None if first.window is None else Window.ending_at(now, first.window)
+        source = {
+            "capability": first.capability,
+            "method": first.method,
+            "args": dict(first.args),
+            "window": None if window is None else window.to_json(),
+        }
+        fetches += 1
         try:
-            adapter = adapters.get(first.capability)
-            if adapter is None:
-                raise CapabilityError(
-                    "HZH104",
-                    f"no adapter is configured for {first.capability}",
-                    "run hz system doctor to see which capabilities are set up",
-                )
-            window = None if first.window is None else Window.ending_at(now, first.window)
-            fetches += 1
             fresh = adapter.fetch(first.method, first.args, window, now=now)
-            source = {
-                "capability": first.capability,
-                "method": first.method,
-                "args": dict(first.args),
-                "window": None if window is None else window.to_json(),
-            }
+        except HzError as error:
+            answers[key] = (None, _kept(cache, key, error, now, source), False)
+            continue
+        except Exception as error:  # one source's bug is that source's failure
+            coded = CapabilityError(
+                "HZH164",
+                f"{first.capability}.{first.method} failed unexpectedly: "
+                f"{type(error).__name__}: {str(error)[:200]}",
+                "the source's answer is one hz can't read; it is asked again later "
+                "(a bug in hz if it stays: report it with `hz system daemon tick --json`)",
+                retryable=True,
+            )
+            answers[key] = (None, _kept(cache, key, coded, now, source), False)
+            continue
+        try:
             cache.put(key, fresh, source=source)
-            answers[key] = (fresh, None, False)
         except HzError as error:
             answers[key] = (None, error, False)
+            continue
+        answers[key] = (fresh, None, False)
     staged = [_staged(request, *answers[request.key]) for request in requests]
     return TickFetch(staged=staged, fetches=fetches)
+
+
+def _no_adapter(capability: str) -> CapabilityError:
+    return CapabilityError(
+        "HZH104",
+        f"no adapter is configured for {capability}",
+        "run hz system doctor to see which capabilities are set up",
+    )
+
+
+def _kept(
+    cache: SourceCache, key: str, error: HzError, now: datetime, source: Mapping[str, Any]
+) -> HzError:
+    """``error``, kept as the source's failure (a cache that can't be written loses only
+    the backoff: the error is still this source's)."""
+    with contextlib.suppress(HzError, OSError):
+        cache.fail(key, error, now, source=source)
+    return error
+
+
+def _waiting(failed: Mapping[str, Any], now: datetime) -> bool:
+    """Whether ``now`` is inside a kept failure's backoff (a clock set back is not)."""
+    try:
+        at, retry_at = parse_ts(str(failed["at"])), parse_ts(str(failed["retry_at"]))
+    except (KeyError, ValueError):
+        return False
+    return at <= now < retry_at
+
+
+def _still_failing(failed: Mapping[str, Any]) -> CapabilityError:
+    """The kept failure as the source's error while it is left alone."""
+    return CapabilityError(
+        str(failed.get("code") or "HZH164"),
+        f"{failed.get('message') or 'failed'} (at {failed.get('at')}; "
+        f"asked again after {failed.get('retry_at')})",
+        str(failed.get("hint") or ""),
+        retryable=bool(failed.get("retryable")),
+    )
 
 
 def _staged(

@@ -189,7 +189,9 @@ class Tick:
             self.team.before(report)
         plan = _Plan()
         decided = self._drafts(due, plan, report)
-        staged = self._stage(due, planner, now, report)
+        staged = TickFetch(staged=[], fetches=0)
+        with isolated(self.service, "sources", report.errors, "stage"):
+            staged = self._stage(due, planner, now, report)
         crash_at("staged")  # HZ_CRASH_AT=at:staged: the cache written, no turn started
         self._slots(due, plan, now)
         for row in due.stale:
@@ -276,7 +278,10 @@ class Tick:
         return decided
 
     def _stage(self, due: Due, planner: Planner, now: datetime, report: TickReport) -> TickFetch:
-        """Fetch every source whose recheck is due once, staged before any turn starts."""
+        """Fetch every source whose recheck is due once, staged before any turn starts.
+        Each source fails alone (`fetch_once`: its error is its readers', kept with when
+        to ask again); the whole staging runs `isolated` in `_tick`, so not even a bug here
+        stops the turns of those whose inputs were not due."""
         if not due.inputs:
             return TickFetch(staged=[], fetches=0)
         requests = [
@@ -294,7 +299,8 @@ class Tick:
             for row in due.inputs
         ]
         readers = cast(Mapping[str, ReadCapability], self.adapters)
-        fetched = fetch_once(requests, readers, now, cache=SourceCache.of(self.service.home))
+        cache = SourceCache.of(self.service.home)
+        fetched = fetch_once(requests, readers, now, cache=cache, respect_backoff=True)
         report.fetches = fetched.fetches
         shortest: dict[str, int] = {}
         for row in due.inputs:

@@ -21,6 +21,7 @@ Each message is first a request file (`heinzel.store.inbox`), then a spine line 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -254,13 +255,46 @@ class Verbs:
             "SELECT turn FROM waits WHERE heinzel = ? ORDER BY turn DESC LIMIT 1", row["id"]
         )
         if turn is None:
+            raise self._nothing_to_resume(row)
+        asked = [q for q in open_asks(self.service, str(row["id"])) if q.turn == turn]
+        if asked:
+            # a question's wait ends with an answer, not with a resume (it would ask again)
             raise HeinzelError(
-                "HZH236",
-                f"{row['name']} has no waiting turn",
-                f"`hz heinzel wake {row['name']}` starts a new one",
+                "HZH360",
+                f"{row['name']}'s turn {turn} waits on your answer to: "
+                f"{asked[0].data.get('question') or 'its question'}",
+                f'answer it: hz heinzel answer {row["name"]} "..." --question {turn}',
             )
         state = self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "woken_by": "asked", **_ended(state)}
+
+    def _nothing_to_resume(self, row: Mapping[str, Any]) -> HeinzelError:
+        """HZH236, saying what it waits on when the list shows it `waiting` without a
+        waiting turn: a draft or an amendment waits on the user, not on a resume."""
+        name = row["name"]
+        pending = self.service.queries.row(str(row["id"])).get("pending") or {}
+        if isinstance(pending, str):
+            pending = json.loads(pending)
+        if pending.get("kind") == "draft":
+            return HeinzelError(
+                "HZH236",
+                f"{name} has no waiting turn: it waits on you to approve its draft",
+                f"edit it in its document and delete its DRAFT line, or `hz approve {name}` "
+                "(`hz drafts` shows where it is)",
+            )
+        if pending.get("kind") == "amendment":
+            return HeinzelError(
+                "HZH236",
+                f"{name} has no waiting turn: it waits on you to approve or decline an "
+                "amendment to its contract",
+                f"`hz heinzel show {name}` shows it; then `hz approve {name}` or "
+                f"`hz heinzel decline {name}`",
+            )
+        return HeinzelError(
+            "HZH236",
+            f"{name} has no waiting turn",
+            f"`hz heinzel wake {name}` starts a new one",
+        )
 
     def stop(self, ref: str) -> dict[str, Any]:
         """End the running turn ``abandoned stopped`` (or ask its host to, at its next step)."""

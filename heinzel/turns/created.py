@@ -10,8 +10,10 @@ through the effect ledger. The Heinzelmännchen is then ``proposed`` until
 
 A contract whose output is a file the sentence names as a source ("summarise notes.md
 into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
-retry (HZH291), whatever the model. A creation that fails (no contract, HZH293) or whose
-name is taken (HZH292) leaves nothing behind: its session and index rows are removed.
+retry (HZH291), whatever the model; so does one whose output or input is one of hz's own
+files (HZH340, HZH341), and a sentence that names such a file is refused before any model
+runs. A creation that fails (no contract, HZH293) or whose name is taken (HZH292) leaves
+nothing behind: its session and index rows are removed.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
 
+from heinzel.capabilities.targets import Protected
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
 from heinzel.engine.offline_create import named_files
@@ -30,11 +34,12 @@ from heinzel.engine.outcome import Outcome
 from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
+from heinzel.store.targets import check_targets
 from heinzel.turns.record import EngineRecorder, SessionBody
 from machines import Acted, Effect, Fail, LocalProbe, TurnContext, run_sync
 from machines.effects import recorded_in
 
-__all__ = ["CREATED_BODY", "CreatedSteps", "check_created"]
+__all__ = ["CREATED_BODY", "CreatedSteps", "check_created", "refuse_named"]
 
 CREATED_BODY = """### Goal
 
@@ -48,9 +53,18 @@ def _norm(path: str) -> str:
     return path.strip().removeprefix("./")
 
 
-def check_created(compiled: CompiledContract, sentence: str) -> CompiledContract:
+def check_created(
+    compiled: CompiledContract,
+    sentence: str,
+    origin: Path | None = None,
+    protected: Protected | None = None,
+) -> CompiledContract:
     """HZH291 when an output writes a file the sentence names as a source, or a file one of
-    the contract's own inputs reads: an output is never one of its sources."""
+    the contract's own inputs reads: an output is never one of its sources. HZH340 and
+    HZH341 when an output or input resolves (against ``origin``) into one of hz's own
+    files (``protected``, `heinzel.store.targets`)."""
+    if protected is not None:
+        check_targets(compiled, origin or Path(), protected)
     named = named_files(sentence)
     hz = compiled.frontmatter.hz
     read = {
@@ -71,6 +85,25 @@ def check_created(compiled: CompiledContract, sentence: str) -> CompiledContract
     return compiled
 
 
+def refuse_named(sentence: str, origin: Path, protected: Protected) -> None:
+    """HZH340 (HZH341) before any model runs, when a file the sentence names as where the
+    output goes (as a source) resolves into one of hz's own places."""
+    named = named_files(sentence)
+    for code, names, role, rule in (
+        ("HZH340", named.targets, "the output's document", "where no draft goes"),
+        ("HZH341", named.sources, "a source", "which no input reads"),
+    ):
+        for name in names:
+            why = protected.refusal(origin / Path(name).expanduser())
+            if why is not None:
+                raise HeinzelError(
+                    code,
+                    f"the sentence names {name} as {role}: it resolves to {why}, {rule}",
+                    "name a file of your own: hz's spines, bodies, index and keys are "
+                    "no contract's files",
+                )
+
+
 class CreatedSteps:
     """gather -> think -> outcome -> act of a created turn."""
 
@@ -86,7 +119,13 @@ class CreatedSteps:
         cap: Decimal | None,
         clock: Callable[[], datetime],
         retries: int = 2,
+        origin: Path | None = None,
+        protected: Protected | None = None,
     ) -> None:
+        """``origin``: the folder the contract's relative paths resolve against (where
+        ``hz heinzel new`` ran); ``protected``: hz's own places, no target of it."""
+        self.origin = origin
+        self.protected = protected
         self.home = home
         self.heinzel_id = heinzel_id
         self.sentence = sentence
@@ -123,7 +162,10 @@ class CreatedSteps:
             budget=Budget(self.pricing, self.cap),
             history_body=self.body.records(ctx.turn),
             compile_contract=lambda text: check_created(
-                compile_contract(text, source="created turn"), self.sentence
+                compile_contract(text, source="created turn"),
+                self.sentence,
+                self.origin,
+                self.protected,
             ),
             retries=self.retries,
             output_retries=self.retries,
@@ -167,8 +209,6 @@ def _created_model(service: Any) -> Any:
 
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
-    from pathlib import Path
-
     from heinzel.ids import new_id, validate_name
     from heinzel.turns.record import IndexedJournal
     from ledger.bodies import Bodies
@@ -178,6 +218,8 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
     heinzel_id = new_id(service.clock)
     config = service.settings.heinzel
     provisional = validate_name("new-" + heinzel_id[-8:].lower())
+    origin = Path.cwd()
+    refuse_named(sentence, origin, service.protected)
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
         spine.append(
             "heinzel.created",
@@ -185,7 +227,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
                 "name": provisional,
                 "namespace": namespace,
                 "owner": service.owner,
-                "origin": str(Path.cwd()),
+                "origin": str(origin),
             },
         )
         journal = IndexedJournal(spine, service.index.db, heinzel_id)
@@ -198,6 +240,8 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,
+            origin=origin,
+            protected=service.protected,
         )
 
         async def no_sleep(_seconds: float) -> None:

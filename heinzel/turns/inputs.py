@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.protocols import Approved, ReadCapability, Window
+from heinzel.capabilities.targets import Protected
 from heinzel.config import Settings
 from heinzel.contract import CompiledContract
 from heinzel.contract.types import parse_duration, split_method
@@ -28,6 +29,7 @@ from heinzel.store.credentials import stored_secret
 from heinzel.store.discovered import read_found
 from heinzel.store.home import Home
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, absolute_args, fetch_once
+from heinzel.store.targets import protected_places
 from ledger.bodies import Bodies
 
 if TYPE_CHECKING:
@@ -55,9 +57,15 @@ INBOX_CAUSES = ("asked", "retry", "discovered")
 """Causes whose turn reads what was written for it first (`asked_inputs`)."""
 
 
-def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> dict[str, object]:
+def default_adapters(
+    settings: Settings, fixtures_dir: Path | None = None, *, protected: Protected | None = None
+) -> dict[str, object]:
     """The adapter map of a tick or a wake: files, git, documents, the fixture sources
-    when set, and each ``[adapters.<capability>]`` table's backend (GitHub, CalDAV...)."""
+    when set, and each ``[adapters.<capability>]`` table's backend (GitHub, CalDAV...).
+    ``protected``: hz's own places, never read or written as an input or a draft (by
+    default the configured home's and this environment's credential store)."""
+    if protected is None:
+        protected = protected_places(Home(settings.heinzel.home), os.environ)
     return build_adapters(
         settings.adapters,
         approver=settings.heinzel.approver or settings.team.handle or "owner",
@@ -66,6 +74,7 @@ def default_adapters(settings: Settings, fixtures_dir: Path | None = None) -> di
         fixtures=fixtures_dir or settings.heinzel.fixture_sources,
         stored=lambda provider: stored_secret(provider, os.environ),
         asset_names=Home(settings.heinzel.home).heinzel_dir / "assets",
+        protected=protected,
     )
 
 

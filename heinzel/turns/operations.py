@@ -28,6 +28,14 @@ class Turns:
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
 
+    def _adapters(self, adapters: Mapping[str, object] | None) -> Mapping[str, object]:
+        """``adapters``, or the configured ones, kept out of hz's own places."""
+        if adapters is not None:
+            return adapters
+        from heinzel.turns.host import default_adapters
+
+        return default_adapters(self.sessions.settings, protected=self.sessions.protected)
+
     def run_wakes(
         self,
         heinzel_id: str,
@@ -71,12 +79,12 @@ class Turns:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
         state does not wake: proposed, paused, retired, or a turn already running)."""
         from heinzel.store.lifecycle import Lifecycle
-        from heinzel.turns.host import TurnHost, default_adapters
+        from heinzel.turns.host import TurnHost
 
         service = self.sessions
         row = service.resolve(ref)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
-        chosen = adapters if adapters is not None else default_adapters(service.settings)
+        chosen = self._adapters(adapters)
         done = TurnHost(self.sessions).wake(row["id"], message, adapters=chosen)
         placed = [d for d in service.queries.drafts() if d["heinzel"] == row["id"]]
         if done.get("disposition") == "drafted" and placed:
@@ -94,11 +102,11 @@ class Turns:
         """Answer a chat turn's proposed write (``hz heinzel answer``) and resume its turn:
         an approved write happens once; a denied one is told to the model (HZH210-212)."""
         from heinzel.turns.answer import answer
-        from heinzel.turns.host import TurnHost, default_adapters
+        from heinzel.turns.host import TurnHost
 
         service = self.sessions
         row = service.resolve(ref)
-        chosen = adapters if adapters is not None else default_adapters(service.settings)
+        chosen = self._adapters(adapters)
         return answer(TurnHost(service), row["id"], approved, proposal, adapters=chosen)
 
     def respond(
@@ -147,11 +155,11 @@ class Turns:
         question is open): recorded once, the waiting turn resumed, its follow-up turn
         run (`heinzel.turns.answer_text`)."""
         from heinzel.turns.answer_text import answer_text
-        from heinzel.turns.host import TurnHost, default_adapters
+        from heinzel.turns.host import TurnHost
 
         service = self.sessions
         row = service.resolve(ref)
-        chosen = adapters if adapters is not None else default_adapters(service.settings)
+        chosen = self._adapters(adapters)
         host = TurnHost(service)
         return {
             **answer_text(

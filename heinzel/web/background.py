@@ -13,13 +13,14 @@ starts, the chat's pending mark stays and the tick delivers it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from ledger.files import ensure_private_dir
+from ledger.files import ensure_private_dir, open_append
 
 __all__ = ["spawn_chat_turn"]
 
@@ -27,10 +28,13 @@ __all__ = ["spawn_chat_turn"]
 def spawn_chat_turn(
     home: Path, heinzel_id: str, request_id: str, env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
-    """Start the child that runs the chat's turn; its errors go to ``HOME/web/turns.log``."""
+    """Start the child that runs the chat's turn; its errors go to ``HOME/web/turns.log``
+    (0600 whatever the umask, opened through `ledger.files.open_append`: a link planted
+    at its path is refused, HZL001, and nothing is written through it)."""
     log_dir = home / "web"
     ensure_private_dir(log_dir)
-    with (log_dir / "turns.log").open("ab") as log:
+    log = open_append(log_dir / "turns.log")
+    try:
         child = subprocess.Popen(
             [sys.executable, "-m", "heinzel.web.background", str(home), heinzel_id, request_id],
             env=dict(env),
@@ -39,6 +43,8 @@ def spawn_chat_turn(
             stderr=log,
             start_new_session=True,
         )
+    finally:
+        os.close(log)
     threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
     return child
 
@@ -46,8 +52,6 @@ def spawn_chat_turn(
 def main(home: str, heinzel_id: str, request_id: str) -> int:
     """Deliver the request as ``hz heinzel chat --request-id`` does: steer or queue for a
     turn that started meanwhile, else run the asked turn here."""
-    import os
-
     from heinzel.app import App
     from heinzel.store.inbox import Inbox
     from ledger.errors import HzError

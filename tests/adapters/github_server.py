@@ -46,6 +46,8 @@ class FakeGitHub:
     queries: list[dict[str, Any]] = field(default_factory=list)
     graphql_error: dict[str, Any] | None = None
     fail: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = field(default_factory=dict)
+    """A path answered exactly so: status, headers (no rate-limit ones added), JSON body."""
     seen: list[Seen] = field(default_factory=list)
     log: Path | None = None
     server: ThreadingHTTPServer | None = None
@@ -112,6 +114,10 @@ class FakeGitHub:
             "X-RateLimit-Reset": "4102444800",
             "X-GitHub-Media-Type": "github.v3; format=json",
         }
+        if path in self.raw:
+            status, headers, message = self.raw[path]
+            plain = {"Content-Type": "application/json; charset=utf-8", **headers}
+            return status, plain, json.dumps(message).encode()
         if handler.command == "POST" and path not in self.fail:
             return _graphql_answer(self, path, handler, base)
         failing = self.fail.get(path)

@@ -130,6 +130,24 @@ class TestICS:
             ICSCalendar(path=tmp_path / "none.ics").fetch("events", {}, WEEK, now=NOW)
         assert caught.value.code == "HZH170"
 
+    @pytest.mark.parametrize(
+        ("good", "bad"),
+        [
+            ("RRULE:FREQ=DAILY;BYDAY=MO,TU,WE,TH,FR", "RRULE:FREQ=SOMETIMES"),
+            ("DTSTART:20261027T130000Z", "DTSTART:garbage"),
+        ],
+    )
+    def test_an_event_that_cant_be_expanded_is_hzh171(self, ics: Path, good: str, bad: str) -> None:
+        """An invite with a bad RRULE or DTSTART is HZH171 naming the file, never the
+        library's ValueError."""
+        text = ics.read_text()
+        assert good in text
+        ics.write_text(text.replace(good, bad, 1))
+        with pytest.raises(CapabilityError) as caught:
+            ICSCalendar(path=ics).fetch("events", {}, WEEK, now=NOW)
+        assert caught.value.code == "HZH171"
+        assert str(ics) in caught.value.message
+
     def test_ics_table_needs_one_source(self) -> None:
         """An ics table with neither path nor url is HZH015."""
         with pytest.raises(Exception) as caught:

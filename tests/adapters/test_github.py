@@ -213,7 +213,7 @@ class TestToken:
     def test_token_order(self) -> None:
         """token_env beats GH_TOKEN beats GITHUB_TOKEN; none and no gh on PATH: None."""
         env = {"PATH": "/nonexistent", "GH_TOKEN": "a", "GITHUB_TOKEN": "b", "MINE": "c"}
-        assert github_token(env, token_env="MINE") == "c"
+        assert github_token(env, variables=("MINE", "GH_TOKEN", "GITHUB_TOKEN")) == "c"
         assert github_token(env) == "a"
         assert github_token({"PATH": "/nonexistent", "GITHUB_TOKEN": "b"}) == "b"
         assert github_token({"PATH": "/nonexistent"}) is None

@@ -413,3 +413,68 @@ class TestLinksAreNeverFollowed:
         ).staged[0]
         assert staged.error is not None and staged.error.code == "HZL001"
         assert list(real.iterdir()) == []
+
+
+class Broken(Counting):
+    """A source whose adapter raises what it likes (not a coded error): a library's bug."""
+
+    def __init__(self, raised: Exception) -> None:
+        super().__init__()
+        self.raised = raised
+
+    def fetch(
+        self, method: str, args: Mapping[str, Any], window: Window | None, *, now: datetime
+    ) -> Fetched:
+        self.calls.append((dict(args), window))
+        raise self.raised
+
+
+class TestEachSourceFailsAlone:
+    def test_an_uncoded_exception_is_hzh164_of_that_source_only(self, cache: SourceCache) -> None:
+        """A ValueError out of one adapter is HZH164 naming its type on that source's
+        requests; the other source is fetched and staged."""
+        broken = Broken(ValueError("Expected time, got: garbage"))
+        broken.name = "tracker"
+        got = fetch_once(
+            [request("a", capability="tracker"), request("b")],
+            {"tracker": broken, "code-host": Counting()},
+            NOW,
+            cache=cache,
+        )
+        error = got.staged[0].error
+        assert error is not None and error.code == "HZH164"
+        assert "ValueError" in error.message
+        assert got.moved() == {"b": ["merged_prs"]}
+
+    def test_the_failure_is_kept_and_backs_off_across_ticks(self, cache: SourceCache) -> None:
+        """The failure is kept with retry_at; inside it the tick asks nothing; each failure
+        in a row doubles the wait; a rate limit's own wait wins; a success clears it."""
+        limited = CapabilityError("HZH160", "rate limited", retryable=True, retry_after=600)
+        broken = Broken(limited)
+        key = request("a").key
+        first = fetch_once([request("a")], adapters(broken), NOW, cache=cache, respect_backoff=True)
+        assert first.staged[0].error is not None and first.staged[0].error.code == "HZH160"
+        failed = cache.failure(key)
+        assert failed is not None
+        assert (failed["attempts"], failed["retry_at"]) == (1, "2026-10-30T14:10:00.000Z")
+        for minutes in (1, 5, 9):  # inside the wait: the kept error, no call
+            inside = NOW + timedelta(minutes=minutes)
+            got = fetch_once(
+                [request("a")], adapters(broken), inside, cache=cache, respect_backoff=True
+            )
+            assert got.staged[0].error is not None and got.staged[0].error.code == "HZH160"
+            assert "asked again after 2026-10-30T14:10:00.000Z" in got.staged[0].error.message
+        assert len(broken.calls) == 1
+        broken.raised = RuntimeError("boom")
+        at = NOW + timedelta(minutes=10)
+        fetch_once([request("a")], adapters(broken), at, cache=cache, respect_backoff=True)
+        failed = cache.failure(key)
+        assert failed is not None
+        assert (failed["code"], failed["attempts"]) == ("HZH164", 2)
+        assert failed["retry_at"] == "2026-10-30T14:12:00.000Z"  # two minutes: doubled
+        good = fetch_once(
+            [request("a")], adapters(Counting()), at + timedelta(minutes=2), cache=cache,
+            respect_backoff=True,
+        )  # fmt: skip
+        assert good.staged[0].error is None
+        assert cache.failure(key) is None

@@ -115,8 +115,13 @@ def test_claude_code_lists_and_shows_through_hz_mcp(tmp_path: Path) -> None:
                 "CLAUDE_CODE_MAX_RETRIES": "1",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "MCP_CONNECTION_NONBLOCKING": "false",
-                # Claude Code gives a server 30 s to start; a loaded CI machine can need more.
+                # Claude Code gives a server 30 s to start (MCP_TIMEOUT) and, with a
+                # blocking connection, waits at most MCP_CONNECT_TIMEOUT_MS (5 s by default)
+                # for it to answer `initialize`: on a loaded machine `hz mcp` took 6.6 to
+                # 9.3 s, and claude went on without hz's tools. Both are raised, so the test
+                # no longer depends on the machine's load.
                 "MCP_TIMEOUT": "150000",
+                "MCP_CONNECT_TIMEOUT_MS": "150000",
             },
             cwd=tmp_path,
             capture_output=True,

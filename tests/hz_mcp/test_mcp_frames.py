@@ -147,9 +147,9 @@ def test_text_beyond_the_basic_plane_is_served_through_the_sdk_client(tmp_path: 
     pair in JSON's escapes is text, not a refusal): the tool runs and says no such name."""
 
     async def body(s: ClientSession) -> Any:
-        return await s.call_tool("heinzel_show", {"name": "heinzelmännchen-🧝"})
+        return await s.call_tool("heinzel_wake", {"name": "nobody", "message": "männchen-🧝"})
 
     result = session(priya(tmp_path), tmp_path, body)
     assert result.is_error and "HZH080: " in text(result)
-    escaped = call(10, "heinzel_show", b'{"name":"\\ud83e\\udddd"}')
+    escaped = call(10, "heinzel_wake", b'{"name":"nobody","message":"\\ud83e\\udddd"}')
     assert "HZH080: " in tool_error(exchange(tmp_path, [escaped], frozenset({10}))[10])

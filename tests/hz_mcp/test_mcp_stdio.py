@@ -119,7 +119,10 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
         assert result.is_error
         assert f"{code}: " in text(result) and "\nhint: " in text(result)
     assert new.is_error and "HZH271: " in text(new)
-    assert not after.is_error and after.structured_content == {"heinzelmaennchen": []}
+    assert not after.is_error and after.structured_content["heinzelmaennchen"] == []
+    # an empty answer says which home it read, and that no home is there yet
+    assert after.structured_content["home"] == str(tmp_path / "home")
+    assert after.structured_content["home_exists"] is False
 
 
 def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -> None:
@@ -142,8 +145,10 @@ def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -
 
 
 def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
-    """A name with path separators finds nothing, a megabyte name or message is refused with
-    HZH270, a wrong type fails the schema; nothing is created outside the home."""
+    """A name with path separators or a NUL does not fit the name's pattern (HZH272, naming
+    the argument), a megabyte name or message is HZH270 (short), a wrong type
+    and an argument the tool does not name fail the schema coded; nothing is created outside
+    the home."""
     env = priya(tmp_path)
     huge = "x" * 1_000_000
 
@@ -155,15 +160,20 @@ def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
             await s.call_tool("heinzel_chat", {"name": "weekly-report", "text": huge}),
             await s.call_tool("approve", {"items": "weekly-report"}),
             await s.call_tool("heinzel_wake", {"name": "a\x00b"}),
+            await s.call_tool("heinzel_show", {"name": "weekly-report", "verbose": True}),
+            await s.call_tool("heinzel_chat", {"name": "x", "text": "hi", "request_id": "1; rm"}),
         ]
 
     before = sorted(p.name for p in tmp_path.parent.iterdir())
-    traversal, namespaced, long_name, long_text, wrong_type, nul = session(env, tmp_path, body)
-    assert "HZH080: " in text(traversal) and "HZH080: " in text(namespaced)
-    assert "HZH270: " in text(long_name) and "HZH270: " in text(long_text)
+    answers = session(env, tmp_path, body)
+    traversal, namespaced, long_name, long_text, wrong_type, nul, extra, bad_id = answers
+    for refused in (traversal, namespaced, nul, wrong_type, extra, bad_id):
+        assert refused.is_error and text(refused).startswith("HZH272: "), text(refused)
+        assert "\nhint: " in text(refused) and "pydantic" not in text(refused)
+    assert "HZH270: " in text(long_text) and "HZH270: " in text(long_name)
     assert len(text(long_name)) < 500
-    assert wrong_type.is_error and nul.is_error
-    assert "HZH080: " in text(nul)
+    assert "`verbose`: Extra inputs are not permitted" in text(extra)
+    assert "`request_id`" in text(bad_id)
     assert sorted(p.name for p in tmp_path.parent.iterdir()) == before
 
 

@@ -49,3 +49,14 @@ def test_a_daily_cap_with_no_room_for_a_turn_is_named(approved: Hz) -> None:
     assert done.code == 1
     assert "HZH255" in done.out
     assert "max_usd_per_day" in done.out
+
+
+def test_an_output_linked_into_the_home_is_named(approved: Hz, folder: Path) -> None:
+    """The document made a link to its own spine after approval: HZH342 before a wake
+    fails on it, exit 1."""
+    [spine] = (folder.parent / "home" / "heinzel").glob("hz-*/session.jsonl")
+    (folder / "report.md").unlink()
+    (folder / "report.md").symlink_to(spine)
+    done = approved("system", "doctor")
+    assert done.code == 1
+    assert "HZH342" in done.out and "its next draft would be refused" in done.out

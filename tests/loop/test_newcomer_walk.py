@@ -117,7 +117,7 @@ class TestRefusalsNameWhatIsThere:
         contract.write_text(text, encoding="utf-8")
         assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
         assert hz("approve", "notes-digest").code == 0
-        done = hz("system", "daemon", "tick")
+        done = hz("system", "daemon", "tick", "--strict")
         assert done.code == 1
         said = "input notes: no adapter is configured for tracker"
         assert f"notes-digest: HZH104: {said}" in done.out

@@ -50,6 +50,9 @@ def test_a_question_shows_as_its_words_in_wake_show_and_list(user: User) -> None
     assert "a question waits for your answer" in listed.stdout, listed.stdout
     [row] = json.loads(user.hz("heinzel", "list", "--json").stdout)
     assert [n["reason"] for n in row["notices"]] == ["question"]
+    resumed = user.hz("heinzel", "resume", "notes-digest")
+    assert resumed.returncode == 1 and resumed.stderr.startswith("HZH360: "), resumed.stderr
+    assert FIRST in resumed.stderr and "--question tn-" in resumed.stderr
     waiting = user.hz("drafts")
     assert "no drafts waiting" in waiting.stdout, waiting.stdout
     assert f"notes-digest: {FIRST}" in waiting.stdout, waiting.stdout

@@ -243,7 +243,7 @@ def test_a_folder_that_is_gone_is_reported_and_the_tick_goes_on(tmp_path: Path) 
     assert new.returncode == 0, new.stderr
     assert run(tmp_path, WED, "approve", "incident-digest").returncode == 0
     work.rename(tmp_path / "moved")
-    done = run(tmp_path, THU, "system", "daemon", "tick", "--json")
+    done = run(tmp_path, THU, "system", "daemon", "tick", "--json", "--strict")
     assert done.returncode == 1  # the tick's errors (the input's file is gone too)
     report = json.loads(done.stdout)
     assert ("discovery", "HZH178") in [(e.get("part"), e["code"]) for e in report["errors"]]

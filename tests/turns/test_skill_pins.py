@@ -84,7 +84,7 @@ class TestSkillPinsOnResume:
         pinned text in its body, never the edited one."""
         skill = killed / "skills" / "house-style" / "SKILL.md"
         skill.write_text(EDITED, encoding="utf-8")
-        refused = _hz(killed, "system", "daemon", "tick")
+        refused = _hz(killed, "system", "daemon", "tick", "--strict")
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "HZH276" in refused.stderr and "house-style" in refused.stderr, refused.stderr
         turn = next(e.turn for e in _events(killed) if e.kind == "turn.started")

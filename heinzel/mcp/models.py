@@ -133,3 +133,5 @@ class ChatSent(_Open):
     delivered: str
     request_id: str
     key: str | None = None
+    turn: str | None = None
+    """The turn it went into (``delivered into turn tn-...``), or that it is queued for."""

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
 
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox
 from ledger.reading import read_events
 from tests import forkhz
+from tests.hz_mcp.client import session
 from tests.turns.test_delivery import _waiting_for_lock
 
 from .homes import FRIDAY, HZ, chat_claims, env, hz, make_home, tick
@@ -151,6 +153,17 @@ def test_a_chat_steered_while_it_waits_for_the_lock_runs_no_turn_of_its_own(
     body = (Home(root / "home").turns_dir(heinzel) / f"{turn}.jsonl").read_text()
     assert "keep it under ten lines" in body
     assert Inbox(Home(root / "home"), heinzel).pending() == []
+
+    async def resend(s: ClientSession) -> Any:  # MCP heinzel_chat with the same request id
+        arguments = {"name": "report-0", "text": "keep it under ten lines", "request_id": rid}
+        return await s.call_tool("heinzel_chat", arguments)
+
+    result = session(env(root, _at(FRIDAY, minutes=1)), root, resend)
+    assert not result.is_error, result
+    sent = result.structured_content
+    assert sent["delivered"].startswith(f"delivered into turn {turn} (steered into it before")
+    assert sent["turn"] == turn
+    assert chat_claims(root, heinzel) == {rid: 1}
 
 
 @pytest.mark.kill

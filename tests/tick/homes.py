@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from heinzel.config import load_settings
 from heinzel.service import Service
 from heinzel.store.home import Home
+from ledger.event import Event
 from ledger.reading import read_events
 from machines.journal import wake_keys
 from tests import forkhz
@@ -86,13 +88,19 @@ def tick(root: Path, **extra: str) -> dict[str, Any]:
 
 def chat_claims(root: Path, heinzel: str) -> Counter[str]:
     """Per chat request id, the spine lines that claim its delivery: each ``turn.steered``
-    naming it and each ``turn.started`` carrying its key ``<id>@<request id>`` (one message,
-    one turn: exactly one per chat, docs/turns-in-hz.md)."""
+    naming it and each ``turn.started`` (or a lone ``turn.skipped``) carrying its key
+    ``<id>@<request id>`` (one message, one turn: exactly one per chat,
+    docs/turns-in-hz.md)."""
+    return claims_in(read_events(Home(root / "home").spine_path(heinzel)), heinzel)
+
+
+def claims_in(events: Iterable[Event], heinzel: str) -> Counter[str]:
+    """`chat_claims` over ``events`` of ``heinzel``'s spine."""
     found: Counter[str] = Counter()
-    for event in read_events(Home(root / "home").spine_path(heinzel)):
+    for event in events:
         if event.kind == "turn.steered":
             found[str(event.data.get("request_id"))] += 1
-        elif event.kind == "turn.started":
+        elif event.kind in ("turn.started", "turn.skipped"):
             for key in wake_keys(event.data, event.key):
                 owner, _, rid = key.partition("@")
                 if owner == heinzel and rid.startswith("rq-"):

@@ -262,3 +262,28 @@ def test_a_chat_killed_after_its_inbox_write_is_delivered_once_by_the_next_tick(
     assert again.returncode == 0, again.stderr
     assert "already delivered" in again.stdout  # resent: nothing runs again
     assert chat_claims(root, heinzel) == {rid.request_id: 1}
+
+
+@pytest.mark.kill
+def test_a_chat_killed_between_its_request_and_its_mark_is_delivered_once(
+    tmp_path: Path,
+) -> None:
+    """Killed right after its request file, before the tick's mark (``at:inboxed``): the
+    tick's housekeeping marks the request again, and the next tick runs it, once."""
+    root, (heinzel,) = make_home(tmp_path, 1)
+    assert tick(root)["woken"]  # the due slot drafted first: the chat is alone after
+    killed = hz(
+        root, "heinzel", "chat", "report-0", "mention the rollout", HZ_CRASH_AT="at:inboxed"
+    )
+    assert killed.returncode == 137, killed.stderr
+    home = Home(root / "home")
+    [request] = Inbox(home, heinzel).pending("chat")
+    assert Inbox.marked(home) == {}  # nothing for the tick to find by its mark
+    quiet = _at(FRIDAY, minutes=5)
+    woken = [tick(root, HZ_NOW=quiet)["woken"] for _ in range(3)]
+    assert [len(w) for w in woken] == [0, 1, 0]  # marked again, run, then nothing
+    assert chat_claims(root, heinzel) == {request.request_id: 1}
+    body = (home.turns_dir(heinzel) / f"{woken[1][0]['ended'][0]['turn']}.jsonl").read_text()
+    assert "mention the rollout" in body
+    assert Inbox(home, heinzel).pending() == []
+    assert Inbox.marked(home) == {}

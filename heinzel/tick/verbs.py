@@ -49,6 +49,7 @@ QUEUED_BUSY = (
     "queued: a turn runs in another process; it or the next tick delivers the message "
     "(do not send it again)"
 )
+QUEUED_STOPPED = "queued: stopped before its turn started; the next tick delivers the message"
 QUEUED_OPEN = (
     "queued: a turn a stopped process left is open; the next tick resumes it and delivers "
     "the message (do not send it again)"
@@ -185,7 +186,7 @@ class Verbs:
         claim = self._claim(heinzel, wake.key)
         own = {getattr(state, "turn", None) for state in states}
         if claim is None:  # stopped by a signal before its turn started: the tick runs it
-            return {**base, "delivered": QUEUED_BUSY}
+            return {**base, "delivered": QUEUED_STOPPED}
         if claim[1] not in own:
             # another process delivered it while this one waited for the lock
             return {**base, **_into(claim, "while this waited for the lock")}

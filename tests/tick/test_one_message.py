@@ -65,7 +65,9 @@ class PausedTick:
         box: list[str] = []
         reader = threading.Thread(target=lambda: box.append((self.sync / "ready").read_text()))
         reader.start()
-        while reader.is_alive() and self.proc.poll() is None:
+        for _ in range(2400):  # at most two minutes, ended early by the tick's exit
+            if not reader.is_alive() or self.proc.poll() is not None:
+                break
             reader.join(0.05)
         if reader.is_alive():
             self.proc.kill()

@@ -162,13 +162,13 @@ class Verbs:
             return self._answered(heinzel, request, base, asks[0], run=run)
         if turn and self._elsewhere(heinzel):
             return {**base, "turn": turn, "delivered": "queued for the running turn"}
-        if turn and self._keyed_turn(heinzel, wake.key) is None:
+        earlier = self._keyed_turn(heinzel, wake.key)
+        if turn and earlier is None:
             # a turn a stopped process left open: the tick's recovery resumes it, and its
             # host delivers the message (or, when the turn ends first, runs it after)
             return {**base, "turn": turn, "delivered": QUEUED_OPEN}
         if not run:
             return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
-        earlier = self._keyed_turn(heinzel, wake.key)
         try:
             states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
         except HzError as error:

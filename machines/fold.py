@@ -61,6 +61,10 @@ class TurnState:
     woken_by: str | None = None
     resumes: int = 0
     model_requests: list[dict[str, Any]] = field(default_factory=list)
+    reserved_usd: float = 0.0
+    """The open reservation: a ``model.reserved`` no request settled or released yet."""
+    lost_usd: float = 0.0
+    """Reservations never settled (the process died, or the reply was lost): spent."""
     tools: dict[str, ToolRecord] = field(default_factory=dict)
     effects: dict[str, EffectRecord] = field(default_factory=dict)
     steered: list[dict[str, Any]] = field(default_factory=list)
@@ -74,8 +78,10 @@ class TurnState:
 
     @property
     def spend_usd(self) -> float:
-        """The turn's model spend so far."""
-        return round(sum(float(r.get("usd", 0)) for r in self.model_requests), 6)
+        """The turn's model spend so far: its requests' spend, and every reservation no
+        request settled (the open one included: its request may have been paid)."""
+        paid = sum(float(r.get("usd", 0)) for r in self.model_requests)
+        return round(paid + self.lost_usd + self.reserved_usd, 6)
 
     @property
     def final(self) -> bool:
@@ -191,7 +197,17 @@ def _apply_turn_requested(state: TurnState, event: Event) -> None:
 
 def _apply_model_request(state: TurnState, event: Event) -> None:
     state.model_requests.append(dict(event.data))
+    state.reserved_usd = 0.0
     state.steered.clear()
+
+
+def _apply_model_reserved(state: TurnState, event: Event) -> None:
+    state.lost_usd += state.reserved_usd  # the one before was never settled: it counts
+    state.reserved_usd = float(event.data.get("usd") or 0.0)
+
+
+def _apply_model_released(state: TurnState, event: Event) -> None:
+    state.reserved_usd = 0.0
 
 
 def _apply_tool_called(state: TurnState, event: Event) -> None:
@@ -252,6 +268,8 @@ APPLY: Mapping[str, Callable[[TurnState, Event], None]] = {
     "turn.steered": _apply_turn_steered,
     "turn.requested": _apply_turn_requested,
     "model.request": _apply_model_request,
+    "model.reserved": _apply_model_reserved,
+    "model.released": _apply_model_released,
     "tool.called": _apply_tool_called,
     "tool.result": _apply_tool_result,
     "effect.started": _apply_effect_started,

@@ -291,11 +291,13 @@ class TurnRun:
             if result.reason not in SKIP_REASONS:
                 self.fail("HZM008")
                 return
+            spent = self.state.spend_usd
             self.fire(
                 "skip",
                 {
                     "reason": result.reason,
                     **({"moved": list(result.moved)} if result.moved else {}),
+                    **({"usd": spent} if spent else {}),  # a skip after paid requests
                 },
             )
         elif isinstance(result, Fail):

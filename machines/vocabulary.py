@@ -49,6 +49,8 @@ MACHINE_KINDS: Final = (
     "model.request",
     "tool.called",
     "tool.result",
+    "model.reserved",
+    "model.released",
 )
 """The checkpoint kinds the turn machine adds, in the same style:
 
@@ -61,6 +63,12 @@ MACHINE_KINDS: Final = (
 - ``tool.result {call_id, hash, status}``: its result (``status`` ok, error or
   interrupted); a replay-safe call writes this line only, after the call, with
   ``tool`` and ``replay_safe: true`` (a rerun is harmless, so its start needs no line).
+- ``model.reserved {usd}``: the next model request's worst-case price, reserved against
+  the caps and durable before the request is sent. The next ``model.request`` of the
+  turn settles it (its own ``usd`` is what was spent); ``model.released`` lets it go;
+  one neither follows (a crash, a lost reply) counts in full.
+- ``model.released {}``: the reserved request got no reply and cost nothing (the
+  provider refused it).
 """
 
 KINDS: Final = SPEC_KINDS + MACHINE_KINDS

@@ -39,6 +39,7 @@ BASE = {
     "heinzel.logs",
     "heinzel.scrub",
     "heinzel.text",
+    "heinzel.usd",
     "heinzel.vocabulary",
 }
 

@@ -90,6 +90,10 @@ def exit_if_ended_badly(data: dict[str, Any]) -> None:
         "failed",
         "abandoned",
     ):
+        cause = data.get("cause")
+        if cause and data.get("reason") == "cap":  # skipped, not failed: a notice, exit 0
+            click.echo(f"notice: {cause['code']}: {cause['message']}", err=True)
+            click.echo(f"hint: {cause['hint']}", err=True)
         return
     cause = data.get("cause")
     if cause:

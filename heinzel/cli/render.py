@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from heinzel.usd import usd_text
+
 __all__ = [
     "amendment",
     "approved",
@@ -92,7 +94,7 @@ def listing(rows: list[dict[str, Any]]) -> str:
             f"{r.get('contract_name') or '-'} {_version(r)}",
             r.get("next_due") or "-",
             f"{pending['kind']}" if pending else "-",
-            f"{r.get('cost_today') or 0:.2f} USD",
+            f"{usd_text(r.get('cost_today') or 0)} USD",
         ]
         if team:
             line += _team_cells(r.get("team"))
@@ -148,6 +150,12 @@ def show(data: dict[str, Any]) -> str:
     elif not questions:
         lines.append("  pending:  nothing")
     lines += questions_lines(questions)
+    day = data.get("spend_today")
+    if day is not None:
+        lines.append(
+            f"  today:    {usd_text(data.get('cost_today') or 0)} USD (the home: "
+            f"{usd_text(day['usd'])} of {usd_text(day['cap'])} USD a day)"
+        )
     for notice in data.get("notices") or []:
         if notice["reason"] == "question":  # its words are printed above
             continue
@@ -164,15 +172,15 @@ def show(data: dict[str, Any]) -> str:
     lines.append(f"  turns: {len(data['turns'])}")
     lines += [
         f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
-        f"{' (' + t['reason'] + ')' if t['reason'] else ''} {t['cost_usd']:.2f} USD"
+        f"{' (' + t['reason'] + ')' if t['reason'] else ''} {usd_text(t['cost_usd'])} USD"
         for t in data["turns"][-10:]
     ]
     lines.append("  what I learned from you:")
     active = [les for les in data["lessons"] if not les["dismissed"]]
     lines += [f"    [{les['seq']}] {les['sentence']}" for les in active] or ["    nothing yet"]
     cost = data["cost_month"]
-    parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
-    lines.append(f"  this month: {cost['total']:.2f} USD" + (f" ({parts})" if parts else ""))
+    parts = ", ".join(f"{usd_text(usd)} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
+    lines.append(f"  this month: {usd_text(cost['total'])} USD" + (f" ({parts})" if parts else ""))
     return "\n".join(lines)
 
 
@@ -294,7 +302,7 @@ def wake(data: dict[str, Any]) -> str:
     # the cause's own code (HZH131), as stderr says, before the machine's generic HZM021
     code = (data.get("cause") or {}).get("code") or data.get("reason") or data.get("error")
     why = f" ({code})" if code else ""
-    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${data['usd']:.4f}"
+    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${usd_text(data['usd'])}"
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")
         line += (

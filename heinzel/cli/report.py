@@ -9,6 +9,7 @@ import click
 
 from heinzel.cli.base import emit, home_option, json_option, open_app
 from heinzel.cli.commands import heinzel
+from heinzel.usd import usd_text
 
 EXPIRED = "expired"
 """`heinzel.session.actions.EXPIRED` (not imported here: ``hz --help`` stays light)."""
@@ -39,7 +40,7 @@ def render_log(log: dict[str, Any]) -> str:
         else:
             for e in t["entries"]:
                 lines.append(f"  log: {e['verb']} {e['target']}: {e['description']}")
-        lines.append(f"  decided: {ended}{reason}, ${d['usd']:.4f}")
+        lines.append(f"  decided: {ended}{reason}, ${usd_text(d['usd'])}")
         if d.get("report"):
             lines.append(f"  report: {d['report']}")
     return "\n".join(lines)

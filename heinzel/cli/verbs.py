@@ -109,6 +109,12 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
             if _badly(ended):
                 where = app.service.home.session_dir(str(woken["id"]))
                 ended["cause"] = cause_of(where, ended.get("turn"))
+            if ended.get("disposition") == "learned" and ended.get("turn"):
+                # an approval read is `learned` even when the edits taught nothing: count
+                found = app.service.read_db.execute(
+                    "SELECT COUNT(*) FROM lessons WHERE turn = ?", [ended["turn"]]
+                ).fetchone()
+                ended["lessons"] = int(found[0]) if found else 0
     return report
 
 
@@ -166,7 +172,11 @@ def render_verb(data: dict[str, Any]) -> str:
     from heinzel.cli.render import questions_lines, reply_lines
 
     hidden = ("cause", "questions", "reply")
-    shown = [f"{key}: {value}" for key, value in data.items() if key not in hidden]
+    shown = [
+        f"{key}: {value}"
+        for key, value in data.items()
+        if key not in hidden and value is not None  # never `reason: None`
+    ]
     questions = questions_lines(data.get("questions") or [], indent="")
     return "\n".join([*shown, *reply_lines(data), *questions])
 
@@ -219,6 +229,10 @@ def _end_text(ended: dict[str, Any]) -> str:
     if ended.get("approval"):
         return "no turn: nothing to learn (no approved draft under its key)"
     how = ended.get("disposition") or ended.get("state") or "ended"
+    if how == "learned" and ended.get("lessons") == 0:
+        return "approval read: nothing to learn (your edits changed no rule it keeps)"
+    if how == "learned" and ended.get("lessons"):
+        return f"learned {ended['lessons']} lesson(s) from your edits"
     code = (ended.get("cause") or {}).get("code") or ended.get("reason") or ended.get("error")
     return f"{how} ({code})" if code and _badly(ended) else str(how)
 

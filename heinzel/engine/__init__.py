@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from heinzel.engine.context import ContextSettings, TurnContext, active_lessons, build_context
     from heinzel.engine.errors import EngineError
     from heinzel.engine.models import ModelChoice, choose_model, resolve_model
-    from heinzel.engine.money import Budget, Price, Pricing, turn_cap
+    from heinzel.engine.money import Budget, Hold, Price, Pricing, Purse, turn_cap
     from heinzel.engine.offline import offline_model
     from heinzel.engine.outcome import Disposition, Outcome, check_against, judge
     from heinzel.engine.run import ThinkResult, think
@@ -44,6 +44,7 @@ __all__ = [
     "Disposition",
     "EngineError",
     "HandoffRequest",
+    "Hold",
     "InputSpec",
     "LessonView",
     "ModelChoice",
@@ -51,6 +52,7 @@ __all__ = [
     "Price",
     "Pricing",
     "Proposal",
+    "Purse",
     "ReadCapability",
     "ReadMethod",
     "Recorder",
@@ -89,6 +91,8 @@ _WHERE: dict[str, str] = {
     "choose_model": "heinzel.engine.models",
     "resolve_model": "heinzel.engine.models",
     "Budget": "heinzel.engine.money",
+    "Hold": "heinzel.engine.money",
+    "Purse": "heinzel.engine.money",
     "Price": "heinzel.engine.money",
     "Pricing": "heinzel.engine.money",
     "turn_cap": "heinzel.engine.money",

@@ -5,26 +5,29 @@ per model by ``[heinzel.prices]`` (USD per million tokens). A model with no know
 price runs only when the user set one (`Pricing.require`, HZE001). The caps:
 per turn the lower of the contract's ``agent.max_usd`` and ``[heinzel] max_usd``,
 per day ``[heinzel] max_usd_per_day`` across every Heinzelmännchen (the host
-passes what was spent today). `Budget` answers the engine's two questions:
-would the next step cross a cap (checked between steps), and what token
-ceiling stops a step from inside (``UsageLimits``).
+passes what was spent today). `Budget` answers the engine's questions:
+would the next step cross a cap, does a request's worst case still fit
+(`Budget.admits`), and what token ceiling stops a step from inside
+(``UsageLimits``). `Purse` reserves each model request's worst case before it is
+sent (docs/engine.md, "The reservation protocol").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from heinzel.engine.errors import BAD_SETTINGS, CAP_EXHAUSTED, NO_PRICE, EngineError
 
 if TYPE_CHECKING:  # pydantic-ai and genai-prices load when a price is first asked
     from pydantic_ai.usage import RequestUsage, RunUsage
 
-__all__ = ["FREE_MODELS", "Budget", "Price", "Pricing", "turn_cap"]
+__all__ = ["FREE_MODELS", "Budget", "Price", "Pricing", "Purse", "turn_cap"]
 
 FREE_MODELS = frozenset({"offline"})
 """Models that cost nothing and need no price: hz's own deterministic model."""
@@ -119,6 +122,16 @@ class Pricing:
                 "{input = 3.0, output = 15.0}",
             )
 
+    def worst(
+        self, model: str, provider: str | None, input_tokens: int, output_tokens: int
+    ) -> Decimal | None:
+        """USD for a request of at most ``input_tokens`` in and ``output_tokens`` out
+        (None when no price is known)."""
+        from pydantic_ai.usage import RequestUsage
+
+        usage = RequestUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+        return self.cost(model, provider, usage)
+
     def max_per_token(self, model: str, provider: str | None) -> Decimal:
         """The highest USD per token the model charges (the output rate, usually)."""
         from pydantic_ai.usage import RequestUsage
@@ -175,6 +188,14 @@ class Budget:
         left = self.remaining(spent_turn)
         return left is not None and (left <= 0 or next_step > left)
 
+    def admits(self, usd: Decimal, spent_turn: Decimal, spent_day: Decimal) -> bool:
+        """Whether a request whose worst case is ``usd`` stays within the turn's cap (this
+        turn spent ``spent_turn``) and the day's (the home spent ``spent_day``, this turn
+        included)."""
+        if self.turn_usd is not None and spent_turn + usd > self.turn_usd:
+            return False
+        return self.day_usd is None or spent_day + usd <= self.day_usd
+
     def at_cap(self, spent_turn: Decimal) -> Decimal:
         """What a cost hz cannot compute counts as: everything left under the cap."""
         left = self.remaining(spent_turn)
@@ -189,3 +210,48 @@ class Budget:
         if left is None or per_token <= 0:
             return None
         return used.total_tokens + max(math.floor(max(left, Decimal(0)) / per_token), 1)
+
+
+Hold = Callable[[], AbstractContextManager[Decimal]]
+"""Holds the home's spend lock while entered and gives the day's spend so far (every
+turn's requests and open reservations, this turn's included)."""
+
+
+@dataclass(slots=True)
+class Purse:
+    """Reserves each model request's worst case against the caps before it is sent.
+
+    ``reserve`` reads the day's spend and writes ``model.reserved{usd}`` (durable, through
+    ``write``) under ``hold`` (the home's lock: two turns can't both pass on each other's
+    zero), or refuses; the request's ``model.request`` settles the reservation, and
+    ``release`` lets it go when the provider refused the request (``model.released``).
+    Without ``hold`` (an engine run with no home) the day is ``budget.spent_today`` plus
+    this turn's spend.
+    """
+
+    budget: Budget
+    spent_turn: Callable[[], Decimal]
+    """The turn's spend so far (its requests and unsettled reservations)."""
+    write: Callable[[str, Mapping[str, Any]], None] | None = None
+    """Appends a durable spine line of the turn (the recorder's ``checkpoint``); None: an
+    engine run with no spine, whose reservations live only in this process."""
+    hold: Hold | None = None
+    refused: tuple[Decimal, Decimal, Decimal] | None = None
+    """The last refusal: the request's worst case, the turn's and the day's spend."""
+
+    def reserve(self, usd: Decimal) -> bool:
+        """Reserve ``usd`` for the next request; False when a cap refuses it."""
+        turn = self.spent_turn()
+        held = self.hold() if self.hold is not None else nullcontext(self.budget.spent_today + turn)
+        with held as day:
+            if not self.budget.admits(usd, turn, day):
+                self.refused = (usd, turn, day)
+                return False
+            if self.write is not None:
+                self.write("model.reserved", {"usd": float(usd)})
+        return True
+
+    def release(self) -> None:
+        """The reserved request cost nothing: the provider refused it."""
+        if self.write is not None:
+            self.write("model.released", {})

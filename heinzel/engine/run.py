@@ -9,7 +9,8 @@ handoff), hashes, tokens and cost only, with the messages
 into the body (`heinzel.engine.body`). A resume continues the body's
 Conversation; steering is ``AgentRun.enqueue(..., priority="asap")`` before the
 next request; stop is ``AgentRun.cancel()`` with the snapshot as the body's last
-record; the caps stop the run between steps and a token ceiling inside one.
+record; each model request is reserved against the caps before it is sent
+(`heinzel.engine.capped`), and a token ceiling stops a step from inside.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_graph import End
 
 from heinzel.engine.body import Saved, dump_conversation, dump_messages
+from heinzel.engine.capped import CappedModel, CapReached
 from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
 from heinzel.engine.errors import INVALID_REPLY, MALFORMED_REPLY, EngineError
-from heinzel.engine.money import Budget
+from heinzel.engine.money import Budget, Purse
 from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
 from heinzel.engine.retrying import provider_failure
 from heinzel.engine.spec import Recorder, TurnSpec
@@ -125,6 +127,7 @@ async def think(
     compile_contract: CompileContract | None = None,
     retries: int = 2,
     output_retries: int = 1,
+    purse: Purse | None = None,
 ) -> ThinkResult:
     """Run (or resume) the think step of one turn and return how it ended.
 
@@ -137,6 +140,8 @@ async def think(
     the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
     checks an amendment's text; its `HzError` goes back to the model as a retry.
     ``retries`` bounds a tool's retries, ``output_retries`` the outcome's (one, then HZE011).
+    ``purse`` reserves each request's worst case (the host's writes ``model.reserved``
+    under the home's spend lock); without one, each is checked against the budget alone.
     Raises `EngineError` for what the caller must fix (HZE001, HZE005, HZE006, HZE007,
     HZE009); a model's failure or a cap is a result, not an exception.
     """
@@ -161,8 +166,11 @@ async def think(
         safety.update(dict.fromkeys(write_tools.tools, False))
         toolsets.append(write_tools.approval_required())
         output_type = [Outcome, DeferredToolRequests]
+    stepper = Stepper(recorder, budget, model, saved, safety)
+    if purse is None:
+        purse = Purse(budget, lambda: stepper.usd)
     agent: Agent[None, Any] = Agent(
-        model,
+        CappedModel(model, budget.pricing, purse),
         instructions=context.instructions,
         output_type=output_type,
         toolsets=toolsets,
@@ -198,7 +206,6 @@ async def think(
     else:
         conversation = saved.conversation()
     deferred = deferred_results(conversation, answers) if answers else None
-    stepper = Stepper(recorder, budget, model, saved, safety)
     services.remaining_usd = lambda: budget.remaining(stepper.usd)
     ceiling = budget.token_ceiling(model.model_name, model.system, stepper.usd, conversation.usage)
     limits = UsageLimits(request_limit=conversation.usage.requests + 50, total_tokens_limit=ceiling)
@@ -239,6 +246,8 @@ async def think(
                 while not isinstance(node, End):
                     if isinstance(node, ModelRequestNode):
                         if budget.would_cross(stepper.usd, stepper.last_usd):
+                            spent = (stepper.usd, budget.spent_today + stepper.usd)
+                            purse.refused = (stepper.last_usd, *spent)  # the last as the next
                             stepper.record_pending(node.request, conversation.conversation_id)
                             return ended(
                                 "cap", Disposition("skipped", "cap"), run.all_messages(), run.usage
@@ -264,6 +273,15 @@ async def think(
                         stepper.record_tools(parts, services.interrupted, followed=followed)
                         if isinstance(node, ModelRequestNode):
                             stepper.record_pending(node.request, conversation.conversation_id)
+            except CapReached as error:  # refused before it was sent: nothing more spent
+                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+                return ended(
+                    "cap",
+                    Disposition("skipped", "cap"),
+                    run.all_messages(),
+                    run.usage,
+                    error=str(error),
+                )
             except UsageLimitExceeded as error:
                 stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
                 return ended(

@@ -97,6 +97,7 @@ def _chains(service: Sessions) -> dict[str, Any]:
 
 def _cap(service: Sessions) -> dict[str, Any]:
     from heinzel.session.spend import spent_today
+    from heinzel.usd import usd_text
 
     settings = service.settings.heinzel
     now = service.clock()
@@ -105,7 +106,8 @@ def _cap(service: Sessions) -> dict[str, Any]:
     check: dict[str, Any] = {
         "name": "daily cap",
         "ok": room,
-        "detail": f"{spent:.2f} of {settings.max_usd_per_day:g} USD spent on {format_ts(now)[:10]}"
+        "detail": f"{usd_text(spent)} of {settings.max_usd_per_day:g} USD spent on "
+        f"{format_ts(now)[:10]}"
         + (
             ""
             if room

@@ -290,6 +290,7 @@ class Service(Sessions):
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
         notices(self.read_db, [shown], today=self._today())
+        shown.update(self._spend_today(row["id"], float(shown.get("cost_today") or 0.0)))
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -326,6 +327,21 @@ class Service(Sessions):
         if waiting:
             done["questions"] = waiting
         return done
+
+    def _spend_today(self, heinzel_id: str, ended: float) -> dict[str, Any]:
+        """Today's real spend: this one's (``cost_today``: its ended turns, plus what its
+        open turns spent and reserved) and the home's against the daily cap
+        (``spend_today``), read as the cap reads it (`heinzel.session.spend`)."""
+        from heinzel.session.spend import open_spend, spent_today
+
+        now = self.clock()
+        mine = open_spend(self.read_db, self.home, format_ts(now)[:10], only=heinzel_id)
+        home = spent_today(self.read_db, self.home, now)
+        cap = self.settings.heinzel.max_usd_per_day
+        return {
+            "cost_today": round(ended + mine, 9),
+            "spend_today": {"usd": round(home, 9), "cap": cap},
+        }
 
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from heinzel.session.sessions import Sessions
+from heinzel.session.spend import turn_spend
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import read_events
@@ -92,7 +93,7 @@ def _turn(bodies: Bodies, turn: str, events: list[Event]) -> dict[str, Any]:
     started = events[0]
     records = bodies.read(turn)
     end = next((e for e in reversed(events) if e.kind in _END), None)
-    usd = sum(float(e.data.get("usd") or 0) for e in events if e.kind == "model.request")
+    usd = turn_spend(events)  # an open turn's reservation counts too
     decided: dict[str, Any] = {"state": "open" if end is None else "ended"}
     if end is not None:
         decided["disposition"] = end.data.get("disposition") or (

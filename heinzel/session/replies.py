@@ -24,7 +24,7 @@ PREVIEW_LINES = 3
 
 
 def turn_reply(sessions: Sessions, heinzel_id: str, turn: str) -> dict[str, Any] | None:
-    """``{turn, ended, report, said, draft?, question?, proposal?, amendment?}`` for
+    """``{turn, ended, report, said, draft?, question?, proposal?, amendment?, refused?}`` for
     ``turn``, or None when the index has no such turn. ``said`` is the whole reply in a
     few lines, the others its parts."""
     row = sessions.read_db.execute(
@@ -56,6 +56,8 @@ def turn_reply(sessions: Sessions, heinzel_id: str, turn: str) -> dict[str, Any]
             reply["proposal"] = {"tool": data.get("tool"), "id": data.get("proposal")}
         elif event.kind == "question.asked":
             reply["question"] = data.get("question")
+        elif event.kind == "amendment.refused":
+            reply["refused"] = data.get("code")
     if "draft" in reply:
         reply["draft"]["preview"] = _preview(sessions, heinzel_id, turn)
     reply["said"] = _said(reply)
@@ -90,6 +92,11 @@ def _said(reply: dict[str, Any]) -> list[str]:
         said.append(f"asks: {reply['question']}")
     if "proposal" in reply:
         said.append(f"proposes to run {reply['proposal']['tool']} (answer yes or no)")
+    if reply.get("refused"):
+        said.append(
+            f"proposed an amendment that hz refused ({reply['refused']}): nothing was "
+            "proposed to you (hz heinzel report shows why)"
+        )
     if "amendment" in reply:
         amendment = reply["amendment"]
         why = f": {amendment['reason']}" if amendment.get("reason") else ""

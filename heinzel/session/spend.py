@@ -1,58 +1,157 @@
 """What the home spent today, open turns included (the daily cap, ADR 0050 statement 5).
 
 The index adds a turn's cost to its Heinzelmännchen's ``cost_today`` when the turn ends
-(``turn.finished``, ``turn.skipped``) and each ``usage`` event at once. A turn still open
+(``turn.finished``, ``turn.skipped``: the fold's spend, every request and every
+reservation no request settled) and each ``usage`` event at once. A turn still open
 (running in another process, waiting, or left by a crash) has spent money too: each of
-its ``model.request{usd}`` lines. `spent_today` adds that spend so far, read from the
-spine from each open turn's start offset (a handful of turns, the tail of their spines),
-so a turn that starts while another one runs sees the other's spend and two turns cannot
-both pass the cap on the same stale figure.
+its ``model.request{usd}`` lines, and its reservation no request settled yet
+(``model.reserved{usd}`` not followed by a ``model.request`` or ``model.released``: a
+request in flight, or one a crash cut off, counted at its worst case). `spent_today`
+adds that spend so far, read from the spine from each open turn's start offset (a handful
+of turns, the tail of their spines).
+
+`hold_day` is the home's spend lock (``heinzel/spend.lock``, a flock): a turn reads the
+day's spend and writes its next reservation under it, and holds it for nothing else (never
+across the request), so two turns starting at the same moment can't both pass the cap on
+each other's zero (docs/engine.md, "The reservation protocol").
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import os
+import sqlite3
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from decimal import Decimal
+from typing import Any
 
+from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
-from ledger.errors import HzError
-from ledger.event import format_ts
+from ledger.errors import HzError, LedgerError
+from ledger.event import Event, format_ts
+from ledger.files import ensure_private_dir
 from ledger.index import Index
+from ledger.lock import Sleep, take_lock
 from ledger.reading import read_events
 
-__all__ = ["open_spend", "spent_today"]
+__all__ = ["SPEND_LOCK", "hold_day", "open_spend", "spent_on_spines", "spent_today", "turn_spend"]
 
-_SPEND = ("model.request",)
+_SPEND = ("model.request", "model.reserved", "model.released")
+SPEND_LOCK = "spend.lock"
+"""The home's spend lock, in ``HZ_HOME/heinzel/``."""
 
 
-def spent_today(index: Index, home: Home, now: datetime, *, mine: Collection[str] = ()) -> float:
+Reads = Index | sqlite3.Connection
+"""The index to read: the writer, or a plain read connection (`Sessions.read_db`)."""
+
+
+def _db(index: Reads) -> Any:
+    return index.db if isinstance(index, Index) else index
+
+
+def spent_today(index: Reads, home: Home, now: datetime, *, mine: Collection[str] = ()) -> float:
     """USD spent on ``now``'s UTC day across the home: ended turns and usage from the
     index, plus the spend so far of every open turn (``mine``: Heinzelmännchen whose open
-    turns the caller counts itself, as a resumed turn does)."""
+    turns the caller counts itself)."""
     day = format_ts(now)[:10]
-    row = index.db.execute(
-        "SELECT COALESCE(SUM(cost_today), 0) FROM heinzel WHERE cost_day = ?", [day]
-    ).fetchone()
+    row = (
+        _db(index)
+        .execute("SELECT COALESCE(SUM(cost_today), 0) FROM heinzel WHERE cost_day = ?", [day])
+        .fetchone()
+    )
     return float(row[0] or 0.0) + open_spend(index, home, day, mine=mine)
 
 
-def open_spend(index: Index, home: Home, day: str, *, mine: Collection[str] = ()) -> float:
-    """The ``model.request`` spend on ``day`` of every turn not yet ended; a spine that
-    cannot be read counts nothing here (verify and the tick report it)."""
-    rows = index.db.execute(
-        "SELECT id, heinzel, start_offset FROM turns "
-        "WHERE ended_at IS NULL AND start_offset IS NOT NULL ORDER BY heinzel, start_offset"
-    ).fetchall()
+def open_spend(
+    index: Reads, home: Home, day: str, *, mine: Collection[str] = (), only: str | None = None
+) -> float:
+    """The spend on ``day`` of every turn not yet ended (``only``: of one Heinzelmännchen):
+    its ``model.request`` lines and its open reservation; a spine that cannot be read
+    counts nothing here (verify and the tick report it)."""
+    rows = (
+        _db(index)
+        .execute(
+            "SELECT id, heinzel, start_offset FROM turns "
+            "WHERE ended_at IS NULL AND start_offset IS NOT NULL ORDER BY heinzel, start_offset"
+        )
+        .fetchall()
+    )
     total = 0.0
     for turn, heinzel, offset in rows:
-        if heinzel in mine:
+        if heinzel in mine or (only is not None and heinzel != only):
             continue
         try:
-            for event in read_events(
-                home.spine_path(str(heinzel)), from_offset=int(offset), kinds=_SPEND
-            ):
-                if event.turn == turn and event.ts[:10] == day:
-                    total += float(event.data.get("usd") or 0.0)
+            total += _turn_spend(home, str(heinzel), str(turn), int(offset), day)
         except (HzError, OSError, ValueError):
             continue
     return total
+
+
+def _turn_spend(home: Home, heinzel: str, turn: str, offset: int, day: str) -> float:
+    events = read_events(home.spine_path(heinzel), from_offset=offset, kinds=_SPEND)
+    return turn_spend(e for e in events if e.turn == turn and e.ts[:10] == day)
+
+
+def turn_spend(events: Iterable[Event]) -> float:
+    """What one turn's events say it spent: its ``model.request`` lines, and each
+    ``model.reserved`` no request settled or ``model.released`` let go (the fold's rule,
+    `machines.fold.TurnState.spend_usd`)."""
+    spent, reserved = 0.0, 0.0
+    for event in events:
+        usd = float(event.data.get("usd") or 0.0)
+        if event.kind == "model.reserved":
+            spent += reserved  # the one before was never settled: it counts
+            reserved = usd
+        elif event.kind == "model.request":
+            spent, reserved = spent + usd, 0.0
+        elif event.kind == "model.released":
+            reserved = 0.0
+    return spent + reserved
+
+
+def spent_on_spines(home: Home, day: str) -> float:
+    """The home's spend on ``day`` from its spines alone, no index: each turn's
+    `turn_spend` of the day's lines, and every ``usage`` event. What `spent_today` reads
+    through the index must equal it (a check for tests; it reads every spine whole)."""
+    total = 0.0
+    for heinzel in home.session_ids():
+        by_turn: dict[str, list[Event]] = {}
+        kinds = (*_SPEND, "usage")
+        for event in read_events(home.spine_path(heinzel), kinds=kinds):
+            if event.ts[:10] != day:
+                continue
+            if event.kind == "usage":
+                total += float(event.data.get("usd") or 0.0)
+            else:
+                by_turn.setdefault(str(event.turn), []).append(event)
+        total += sum(turn_spend(events) for events in by_turn.values())
+    return total
+
+
+@contextmanager
+def hold_day(
+    index: Index,
+    home: Home,
+    clock: Callable[[], datetime],
+    *,
+    timeout: float,
+    sleep: Sleep,
+) -> Iterator[Decimal]:
+    """The home's spend lock, held while entered; gives the day's spend (every turn's,
+    the caller's open one included). HZH330 when another process held it ``timeout`` s."""
+    ensure_private_dir(home.heinzel_dir)
+    try:
+        fd = take_lock(home.heinzel_dir / SPEND_LOCK, timeout, sleep)
+    except LedgerError as error:
+        if error.code != "HZL010":
+            raise
+        raise HeinzelError(
+            "HZH330",
+            f"the spend lock of {home.root} stayed held for {timeout:g} s",
+            "another hz process is reserving a model request; retry, or raise lock_timeout",
+        ) from None
+    try:
+        yield Decimal(str(round(spent_today(index, home, clock()), 9)))  # no float dust
+    finally:
+        os.close(fd)

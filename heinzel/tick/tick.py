@@ -402,7 +402,7 @@ class Tick:
                 wakes = []
             for turn, woken_by in plan.resumes.get(heinzel, []):
                 if woken_by == "superseded":
-                    # its left chats keep their marks: the next tick wakes (and claims) them
+                    # chats queued for it keep their marks: the next tick wakes them
                     abandon_turn(self.service, heinzel, turn, "superseded")
                     report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
                     continue

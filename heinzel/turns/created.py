@@ -28,13 +28,24 @@ from pydantic_ai.models import Model
 
 from heinzel.capabilities.targets import Protected
 from heinzel.contract import CompiledContract, compile_contract
-from heinzel.engine import Budget, InputSpec, Pricing, SpineView, TurnSpec, build_context, think
+from heinzel.engine import (
+    Budget,
+    Hold,
+    InputSpec,
+    Pricing,
+    Purse,
+    SpineView,
+    TurnSpec,
+    build_context,
+    think,
+)
 from heinzel.engine.offline_create import named_files
 from heinzel.engine.outcome import Outcome
 from heinzel.errors import HeinzelError
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
 from heinzel.store.targets import check_targets
+from heinzel.turns.failure import refusal
 from heinzel.turns.record import EngineRecorder, SessionBody
 from machines import Acted, Effect, Fail, LocalProbe, TurnContext, run_sync
 from machines.effects import recorded_in
@@ -121,6 +132,8 @@ class CreatedSteps:
         retries: int = 2,
         origin: Path | None = None,
         protected: Protected | None = None,
+        day_usd: Decimal | None = None,
+        hold_day: Hold | None = None,
     ) -> None:
         """``origin``: the folder the contract's relative paths resolve against (where
         ``hz heinzel new`` ran); ``protected``: hz's own places, no target of it."""
@@ -135,6 +148,12 @@ class CreatedSteps:
         self.cap = cap
         self.clock = clock
         self.retries = retries
+        self.day_usd = day_usd
+        self.hold_day = hold_day
+        self.refused: HeinzelError | None = None
+        """Why a cap refused the turn's request (HZH331), for the creation's error."""
+        """The home's spend lock (`heinzel.session.spend.hold_day`): the day's cap holds
+        for the created turn's requests too."""
 
     async def gather(self, ctx: TurnContext) -> Any:
         """The sentence, into the body."""
@@ -154,12 +173,19 @@ class CreatedSteps:
         recorder = EngineRecorder(
             ctx.journal, self.body.bodies, ctx.turn, cap_usd=self.cap or Decimal(0)
         )
+        budget = Budget(self.pricing, self.cap, self.day_usd)
+
+        def spent() -> Decimal:
+            return Decimal(str(ctx.state.spend_usd))
+
+        purse = Purse(budget, spent, recorder.checkpoint, hold=self.hold_day)
         result = await think(
             spec,
             build_context(spec, SpineView()),
             model=self.model,
             recorder=recorder,
-            budget=Budget(self.pricing, self.cap),
+            budget=budget,
+            purse=purse if self.hold_day is not None else None,
             history_body=self.body.records(ctx.turn),
             compile_contract=lambda text: check_created(
                 compile_contract(text, source="created turn"),
@@ -170,12 +196,16 @@ class CreatedSteps:
             retries=self.retries,
             output_retries=self.retries,
         )
+        if result.status == "cap" and purse.refused is not None:
+            self.refused = refusal("new", budget, *purse.refused)
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
         return {"status": result.status, "outcome": outcome, "error": result.error}
 
     async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
         """A contract text, or the turn fails."""
         outcome = thought["outcome"]
+        if thought["status"] == "cap":
+            return Fail("cap")
         if thought["status"] != "outcome" or not outcome or not outcome.get("amendment"):
             return Fail("no-contract")
         return outcome
@@ -209,7 +239,10 @@ def _created_model(service: Any) -> Any:
 
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
+    import time
+
     from heinzel.ids import new_id, validate_name
+    from heinzel.session.spend import hold_day
     from heinzel.turns.record import IndexedJournal
     from ledger.bodies import Bodies
     from machines import Pins, Session, Wake, crash_hook, keys
@@ -242,6 +275,14 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             clock=service.clock,
             origin=origin,
             protected=service.protected,
+            day_usd=Decimal(str(config.max_usd_per_day)),
+            hold_day=lambda: hold_day(
+                service.index,
+                service.home,
+                service.clock,
+                timeout=config.lock_timeout.total_seconds(),
+                sleep=time.sleep,
+            ),
         )
 
         async def no_sleep(_seconds: float) -> None:
@@ -259,7 +300,9 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
         row = service.queries.row(heinzel_id)
         wanted = provisional
         failure = None
-        if state.disposition != "proposed" or not row["contract_name"]:
+        if state.error == "cap" and steps.refused is not None:
+            failure = steps.refused
+        elif state.disposition != "proposed" or not row["contract_name"]:
             failure = HeinzelError(
                 "HZH293",
                 f"the created turn wrote no contract hz accepts ({state.error or state.reason})",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.contract import CompiledContract
 from heinzel.engine import (
     ContextSettings,
+    Hold,
     InputSpec,
     LessonView,
     Pricing,
@@ -85,6 +86,9 @@ class TurnEnv:
     engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
+    hold_day: Hold | None = None
+    """The home's spend lock with the day's spend (`heinzel.session.spend.hold_day`): each
+    model request's reservation is made under it."""
 
     @cached_property
     def model(self) -> Model:

@@ -10,15 +10,21 @@ heinzel wake`, `chat`, `resume` and `answer` print the cause's code, message and
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from heinzel.errors import HeinzelError
 from heinzel.turns.record import SessionBody
+from heinzel.usd import usd_text
 from ledger.bodies import Bodies
 from ledger.errors import HzError
 from machines.journal import content_hash
 
-__all__ = ["ENDED_BADLY", "cause_of", "keep_failure", "root_cause"]
+if TYPE_CHECKING:
+    from heinzel.engine.money import Budget
+
+__all__ = ["ENDED_BADLY", "cause_of", "keep_failure", "refusal", "root_cause"]
 
 ENDED_BADLY = frozenset({"failed", "abandoned"})
 """The ends of a turn a command reports with exit status 1."""
@@ -41,6 +47,27 @@ def keep_failure(body: SessionBody, turn: str, error: HzError) -> None:
     """Keep ``error`` as the turn's cause in its body (once per turn and error)."""
     value = {"failure": {"code": error.code, "message": error.message, "hint": error.hint}}
     body.put(turn, content_hash(value), value)
+
+
+def refusal(name: str, budget: Budget, usd: Decimal, turn: Decimal, day: Decimal) -> HeinzelError:
+    """HZH331: the cap that refused the next model request, with the figures."""
+    worst = usd_text(float(usd))
+    if budget.turn_usd is not None and turn + usd > budget.turn_usd:
+        spent, cap = usd_text(float(turn)), usd_text(float(budget.turn_usd))
+        return HeinzelError(
+            "HZH331",
+            f"the next model request could cost {worst} USD, over the turn's cap "
+            f"({spent} of {cap} USD spent); it was not sent",
+            "raise the contract's agent.max_usd (or [heinzel] max_usd), then "
+            f"`hz heinzel retry {name}`",
+        )
+    spent, cap = usd_text(float(day)), usd_text(float(budget.day_usd or 0))
+    return HeinzelError(
+        "HZH331",
+        f"the next model request could cost {worst} USD, over the day's cap "
+        f"({spent} of {cap} USD spent today); it was not sent",
+        "wait for tomorrow (UTC), or raise [heinzel] max_usd_per_day",
+    )
 
 
 def cause_of(session_dir: Path, turn: str | None) -> dict[str, str] | None:

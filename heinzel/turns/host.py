@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
+from time import sleep
 from typing import TYPE_CHECKING, Any
 
 from heinzel.contract import CompiledContract
@@ -27,7 +29,7 @@ from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.index.seen import record_seen
 from heinzel.session.amendments import propose_amendment
-from heinzel.session.spend import spent_today
+from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, nothing_to_learn
@@ -137,6 +139,12 @@ class TurnHost:
         found = spent_today(service.index, service.home, service.clock(), mine={heinzel_id})
         return Decimal(str(found))
 
+    def _hold_day(self) -> AbstractContextManager[Decimal]:
+        """The home's spend lock with the day's spend, for one reservation."""
+        service = self.service
+        timeout = service.settings.heinzel.lock_timeout.total_seconds()
+        return hold_day(service.index, service.home, service.clock, timeout=timeout, sleep=sleep)
+
     def _env(
         self,
         heinzel_id: str,
@@ -221,6 +229,7 @@ class TurnHost:
             settings_max_usd=Decimal(str(config.max_usd)),
             day_usd=Decimal(str(config.max_usd_per_day)),
             spent_today=self._spent_today(heinzel_id),
+            hold_day=self._hold_day,
             context_settings=ContextSettings(
                 summary_after_turns=config.summary_after_turns,
                 summary_keep_turns=config.summary_keep_turns,
@@ -333,7 +342,7 @@ class TurnHost:
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             given = wakes
-            if len(kept := undelivered(journal, service.home, heinzel_id, wakes)) < len(wakes):
+            if len(kept := undelivered(journal, wakes)) < len(wakes):
                 if not kept:  # a turn was steered with each chat meanwhile: delivered once
                     return []
                 wakes = kept
@@ -342,7 +351,7 @@ class TurnHost:
                 wakes = []  # stopped while a resumed turn ran: the rest waits for the tick
             elif resumed:
                 # what the resumed turns' models received is delivered: no turn of its own
-                wakes = undelivered(journal, service.home, heinzel_id, wakes)
+                wakes = undelivered(journal, wakes)
             if own_extra and wakes and wakes is not given:
                 extra = asked_extra(wakes)
             turn = "tn-" + new_id(service.clock)[3:]
@@ -431,7 +440,7 @@ class TurnHost:
     ) -> tuple[list[TurnState], list[Wake]]:
         """Run a session whose steps deliver the inbox; what ran and the follow-up wakes."""
         delivery = Delivery(self.service.home, env.heinzel_id, journal, self.service.clock)
-        env.poll = delivery.poll
+        env.poll = lambda: delivery.poll(steer=True)  # right before a model request
         steps = DeliveringSteps(HeinzelSteps(env), delivery)
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session

@@ -16,13 +16,13 @@ from typing import Any, cast
 
 from heinzel.engine.context import build_context
 from heinzel.engine.errors import EngineError
-from heinzel.engine.money import Budget, turn_cap
+from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause, InputSpec, TurnSpec
 from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, settle, write_tools
 from heinzel.turns.env import TurnEnv
-from heinzel.turns.failure import keep_failure
+from heinzel.turns.failure import keep_failure, refusal
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
 from machines import Acted, Fail, Skip, TurnContext, Wait
@@ -94,6 +94,12 @@ class HeinzelSteps:
             ctx.journal, env.body.bodies, ctx.turn, cap_usd=cap or Decimal(0), sync=env.sync
         )
         budget = Budget(env.pricing, cap, env.day_usd, env.spent_today)
+        purse = Purse(  # each request reserved under the home's spend lock (the turn's fold)
+            budget,
+            lambda: Decimal(str(ctx.state.spend_usd)),
+            recorder.checkpoint,
+            hold=env.hold_day,
+        )
         handoff = None
         if env.runner is not None:
             handoff = env.runner(ctx.turn, ctx.journal)
@@ -136,13 +142,17 @@ class HeinzelSteps:
                     write_tools=write_tools() if writes is not None else None,
                     answers=answers,
                     compile_contract=env.compile_contract,
+                    purse=purse,
                 )
             except EngineError as error:
                 if error.code != "HZE005":
                     raise
+                keep_failure(env.body, ctx.turn, error)  # the skip's coded notice
                 return {"status": "cap", "error": error.code}
             if result.status != "deferred":
                 break
+        if result.status == "cap" and purse.refused is not None:
+            keep_failure(env.body, ctx.turn, refusal(env.name, budget, *purse.refused))
         return {
             "status": result.status,
             "disposition": asdict(result.disposition),

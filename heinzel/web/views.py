@@ -17,6 +17,7 @@ from starlette.templating import Jinja2Templates
 from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
+from heinzel.usd import usd_text
 from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
@@ -26,6 +27,7 @@ from ledger.errors import HzError
 __all__ = ["Views"]
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+TEMPLATES.env.filters["usd"] = usd_text
 TEMPLATES.env.filters["when"] = lambda ts: (
     f"{ts[:10]} {ts[11:16]} UTC" if isinstance(ts, str) and len(ts) >= 16 else (ts or "-")
 )

@@ -47,7 +47,7 @@ def test_a_deep_folder_drafts_and_approves(folder: Path, hz_env: dict[str, str])
     (deep / "report.md").write_text(kept + "\n", encoding="utf-8")
     learned = _hz(deep, hz_env, 5, "system", "daemon", "tick")
     assert learned.code == 0, learned.out + learned.err
-    assert "approval -> learned" in learned.out
+    assert "approval -> approval read: nothing to learn" in learned.out, learned.out
     assert "hz:draft" not in (deep / "report.md").read_text(encoding="utf-8")
 
 

@@ -74,3 +74,35 @@ def test_the_demo_hints_a_command_that_runs_outside_the_venv(tmp_path: Path) -> 
     hint = [line for line in done.stdout.splitlines() if "heinzel lessons" in line][-1]
     command = hint.split()[0]
     assert command != "hz" and Path(tmp_path, command).resolve() == hz.resolve(), hint
+
+
+def test_a_verb_s_lines_never_print_none() -> None:
+    """A verb's answer with a field it does not know (a reason of a turn that has none)
+    prints no `reason: None`."""
+    from heinzel.cli.verbs import render_verb
+
+    shown = render_verb({"name": "notes-digest", "turn": "tn-1", "reason": None, "error": None})
+    assert shown == "name: notes-digest\nturn: tn-1"
+
+
+def test_the_tick_says_learned_only_when_it_learned(approved: Hz, folder: Path) -> None:
+    """An approval with no edit is read and teaches nothing: the tick says so, not
+    `learned`; one whose edit left out a line says how many lessons it learned."""
+    assert approved("heinzel", "wake", "notes-digest").code == 0
+    assert approved("approve", "notes-digest").code == 0
+    plain = approved("system", "daemon", "tick")
+    assert plain.code == 0, plain.err
+    assert "approval read: nothing to learn" in plain.out, plain.out
+    assert "-> learned" not in plain.out
+    (folder / "notes.txt").write_text("ship the rounding fix\nrename the queue\n", encoding="utf-8")
+    assert approved("heinzel", "wake", "notes-digest").code == 0
+    report = folder / "report.md"
+    kept = [
+        line
+        for line in report.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("🧝 DRAFT") and "rename the queue" not in line
+    ]
+    report.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    taught = approved("system", "daemon", "tick")
+    assert taught.code == 0, taught.err
+    assert "learned 1 lesson(s) from your edits" in taught.out, taught.out

@@ -181,6 +181,8 @@ def test_an_amendment_a_chat_turn_writes_is_refused(
     lines = (home / "heinzel" / own / "session.jsonl").read_text("utf-8").splitlines()
     refused = [json.loads(line) for line in lines if '"amendment.refused"' in line]
     assert [event["data"] for event in refused] == [{"code": "HZH341"}]
+    # the chat's reply says its amendment was refused, never that it proposed one
+    assert "proposed an amendment that hz refused (HZH341)" in done.out, done.out
     assert "amendment.proposed" not in kinds(home, own)
     assert not [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
 

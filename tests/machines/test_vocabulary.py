@@ -37,6 +37,8 @@ class TestVocabulary:
             "model.request",
             "tool.called",
             "tool.result",
+            "model.reserved",
+            "model.released",
         )
 
     def test_the_step_names_are_frozen(self) -> None:

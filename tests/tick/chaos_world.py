@@ -189,9 +189,10 @@ class Spines:
     """A chat's words -> the ``<id>@<request id>`` of the requests that hold them."""
     spent: dict[str, Decimal] = field(default_factory=dict)
     """UTC day -> the sum of its ``model.request`` lines' ``usd``."""
-    failed_with: Counter[str] = field(default_factory=Counter)
-    """``<id>@<request id>`` -> steers into a turn that then failed or was stopped before a
-    model request carried them (delivered into that turn: the user sees it end so)."""
+    ended_with: Counter[str] = field(default_factory=Counter)
+    """``<id>@<request id>`` -> steers into a turn that then failed, was stopped or was
+    skipped (a cap) before a model request carried them: delivered into that turn, which
+    the user sees end so, as a chat whose own turn ends so."""
     open: list[str] = field(default_factory=list)
     """``<id>/<turn>`` of the turns neither ended (finished, skipped) nor parked (waiting)."""
 
@@ -214,8 +215,10 @@ class Spines:
             kind, turn, data = line["kind"], str(line["turn"]), line["data"]
             if kind in LIFECYCLE:
                 state[turn] = kind
-            if kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned"):
-                self.failed_with.update(waiting.pop(turn, []))
+            if kind == "turn.skipped" or (
+                kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
+            ):
+                self.ended_with.update(waiting.pop(turn, []))
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)
                 self.runs.update(keys_of[turn])
@@ -326,11 +329,11 @@ def violations(
             say("coded", [f"hz {command}: exit {done.code} without a code: {done.stderr[-600:]!r}"])
         first = done.stderr.splitlines()[0] if done.stderr else ""
         sent = facts.said.get(done.message or "", [])
-        delivered = any(facts.runs[k] or facts.failed_with[k] for k in sent)
+        delivered = any(facts.runs[k] or facts.ended_with[k] for k in sent)
         if done.code == 1 and _unsent(done.stderr) and delivered:
             say("chat-honest", [f"hz {command}: refused ({first}) but delivered"])
     if quiet:
-        lost = [k for k in facts.chats if not facts.runs[k] and not facts.failed_with[k]]
+        lost = [k for k in facts.chats if not facts.runs[k] and not facts.ended_with[k]]
         say("chat-kept", [f"{k} never delivered" for k in lost])
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])

@@ -16,8 +16,10 @@ what must happen did (`INVARIANTS`). A broken one fails with its name and the
 falsifying steps. ``HZ_CHAOS_DISABLE=name,name`` switches named invariants off (to say
 which defect is still open, never to hide one).
 
-The short seeded run is part of `make test`; `make soak` runs the long one
-(``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS`` steps).
+The short seeded run (``derandomize``: the same sequences every time) is part of `make
+test`; `make soak` runs the long one (``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS``
+steps, new sequences each run). ``HZ_CHAOS_TRACE=1`` prints how each process ended and
+keeps each example's home to read; ``HZ_CHAOS_CAP`` sets another daily cap.
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split("
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
 
 NAMES = ("report-0", "report-1")
-CAP = Decimal("0.007")
+CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.007"))
 """The day's cap: two requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
-worst case of a third (about 0.005 USD) reserved, or three paid; a fourth would cross it."""
+worst case of a third (about 0.005 USD) reserved, or three paid; a fourth would cross it.
+``HZ_CHAOS_CAP=0.05`` leaves a day room to draft and learn (a soak that explores those)."""
 TURN_CAP = "0.006"  # a request's worst case fits one turn
 START = datetime(2026, 11, 6, 14, 30, tzinfo=UTC)  # half an hour after the first slot
 PARALLEL = 4  # processes running at once; the next waits for the oldest

@@ -70,8 +70,13 @@ def _render_status(data: dict[str, Any]) -> str:
     for lease in data["leases"]:
         mine = " (mine)" if lease["mine"] else ""
         name = lease["name"] or lease["team"]
+        state = "" if lease["state"] == "held" else f" [{lease['state']}]"
         lines.append(
             f"  lease {name}: {lease['holder']}{mine}, token {lease['token']}, "
-            f"until {lease['expiry']}"
+            f"until {lease['expiry']}{state}"
         )
+        if lease["open"]:
+            lines.append(f"    open claims: {', '.join(lease['open'])}")
+        if lease["cause"]:
+            lines += [f"    why: {lease['cause']}", f"    next: {lease['next']}"]
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts
@@ -29,8 +30,9 @@ from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import from_event, team_id, team_key
 from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
-from ledger.event import format_ts
+from ledger.event import format_ts, parse_ts
 from ledger.spine import read_events
+from machines.crash import crash_at
 from machines.keys import Wake
 
 __all__ = ["Member", "Team"]
@@ -48,6 +50,7 @@ _RECEIPT_KINDS = (
 
 class _Report(Protocol):
     errors: list[dict[str, Any]]
+    notices: list[str]
     team: dict[str, Any]
 
 
@@ -61,6 +64,23 @@ class Member:
     owner: str | None
     delegates: tuple[str, ...]
     fingerprint: str | None
+    schedule: str | None = None
+    timezone: str | None = None
+
+    def settled(self, key: str, done: set[str], now: datetime) -> bool:
+        """Whether the claim ``key`` no longer holds the lease: its ``turn.finished``
+        receipt is on ``hz/state`` (``done``), or it is a slot that coalesced into a later
+        one: a later slot has a receipt, or is due by the schedule (every daemon runs
+        only the latest due slot, so nobody starts this one again)."""
+        if key in done:
+            return True
+        slot = _slot(key, self.team)
+        if slot is None:
+            return False
+        if any((later := _slot(k, self.team)) is not None and later > slot for k in done):
+            return True
+        following = next_slot(self.schedule, self.timezone, slot)
+        return following is not None and following <= now
 
 
 @dataclass(slots=True)
@@ -119,16 +139,18 @@ class Team:
 
     def local_members(self) -> dict[str, Member]:
         rows = self.sessions.index.db.execute(
-            "SELECT id, name, contract_version, fingerprint FROM heinzel "
+            "SELECT id, name, contract_version, fingerprint, schedule, timezone FROM heinzel "
             "WHERE namespace = 'team' AND contract_version IS NOT NULL AND state != 'retired'"
         ).fetchall()
         found = {}
         extra = tuple(self.sessions.settings.team.delegates)
-        for local, name, version, fingerprint in rows:
+        for local, name, version, fingerprint, schedule, timezone in rows:
             front = load_facts(self.sessions.home, local, version, fingerprint).frontmatter
             delegates = tuple(sorted({*(front.get("hz.delegates") or []), *extra}))
             owner = front.get("hz.owner")
-            found[local] = Member(local, name, team_id(name), owner, delegates, fingerprint)
+            found[local] = Member(
+                local, name, team_id(name), owner, delegates, fingerprint, schedule, timezone
+            )
         return found
 
     # -- the hook --------------------------------------------------------------------
@@ -177,7 +199,9 @@ class Team:
                 interval=team.interval,
                 skew=team.max_skew,
                 busy=self._busy(member.local),
-                unsettled=tuple(k for k in (lease.open if lease else ()) if k not in done),
+                unsettled=tuple(
+                    k for k in (lease.open if lease else ()) if not member.settled(k, done, now)
+                ),
                 grace=team.orphan_grace,
             )
             if not self.online:
@@ -189,6 +213,8 @@ class Team:
                     self.held[member.team] = lease.token
                 continue
             if decision.new is None:
+                if lease is not None and lease.holder != self.me:
+                    self._notice(member, lease, done, now, report)
                 continue
             planned.append((member.team, commit, decision.new))
             if decision.runs:
@@ -216,6 +242,17 @@ class Team:
             {tid: c for tid, (c, _) in written.items() if LEASE_PREFIX + tid in pushed.accepted}
         )
         self.stats.lease_conflicts += len(pushed.rejected)
+
+    def _notice(
+        self, member: Member, lease: Lease, done: set[str], now: datetime, report: _Report
+    ) -> None:
+        """A lease this daemon would take but may not (blocked) is said in the tick's
+        notices, with its cause and next step: a tick that runs nothing says why."""
+        state = self.lease_state(member, lease, done, now)
+        if state["state"] == "blocked":
+            report.notices.append(
+                f"team {member.name}: lease blocked: {state['cause']}; next: {state['next']}"
+            )
 
     def _busy(self, local: str) -> bool:
         row = self.sessions.index.db.execute(
@@ -250,11 +287,18 @@ class Team:
             turned.append((turn, "superseded" if key in done else woken_by))
         return kept, turned
 
-    def claim(self, report: _Report) -> set[str]:
-        """Write the slot keys `admit` let through into their leases' ``open`` claims, in
-        one push, before any turn starts; the local ids whose claim did not take (the
-        lease moved, or the remote is out of reach), whose new wakes must wait."""
-        wanted, self.claims = self.claims, {}
+    def claim(self, report: _Report, heinzels: Sequence[str]) -> set[str]:
+        """Write the keys of the wakes `admit` let through that run this tick (of
+        ``heinzels``: after the busy and the wake-limit filters) into their leases'
+        ``open`` claims, in one push, before any turn starts; claims of slots a slot
+        claimed now supersedes are settled in the same write. The local ids whose claim
+        did not take (the lease moved, or the remote is out of reach), whose new wakes
+        must wait. A wake deferred here is not claimed: a later tick claims it or a later
+        slot it coalesces into."""
+        running = set(heinzels)
+        wanted = {tid: claim for tid, claim in self.claims.items() if claim[0] in running}
+        self.claims = {}
+        now = self.sessions.clock()
         refused: set[str] = set()
         updates: list[tuple[str, str, str | None]] = []
         written: dict[str, tuple[str, str, Lease]] = {}
@@ -265,7 +309,10 @@ class Team:
             if not self.online or lease is None or commit is None or lease.holder != self.me:
                 refused.add(local)
                 continue
-            new = replace(lease, open=tuple(sorted({*lease.open, *keys})))
+            member = self.members[local]
+            done = self.received.get(tid, set()) | set(keys)
+            kept = {k for k in lease.open if not member.settled(k, done - {k}, now)}
+            new = replace(lease, open=tuple(sorted({*kept, *keys})))
             if new.open != lease.open:
                 planned.append((tid, local, commit, new))
         if not planned:
@@ -293,6 +340,7 @@ class Team:
             }
         )
         self.stats.lease_conflicts += len(pushed.rejected)
+        crash_at("claimed")  # HZ_CRASH_AT=at:claimed: claims pushed, no turn started
         return refused
 
     def started_data(self, heinzel: str) -> dict[str, Any] | None:
@@ -406,24 +454,31 @@ class Team:
         return found
 
     def status(self) -> dict[str, Any]:
-        """The remote, the outbox, the leases this user holds (as last fetched)."""
+        """The remote, the outbox, and every lease as last fetched (no network): its
+        holder, token, open claims and state (`lease_state`), with a cause and a next
+        step when it is not simply held."""
         git = self.git
-        leases = git.leases() if (git.mirror / "HEAD").exists() else {}
-        members = {m.team: m.name for m in self.local_members().values()}
-        held = []
+        fetched = (git.mirror / "HEAD").exists()
+        leases = git.leases() if fetched else {}
+        members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
+        done = receipt_keys(git, members, now) if fetched else {}
+        shown = []
         for tid, (_, message) in sorted(leases.items()):
             lease = Lease.from_message(message)
             if lease is None:
                 continue
-            held.append(
+            member = members.get(tid)
+            state = self.lease_state(member, lease, done.get(tid, set()), now)
+            shown.append(
                 {
                     "team": tid,
-                    "name": members.get(tid),
+                    "name": member.name if member else None,
                     "holder": lease.holder,
                     "token": lease.token,
                     "expiry": lease.expiry,
-                    "mine": lease.holder == self.me and not lease.expired(now, timedelta(0)),
+                    "mine": lease.holder == self.me and state["state"] == "held",
+                    **state,
                 }
             )
         return {
@@ -431,9 +486,51 @@ class Team:
             "handle": self.me,
             "outbox": len(self.outbox.pending()),
             "refused": self.outbox.refused(),
-            "leases": held,
+            "leases": shown,
             "at": format_ts(now),
         }
+
+    def lease_state(
+        self, member: Member | None, lease: Lease, done: set[str], now: datetime
+    ) -> dict[str, Any]:
+        """What a lease means now: ``state`` (``held``; ``expired``: held past its
+        renewal; ``blocked``: expired with unsettled claims, waiting out
+        ``orphan_grace``), its unsettled ``open`` claims, and for any but ``held`` its
+        ``cause`` and ``next`` step."""
+        team = self.sessions.settings.team
+        unsettled = [k for k in lease.open if member is None or not member.settled(k, done, now)]
+        found: dict[str, Any] = {"state": "held", "open": unsettled, "cause": None, "next": None}
+        if not lease.expired(now, team.max_skew):
+            return found
+        if unsettled and not lease.expired(now, team.max_skew + team.orphan_grace):
+            until = format_ts(parse_ts(lease.expiry) + team.max_skew + team.orphan_grace)
+            return {
+                **found,
+                "state": "blocked",
+                "cause": f"{lease.holder} claimed {len(unsettled)} slot(s) whose receipts are "
+                f"not on hz/state and has not renewed the lease since {lease.expiry}",
+                "next": f"start {lease.holder}'s daemon: it pushes those receipts and renews; "
+                f"else the lease is taken after [team] orphan_grace, at {until}",
+            }
+        return {
+            **found,
+            "state": "expired",
+            "cause": f"{lease.holder} has not renewed it since {lease.expiry} "
+            "(its daemon stopped, or it handed the lease back)",
+            "next": "the owner's daemon, or a delegate's while the owner is away, "
+            "takes it at its next tick",
+        }
+
+
+def _slot(key: str, team: str) -> datetime | None:
+    """The slot a team slot key (``<team id>@<timestamp>``) names, else None."""
+    head, _, rest = key.partition("@")
+    if head != team or not rest[:1].isdigit():
+        return None
+    try:
+        return parse_ts(rest)
+    except ValueError:
+        return None
 
 
 def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:

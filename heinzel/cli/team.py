@@ -64,15 +64,16 @@ def _render_lint(data: dict[str, Any]) -> str:
 
 def _render_status(data: dict[str, Any]) -> str:
     lines = [
-        f"team repository {data['repository']} as {data['handle']}",
+        f"team repository {data['repository']} as {data['handle']} on {data['machine']}",
         f"  outbox: {data['outbox']} waiting, {data['refused']} refused",
     ]
     for lease in data["leases"]:
         mine = " (mine)" if lease["mine"] else ""
+        on = f" on {lease['machine']}" if lease["machine"] else ""
         name = lease["name"] or lease["team"]
         state = "" if lease["state"] == "held" else f" [{lease['state']}]"
         lines.append(
-            f"  lease {name}: {lease['holder']}{mine}, token {lease['token']}, "
+            f"  lease {name}: {lease['holder']}{on}{mine}, token {lease['token']}, "
             f"until {lease['expiry']}{state}"
         )
         if lease["open"]:

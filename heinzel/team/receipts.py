@@ -36,7 +36,7 @@ __all__ = [
     "team_key",
 ]
 
-ENVELOPE: Final = ("id", "kind", "team", "at", "by", "token", "key")
+ENVELOPE: Final = ("id", "kind", "team", "at", "by", "machine", "token", "key")
 FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "turn.finished": (
         "cause",
@@ -93,6 +93,7 @@ def from_event(
     team: str,
     by: str,
     token: int,
+    machine: str | None = None,
     started: Mapping[str, Any] | None = None,
     contract_fp: str | None = None,
     draft_hash: str | None = None,
@@ -108,6 +109,7 @@ def from_event(
         "team": team,
         "by": by,
         "token": token,
+        **({"machine": machine} if machine is not None else {}),
     }
     data = event.data
     if event.kind in ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned"):

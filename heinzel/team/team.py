@@ -15,6 +15,8 @@ already open: a new slot waits for a claim that reached the remote.
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
@@ -31,11 +33,14 @@ from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import from_event, team_id, team_key
 from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
 from ledger.event import format_ts, parse_ts
+from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
 from machines.crash import crash_at
 from machines.keys import Wake
 
-__all__ = ["Member", "Team"]
+__all__ = ["Member", "Team", "machine_id"]
+
+_MACHINE = re.compile(r"mc-[0-9a-f]{20}")
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
 _RECEIPT_KINDS = (
@@ -96,6 +101,7 @@ class Team:
     changes: list[dict[str, Any]] = field(default_factory=list)
     received: dict[str, set[str]] = field(default_factory=dict)
     claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    known_machine: str | None = None
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -108,6 +114,13 @@ class Team:
     @property
     def me(self) -> str:
         return str(self.sessions.settings.team.handle)
+
+    @property
+    def machine(self) -> str:
+        """This home's machine id (`machine_id`), read once."""
+        if self.known_machine is None:
+            self.known_machine = machine_id(self.root)
+        return self.known_machine
 
     @property
     def root(self) -> Path:
@@ -193,6 +206,7 @@ class Team:
             decision = decide(
                 lease,
                 me=self.me,
+                machine=self.machine,
                 owner=member.owner,
                 delegates=member.delegates,
                 now=now,
@@ -207,13 +221,13 @@ class Team:
             if not self.online:
                 if (
                     lease is not None
-                    and lease.holder == self.me
+                    and lease.held_by(self.me, self.machine)
                     and not lease.expired(now, -team.max_skew)
                 ):
                     self.held[member.team] = lease.token
                 continue
             if decision.new is None:
-                if lease is not None and lease.holder != self.me:
+                if lease is not None and not lease.held_by(self.me, self.machine):
                     self._notice(member, lease, done, now, report)
                 continue
             planned.append((member.team, commit, decision.new))
@@ -303,10 +317,15 @@ class Team:
         updates: list[tuple[str, str, str | None]] = []
         written: dict[str, tuple[str, str, Lease]] = {}
         planned: list[tuple[str, str, str, Lease]] = []
-        git = self.git
+        git, machine = self.git, self.machine
         for tid, (local, keys) in wanted.items():
             commit, lease = self.leases.get(tid, (None, None))
-            if not self.online or lease is None or commit is None or lease.holder != self.me:
+            if (
+                not self.online
+                or lease is None
+                or commit is None
+                or not lease.held_by(self.me, machine)
+            ):
                 refused.add(local)
                 continue
             member = self.members[local]
@@ -394,6 +413,7 @@ class Team:
                     local_id=member.local,
                     team=member.team,
                     by=self.me,
+                    machine=self.machine,
                     token=int(token) if isinstance(token, int) else self.held.get(member.team, 0),
                     started=begun,
                     contract_fp=_ran_under(begun, versions) or member.fingerprint,
@@ -477,13 +497,15 @@ class Team:
                     "holder": lease.holder,
                     "token": lease.token,
                     "expiry": lease.expiry,
-                    "mine": lease.holder == self.me and state["state"] == "held",
+                    "machine": lease.machine,
+                    "mine": lease.held_by(self.me, self.machine) and state["state"] == "held",
                     **state,
                 }
             )
         return {
             "repository": self.sessions.settings.team.repository,
             "handle": self.me,
+            "machine": self.machine,
             "outbox": len(self.outbox.pending()),
             "refused": self.outbox.refused(),
             "leases": shown,
@@ -520,6 +542,24 @@ class Team:
             "next": "the owner's daemon, or a delegate's while the owner is away, "
             "takes it at its next tick",
         }
+
+
+def machine_id(root: Path) -> str:
+    """The stable id of this home's machine (``<home>/team/machine``, ``mc-`` and 20
+    random hex digits), created once, private; a lease and a receipt name it beside the
+    member's handle. A home copied to another machine copies it: run ``rm
+    <home>/team/machine`` on the copy so it gets its own."""
+    path = root / "machine"
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        found = ""
+    if _MACHINE.fullmatch(found):
+        return found
+    made = "mc-" + secrets.token_hex(10)
+    ensure_private_dir(root)
+    write_atomic(path, made.encode())
+    return made
 
 
 def _slot(key: str, team: str) -> datetime | None:

@@ -46,8 +46,8 @@ def ts(moment: datetime) -> str:
 class Machine:
     """One user's home and config, run as `hz` subprocesses at a given HZ_NOW."""
 
-    def __init__(self, root: Path, handle: str, remote: Path) -> None:
-        self.root = root / handle
+    def __init__(self, root: Path, handle: str, remote: Path, name: str | None = None) -> None:
+        self.root = root / (name or handle)
         self.root.mkdir()
         self.config = self.root / "config.toml"
         self.config.write_text(

@@ -80,4 +80,12 @@ def _render_status(data: dict[str, Any]) -> str:
             lines.append(f"    open claims: {', '.join(lease['open'])}")
         if lease["cause"]:
             lines += [f"    why: {lease['cause']}", f"    next: {lease['next']}"]
+    for refusal in data["refusals"]:
+        lines.append(f"  refused {refusal['file']}: {refusal['reason']}")
+    if data["quarantined"]:
+        lines.append(f"  hz/state: {len(data['quarantined'])} line(s) quarantined (not counted):")
+        lines += [
+            f"    {q['where']}: {q['problem']} (by {q['by']!r}, {q['kind']} {q['key']})"
+            for q in data["quarantined"]
+        ]
     return "\n".join(lines)

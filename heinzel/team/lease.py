@@ -89,6 +89,11 @@ class Lease:
     def expired(self, now: datetime, skew: timedelta) -> bool:
         return now > parse_ts(self.expiry) + skew
 
+    def overlong(self, now: datetime, interval: timedelta, skew: timedelta) -> bool:
+        """An expiry further ahead than any holder writes (``now + 2 x interval +
+        max_skew``): a hand-set or broken lease, treated as expired."""
+        return parse_ts(self.expiry) > now + 2 * interval + skew
+
     def held_by(self, handle: str, machine: str | None) -> bool:
         """Whether ``handle`` on ``machine`` holds it: a holder is a member's machine, so
         one person's two machines are two holders. A lease written before leases named
@@ -119,13 +124,14 @@ def decide(
     unsettled: tuple[str, ...] = (),
     grace: timedelta = timedelta(days=1),
     machine: str | None = None,
+    floor: int = 0,
 ) -> Decision:
     """The rule above for one daemon (``me`` on ``machine``) and one lease (``busy``:
     an open turn; ``unsettled``: the lease's claims without a receipt on ``hz/state``)."""
     expiry = format_ts(now + 2 * interval)
     at = format_ts(now)
-    token = lease.token if lease is not None else 0
-    free = lease is None or lease.expired(now, skew)
+    token = max(lease.token if lease is not None else 0, floor)
+    free = lease is None or lease.expired(now, skew) or lease.overlong(now, interval, skew)
     mine = lease is not None and lease.held_by(me, machine)
     waiting = lease is not None and not lease.expired(now, skew + grace)
     if not mine and free and unsettled and waiting:

@@ -15,6 +15,7 @@ already open: a new slot waits for a claim that reached the remote.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Sequence
@@ -31,7 +32,14 @@ from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import from_event, team_id, team_key
-from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
+from heinzel.team.state import (
+    PublishStats,
+    last_receipts,
+    lint_branch,
+    own_dropped,
+    publish,
+    scan,
+)
 from ledger.event import format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
@@ -102,6 +110,7 @@ class Team:
     received: dict[str, set[str]] = field(default_factory=dict)
     claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     known_machine: str | None = None
+    floors: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -176,8 +185,10 @@ class Team:
         if not self.members and not self.outbox.pending():
             return
         git = self.git
+        last = None
         try:
             git.ensure()
+            last = git.state_tip()
             git.fetch()
             self.online = True
         except HeinzelError as error:
@@ -188,11 +199,53 @@ class Team:
             tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
         }
         if self.online:
+            if last is not None and not git.descends(last, git.state_tip()):
+                self._rewritten(git, last, report)
             teams = [m.team for m in self.members.values()]
-            self.received = receipt_keys(git, teams, now)
+            ceilings = {tid: lease.token for tid, (_, lease) in self.leases.items() if lease}
+            found = scan(git, teams, now, self.roster(), ceilings)
+            self.received = found.keys
+            self.floors = self._floors(found.tokens)
         self._decide(now, git, report)
         self._collect()
         self._flush(report)
+
+    def _rewritten(self, git: Git, last: str, report: _Report) -> None:
+        """``hz/state`` as fetched does not descend from the tip fetched last (a
+        force-push or a deletion rewrote it): say so, and put this machine's receipts the
+        rewrite dropped back into the outbox (pushed again without the token check:
+        they passed it once)."""
+        tip = git.state_tip()
+        dropped = own_dropped(git, last, tip, self.me, self.machine)
+        report.notices.append(
+            f"team: hz/state was rewritten: {(tip or 'deleted')[:12]} does not descend from "
+            f"{last[:12]} fetched last; {len(dropped)} receipt(s) of this machine it dropped "
+            "are pushed again. Protect hz/state from force-push and deletion (docs/team.md)"
+        )
+        if dropped:
+            outbox = self.outbox
+            outbox.set_again(outbox.again() | {str(r.get("id")) for r in dropped})
+            outbox.put(dropped)
+
+    def _floors(self, seen: dict[str, int]) -> dict[str, int]:
+        """The token floor per team id: the highest token seen on ``hz/state``, on any
+        lease fetched now or by this home before (``<home>/team/tokens.json``), so an
+        unreadable or deleted lease never lowers it."""
+        path = self.root / "tokens.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        floors = {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        for tid, token in seen.items():
+            floors[tid] = max(floors.get(tid, 0), token)
+        for tid, (_, lease) in self.leases.items():
+            if lease is not None:
+                floors[tid] = max(floors.get(tid, 0), lease.token)
+        if floors != data:
+            ensure_private_dir(self.root)
+            write_atomic(path, json.dumps(floors, sort_keys=True).encode())
+        return floors
 
     def _decide(self, now: datetime, git: Git, report: _Report) -> None:
         team = self.sessions.settings.team
@@ -217,6 +270,7 @@ class Team:
                     k for k in (lease.open if lease else ()) if not member.settled(k, done, now)
                 ),
                 grace=team.orphan_grace,
+                floor=self.floors.get(member.team, 0),
             )
             if not self.online:
                 if (
@@ -226,9 +280,9 @@ class Team:
                 ):
                     self.held[member.team] = lease.token
                 continue
+            if lease is not None and not lease.held_by(self.me, self.machine):
+                self._notice(member, lease, done, now, report)
             if decision.new is None:
-                if lease is not None and not lease.held_by(self.me, self.machine):
-                    self._notice(member, lease, done, now, report)
                 continue
             planned.append((member.team, commit, decision.new))
             if decision.runs:
@@ -263,9 +317,10 @@ class Team:
         """A lease this daemon would take but may not (blocked) is said in the tick's
         notices, with its cause and next step: a tick that runs nothing says why."""
         state = self.lease_state(member, lease, done, now)
-        if state["state"] == "blocked":
+        if state["state"] in ("blocked", "overlong"):
             report.notices.append(
-                f"team {member.name}: lease blocked: {state['cause']}; next: {state['next']}"
+                f"team {member.name}: lease {state['state']}: {state['cause']}; "
+                f"next: {state['next']}"
             )
 
     def _busy(self, local: str) -> bool:
@@ -438,6 +493,7 @@ class Team:
                 retries=self.sessions.settings.team.push_retries,
                 me=self.me,
                 stats=self.stats,
+                again=self.outbox.again(),
             )
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
@@ -482,7 +538,12 @@ class Team:
         leases = git.leases() if fetched else {}
         members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
-        done = receipt_keys(git, members, now) if fetched else {}
+        ceilings = {}
+        for tid, (_, message) in leases.items():
+            if (read := Lease.from_message(message)) is not None:
+                ceilings[tid] = read.token
+        found = scan(git, members, now, self.roster(), ceilings) if fetched else None
+        done = found.keys if found else {}
         shown = []
         for tid, (_, message) in sorted(leases.items()):
             lease = Lease.from_message(message)
@@ -508,6 +569,8 @@ class Team:
             "machine": self.machine,
             "outbox": len(self.outbox.pending()),
             "refused": self.outbox.refused(),
+            "refusals": self.outbox.refusals(),
+            "quarantined": [asdict(q) for q in found.quarantined] if found else [],
             "leases": shown,
             "at": format_ts(now),
         }
@@ -522,6 +585,16 @@ class Team:
         team = self.sessions.settings.team
         unsettled = [k for k in lease.open if member is None or not member.settled(k, done, now)]
         found: dict[str, Any] = {"state": "held", "open": unsettled, "cause": None, "next": None}
+        if lease.overlong(now, team.interval, team.max_skew):
+            return {
+                **found,
+                "state": "overlong",
+                "cause": f"{lease.holder}'s lease runs until {lease.expiry}, further than two "
+                "intervals and [team] max_skew ahead (set by hand, or a clock far off): "
+                "it is treated as expired",
+                "next": "the owner's daemon, or a delegate's, takes it at its next tick; "
+                f"ask {lease.holder} who wrote it",
+            }
         if not lease.expired(now, team.max_skew):
             return found
         if unsettled and not lease.expired(now, team.max_skew + team.orphan_grace):

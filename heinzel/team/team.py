@@ -40,10 +40,13 @@ from heinzel.team.state import (
     publish,
     scan,
 )
+from ledger.bodies import Bodies
+from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
 from machines.crash import crash_at
+from machines.disk_body import DiskBody
 from machines.keys import Wake
 
 __all__ = ["Member", "Team", "machine_id"]
@@ -58,6 +61,7 @@ _RECEIPT_KINDS = (
     "approval.observed",
     "contract.approved",
     "contract.amended",
+    "step.started",
 )
 
 
@@ -450,6 +454,10 @@ class Team:
             for event in read_events(path, kinds=_RECEIPT_KINDS):
                 if event.kind == "turn.started" and event.turn:
                     started[event.turn] = {**event.data, "key": event.key}
+                if event.kind == "step.started" and event.turn in started:
+                    if event.data.get("step") == "think" and event.data.get("input"):
+                        started[event.turn]["gathered"] = str(event.data["input"])
+                    continue
                 if event.kind in ("contract.approved", "contract.amended"):
                     versions[int(event.data.get("version") or 0)] = str(
                         event.data.get("fingerprint") or ""
@@ -459,6 +467,9 @@ class Team:
                 if event.kind == "draft.placed" and event.turn:
                     drafts[event.turn] = str(event.data.get("hash") or "")
                 begun = started.get(event.turn or "", {})
+                if event.kind in _FINAL and event.turn and begun.get("gathered"):
+                    inputs = _input_fps(self.sessions, member.local, event.turn, begun)
+                    begun = {**begun, "inputs": inputs}
                 token = begun.get("fencing")
                 moved[member.local] = event.seq
                 if not isinstance(token, int) and member.team not in self.held:
@@ -633,6 +644,27 @@ def machine_id(root: Path) -> str:
     ensure_private_dir(root)
     write_atomic(path, made.encode())
     return made
+
+
+def _input_fps(
+    sessions: Sessions, local: str, turn: str, started: dict[str, Any]
+) -> dict[str, str]:
+    """``{input name: fingerprint}`` of what a turn's gather read: the spine carries only
+    the hash of the gather's result (``step.started{step: think, input}``), the result
+    itself (each staged input with its ``fingerprint``) is in the turn's body. Empty when
+    the body is gone (pruned)."""
+    try:
+        gathered = DiskBody(Bodies(sessions.home.session_dir(local))).get(
+            turn, str(started["gathered"])
+        )
+    except (KeyError, OSError, ValueError, LedgerError):
+        return {}
+    items = gathered.get("inputs") if isinstance(gathered, dict) else None
+    return {
+        str(i.get("name")): str(i["fingerprint"])
+        for i in items or ()
+        if isinstance(i, dict) and i.get("fingerprint")
+    }
 
 
 def _slot(key: str, team: str) -> datetime | None:

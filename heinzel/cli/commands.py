@@ -312,7 +312,11 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     Example:
       hz heinzel wake weekly-report --message 'draft now'
     """
-    done = open_app(home).turns.wake(name, message)
+    app = open_app(home)
+    team = app.team()
+    if team is not None:
+        team.check_asked(name)  # HZH304: a team one runs only where its lease is
+    done = app.turns.wake(name, message)
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)
 

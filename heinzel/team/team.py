@@ -509,6 +509,34 @@ class Team:
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
 
+    def check_asked(self, ref: str) -> None:
+        """An asked turn (``hz heinzel wake``) of a team Heinzelmännchen runs only on the
+        machine that holds its lease as last fetched (its receipts then leave as team
+        receipts under that lease's token); elsewhere it is refused (HZH304), so a member
+        without the lease never drafts a team slot whose receipts could not leave."""
+        row = self.sessions.resolve(ref)
+        member = self.local_members().get(str(row["id"]))
+        if member is None:
+            return
+        git = self.git
+        known = git.leases() if (git.mirror / "HEAD").exists() else {}
+        lease = Lease.from_message(known[member.team][1]) if member.team in known else None
+        now = self.sessions.clock()
+        if (
+            lease is not None
+            and lease.held_by(self.me, self.machine)
+            and not lease.expired(now, timedelta(0))
+        ):
+            return
+        holder = f"{lease.holder} on {lease.machine or 'an unnamed machine'}" if lease else None
+        raise HeinzelError(
+            "HZH304",
+            f"{member.name} is a team Heinzelmännchen and this machine does not hold its "
+            f"lease ({'held by ' + holder if holder else 'nobody holds it yet'})",
+            "ask on the machine that holds it (`hz team status` names it), or let this "
+            "machine's daemon take the lease first (`hz system daemon tick`)",
+        )
+
     # -- reading -----------------------------------------------------------------------
 
     def lint(self) -> list[str]:

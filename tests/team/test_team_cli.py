@@ -30,3 +30,23 @@ def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
     assert first.startswith("HZH301: the team repository: git fetch failed (fatal: ")
     assert "does not appear to be a git repository" in first
     assert hint.startswith("hint: ")
+
+
+def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path) -> None:
+    """`hz heinzel wake` of a team Heinzelmännchen on Ben's machine while Ana's holds the
+    lease is refused (HZH304, naming the holder) and starts no turn; on Ana's it runs."""
+    from datetime import timedelta
+
+    from .test_two_machines import START, team_of_two
+
+    _, ana, ben = team_of_two(tmp_path)
+    now = START + timedelta(hours=12)
+    ana.hz(now, "system", "daemon", "tick")
+    ben.hz(now, "system", "daemon", "tick")
+    refused = ben.hz(now, "heinzel", "wake", "daily-digest", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("HZH304: ") and "ana" in refused.stderr
+    spines = list((ben.root / "home" / "heinzel").glob("*/session.jsonl"))
+    assert not any('"turn.started"' in s.read_text(encoding="utf-8") for s in spines)
+    asked = ana.hz(now, "heinzel", "wake", "daily-digest", check=False)
+    assert "HZH304" not in asked.stderr

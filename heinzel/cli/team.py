@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import click
 
 from heinzel.cli.base import emit, home_option, hz, json_option, open_app
 from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir, write_atomic
 
 if TYPE_CHECKING:
     from heinzel.team import Team
@@ -89,3 +94,65 @@ def _render_status(data: dict[str, Any]) -> str:
             for q in data["quarantined"]
         ]
     return "\n".join(lines)
+
+
+@team.command("hook")
+@click.argument("repository", required=False, type=click.Path(file_okay=False))
+@home_option
+@json_option
+def hook(repository: str | None, home: str | None, as_json: bool) -> None:
+    """Install the pre-receive hook that lints every push to hz/state and the lease
+    refs on a bare repository (without REPOSITORY: print it, for a server's own hook).
+
+    \b
+    Example:
+      hz team hook /srv/git/team.git
+    """
+    from heinzel.team.hook import hook_script
+
+    found = _team(home)
+    script = hook_script(sys.executable, found.roster())
+    if repository is None:
+        click.echo(script, nl=False)
+        return
+    hooks = Path(repository) / "hooks"
+    if not (Path(repository) / "objects").is_dir():
+        raise HeinzelError(
+            "HZH305",
+            f"{repository} is not a bare git repository",
+            "name the team repository's folder on its server (it holds objects/ and refs/)",
+        )
+    ensure_private_dir(hooks)
+    path = hooks / "pre-receive"
+    write_atomic(path, script.encode())
+    path.chmod(0o700)
+    emit({"installed": str(path), "roster": sorted(found.roster())}, as_json, _render_hook)
+
+
+@team.command("check-push", hidden=True)
+@click.option("--roster", default="", help="The roster handles, comma-separated.")
+@home_option
+def check_push_command(roster: str, home: str | None) -> None:
+    """The pre-receive hook's check: ``<old> <new> <ref>`` lines on stdin (exit 1 with the
+    reasons on stderr when the push must not land); ``--home`` is not read.
+
+    \b
+    Example:
+      hz team check-push --roster ana,ben < updates
+    """
+    from heinzel.team.hook import check_push
+
+    updates = []
+    for line in sys.stdin.read().splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            updates.append((parts[0], parts[1], parts[2]))
+    problems = check_push(updates, [n for n in roster.split(",") if n])
+    if problems:
+        for problem in problems:
+            click.echo(f"hz: refused: {problem}", err=True)
+        raise SystemExit(1)
+
+
+def _render_hook(data: dict[str, Any]) -> str:
+    return f"installed {data['installed']} (roster: {', '.join(data['roster'])})"

@@ -508,6 +508,8 @@ class Team:
             )
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
+        if not self.outbox.pending() and self.outbox.again():
+            self.outbox.set_again(frozenset())  # every receipt to push again has left
 
     def check_asked(self, ref: str) -> None:
         """An asked turn (``hz heinzel wake``) of a team Heinzelmännchen runs only on the

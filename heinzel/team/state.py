@@ -211,7 +211,9 @@ def last_receipts(git: Git, teams: Iterable[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def lint_branch(git: Git, roster: set[str], leases: dict[str, Lease | None]) -> list[str]:
+def lint_branch(
+    git: Git, roster: set[str], leases: dict[str, Lease | None], ceilings: Mapping[str, int]
+) -> list[str]:
     """Every record on the fetched ``hz/state``, in branch order (`lint_records`, a
     token above its lease's refused as forged)."""
     tip = git.state_tip()
@@ -220,7 +222,6 @@ def lint_branch(git: Git, roster: set[str], leases: dict[str, Lease | None]) -> 
     lines: list[tuple[str, str]] = []
     for path, text in sorted(git.read_many(tip, None).items()):
         lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
-    ceilings = {tid: lease.token for tid, lease in leases.items() if lease is not None}
     problems = lint_records(lines, roster, ceilings)
     for tid, lease in leases.items():
         if lease is not None and lease.holder not in roster:

@@ -206,10 +206,13 @@ class Team:
             if last is not None and not git.descends(last, git.state_tip()):
                 self._rewritten(git, last, report)
             teams = [m.team for m in self.members.values()]
-            ceilings = {tid: lease.token for tid, (_, lease) in self.leases.items() if lease}
+            seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
+            ceilings = {t: seen[t] for t, (_, lease) in self.leases.items() if lease}
             found = scan(git, teams, now, self.roster(), ceilings)
             self.received = found.keys
-            self.floors = self._floors(found.tokens)
+            self.floors = dict(seen)
+            for tid, token in found.tokens.items():
+                self.floors[tid] = max(self.floors.get(tid, 0), token)
         self._decide(now, git, report)
         self._collect()
         self._flush(report)
@@ -231,25 +234,27 @@ class Team:
             outbox.set_again(outbox.again() | {str(r.get("id")) for r in dropped})
             outbox.put(dropped)
 
-    def _floors(self, seen: dict[str, int]) -> dict[str, int]:
-        """The token floor per team id: the highest token seen on ``hz/state``, on any
-        lease fetched now or by this home before (``<home>/team/tokens.json``), so an
-        unreadable or deleted lease never lowers it."""
-        path = self.root / "tokens.json"
+    def leases_seen(self, leases: dict[str, Lease | None]) -> dict[str, int]:
+        """The highest token any lease of each team id was seen with, now or by this
+        home before (``<home>/team/leases-seen.json``, updated here). Leases only go up:
+        with the admitted receipts' tokens it is the floor a new holder's token starts
+        above, so an unreadable or deleted lease never lowers it; and where a lease is
+        readable now it is the ceiling above which a receipt is one no lease granted
+        (quarantined). Where none is readable there is no ceiling: this home may not
+        have seen the tokens granted since."""
+        path = self.root / "leases-seen.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = {}
-        floors = {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
-        for tid, token in seen.items():
-            floors[tid] = max(floors.get(tid, 0), token)
-        for tid, (_, lease) in self.leases.items():
+        seen = {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        for tid, lease in leases.items():
             if lease is not None:
-                floors[tid] = max(floors.get(tid, 0), lease.token)
-        if floors != data:
+                seen[tid] = max(seen.get(tid, 0), lease.token)
+        if seen != data:
             ensure_private_dir(self.root)
-            write_atomic(path, json.dumps(floors, sort_keys=True).encode())
-        return floors
+            write_atomic(path, json.dumps(seen, sort_keys=True).encode())
+        return seen
 
     def _decide(self, now: datetime, git: Git, report: _Report) -> None:
         team = self.sessions.settings.team
@@ -547,7 +552,9 @@ class Team:
         git.ensure()
         git.fetch()
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
-        return lint_branch(git, self.roster(), leases)
+        seen = self.leases_seen(leases)
+        ceilings = {t: seen[t] for t, lease in leases.items() if lease}
+        return lint_branch(git, self.roster(), leases, ceilings)
 
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder and
@@ -579,10 +586,9 @@ class Team:
         leases = git.leases() if fetched else {}
         members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
-        ceilings = {}
-        for tid, (_, message) in leases.items():
-            if (read := Lease.from_message(message)) is not None:
-                ceilings[tid] = read.token
+        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        seen = self.leases_seen(read)
+        ceilings = {t: seen[t] for t, lease in read.items() if lease}
         found = scan(git, members, now, self.roster(), ceilings) if fetched else None
         done = found.keys if found else {}
         shown = []

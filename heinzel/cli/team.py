@@ -86,7 +86,8 @@ def _render_status(data: dict[str, Any]) -> str:
         if lease["cause"]:
             lines += [f"    why: {lease['cause']}", f"    next: {lease['next']}"]
     for refusal in data["refusals"]:
-        lines.append(f"  refused {refusal['file']}: {refusal['reason']}")
+        again = " (can be pushed again: hz team repush)" if refusal["repushable"] else ""
+        lines.append(f"  refused {refusal['file']}: {refusal['reason']}{again}")
     if data["quarantined"]:
         lines.append(f"  hz/state: {len(data['quarantined'])} line(s) quarantined (not counted):")
         lines += [
@@ -94,6 +95,26 @@ def _render_status(data: dict[str, Any]) -> str:
             for q in data["quarantined"]
         ]
     return "\n".join(lines)
+
+
+@team.command("repush")
+@home_option
+@json_option
+def repush(home: str | None, as_json: bool) -> None:
+    """Put the refused receipts that could be pushed now (the lint admits them with
+    today's roster, their token is not stale) back into the outbox; the next tick
+    pushes them.
+
+    \b
+    Example:
+      hz team repush
+    """
+    moved = _team(home).repush()
+    emit(
+        {"repushed": moved},
+        as_json,
+        lambda d: f"{len(d['repushed'])} receipt(s) back in the outbox",
+    )
 
 
 @team.command("hook")

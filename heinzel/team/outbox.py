@@ -75,8 +75,9 @@ class Outbox:
     def refused(self) -> int:
         return len(list(self.refused_dir.glob("*.json"))) if self.refused_dir.is_dir() else 0
 
-    def refusals(self) -> list[dict[str, str]]:
-        """Each refused receipt's file name and reason, oldest name first."""
+    def refusals(self) -> list[dict[str, Any]]:
+        """Each refused receipt's file name, reason and record (None when unreadable),
+        oldest name first."""
         if not self.refused_dir.is_dir():
             return []
         found = []
@@ -85,8 +86,19 @@ class Outbox:
                 reason = path.with_suffix(".reason").read_text(encoding="utf-8")
             except OSError:
                 reason = "(no reason kept)"
-            found.append({"file": path.name, "reason": reason})
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                record = None
+            found.append({"file": path.name, "reason": reason, "record": record})
         return found
+
+    def unrefuse(self, name: str) -> None:
+        """Put the refused receipt ``name`` back at the end of the outbox."""
+        path = self.refused_dir / name
+        self.put([json.loads(path.read_text(encoding="utf-8"))])
+        path.with_suffix(".reason").unlink(missing_ok=True)
+        path.unlink()
 
     def again(self) -> frozenset[str]:
         """Ids of receipts to push again after a rewrite of ``hz/state`` dropped them."""

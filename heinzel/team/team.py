@@ -31,7 +31,7 @@ from heinzel.store.contracts import load_facts
 from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
-from heinzel.team.receipts import from_event, team_id, team_key
+from heinzel.team.receipts import from_event, lint_record, team_id, team_key
 from heinzel.team.state import (
     PublishStats,
     last_receipts,
@@ -616,11 +616,39 @@ class Team:
             "machine": self.machine,
             "outbox": len(self.outbox.pending()),
             "refused": self.outbox.refused(),
-            "refusals": self.outbox.refusals(),
+            "refusals": self.refusals(),
             "quarantined": [asdict(q) for q in found.quarantined] if found else [],
             "leases": shown,
             "at": format_ts(now),
         }
+
+    def refusals(self) -> list[dict[str, Any]]:
+        """Each refused receipt with its reason and whether it could be pushed now
+        (``repushable``: the lint admits it with today's roster and its token is not
+        below its lease's as last fetched; `repush` puts those back into the outbox)."""
+        git = self.git
+        leases = git.leases() if (git.mirror / "HEAD").exists() else {}
+        tokens = {}
+        for tid, (_, message) in leases.items():
+            if (lease := Lease.from_message(message)) is not None:
+                tokens[tid] = lease.token
+        roster = self.roster()
+        found = []
+        for refusal in self.outbox.refusals():
+            record = refusal.pop("record")
+            fine = isinstance(record, dict) and not lint_record(record, roster)
+            if fine and isinstance(record, dict):
+                fine = int(record.get("token") or 0) >= tokens.get(str(record.get("team")), 0)
+            found.append({**refusal, "repushable": fine})
+        return found
+
+    def repush(self) -> list[str]:
+        """Put every refused receipt that could be pushed now back into the outbox (the
+        next tick pushes it); their file names."""
+        moved = [r["file"] for r in self.refusals() if r["repushable"]]
+        for name in moved:
+            self.outbox.unrefuse(name)
+        return moved
 
     def lease_state(
         self, member: Member | None, lease: Lease, done: set[str], now: datetime

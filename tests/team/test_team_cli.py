@@ -50,3 +50,36 @@ def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path) -> None:
     assert not any('"turn.started"' in s.read_text(encoding="utf-8") for s in spines)
     asked = ana.hz(now, "heinzel", "wake", "daily-digest", check=False)
     assert "HZH304" not in asked.stderr
+
+
+def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(tmp_path: Path) -> None:
+    """A receipt refused because its handle was not on this machine's roster is listed by
+    `hz team status` with its reason, not offered while the roster still refuses it, and
+    once the handle is added, offered, put back by `hz team repush` and pushed by the
+    next tick."""
+    import json
+    from datetime import timedelta
+
+    from .test_two_machines import START, receipts, team_of_two
+
+    remote, ana, _ben = team_of_two(tmp_path)
+    now = START + timedelta(hours=12)
+    ana.hz(now, "system", "daemon", "tick")
+    [mine] = [r for r in receipts(remote) if r["kind"] == "turn.finished"]
+    refused = ana.root / "home" / "team" / "refused"
+    refused.mkdir(mode=0o700)
+    (refused / "000000000009.json").write_text(
+        json.dumps({**mine, "id": "rc-" + "9" * 24, "by": "cai"}), encoding="utf-8"
+    )
+    (refused / "000000000009.reason").write_text("by is not a roster handle", encoding="utf-8")
+    status = json.loads(ana.hz(now, "team", "status", "--json").stdout)
+    assert status["refusals"] == [
+        {"file": "000000000009.json", "reason": "by is not a roster handle", "repushable": False}
+    ]
+    with ana.config.open("a", encoding="utf-8") as config:
+        config.write('members = ["ana", "ben", "cai"]\n')
+    assert "hz team repush" in ana.hz(now, "team", "status").stdout
+    ana.hz(now, "team", "repush")
+    assert not list(refused.glob("*.json"))
+    ana.hz(now + timedelta(hours=1), "system", "daemon", "tick")
+    assert "rc-" + "9" * 24 in {r["id"] for r in receipts(remote)}

@@ -557,22 +557,33 @@ class Team:
         return lint_branch(git, self.roster(), leases, ceilings)
 
     def overview(self) -> dict[str, dict[str, Any]]:
-        """Per local team Heinzelmännchen (by local id): its team id, lease holder and
-        token, and last receipt, as last fetched into the mirror (no network)."""
+        """Per local team Heinzelmännchen (by local id): its team id, lease holder,
+        machine and token, the lease's state, open claims, cause and next step
+        (`lease_state`), and last receipt, as last fetched into the mirror (no network)."""
         git = self.git
         members = self.local_members()
         fetched = (git.mirror / "HEAD").exists()
         leases = git.leases() if fetched else {}
-        last = last_receipts(git, [m.team for m in members.values()]) if fetched else {}
+        teams = [m.team for m in members.values()]
+        last = last_receipts(git, teams) if fetched else {}
         now = self.sessions.clock()
+        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        seen = self.leases_seen(read)
+        ceilings = {t: seen[t] for t, lease in read.items() if lease}
+        done = scan(git, teams, now, self.roster(), ceilings).keys if fetched else {}
         found: dict[str, dict[str, Any]] = {}
         for member in members.values():
-            lease = Lease.from_message(leases[member.team][1]) if member.team in leases else None
+            lease = read.get(member.team)
+            state = (
+                self.lease_state(member, lease, done.get(member.team, set()), now) if lease else {}
+            )
             found[member.local] = {
                 "team": member.team,
                 "holder": lease.holder if lease else None,
+                "machine": lease.machine if lease else None,
                 "token": lease.token if lease else None,
                 "expired": lease.expired(now, timedelta(0)) if lease else None,
+                **state,
                 "last_receipt": last.get(member.team),
             }
         return found

@@ -115,6 +115,10 @@ def test_a_claim_whose_slot_coalesced_into_a_later_one_is_settled(tmp_path: Path
     assert blocked["state"] == "blocked" and blocked["open"] == [f"{team}@{SLOT}"]
     assert "orphan_grace" in blocked["next"]
     assert "blocked" in ben.hz(evening, "team", "status").stdout
+    rows = json.loads(ben.hz(evening, "heinzel", "list", "--namespace", "team", "--json").stdout)
+    [row] = [r for r in rows if r["name"] == "daily-digest"]
+    assert row["team"]["state"] == "blocked" and row["team"]["open"] == [f"{team}@{SLOT}"]
+    assert "ana #1 (blocked, 1 open)" in ben.hz(evening, "heinzel", "list").stdout
     tuesday = monday + timedelta(days=1)
     ben.hz(tuesday, "system", "daemon", "tick")
     tuesday_slot = ts(START + timedelta(days=1, hours=9)).replace("Z", ".000Z")

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench bench-peers soak demo lock clean claude chromium
+.PHONY: test lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -104,6 +104,11 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 SOAK_ROUNDS ?= 40
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+
+## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
+## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).
+soak-team: $(STAMP)
+	$(BIN)/python tests/bench/soak_team.py
 
 ## make demo: the worked example (Priya's weekly report), offline, narrated.
 demo: $(STAMP)

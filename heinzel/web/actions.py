@@ -37,6 +37,9 @@ def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
     row = service.resolve(ref)
     if verb in ("wake", "retry"):
         Lifecycle(str(row["state"])).fire("wake", row["name"])
+    team = app.team() if verb == "wake" else None
+    if team is not None:
+        team.check_asked(ref)  # HZH304: a team one runs only where its lease is
     db = service.read_db
     if verb == "resume":
         found = db.execute("SELECT 1 FROM waits WHERE heinzel = ? LIMIT 1", [row["id"]])

@@ -5,6 +5,11 @@ ended turn) and the turn runs in a child process, ``python -m heinzel.web.action
 VERB``, as a chat's new turn does (`heinzel.web.background`): the answer comes at once, the
 turn takes the spine's lock as any ``hz`` process does, and a retry's hint reaches the child
 on its standard input, never in its arguments. The child's errors go to ``HOME/web/turns.log``.
+
+A proposed write answered from the page is the same: the request records the answer (the
+inbox file and ``question.answered``) and the turn it resumes goes on in a child, ``answer``
+with the turn's id on its standard input; if that child dies, the tick resumes the turn,
+its wait's condition met.
 """
 
 from __future__ import annotations
@@ -86,7 +91,8 @@ def spawn_verb(
 
 
 def main(home: str, heinzel_id: str, verb: str) -> int:
-    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`)."""
+    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`), or go on with the
+    turn a proposed write's answer resumes (``answer``; the turn's id on stdin)."""
     from heinzel.app import App
     from ledger.errors import HzError
 
@@ -99,6 +105,11 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
             app.verbs().retry(heinzel_id, hint)
         elif verb == "resume":
             app.verbs().resume(heinzel_id)
+        elif verb == "answer":  # the answer is recorded; its turn (on stdin) goes on here
+            from heinzel.turns.host import TurnHost, default_adapters
+
+            adapters = default_adapters(app.service.settings)
+            TurnHost(app.service).resume_turn(heinzel_id, hint, "answer", adapters=adapters)
         else:
             print(f"unknown verb {verb!r}", file=sys.stderr)
             return 2

@@ -172,7 +172,8 @@ class Views:
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        """``hz heinzel answer``: yes or no to a proposed write (recorded here, its turn
+        going on in a child process, so the answer comes at once), or the words that answer
         a question the model asked (``text``, and ``question``: the asking turn)."""
 
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
@@ -180,7 +181,11 @@ class Views:
                 question = str(form.get("question") or "") or None
                 return app.turns.respond(ref, str(form.get("text")), question=question)
             proposal = str(form.get("proposal") or "") or None
-            return app.turns.answer(ref, form.get("said") == "yes", proposal)
+            said = form.get("said") == "yes"
+            done = app.turns.answer(ref, said, proposal, resume=False)
+            heinzel_id = str(app.service.resolve(ref)["id"])
+            self.start_verb(app.service.home.root, heinzel_id, "answer", str(done["turn"]))
+            return {**done, "started": True}
 
         return await self._act(request, answer)
 

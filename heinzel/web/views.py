@@ -202,7 +202,8 @@ class Views:
         form = await request.form()
         ref = request.path_params["ref"]
         try:
-            result = await run_in_threadpool(call, self.app(), ref, form)
+            # this worker thread's App: an App's SQLite connections stay in their thread
+            result = await run_in_threadpool(lambda: call(self.app(), ref, form))
         except HzError as error:
             if request.headers.get("accept") == "application/json":
                 answer = {"code": error.code, "message": error.message, "hint": error.hint}

@@ -39,14 +39,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def start_serving(home: Path, port: int) -> tuple[subprocess.Popen[str], str]:
+def start_serving(
+    home: Path, port: int, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """A real ``hz system serve`` over the played week, listening; the URL it printed."""
     process = subprocess.Popen(
         [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=demo_env(home),
+        env=env or demo_env(home),
         cwd=home / "priya",
     )
     assert process.stdout is not None
@@ -236,3 +238,43 @@ def test_axe_core_finds_no_violation_on_any_page(served: str, home: Path) -> Non
         finally:
             browser.close()
     assert found == {}, json.dumps(found, indent=1)
+
+
+def test_a_proposed_write_is_answered_from_the_page_by_keyboard(home: Path) -> None:
+    """A chat turn's model (scripted, on loopback) proposes `pause`: the waiting card shows
+    Approve pause without a reload, axe-core finds nothing wrong with it, and Enter on the
+    button answers yes: the page says so at once and then shows it paused."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from .scripted import PausingModel
+
+    model = PausingModel()
+    model.gate.set()
+    process, url = start_serving(home, free_port(), model.env(demo_env(home)))
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(url)
+                page.click("a.name")
+                page.wait_for_url(f"**/h/{heinzel_id(home)}")
+                page.evaluate("window.hzKept = true")
+                page.fill("#chat-text", "pause it please")
+                page.keyboard.press("Control+Enter")
+                approve = page.locator("#part-pending button", has_text="Approve pause")
+                approve.wait_for(timeout=60_000)
+                if AXE.exists():
+                    assert axe_violations(page) == []
+                approve.focus()
+                page.keyboard.press("Enter")
+                page.locator("#said", has_text="Answered yes").wait_for(timeout=60_000)
+                page.locator("#state", has_text="paused").wait_for(timeout=60_000)
+                page.locator("#part-pending", has_text="It asks before a write").wait_for(
+                    state="detached", timeout=60_000
+                )
+                assert page.evaluate("window.hzKept") is True
+            finally:
+                browser.close()
+    finally:
+        stop_serving(process)
+        model.close()

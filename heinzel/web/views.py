@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ class Views:
             rows = self.app().service.listing(**wanted)
         except HzError as error:
             return self._error(request, error)
-        return self._page(request, "list.html", rows=rows, wanted=wanted)
+        return self._page(request, "list.html", rows=_render_rows(rows), wanted=wanted)
 
     async def list_events(self, request: Request) -> Response:
         """The list's rows (``event: rows``, rendered as the page renders them) now and
@@ -102,8 +103,7 @@ class Views:
             if moved != shown:
                 shown, idle = moved, 0.0
                 rows = await run_in_threadpool(lambda: self.app().service.listing(**wanted))
-                html = TEMPLATES.get_template("_rows.html").render(rows=rows)
-                yield format_event("rows", {"html": html})
+                yield format_event("rows", _render_rows(rows))
                 continue
             if idle >= self.idle_seconds and not await run_in_threadpool(self._running, None):
                 return
@@ -129,6 +129,7 @@ class Views:
             request,
             "heinzel.html",
             **context,
+            parts=_render_parts(self.keys.csrf, context),
             versions=_versions(home.contract_dir(heinzel_id)),
             chats=_chats(Inbox(home, heinzel_id)),
             seq=last_seq(home.spine_path(heinzel_id)),
@@ -145,14 +146,14 @@ class Views:
             "failure": _failure(app.service.home.session_dir(data["id"]), data["turns"]),
         }
 
-    def _parts(self, heinzel_id: str) -> dict[str, str]:
-        """The page's live parts, each rendered as the page renders it (`PARTS`)."""
-        context = {"csrf": self.keys.csrf, **self._heinzel_context(self.app(), heinzel_id)}
-        return {name: TEMPLATES.get_template(f"_{name}.html").render(context) for name in PARTS}
+    def _parts(self, heinzel_id: str) -> dict[str, dict[str, str]]:
+        """The page's live parts (`PARTS`), each ``{html, hash}``: rendered as the page
+        renders it, and a short hash of that HTML, by which the page swaps only what moved."""
+        return _render_parts(self.keys.csrf, self._heinzel_context(self.app(), heinzel_id))
 
     def parts(self, request: Request) -> Response:
-        """The live parts of a page as JSON (``{name: html}``): what the page swaps in after
-        a button, without waiting for the next spine line."""
+        """The live parts of a page as JSON (``{name: {html, hash}}``): what the page swaps
+        in after a button, without waiting for the next spine line."""
         try:
             row = self.app().service.resolve(request.path_params["ref"])
             return JSONResponse(self._parts(str(row["id"])))
@@ -359,6 +360,23 @@ class Views:
                 "SELECT 1 FROM turns WHERE heinzel = ? AND state = 'running' LIMIT 1", [heinzel_id]
             ).fetchone()
         return found is not None
+
+
+def _render_rows(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The list's rows rendered (``_rows.html``), with the hash of that HTML."""
+    html = TEMPLATES.get_template("_rows.html").render(rows=rows)
+    return {"html": html, "hash": hashlib.sha256(html.encode("utf-8")).hexdigest()[:16]}
+
+
+def _render_parts(csrf: str, context: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each of `PARTS` rendered from ``context``, with the first 16 hex digits of its
+    SHA-256 (the page's ``data-hash``)."""
+    rendered = {}
+    for name in PARTS:
+        html = TEMPLATES.get_template(f"_{name}.html").render({"csrf": csrf, **context})
+        digest = hashlib.sha256(html.encode("utf-8")).hexdigest()[:16]
+        rendered[name] = {"html": html, "hash": digest}
+    return rendered
 
 
 def _status(error: HzError) -> int:

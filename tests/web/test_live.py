@@ -65,9 +65,12 @@ def test_the_page_stream_sends_its_parts_after_the_lines(client: TestClient, hom
     assert kinds[kinds.index("line") :] == ["line", "row", "parts"], kinds
     parts = events[-1][1]
     assert set(parts) == {"head", "failure", "actions", "pending", "turns", "lessons"}
-    assert 'id="state">paused<' in parts["head"]
-    assert 'value="unpause"' in parts["actions"] and 'value="wake"' not in parts["actions"]
+    assert 'id="state">paused<' in parts["head"]["html"]
+    actions = parts["actions"]["html"]
+    assert 'value="unpause"' in actions and 'value="wake"' not in actions
     assert parts == client.get(f"/h/{hid}/parts").json()  # what a button's answer swaps in
+    page = client.get(f"/h/{hid}").text  # the page as rendered carries the same hashes
+    assert all(f'data-hash="{part["hash"]}"' in page for part in parts.values())
 
 
 def test_the_list_has_a_stream_of_its_rows(client: TestClient, home: Path) -> None:
@@ -100,7 +103,7 @@ def test_approving_a_draft_on_the_page_learns_at_once_and_twice_is_not_an_error(
     assert [child.wait(timeout=120) for child in children] == [0]
     assert _pending(home, hid) is None
     parts = client.get(f"/h/{hid}/parts").json()
-    assert "Approve draft" not in parts["pending"] and "approval" in parts["turns"]
+    assert "Approve draft" not in parts["pending"]["html"] and "approval" in parts["turns"]["html"]
     again = _post(client, f"/h/{hid}/approve", {"item": pending["ref"]})
     assert again.status_code == 200 and again.json()["already"] is True, again.text
     plain = _post(client, f"/h/{hid}/approve", {"item": pending["ref"]}, as_json=False)

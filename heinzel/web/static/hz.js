@@ -59,14 +59,18 @@
       active.value !== "";
   }
 
-  function swap(part, html) {
-    if (typing(part)) { waiting[part.id] = html; return; }
+  // A part comes as {html, hash}: one whose hash the page shows already stays as it is.
+  function swap(part, next) {
+    if (part.getAttribute("data-hash") === next.hash) { delete waiting[part.id]; return; }
+    if (typing(part)) { waiting[part.id] = next; return; }
     delete waiting[part.id];
+    var html = next.html;
     var active = document.activeElement;
     var focusedText = active && part.contains(active) ? active.textContent : null;
     var open = [];
     part.querySelectorAll("details[open] > summary").forEach(function (s) { open.push(s.textContent); });
     part.innerHTML = html;
+    part.setAttribute("data-hash", next.hash);
     part.querySelectorAll("details > summary").forEach(function (s) {
       if (open.indexOf(s.textContent) >= 0) { s.parentNode.open = true; }
     });
@@ -90,7 +94,7 @@
   function swapAll(parts) {
     Object.keys(parts).forEach(function (name) {
       var part = document.getElementById("part-" + name);
-      if (part && typeof parts[name] === "string") { swap(part, parts[name]); }
+      if (part && parts[name] && typeof parts[name].html === "string") { swap(part, parts[name]); }
     });
   }
 
@@ -98,7 +102,7 @@
   var rows = document.getElementById("part-rows");
   if (rows && window.EventSource) {
     var listing = new EventSource("/events" + window.location.search);
-    listing.addEventListener("rows", function (e) { swap(rows, JSON.parse(e.data).html); });
+    listing.addEventListener("rows", function (e) { swap(rows, JSON.parse(e.data)); });
   }
 
   var layout = document.querySelector("[data-heinzel]");

@@ -97,11 +97,16 @@ def test_approving_a_draft_on_the_page_learns_at_once_and_twice_is_not_an_error(
     hid = heinzel_id(home)
     pending = _pending(home, hid)
     assert pending["kind"] == "draft"
+    before = App.from_environment(str(home), demo_env(home)).service.show(hid)["turns"]
+    approvals = len([t for t in before if t["cause"] == "approval"])
     done = _post(client, f"/h/{hid}/approve", {"item": pending["ref"]})
     assert done.status_code == 200, done.text
     assert done.json()["started"] is True
     assert [child.wait(timeout=120) for child in children] == [0]
     assert _pending(home, hid) is None
+    _hz(home, "system", "daemon", "tick")  # the tick finds the approval learned: no second turn
+    turns = App.from_environment(str(home), demo_env(home)).service.show(hid)["turns"]
+    assert len([t for t in turns if t["cause"] == "approval"]) == approvals + 1, turns
     parts = client.get(f"/h/{hid}/parts").json()
     assert "Approve draft" not in parts["pending"]["html"] and "approval" in parts["turns"]["html"]
     again = _post(client, f"/h/{hid}/approve", {"item": pending["ref"]})

@@ -171,8 +171,9 @@ def _card_shows_pending(page: Any, home: Path, hid: str) -> str:
 
 def test_a_chat_refused_by_a_restarted_server_says_so_and_keeps_the_message(home: Path) -> None:
     """The page stays open while `hz system serve` restarts (a new token, so its cookie is
-    stale): sending a message shows the server's 401 in the live list, marks the message
-    "not sent" and puts its text back in the box, rather than "sending…" forever."""
+    stale): sending a message shows the server's 401 in the live list and in the page's
+    alert (announced), marks the message "not sent" and puts its text back in the box,
+    rather than "sending…" forever."""
     sync_api = pytest.importorskip("playwright.sync_api")
     port = free_port()
     process, url = start_serving(home, port)
@@ -191,6 +192,8 @@ def test_a_chat_refused_by_a_restarted_server_says_so_and_keeps_the_message(home
                 refused = page.locator("#live li.error", has_text="401")
                 refused.wait_for(timeout=60_000)
                 assert "hz system serve" in (refused.text_content() or "")
+                # and announced: the page's alert (role="alert") carries the refusal too
+                page.locator('#refused[role="alert"]', has_text="401").wait_for(timeout=10_000)
                 assert page.locator("#messages li.me").last.text_content() == (
                     "keep it under ten linesnot sent"
                 )

@@ -117,10 +117,16 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
 	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
-## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
+## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet)
+## and the model-based one (a state machine of hz processes, kills and a charging provider,
+## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run).
 SOAK_ROUNDS ?= 40
+SOAK_EXAMPLES ?= 40
+SOAK_STEPS ?= 40
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
+	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 
 ## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
 ## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).

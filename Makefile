@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench bench-peers soak demo lock clean claude chromium
+.PHONY: test lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -41,6 +41,23 @@ $(CLAUDE_STAMP):
 	  echo "note: npm not found; the real Claude Code runner tests will skip"; \
 	fi
 
+# axe-core for the browser test's accessibility check (tests/web/test_browser.py injects its
+# axe.min.js into each page), pinned. Without npm this prints a note and that check skips.
+AXE_VERSION := 4.14.1
+AXE_PREFIX  := $(VENV)/axe
+AXE_STAMP   := $(AXE_PREFIX)/.installed-$(AXE_VERSION)
+
+$(AXE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(AXE_PREFIX) \
+	    axe-core@$(AXE_VERSION) && touch $@; \
+	else \
+	  echo "note: npm not found; the browser test's accessibility check will skip"; \
+	fi
+
+## make axe: install axe-core, which the browser test runs on every page.
+axe: $(AXE_STAMP)
+
 # Debian's Chromium for the browser test (tests/web/test_browser.py), driven by Playwright
 # with executable_path (no browser download). Without apt it prints a note and that test skips.
 CHROMIUM := /usr/bin/chromium
@@ -76,7 +93,7 @@ typecheck: $(STAMP)
 ## with one long test on one core.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
 
-unit: $(STAMP) $(CLAUDE_STAMP) $(CHROMIUM)
+unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 ## make bench: performance figures, each against a baseline measured in the same run.
@@ -100,10 +117,21 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
 	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
-## make soak: the long chaos run (many hz processes, seeded kills, then quiet).
+## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet)
+## and the model-based one (a state machine of hz processes, kills and a charging provider,
+## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run).
 SOAK_ROUNDS ?= 40
+SOAK_EXAMPLES ?= 40
+SOAK_STEPS ?= 40
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
+	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
+
+## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
+## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).
+soak-team: $(STAMP)
+	$(BIN)/python tests/bench/soak_team.py
 
 ## make demo: the worked example (Priya's weekly report), offline, narrated.
 demo: $(STAMP)

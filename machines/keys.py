@@ -148,9 +148,10 @@ class KeyAction:
 
 
 def key_action(journal: Journal, key: str) -> KeyAction:
-    """The key rule of ADR 0049 statement 5 for one key."""
+    """The key rule of ADR 0049 statement 5 for one key. A key a ``turn.steered`` line
+    speaks for was delivered into that turn (statement 14): it never starts one of its own."""
     events = journal.key_events(key)
-    if any(e.kind in TERMINAL_KINDS for e in events):
+    if any(e.kind in TERMINAL_KINDS or e.kind == "turn.steered" for e in events):
         return KeyAction("none")
     started = [e for e in events if e.kind == "turn.started"]
     if not started:

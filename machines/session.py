@@ -1,8 +1,10 @@
 """Single flight per session, steering, requests and stop (ADR 0049 statement 14).
 
 One `Session` per journal runs at most one turn at a time. A message that arrives
-while the turn is in gather or think becomes ``turn.steered{request_id, hash}`` and
-is handed to the host's next model request (`TurnContext.model`); one that arrives
+while the turn is in gather or think becomes ``turn.steered{request_id, hash}``, under
+the request's own key (so the key rule knows it was delivered and never starts a turn of
+it: `machines.keys.key_action`), and is handed to the host's next model request
+(`TurnContext.model`); one that arrives
 in outcome, act or finish (or any other wake while awake) becomes
 ``turn.requested{cause, key}``, and after the turn `follow_up` gives every
 requested wake, for one follow-up turn. `stop` cancels the running step; the turn
@@ -130,7 +132,10 @@ class Session:
             return "idle"
         if run.state.state in ("gather", "think"):
             run.journal.append(
-                "turn.steered", {"request_id": request_id, "hash": content_hash}, turn=run.turn
+                "turn.steered",
+                {"request_id": request_id, "hash": content_hash},
+                turn=run.turn,
+                key=key,
             )
             if run.context is not None and run.context.step == run.state.state:
                 run.context.steer(Steer(request_id, content_hash))

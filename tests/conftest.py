@@ -33,6 +33,7 @@ LONGEST = (
     "tests/tick/test_discovery.py::",
     "tests/adapters/test_calendars.py::",
     "tests/loop/test_interrupt.py::",
+    "tests/tick/test_model_chaos.py::",
     "tests/tick/test_chaos.py::",
     "tests/machines/test_crashmatrix.py::",
     "tests/machines/test_notes_agent.py::test_the_crash_matrix",

@@ -313,6 +313,9 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
       hz heinzel wake weekly-report --message 'draft now'
     """
     app = open_app(home)
+    team = app.team()
+    if team is not None:
+        team.check_asked(name)  # HZH304: a team one runs only where its lease is
     done = app.service.in_words(app.turns.wake(name, message))
     emit(done, as_json, render.wake)
     exit_if_ended_badly(done)

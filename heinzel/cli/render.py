@@ -123,7 +123,9 @@ def _team_cells(team: dict[str, Any] | None) -> list[str]:
     if not team:
         return ["-", "-"]
     holder = team.get("holder")
-    lease = f"{holder} #{team['token']}" + (" (expired)" if team.get("expired") else "")
+    state = team.get("state") or ("expired" if team.get("expired") else "held")
+    claims = f", {len(team['open'])} open" if team.get("open") else ""
+    lease = f"{holder} #{team['token']}" + (f" ({state}{claims})" if state != "held" else "")
     last = team.get("last_receipt") or {}
     slot = str(last.get("key") or "").partition("@")[2] or last.get("at") or "-"
     receipt = f"{last.get('kind')} {slot} by {last.get('by')}" if last else "-"

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import click
 
 from heinzel.cli.base import emit, home_option, hz, json_option, open_app
 from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir, write_atomic
 
 if TYPE_CHECKING:
     from heinzel.team import Team
@@ -64,14 +69,111 @@ def _render_lint(data: dict[str, Any]) -> str:
 
 def _render_status(data: dict[str, Any]) -> str:
     lines = [
-        f"team repository {data['repository']} as {data['handle']}",
+        f"team repository {data['repository']} as {data['handle']} on {data['machine']}",
         f"  outbox: {data['outbox']} waiting, {data['refused']} refused",
     ]
     for lease in data["leases"]:
         mine = " (mine)" if lease["mine"] else ""
+        on = f" on {lease['machine']}" if lease["machine"] else ""
         name = lease["name"] or lease["team"]
+        state = "" if lease["state"] == "held" else f" [{lease['state']}]"
         lines.append(
-            f"  lease {name}: {lease['holder']}{mine}, token {lease['token']}, "
-            f"until {lease['expiry']}"
+            f"  lease {name}: {lease['holder']}{on}{mine}, token {lease['token']}, "
+            f"until {lease['expiry']}{state}"
         )
+        if lease["open"]:
+            lines.append(f"    open claims: {', '.join(lease['open'])}")
+        if lease["cause"]:
+            lines += [f"    why: {lease['cause']}", f"    next: {lease['next']}"]
+    for refusal in data["refusals"]:
+        again = " (can be pushed again: hz team repush)" if refusal["repushable"] else ""
+        lines.append(f"  refused {refusal['file']}: {refusal['reason']}{again}")
+    if data["quarantined"]:
+        lines.append(f"  hz/state: {len(data['quarantined'])} line(s) quarantined (not counted):")
+        lines += [
+            f"    {q['where']}: {q['problem']} (by {q['by']!r}, {q['kind']} {q['key']})"
+            for q in data["quarantined"]
+        ]
     return "\n".join(lines)
+
+
+@team.command("repush")
+@home_option
+@json_option
+def repush(home: str | None, as_json: bool) -> None:
+    """Put the refused receipts that could be pushed now (the lint admits them with
+    today's roster, their token is not stale) back into the outbox; the next tick
+    pushes them.
+
+    \b
+    Example:
+      hz team repush
+    """
+    moved = _team(home).repush()
+    emit(
+        {"repushed": moved},
+        as_json,
+        lambda d: f"{len(d['repushed'])} receipt(s) back in the outbox",
+    )
+
+
+@team.command("hook")
+@click.argument("repository", required=False, type=click.Path(file_okay=False))
+@home_option
+@json_option
+def hook(repository: str | None, home: str | None, as_json: bool) -> None:
+    """Install the pre-receive hook that lints every push to hz/state and the lease
+    refs on a bare repository (without REPOSITORY: print it, for a server's own hook).
+
+    \b
+    Example:
+      hz team hook /srv/git/team.git
+    """
+    from heinzel.team.hook import hook_script
+
+    found = _team(home)
+    script = hook_script(sys.executable, found.roster())
+    if repository is None:
+        click.echo(script, nl=False)
+        return
+    hooks = Path(repository) / "hooks"
+    if not (Path(repository) / "objects").is_dir():
+        raise HeinzelError(
+            "HZH305",
+            f"{repository} is not a bare git repository",
+            "name the team repository's folder on its server (it holds objects/ and refs/)",
+        )
+    ensure_private_dir(hooks)
+    path = hooks / "pre-receive"
+    write_atomic(path, script.encode())
+    path.chmod(0o700)
+    emit({"installed": str(path), "roster": sorted(found.roster())}, as_json, _render_hook)
+
+
+@team.command("check-push", hidden=True)
+@click.option("--roster", default="", help="The roster handles, comma-separated.")
+@home_option
+def check_push_command(roster: str, home: str | None) -> None:
+    """The pre-receive hook's check: ``<old> <new> <ref>`` lines on stdin (exit 1 with the
+    reasons on stderr when the push must not land); ``--home`` is not read.
+
+    \b
+    Example:
+      hz team check-push --roster ana,ben < updates
+    """
+    from heinzel.team.hook import check_push
+
+    updates = []
+    for line in sys.stdin.read().splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            updates.append((parts[0], parts[1], parts[2]))
+    problems = check_push(updates, [n for n in roster.split(",") if n])
+    if problems:
+        for problem in problems:
+            click.echo(f"hz: refused: {problem}", err=True)
+        raise SystemExit(1)
+
+
+def _render_hook(data: dict[str, Any]) -> str:
+    return f"installed {data['installed']} (roster: {', '.join(data['roster'])})"

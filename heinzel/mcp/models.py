@@ -149,6 +149,8 @@ class ChatSent(_Open, _Where):
     delivered: str
     request_id: str
     key: str | None = None
+    turn: str | None = None
+    """The turn it went into (``delivered into turn tn-...``), or that it is queued for."""
 
 
 class Stopped(_Open, _Where):

@@ -177,7 +177,7 @@ class Tools:
         return self._out(
             TurnRun,
             self.call(
-                lambda app: app.service.in_words(app.turns.wake(name, message)),
+                lambda app: app.service.in_words(_asked(app, name, message)),
                 name=name,
                 message=message,
             ),
@@ -296,6 +296,14 @@ class Tools:
             lambda app: [app.service.approve(item) for item in items], **_each("item", items)
         )
         return self._out(Approved, {"approved": rows})
+
+
+def _asked(app: App, name: str, message: str | None) -> dict[str, Any]:
+    """`hz heinzel wake`'s turn: a team one only where its lease is (HZH304)."""
+    team = app.team()
+    if team is not None:
+        team.check_asked(name)
+    return app.turns.wake(name, message)
 
 
 def _each(what: str, values: list[str]) -> dict[str, str | None]:

@@ -11,7 +11,9 @@ boundaries (steers, a stop) and marks each request ``taken``. Files expire with 
 bodies under ``retention_days`` (`Inbox.prune`), never as a side effect of a read.
 A chat also leaves an empty mark ``<home>/heinzel/pending/<id>@<request id>``, written
 after its file, so the tick finds chats nobody took with one directory listing
-(`Inbox.marked`) and drops the mark once a turn has the request.
+(`Inbox.marked`) and drops the mark once a turn has the request. A sender killed between
+the two (``HZ_CRASH_AT=at:inboxed``) leaves a file without its mark: the tick's
+housekeeping marks it again (`Inbox.remark`), so the message is delivered all the same.
 
 A wake the tick hands to a turn running in another process (kind ``requested``,
 `Inbox.hand`) is a request too: its message is the wake's ``{cause, key}``, its id derived
@@ -95,9 +97,32 @@ class Inbox:
         ensure_private_dir(self.directory)
         write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
         if kind in MARKED:
-            ensure_private_dir(self.marks)
-            write_atomic(self.marks / f"{self.heinzel}@{request_id}", b"")
+            from machines.crash import crash_at
+
+            crash_at("inboxed")  # HZ_CRASH_AT=at:inboxed: the request written, not its mark
+            self._mark(request_id)
         return request
+
+    def _mark(self, request_id: str) -> None:
+        ensure_private_dir(self.marks)
+        write_atomic(self.marks / f"{self.heinzel}@{request_id}", b"")
+
+    def remark(self) -> list[str]:
+        """Mark again each request the tick should find that nobody took and whose mark is
+        missing (its sender was killed between the file and the mark); the ids marked."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for entry in sorted(self.directory.iterdir()):
+            if not _NAME.match(entry.name) or entry.is_symlink():
+                continue
+            request = self.read(entry.name.removesuffix(".json"))
+            if request is None or request.kind not in MARKED or request.taken is not None:
+                continue
+            if not (self.marks / f"{self.heinzel}@{request.request_id}").exists():
+                self._mark(request.request_id)
+                found.append(request.request_id)
+        return found
 
     def hand(self, cause: str, key: str, *, at: datetime) -> Request:
         """A wake for the turn running in another process (ADR 0049 statement 14): its

@@ -125,6 +125,13 @@ class Git:
         done = self.run("rev-parse", "--verify", "--quiet", _TRACK_STATE, check=False)
         return done.stdout.strip() or None
 
+    def descends(self, old: str, new: str | None) -> bool:
+        """Whether ``new`` is ``old`` or a descendant of it (a fast-forward)."""
+        if new is None:
+            return False
+        done = self.run("merge-base", "--is-ancestor", old, new, check=False)
+        return done.returncode == 0
+
     def track(self, commit: str) -> None:
         """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
         self.run("update-ref", _TRACK_STATE, commit)

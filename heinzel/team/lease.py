@@ -1,7 +1,9 @@
 """Leases: who runs a team Heinzelmännchen, as the ref ``refs/hz/lease/<team id>``.
 
 The ref points at a commit with the empty tree whose message is the lease, one JSON
-line: ``{"holder", "expiry", "token", "owner_seen"}``. It is changed only by
+line: ``{"holder", "machine", "expiry", "token", "owner_seen", "open"}``: the holder is a
+member's handle *and* the machine id of its home (`heinzel.team.team.machine_id`), so
+one person's laptop and desktop are two holders. It is changed only by
 compare-and-swap (``git push --force-with-lease=<ref>:<old>``), so of two daemons that
 read the same lease and write a new one, one wins and the other reads again.
 
@@ -52,8 +54,10 @@ class Lease:
     token: int
     owner_seen: str | None = None
     open: tuple[str, ...] = ()
+    machine: str | None = None
 
     def to_message(self) -> str:
+        machine = {"machine": self.machine} if self.machine is not None else {}
         return json.dumps(
             {
                 "holder": self.holder,
@@ -61,6 +65,7 @@ class Lease:
                 "token": self.token,
                 "owner_seen": self.owner_seen,
                 "open": list(self.open),
+                **machine,
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -76,12 +81,24 @@ class Lease:
                 token=int(data["token"]),
                 owner_seen=data.get("owner_seen"),
                 open=tuple(str(key) for key in data.get("open") or ()),
+                machine=str(data["machine"]) if data.get("machine") else None,
             )
         except (ValueError, KeyError, TypeError):
             return None
 
     def expired(self, now: datetime, skew: timedelta) -> bool:
         return now > parse_ts(self.expiry) + skew
+
+    def overlong(self, now: datetime, interval: timedelta, skew: timedelta) -> bool:
+        """An expiry further ahead than any holder writes (``now + 2 x interval +
+        max_skew``): a hand-set or broken lease, treated as expired."""
+        return parse_ts(self.expiry) > now + 2 * interval + skew
+
+    def held_by(self, handle: str, machine: str | None) -> bool:
+        """Whether ``handle`` on ``machine`` holds it: a holder is a member's machine, so
+        one person's two machines are two holders. A lease written before leases named
+        a machine is its handle's (the compare-and-swap decides between two of them)."""
+        return self.holder == handle and (self.machine is None or self.machine == machine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,23 +123,27 @@ def decide(
     busy: bool,
     unsettled: tuple[str, ...] = (),
     grace: timedelta = timedelta(days=1),
+    machine: str | None = None,
+    floor: int = 0,
 ) -> Decision:
-    """The rule above for one daemon (``me``) and one lease (``busy``: an open turn;
-    ``unsettled``: the lease's claims without a receipt on ``hz/state``)."""
+    """The rule above for one daemon (``me`` on ``machine``) and one lease (``busy``:
+    an open turn; ``unsettled``: the lease's claims without a receipt on ``hz/state``)."""
     expiry = format_ts(now + 2 * interval)
     at = format_ts(now)
-    token = lease.token if lease is not None else 0
-    free = lease is None or lease.expired(now, skew)
-    mine = lease is not None and lease.holder == me
+    token = max(lease.token if lease is not None else 0, floor)
+    free = lease is None or lease.expired(now, skew) or lease.overlong(now, interval, skew)
+    mine = lease is not None and lease.held_by(me, machine)
     waiting = lease is not None and not lease.expired(now, skew + grace)
     if not mine and free and unsettled and waiting:
         return Decision("none", None, False)  # its holder may have run them: wait
     if me == owner:
         if lease is not None and mine:
-            kept = replace(lease, expiry=expiry, owner_seen=None, open=unsettled)
+            kept = replace(lease, expiry=expiry, owner_seen=None, open=unsettled, machine=machine)
             return Decision("take" if free else "renew", kept, True)
         if free:
-            return Decision("take", Lease(me, expiry, token + 1), True)
+            return Decision("take", Lease(me, expiry, token + 1, machine=machine), True)
+        if lease is not None and lease.holder == me:
+            return Decision("none", None, False)  # my other machine holds it
         seen = lease.owner_seen if lease is not None else None
         if lease is not None and (seen is None or now - parse_ts(seen) >= interval):
             return Decision("seen", replace(lease, owner_seen=at), False)
@@ -135,9 +156,11 @@ def decide(
         if back and not busy and not unsettled:
             gone = format_ts(now - skew - timedelta(seconds=1))
             return Decision("release", replace(lease, expiry=gone, open=()), False)
-        return Decision("renew", replace(lease, expiry=expiry, open=unsettled), True)
+        renewed = replace(lease, expiry=expiry, open=unsettled, machine=machine)
+        return Decision("renew", renewed, True)
     if free and not back:
         if lease is not None and mine:
-            return Decision("take", replace(lease, expiry=expiry, open=unsettled), True)
-        return Decision("take", Lease(me, expiry, token + 1), True)
+            taken = replace(lease, expiry=expiry, open=unsettled, machine=machine)
+            return Decision("take", taken, True)
+        return Decision("take", Lease(me, expiry, token + 1, machine=machine), True)
     return Decision("none", None, False)

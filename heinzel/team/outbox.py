@@ -56,12 +56,58 @@ class Outbox:
             try:
                 found.append((path, json.loads(path.read_text(encoding="utf-8"))))
             except (OSError, ValueError):
-                self.refuse(path)
+                self.refuse(path, "not a readable receipt")
         return found
 
-    def refuse(self, path: Path) -> None:
+    def refuse(self, path: Path, reason: str) -> None:
+        """Move a receipt out of the outbox into ``refused/``, beside its reason
+        (``<name>.reason``). Every refused receipt is kept: the outbox's numbers start
+        again once it is empty, so a name already taken there gets a suffix."""
         ensure_private_dir(self.refused_dir)
-        path.replace(self.refused_dir / path.name)
+        kept = self.refused_dir / path.name
+        for number in range(1, 100_000):
+            if not kept.exists():
+                break
+            kept = self.refused_dir / f"{path.stem}-{number}{path.suffix}"
+        write_atomic(kept.with_suffix(".reason"), reason.encode())
+        path.replace(kept)
 
     def refused(self) -> int:
         return len(list(self.refused_dir.glob("*.json"))) if self.refused_dir.is_dir() else 0
+
+    def refusals(self) -> list[dict[str, Any]]:
+        """Each refused receipt's file name, reason and record (None when unreadable),
+        oldest name first."""
+        if not self.refused_dir.is_dir():
+            return []
+        found = []
+        for path in sorted(self.refused_dir.glob("*.json")):
+            try:
+                reason = path.with_suffix(".reason").read_text(encoding="utf-8")
+            except OSError:
+                reason = "(no reason kept)"
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                record = None
+            found.append({"file": path.name, "reason": reason, "record": record})
+        return found
+
+    def unrefuse(self, name: str) -> None:
+        """Put the refused receipt ``name`` back at the end of the outbox."""
+        path = self.refused_dir / name
+        self.put([json.loads(path.read_text(encoding="utf-8"))])
+        path.with_suffix(".reason").unlink(missing_ok=True)
+        path.unlink()
+
+    def again(self) -> frozenset[str]:
+        """Ids of receipts to push again after a rewrite of ``hz/state`` dropped them."""
+        try:
+            data = json.loads((self.root / "again.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return frozenset()
+        return frozenset(str(i) for i in data) if isinstance(data, list) else frozenset()
+
+    def set_again(self, ids: frozenset[str]) -> None:
+        ensure_private_dir(self.root)
+        write_atomic(self.root / "again.json", json.dumps(sorted(ids)).encode())

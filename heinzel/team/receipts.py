@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ledger.event import Event, format_ts, parse_ts
@@ -29,14 +30,16 @@ from machines.vocabulary import CAUSES, DISPOSITIONS
 __all__ = [
     "ENVELOPE",
     "FIELDS",
+    "Quarantined",
     "from_event",
     "lint_record",
     "lint_records",
+    "sort_records",
     "team_id",
     "team_key",
 ]
 
-ENVELOPE: Final = ("id", "kind", "team", "at", "by", "token", "key")
+ENVELOPE: Final = ("id", "kind", "team", "at", "by", "machine", "token", "key")
 FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "turn.finished": (
         "cause",
@@ -93,6 +96,7 @@ def from_event(
     team: str,
     by: str,
     token: int,
+    machine: str | None = None,
     started: Mapping[str, Any] | None = None,
     contract_fp: str | None = None,
     draft_hash: str | None = None,
@@ -108,6 +112,7 @@ def from_event(
         "team": team,
         "by": by,
         "token": token,
+        **({"machine": machine} if machine is not None else {}),
     }
     data = event.data
     if event.kind in ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned"):
@@ -205,25 +210,76 @@ def lint_record(record: object, roster: Iterable[str]) -> list[str]:
     return problems
 
 
-def lint_records(lines: Sequence[tuple[str, str]], roster: Iterable[str]) -> list[str]:
-    """Lint ``(where, line)`` pairs in branch order: each record, and the fencing rule
-    (per team id the tokens never go down: a lower one is a stale holder's receipt)."""
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A line of ``hz/state`` the lint refuses: where it is, who it says wrote it, what
+    it is, and why it is refused. It counts for nothing (no slot, no token floor) and
+    never stops anyone's push."""
+
+    where: str
+    by: str | None
+    kind: str | None
+    key: str | None
+    problem: str
+
+    def describe(self) -> str:
+        return f"{self.where}: {self.problem} (by {self.by!r}, {self.kind} {self.key})"
+
+
+def sort_records(
+    lines: Sequence[tuple[str, str]],
+    roster: Iterable[str],
+    ceilings: Mapping[str, int] | None = None,
+) -> tuple[list[dict[str, Any]], list[Quarantined]]:
+    """``(where, line)`` pairs in branch order, split into the records the lint admits
+    and the ones it quarantines: a line that is not a receipt the lint admits
+    (`lint_record`); a token above ``ceilings[team]`` (the current lease's: no lease ever
+    granted it, a forged receipt); a token lower than an admitted one before it (a stale
+    holder's receipt, or a forged one)."""
     names = frozenset(roster)
-    problems: list[str] = []
+    admitted: list[dict[str, Any]] = []
+    quarantined: list[Quarantined] = []
     highest: dict[str, int] = {}
     for where, line in lines:
         try:
             record = json.loads(line)
         except ValueError:
-            problems.append(f"{where}: not JSON")
+            record = None
+        if not isinstance(record, dict):
+            quarantined.append(Quarantined(where, None, None, None, "not a JSON object"))
             continue
-        problems += [f"{where}: {p}" for p in lint_record(record, names)]
-        if isinstance(record, dict) and isinstance(record.get("token"), int):
-            team = str(record.get("team"))
-            if record["token"] < highest.get(team, 0):
-                problems.append(
-                    f"{where}: stale fencing token {record['token']} "
-                    f"after {highest[team]} (a receipt of a holder that lost the lease)"
+        problems = lint_record(record, names)
+        team, token = str(record.get("team")), record.get("token")
+        ceiling = (ceilings or {}).get(team)
+        if not problems and isinstance(token, int):
+            if ceiling is not None and token > ceiling:
+                problems = [f"token {token} is above the lease's ({ceiling}): no lease granted it"]
+            elif token < highest.get(team, 0):
+                problems = [
+                    f"stale fencing token {token} after {highest[team]} "
+                    "(a receipt of a holder that lost the lease)"
+                ]
+        if problems:
+            quarantined.append(
+                Quarantined(
+                    where,
+                    str(record.get("by"))[:40] if record.get("by") is not None else None,
+                    str(record.get("kind"))[:40],
+                    str(record.get("key"))[:120] if record.get("key") is not None else None,
+                    "; ".join(problems),
                 )
-            highest[team] = max(highest.get(team, 0), record["token"])
-    return problems
+            )
+            continue
+        highest[team] = max(highest.get(team, 0), int(token or 0))
+        admitted.append(record)
+    return admitted, quarantined
+
+
+def lint_records(
+    lines: Sequence[tuple[str, str]],
+    roster: Iterable[str],
+    ceilings: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Lint ``(where, line)`` pairs in branch order: each quarantined line (`sort_records`),
+    described with who and what."""
+    return [q.describe() for q in sort_records(lines, roster, ceilings)[1]]

@@ -15,25 +15,43 @@ already open: a new slot waits for a claim that reached the remote.
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts
 from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
-from heinzel.team.receipts import from_event, team_id, team_key
-from heinzel.team.state import PublishStats, last_receipts, lint_branch, publish, receipt_keys
-from ledger.event import format_ts
+from heinzel.team.receipts import from_event, lint_record, team_id, team_key
+from heinzel.team.state import (
+    PublishStats,
+    last_receipts,
+    lint_branch,
+    own_dropped,
+    publish,
+    scan,
+)
+from ledger.bodies import Bodies
+from ledger.errors import LedgerError
+from ledger.event import format_ts, parse_ts
+from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
+from machines.crash import crash_at
+from machines.disk_body import DiskBody
 from machines.keys import Wake
 
-__all__ = ["Member", "Team"]
+__all__ = ["Member", "Team", "machine_id"]
+
+_MACHINE = re.compile(r"mc-[0-9a-f]{20}")
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
 _RECEIPT_KINDS = (
@@ -43,11 +61,13 @@ _RECEIPT_KINDS = (
     "approval.observed",
     "contract.approved",
     "contract.amended",
+    "step.started",
 )
 
 
 class _Report(Protocol):
     errors: list[dict[str, Any]]
+    notices: list[str]
     team: dict[str, Any]
 
 
@@ -61,6 +81,23 @@ class Member:
     owner: str | None
     delegates: tuple[str, ...]
     fingerprint: str | None
+    schedule: str | None = None
+    timezone: str | None = None
+
+    def settled(self, key: str, done: set[str], now: datetime) -> bool:
+        """Whether the claim ``key`` no longer holds the lease: its ``turn.finished``
+        receipt is on ``hz/state`` (``done``), or it is a slot that coalesced into a later
+        one: a later slot has a receipt, or is due by the schedule (every daemon runs
+        only the latest due slot, so nobody starts this one again)."""
+        if key in done:
+            return True
+        slot = _slot(key, self.team)
+        if slot is None:
+            return False
+        if any((later := _slot(k, self.team)) is not None and later > slot for k in done):
+            return True
+        following = next_slot(self.schedule, self.timezone, slot)
+        return following is not None and following <= now
 
 
 @dataclass(slots=True)
@@ -76,6 +113,8 @@ class Team:
     changes: list[dict[str, Any]] = field(default_factory=list)
     received: dict[str, set[str]] = field(default_factory=dict)
     claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    known_machine: str | None = None
+    floors: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -88,6 +127,13 @@ class Team:
     @property
     def me(self) -> str:
         return str(self.sessions.settings.team.handle)
+
+    @property
+    def machine(self) -> str:
+        """This home's machine id (`machine_id`), read once."""
+        if self.known_machine is None:
+            self.known_machine = machine_id(self.root)
+        return self.known_machine
 
     @property
     def root(self) -> Path:
@@ -119,16 +165,18 @@ class Team:
 
     def local_members(self) -> dict[str, Member]:
         rows = self.sessions.index.db.execute(
-            "SELECT id, name, contract_version, fingerprint FROM heinzel "
+            "SELECT id, name, contract_version, fingerprint, schedule, timezone FROM heinzel "
             "WHERE namespace = 'team' AND contract_version IS NOT NULL AND state != 'retired'"
         ).fetchall()
         found = {}
         extra = tuple(self.sessions.settings.team.delegates)
-        for local, name, version, fingerprint in rows:
+        for local, name, version, fingerprint, schedule, timezone in rows:
             front = load_facts(self.sessions.home, local, version, fingerprint).frontmatter
             delegates = tuple(sorted({*(front.get("hz.delegates") or []), *extra}))
             owner = front.get("hz.owner")
-            found[local] = Member(local, name, team_id(name), owner, delegates, fingerprint)
+            found[local] = Member(
+                local, name, team_id(name), owner, delegates, fingerprint, schedule, timezone
+            )
         return found
 
     # -- the hook --------------------------------------------------------------------
@@ -141,8 +189,10 @@ class Team:
         if not self.members and not self.outbox.pending():
             return
         git = self.git
+        last = None
         try:
             git.ensure()
+            last = git.state_tip()
             git.fetch()
             self.online = True
         except HeinzelError as error:
@@ -153,11 +203,58 @@ class Team:
             tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
         }
         if self.online:
+            if last is not None and not git.descends(last, git.state_tip()):
+                self._rewritten(git, last, report)
             teams = [m.team for m in self.members.values()]
-            self.received = receipt_keys(git, teams, now)
+            seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
+            ceilings = {t: seen[t] for t, (_, lease) in self.leases.items() if lease}
+            found = scan(git, teams, now, self.roster(), ceilings)
+            self.received = found.keys
+            self.floors = dict(seen)
+            for tid, token in found.tokens.items():
+                self.floors[tid] = max(self.floors.get(tid, 0), token)
         self._decide(now, git, report)
         self._collect()
         self._flush(report)
+
+    def _rewritten(self, git: Git, last: str, report: _Report) -> None:
+        """``hz/state`` as fetched does not descend from the tip fetched last (a
+        force-push or a deletion rewrote it): say so, and put this machine's receipts the
+        rewrite dropped back into the outbox (pushed again without the token check:
+        they passed it once)."""
+        tip = git.state_tip()
+        dropped = own_dropped(git, last, tip, self.me, self.machine)
+        report.notices.append(
+            f"team: hz/state was rewritten: {(tip or 'deleted')[:12]} does not descend from "
+            f"{last[:12]} fetched last; {len(dropped)} receipt(s) of this machine it dropped "
+            "are pushed again. Protect hz/state from force-push and deletion (docs/team.md)"
+        )
+        if dropped:
+            outbox = self.outbox
+            outbox.set_again(outbox.again() | {str(r.get("id")) for r in dropped})
+            outbox.put(dropped)
+
+    def leases_seen(self, leases: dict[str, Lease | None]) -> dict[str, int]:
+        """The highest token any lease of each team id was seen with, now or by this
+        home before (``<home>/team/leases-seen.json``, updated here). Leases only go up:
+        with the admitted receipts' tokens it is the floor a new holder's token starts
+        above, so an unreadable or deleted lease never lowers it; and where a lease is
+        readable now it is the ceiling above which a receipt is one no lease granted
+        (quarantined). Where none is readable there is no ceiling: this home may not
+        have seen the tokens granted since."""
+        path = self.root / "leases-seen.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        seen = {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        for tid, lease in leases.items():
+            if lease is not None:
+                seen[tid] = max(seen.get(tid, 0), lease.token)
+        if seen != data:
+            ensure_private_dir(self.root)
+            write_atomic(path, json.dumps(seen, sort_keys=True).encode())
+        return seen
 
     def _decide(self, now: datetime, git: Git, report: _Report) -> None:
         team = self.sessions.settings.team
@@ -171,23 +268,29 @@ class Team:
             decision = decide(
                 lease,
                 me=self.me,
+                machine=self.machine,
                 owner=member.owner,
                 delegates=member.delegates,
                 now=now,
                 interval=team.interval,
                 skew=team.max_skew,
                 busy=self._busy(member.local),
-                unsettled=tuple(k for k in (lease.open if lease else ()) if k not in done),
+                unsettled=tuple(
+                    k for k in (lease.open if lease else ()) if not member.settled(k, done, now)
+                ),
                 grace=team.orphan_grace,
+                floor=self.floors.get(member.team, 0),
             )
             if not self.online:
                 if (
                     lease is not None
-                    and lease.holder == self.me
+                    and lease.held_by(self.me, self.machine)
                     and not lease.expired(now, -team.max_skew)
                 ):
                     self.held[member.team] = lease.token
                 continue
+            if lease is not None and not lease.held_by(self.me, self.machine):
+                self._notice(member, lease, done, now, report)
             if decision.new is None:
                 continue
             planned.append((member.team, commit, decision.new))
@@ -216,6 +319,18 @@ class Team:
             {tid: c for tid, (c, _) in written.items() if LEASE_PREFIX + tid in pushed.accepted}
         )
         self.stats.lease_conflicts += len(pushed.rejected)
+
+    def _notice(
+        self, member: Member, lease: Lease, done: set[str], now: datetime, report: _Report
+    ) -> None:
+        """A lease this daemon would take but may not (blocked) is said in the tick's
+        notices, with its cause and next step: a tick that runs nothing says why."""
+        state = self.lease_state(member, lease, done, now)
+        if state["state"] in ("blocked", "overlong"):
+            report.notices.append(
+                f"team {member.name}: lease {state['state']}: {state['cause']}; "
+                f"next: {state['next']}"
+            )
 
     def _busy(self, local: str) -> bool:
         row = self.sessions.index.db.execute(
@@ -250,22 +365,37 @@ class Team:
             turned.append((turn, "superseded" if key in done else woken_by))
         return kept, turned
 
-    def claim(self, report: _Report) -> set[str]:
-        """Write the slot keys `admit` let through into their leases' ``open`` claims, in
-        one push, before any turn starts; the local ids whose claim did not take (the
-        lease moved, or the remote is out of reach), whose new wakes must wait."""
-        wanted, self.claims = self.claims, {}
+    def claim(self, report: _Report, heinzels: Sequence[str]) -> set[str]:
+        """Write the keys of the wakes `admit` let through that run this tick (of
+        ``heinzels``: after the busy and the wake-limit filters) into their leases'
+        ``open`` claims, in one push, before any turn starts; claims of slots a slot
+        claimed now supersedes are settled in the same write. The local ids whose claim
+        did not take (the lease moved, or the remote is out of reach), whose new wakes
+        must wait. A wake deferred here is not claimed: a later tick claims it or a later
+        slot it coalesces into."""
+        running = set(heinzels)
+        wanted = {tid: claim for tid, claim in self.claims.items() if claim[0] in running}
+        self.claims = {}
+        now = self.sessions.clock()
         refused: set[str] = set()
         updates: list[tuple[str, str, str | None]] = []
         written: dict[str, tuple[str, str, Lease]] = {}
         planned: list[tuple[str, str, str, Lease]] = []
-        git = self.git
+        git, machine = self.git, self.machine
         for tid, (local, keys) in wanted.items():
             commit, lease = self.leases.get(tid, (None, None))
-            if not self.online or lease is None or commit is None or lease.holder != self.me:
+            if (
+                not self.online
+                or lease is None
+                or commit is None
+                or not lease.held_by(self.me, machine)
+            ):
                 refused.add(local)
                 continue
-            new = replace(lease, open=tuple(sorted({*lease.open, *keys})))
+            member = self.members[local]
+            done = self.received.get(tid, set()) | set(keys)
+            kept = {k for k in lease.open if not member.settled(k, done - {k}, now)}
+            new = replace(lease, open=tuple(sorted({*kept, *keys})))
             if new.open != lease.open:
                 planned.append((tid, local, commit, new))
         if not planned:
@@ -293,6 +423,7 @@ class Team:
             }
         )
         self.stats.lease_conflicts += len(pushed.rejected)
+        crash_at("claimed")  # HZ_CRASH_AT=at:claimed: claims pushed, no turn started
         return refused
 
     def started_data(self, heinzel: str) -> dict[str, Any] | None:
@@ -328,6 +459,10 @@ class Team:
             for event in read_events(path, kinds=_RECEIPT_KINDS):
                 if event.kind == "turn.started" and event.turn:
                     started[event.turn] = {**event.data, "key": event.key}
+                if event.kind == "step.started" and event.turn in started:
+                    if event.data.get("step") == "think" and event.data.get("input"):
+                        started[event.turn]["gathered"] = str(event.data["input"])
+                    continue
                 if event.kind in ("contract.approved", "contract.amended"):
                     versions[int(event.data.get("version") or 0)] = str(
                         event.data.get("fingerprint") or ""
@@ -337,6 +472,9 @@ class Team:
                 if event.kind == "draft.placed" and event.turn:
                     drafts[event.turn] = str(event.data.get("hash") or "")
                 begun = started.get(event.turn or "", {})
+                if event.kind in _FINAL and event.turn and begun.get("gathered"):
+                    inputs = _input_fps(self.sessions, member.local, event.turn, begun)
+                    begun = {**begun, "inputs": inputs}
                 token = begun.get("fencing")
                 moved[member.local] = event.seq
                 if not isinstance(token, int) and member.team not in self.held:
@@ -346,6 +484,7 @@ class Team:
                     local_id=member.local,
                     team=member.team,
                     by=self.me,
+                    machine=self.machine,
                     token=int(token) if isinstance(token, int) else self.held.get(member.team, 0),
                     started=begun,
                     contract_fp=_ran_under(begun, versions) or member.fingerprint,
@@ -370,9 +509,40 @@ class Team:
                 retries=self.sessions.settings.team.push_retries,
                 me=self.me,
                 stats=self.stats,
+                again=self.outbox.again(),
             )
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
+        if not self.outbox.pending() and self.outbox.again():
+            self.outbox.set_again(frozenset())  # every receipt to push again has left
+
+    def check_asked(self, ref: str) -> None:
+        """An asked turn (``hz heinzel wake``) of a team Heinzelmännchen runs only on the
+        machine that holds its lease as last fetched (its receipts then leave as team
+        receipts under that lease's token); elsewhere it is refused (HZH304), so a member
+        without the lease never drafts a team slot whose receipts could not leave."""
+        row = self.sessions.resolve(ref)
+        member = self.local_members().get(str(row["id"]))
+        if member is None:
+            return
+        git = self.git
+        known = git.leases() if (git.mirror / "HEAD").exists() else {}
+        lease = Lease.from_message(known[member.team][1]) if member.team in known else None
+        now = self.sessions.clock()
+        if (
+            lease is not None
+            and lease.held_by(self.me, self.machine)
+            and not lease.expired(now, timedelta(0))
+        ):
+            return
+        holder = f"{lease.holder} on {lease.machine or 'an unnamed machine'}" if lease else None
+        raise HeinzelError(
+            "HZH304",
+            f"{member.name} is a team Heinzelmännchen and this machine does not hold its "
+            f"lease ({'held by ' + holder if holder else 'nobody holds it yet'})",
+            "ask on the machine that holds it (`hz team status` names it), or let this "
+            "machine's daemon take the lease first (`hz system daemon tick`)",
+        )
 
     # -- reading -----------------------------------------------------------------------
 
@@ -382,58 +552,205 @@ class Team:
         git.ensure()
         git.fetch()
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
-        return lint_branch(git, self.roster(), leases)
+        seen = self.leases_seen(leases)
+        ceilings = {t: seen[t] for t, lease in leases.items() if lease}
+        return lint_branch(git, self.roster(), leases, ceilings)
 
     def overview(self) -> dict[str, dict[str, Any]]:
-        """Per local team Heinzelmännchen (by local id): its team id, lease holder and
-        token, and last receipt, as last fetched into the mirror (no network)."""
+        """Per local team Heinzelmännchen (by local id): its team id, lease holder,
+        machine and token, the lease's state, open claims, cause and next step
+        (`lease_state`), and last receipt, as last fetched into the mirror (no network)."""
         git = self.git
         members = self.local_members()
         fetched = (git.mirror / "HEAD").exists()
         leases = git.leases() if fetched else {}
-        last = last_receipts(git, [m.team for m in members.values()]) if fetched else {}
+        teams = [m.team for m in members.values()]
+        last = last_receipts(git, teams) if fetched else {}
         now = self.sessions.clock()
+        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        seen = self.leases_seen(read)
+        ceilings = {t: seen[t] for t, lease in read.items() if lease}
+        done = scan(git, teams, now, self.roster(), ceilings).keys if fetched else {}
         found: dict[str, dict[str, Any]] = {}
         for member in members.values():
-            lease = Lease.from_message(leases[member.team][1]) if member.team in leases else None
+            lease = read.get(member.team)
+            state = (
+                self.lease_state(member, lease, done.get(member.team, set()), now) if lease else {}
+            )
             found[member.local] = {
                 "team": member.team,
                 "holder": lease.holder if lease else None,
+                "machine": lease.machine if lease else None,
                 "token": lease.token if lease else None,
                 "expired": lease.expired(now, timedelta(0)) if lease else None,
+                **state,
                 "last_receipt": last.get(member.team),
             }
         return found
 
     def status(self) -> dict[str, Any]:
-        """The remote, the outbox, the leases this user holds (as last fetched)."""
+        """The remote, the outbox, and every lease as last fetched (no network): its
+        holder, token, open claims and state (`lease_state`), with a cause and a next
+        step when it is not simply held."""
         git = self.git
-        leases = git.leases() if (git.mirror / "HEAD").exists() else {}
-        members = {m.team: m.name for m in self.local_members().values()}
-        held = []
+        fetched = (git.mirror / "HEAD").exists()
+        leases = git.leases() if fetched else {}
+        members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
+        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        seen = self.leases_seen(read)
+        ceilings = {t: seen[t] for t, lease in read.items() if lease}
+        found = scan(git, members, now, self.roster(), ceilings) if fetched else None
+        done = found.keys if found else {}
+        shown = []
         for tid, (_, message) in sorted(leases.items()):
             lease = Lease.from_message(message)
             if lease is None:
                 continue
-            held.append(
+            member = members.get(tid)
+            state = self.lease_state(member, lease, done.get(tid, set()), now)
+            shown.append(
                 {
                     "team": tid,
-                    "name": members.get(tid),
+                    "name": member.name if member else None,
                     "holder": lease.holder,
                     "token": lease.token,
                     "expiry": lease.expiry,
-                    "mine": lease.holder == self.me and not lease.expired(now, timedelta(0)),
+                    "machine": lease.machine,
+                    "mine": lease.held_by(self.me, self.machine) and state["state"] == "held",
+                    **state,
                 }
             )
         return {
             "repository": self.sessions.settings.team.repository,
             "handle": self.me,
+            "machine": self.machine,
             "outbox": len(self.outbox.pending()),
             "refused": self.outbox.refused(),
-            "leases": held,
+            "refusals": self.refusals(),
+            "quarantined": [asdict(q) for q in found.quarantined] if found else [],
+            "leases": shown,
             "at": format_ts(now),
         }
+
+    def refusals(self) -> list[dict[str, Any]]:
+        """Each refused receipt with its reason and whether it could be pushed now
+        (``repushable``: the lint admits it with today's roster and its token is not
+        below its lease's as last fetched; `repush` puts those back into the outbox)."""
+        git = self.git
+        leases = git.leases() if (git.mirror / "HEAD").exists() else {}
+        tokens = {}
+        for tid, (_, message) in leases.items():
+            if (lease := Lease.from_message(message)) is not None:
+                tokens[tid] = lease.token
+        roster = self.roster()
+        found = []
+        for refusal in self.outbox.refusals():
+            record = refusal.pop("record")
+            fine = isinstance(record, dict) and not lint_record(record, roster)
+            if fine and isinstance(record, dict):
+                fine = int(record.get("token") or 0) >= tokens.get(str(record.get("team")), 0)
+            found.append({**refusal, "repushable": fine})
+        return found
+
+    def repush(self) -> list[str]:
+        """Put every refused receipt that could be pushed now back into the outbox (the
+        next tick pushes it); their file names."""
+        moved = [r["file"] for r in self.refusals() if r["repushable"]]
+        for name in moved:
+            self.outbox.unrefuse(name)
+        return moved
+
+    def lease_state(
+        self, member: Member | None, lease: Lease, done: set[str], now: datetime
+    ) -> dict[str, Any]:
+        """What a lease means now: ``state`` (``held``; ``expired``: held past its
+        renewal; ``blocked``: expired with unsettled claims, waiting out
+        ``orphan_grace``), its unsettled ``open`` claims, and for any but ``held`` its
+        ``cause`` and ``next`` step."""
+        team = self.sessions.settings.team
+        unsettled = [k for k in lease.open if member is None or not member.settled(k, done, now)]
+        found: dict[str, Any] = {"state": "held", "open": unsettled, "cause": None, "next": None}
+        if lease.overlong(now, team.interval, team.max_skew):
+            return {
+                **found,
+                "state": "overlong",
+                "cause": f"{lease.holder}'s lease runs until {lease.expiry}, further than two "
+                "intervals and [team] max_skew ahead (set by hand, or a clock far off): "
+                "it is treated as expired",
+                "next": "the owner's daemon, or a delegate's, takes it at its next tick; "
+                f"ask {lease.holder} who wrote it",
+            }
+        if not lease.expired(now, team.max_skew):
+            return found
+        if unsettled and not lease.expired(now, team.max_skew + team.orphan_grace):
+            until = format_ts(parse_ts(lease.expiry) + team.max_skew + team.orphan_grace)
+            return {
+                **found,
+                "state": "blocked",
+                "cause": f"{lease.holder} claimed {len(unsettled)} slot(s) whose receipts are "
+                f"not on hz/state and has not renewed the lease since {lease.expiry}",
+                "next": f"start {lease.holder}'s daemon: it pushes those receipts and renews; "
+                f"else the lease is taken after [team] orphan_grace, at {until}",
+            }
+        return {
+            **found,
+            "state": "expired",
+            "cause": f"{lease.holder} has not renewed it since {lease.expiry} "
+            "(its daemon stopped, or it handed the lease back)",
+            "next": "the owner's daemon, or a delegate's while the owner is away, "
+            "takes it at its next tick",
+        }
+
+
+def machine_id(root: Path) -> str:
+    """The stable id of this home's machine (``<home>/team/machine``, ``mc-`` and 20
+    random hex digits), created once, private; a lease and a receipt name it beside the
+    member's handle. A home copied to another machine copies it: run ``rm
+    <home>/team/machine`` on the copy so it gets its own."""
+    path = root / "machine"
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        found = ""
+    if _MACHINE.fullmatch(found):
+        return found
+    made = "mc-" + secrets.token_hex(10)
+    ensure_private_dir(root)
+    write_atomic(path, made.encode())
+    return made
+
+
+def _input_fps(
+    sessions: Sessions, local: str, turn: str, started: dict[str, Any]
+) -> dict[str, str]:
+    """``{input name: fingerprint}`` of what a turn's gather read: the spine carries only
+    the hash of the gather's result (``step.started{step: think, input}``), the result
+    itself (each staged input with its ``fingerprint``) is in the turn's body. Empty when
+    the body is gone (pruned)."""
+    try:
+        gathered = DiskBody(Bodies(sessions.home.session_dir(local))).get(
+            turn, str(started["gathered"])
+        )
+    except (KeyError, OSError, ValueError, LedgerError):
+        return {}
+    items = gathered.get("inputs") if isinstance(gathered, dict) else None
+    return {
+        str(i.get("name")): str(i["fingerprint"])
+        for i in items or ()
+        if isinstance(i, dict) and i.get("fingerprint")
+    }
+
+
+def _slot(key: str, team: str) -> datetime | None:
+    """The slot a team slot key (``<team id>@<timestamp>``) names, else None."""
+    head, _, rest = key.partition("@")
+    if head != team or not rest[:1].isdigit():
+        return None
+    try:
+        return parse_ts(rest)
+    except ValueError:
+        return None
 
 
 def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:

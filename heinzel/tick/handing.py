@@ -10,10 +10,8 @@ another process, and requests no running turn took.
 - `inbox_wakes`: the requests still pending for a Heinzelmännchen no process runs a turn of
   (a chat or a handed wake that came after the last poll, or whose process died after
   ``turn.requested``) become wakes: a chat an asked wake keyed ``<id>@<request id>``, a
-  handed wake its own. A request whose key a turn already has, or a chat a model request
-  received after its steer, is only taken, so each is delivered once; a chat steered into
-  a turn that ended before any model request (its process died before the follow-up turn
-  it owed) wakes, and one steered into a turn still open keeps its mark until it ends.
+  handed wake its own. A request whose key is claimed (a turn has it, or a turn was
+  steered with the chat: `Planner.taken`) is only taken, so each is delivered once.
   Requests are found by their marks (`Inbox.marked`), dropped once delivered. An
   unreadable request (HZH233) is reported and skips that Heinzelmännchen.
 """
@@ -24,11 +22,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from heinzel.session.open_turns import lock_held, steer_fates
+from heinzel.session.open_turns import lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.tick.isolate import isolated
-from ledger.spine import read_events
 from machines import keys
 from machines.keys import Wake
 
@@ -83,10 +80,7 @@ def inbox_wakes(
 def _pending(
     service: Sessions, heinzel: str, marked: Sequence[str], taken: Taken
 ) -> list[tuple[str, Wake, str]]:
-    """The requests pending for one Heinzelmännchen: taken, or wakes. A chat that was
-    taken because a turn was steered with it keeps its mark while that turn is open, and
-    wakes when the turn ended before any model request received it (a left steer whose
-    process died before the follow-up turn it owed)."""
+    """The requests pending for one Heinzelmännchen: taken (delivered), or wakes."""
     inbox = Inbox(service.home, heinzel)
     read = [(rid, inbox.read(rid)) for rid in marked]
     pending: list[tuple[Request, Wake]] = []
@@ -108,17 +102,13 @@ def _pending(
         else (r, w)
         for r, w in pending
     ]
-    chats = any(_chat_id(w) is not None for _, w in pending)
-    fates = steer_fates(read_events(service.home.spine_path(heinzel))) if chats else {}
     has = taken(w.key for _, w in pending)
     wakes = []
     for request, wake in pending:
-        fate = fates.get(_chat_id(wake) or "")
-        if wake.key in has or fate == "received" or (request.taken and fate is None):
+        # claimed; or a chat taken with no claim on record: steered before steers had keys
+        if wake.key in has or (request.kind == "chat" and request.taken):
             inbox.take(request.request_id, at=service.clock())
             inbox.unmark(request.request_id)
-        elif fate == "open":  # that turn's resume delivers it (or leaves it: seen again)
-            inbox.take(request.request_id, at=service.clock())
         else:
             wakes.append((heinzel, wake, request.at))
     return wakes

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from heinzel.session.retention import prune_cache, prune_heinzel
 from heinzel.session.sessions import Sessions
+from heinzel.store.inbox import Inbox
 from heinzel.tick.isolate import isolated
 from ledger.errors import HzError
 from ledger.event import format_ts
@@ -30,10 +31,10 @@ PER_TICK: Final = 8
 
 def housekeep(sessions: Sessions, now: datetime, errors: list[dict[str, Any]]) -> list[str]:
     """Prune the next `PER_TICK` Heinzelmännchen and, once a day, the source cache; the
-    names of the files deleted."""
+    names of the files deleted. Their inboxes' requests that lost their mark (a sender
+    killed between the two writes) are marked again first, whatever ``retention_days``,
+    so the next tick delivers them (`Inbox.remark`)."""
     days = sessions.settings.heinzel.retention_days
-    if days <= 0:
-        return []
     path = sessions.home.heinzel_dir / "housekeeping.json"
     state = _read(path)
     ids = sorted(sessions.home.session_ids())
@@ -41,13 +42,17 @@ def housekeep(sessions: Sessions, now: datetime, errors: list[dict[str, Any]]) -
     chosen = ([i for i in ids if i > after] + [i for i in ids if i <= after])[:PER_TICK]
     removed: list[str] = []
     for heinzel in chosen:
-        with isolated(sessions, heinzel, errors, "prune"):
-            removed += prune_heinzel(sessions, heinzel, now, days)
+        with isolated(sessions, heinzel, errors, "inbox"):
+            Inbox(sessions.home, heinzel).remark()
+        if days > 0:
+            with isolated(sessions, heinzel, errors, "prune"):
+                removed += prune_heinzel(sessions, heinzel, now, days)
     day = format_ts(now)[:10]
-    if state.get("cache_day") != day:
+    if days > 0 and state.get("cache_day") != day:
         with isolated(sessions, "source-cache", errors, "prune"):
             removed += prune_cache(sessions, now, days)
-    new = {"v": 1, "after": chosen[-1] if chosen else "", "cache_day": day}
+    pruned_day = day if days > 0 else state.get("cache_day")
+    new = {"v": 1, "after": chosen[-1] if chosen else "", "cache_day": pruned_day}
     if new != state:
         write_atomic(path, (json.dumps(new, sort_keys=True) + "\n").encode("utf-8"))
     return removed

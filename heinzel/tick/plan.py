@@ -175,7 +175,8 @@ class Planner:
 
     def taken(self, keys: Iterable[str]) -> dict[str, str]:
         """The state of the turn each key already has (``running``, ``waiting``,
-        ``finished``, ``skipped``), or ``observed`` for an approval key whose rejection
+        ``finished``, ``skipped``), ``steered`` for a chat's key a turn was steered with,
+        or ``observed`` for an approval key whose rejection
         was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and no
         pending draft of the same text is left; keys with neither are absent. So a
         handed approval wake of a rejected draft is taken, not woken every tick."""
@@ -192,6 +193,13 @@ class Planner:
         for key, state in rows:
             if states.get(key) not in ("finished", "skipped"):
                 states[key] = state
+        steered = self.db.execute(
+            f"SELECT DISTINCT key FROM keys WHERE kind = 'turn.steered' "  # noqa: S608
+            f"AND key IN ({marks})",
+            wanted,
+        ).fetchall()
+        for (key,) in steered:
+            states.setdefault(key, "steered")  # a chat delivered into a turn: never its own
         observed = self.db.execute(
             f"SELECT DISTINCT key FROM keys WHERE kind = 'approval.observed' "  # noqa: S608
             f"AND key IN ({marks})",

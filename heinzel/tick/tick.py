@@ -84,7 +84,7 @@ class TeamHook(Protocol):
         self, heinzel: str, wakes: Sequence[Wake], resumes: Sequence[tuple[str, str]]
     ) -> tuple[list[Wake], list[tuple[str, str]]]: ...
 
-    def claim(self, report: TickReport) -> set[str]: ...
+    def claim(self, report: TickReport, heinzels: Sequence[str]) -> set[str]: ...
 
     def started_data(self, heinzel: str) -> dict[str, Any] | None: ...
 
@@ -211,13 +211,18 @@ class Tick:
         for heinzel, wakes in list(plan.wakes.items()):
             plan.wakes[heinzel] = [w for w in wakes if w.key not in taken]
         if self.team is not None:
-            self._team_gate(plan, report)
+            self._team_gate(plan)
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
-        ids = self._not_busy(ids, plan, report)
+        busy = [i for i in ids if lock_held(self.service.home.session_dir(i) / "lock")]
+        ids = [i for i in ids if i not in busy]
         heights = planner.heights(ids)
         ids.sort(key=lambda i: (heights.get(i, 0), plan.since[i], i))
         limit = self.service.settings.heinzel.max_wakes_per_tick
         report.deferred = ids[limit:]
+        if self.team is not None:
+            for heinzel in self.team.claim(report, [*busy, *ids[:limit]]):
+                plan.wakes[heinzel] = []
+        self._hand(busy, plan, report)
         for heinzel in ids[:limit]:
             self._wake(
                 heinzel,
@@ -229,34 +234,28 @@ class Tick:
             )
         return report
 
-    def _not_busy(self, ids: list[str], plan: _Plan, report: TickReport) -> list[str]:
+    def _hand(self, busy: list[str], plan: _Plan, report: TickReport) -> None:
         """A Heinzelmännchen whose spine lock another process holds (a turn running there)
         is not waited for (HZL010): its new wakes are handed to that turn through the inbox
         (`heinzel.tick.handing.hand`: ``turn.requested``, one follow-up turn after it), and
         a due wait of it stays due for the next tick (``busy``)."""
-        free = []
-        for heinzel in ids:
-            if lock_held(self.service.home.session_dir(heinzel) / "lock"):
-                handed = hand(self.service, heinzel, plan.wakes.get(heinzel, []), report.errors)
-                if handed is not None:
-                    report.handed.append(handed)
-                if resumes := plan.resumes.get(heinzel):
-                    report.busy.append({"id": heinzel, "causes": sorted({w for _, w in resumes})})
-            else:
-                free.append(heinzel)
-        return free
+        for heinzel in busy:
+            handed = hand(self.service, heinzel, plan.wakes.get(heinzel, []), report.errors)
+            if handed is not None:
+                report.handed.append(handed)
+            if resumes := plan.resumes.get(heinzel):
+                report.busy.append({"id": heinzel, "causes": sorted({w for _, w in resumes})})
 
-    def _team_gate(self, plan: _Plan, report: TickReport) -> None:
-        """A team Heinzelmännchen runs only where the team hook says (its lease), and a
-        new slot only once its claim reached the team repository."""
+    def _team_gate(self, plan: _Plan) -> None:
+        """A team Heinzelmännchen runs only where the team hook says (its lease); its new
+        wakes are claimed later, only those that run this tick (after the busy and the
+        wake-limit filters), and a wake whose claim did not take waits."""
         assert self.team is not None
         for heinzel in plan.ids():
             wakes, resumes = self.team.admit(
                 heinzel, plan.wakes.get(heinzel, []), plan.resumes.get(heinzel, [])
             )
             plan.wakes[heinzel], plan.resumes[heinzel] = wakes, resumes
-        for heinzel in self.team.claim(report):
-            plan.wakes[heinzel] = []
 
     def _drafts(self, due: Due, plan: _Plan, report: TickReport) -> set[str]:
         """Ask the documents adapter for each placed draft; decided ones wake the learning
@@ -402,7 +401,7 @@ class Tick:
                 wakes = []
             for turn, woken_by in plan.resumes.get(heinzel, []):
                 if woken_by == "superseded":
-                    # its left chats keep their marks: the next tick wakes (and claims) them
+                    # chats queued for it keep their marks: the next tick wakes them
                     abandon_turn(self.service, heinzel, turn, "superseded")
                     report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
                     continue

@@ -6,12 +6,14 @@ Each message is first a request file (`heinzel.store.inbox`), then a spine line 
   message is the answer, as ``hz heinzel answer NAME "text"`` gives it (once per key); a
   chat after that is an ordinary chat.
 - ``chat`` while a turn runs in another process (its spine lock is held): the request
-  waits in the inbox and that turn's host delivers it at its next step boundary
-  (`heinzel.turns.delivery`: a steer in gather or think, a follow-up request after). While
-  a turn a dead process left is open: ``turn.steered{request_id, hash}`` in gather/think,
-  else ``turn.requested{cause: asked}`` keyed ``<id>@<request id>`` (the request stays
-  pending until a turn has that key); the tick's recovery delivers it. Otherwise: a new
-  turn of cause asked, run here.
+  waits in the inbox and that turn's host delivers it (`heinzel.turns.delivery`: a steer
+  before its next model request, a follow-up request after think). While a turn a dead
+  process left is open, it waits too: the tick's recovery resumes that turn, whose host
+  delivers it. Otherwise: a new turn of cause asked, run here, once the spine's lock is
+  free. The sender checks under the lock whether another turn claimed the request
+  meanwhile (a steer, or a turn with its key: `CLAIM_KINDS`); then it runs nothing and
+  says ``delivered into turn tn-...``. When the lock stays held past ``lock_timeout``, the
+  message is queued for that turn or the next tick, never to be sent again.
 - ``resume``: the waiting turn now, ``woken_by: asked``.
 - ``stop``: a turn running elsewhere gets a stop request in the inbox, honoured at its next
   step boundary; a turn a dead process left open ends ``abandoned stopped`` here.
@@ -31,6 +33,7 @@ from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.questions import open_asks
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request
+from ledger.errors import HzError
 
 if TYPE_CHECKING:
     from heinzel.tick.tick import TurnRunner
@@ -41,7 +44,24 @@ if TYPE_CHECKING:
 
 __all__ = ["Verbs"]
 
-STEERABLE = ("gather", "think")
+CLAIM_KINDS = ("turn.steered", "turn.started", "turn.skipped")
+"""The spine lines that claim a chat's delivery under its key: exactly one per chat."""
+QUEUED_BUSY = (
+    "queued: a turn runs in another process; it or the next tick delivers the message "
+    "(do not send it again)"
+)
+QUEUED_STOPPED = "queued: stopped before its turn started; the next tick delivers the message"
+QUEUED_OPEN = (
+    "queued: a turn a stopped process left is open; the next tick resumes it and delivers "
+    "the message (do not send it again)"
+)
+
+
+def _into(claim: tuple[str, str], when: str) -> dict[str, Any]:
+    """Where a chat went that another turn took: ``delivered into turn tn-...``."""
+    kind, turn = claim
+    how = "steered into it" if kind == "turn.steered" else "run by another process"
+    return {"turn": turn, "delivered": f"delivered into turn {turn} ({how} {when})"}
 
 
 class Verbs:
@@ -108,9 +128,7 @@ class Verbs:
         (``run=False``: leave that turn to the caller, who runs ``chat`` again with the
         same request id in another process, as the web head does)."""
         from machines import keys
-        from machines.fold import fold
         from machines.keys import Wake
-        from machines.spine_journal import SpineIndex, SpineJournal
 
         if not message.strip():
             raise HeinzelError("HZH235", "the message is empty", "say what you want changed")
@@ -134,62 +152,68 @@ class Verbs:
         self._refuse_held(row, "the message")
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
+        wake = Wake("asked", keys.asked(heinzel, request.request_id))
+        steered = self._claim(heinzel, wake.key, ("turn.steered",))
+        if steered is not None:  # sent again: it went into that turn, and nowhere else
+            Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
+            return {**base, **_into(steered, "before this was sent again")}
         turn = self._running(heinzel)
         asks = open_asks(self.service, heinzel)
         if asks and self.answer is not None and not (turn and self._elsewhere(heinzel)):
             return self._answered(heinzel, request, base, asks[0], run=run)
         if turn and self._elsewhere(heinzel):
             return {**base, "turn": turn, "delivered": "queued for the running turn"}
-        if turn:
-            with self.service.open_spine(heinzel) as spine:
-                journal = SpineJournal(spine, SpineIndex.scan(spine.path))
-                events = journal.turn_events(turn)
-                step = fold(turn, events).state
-                rid = request.request_id
-                if any(
-                    e.kind == "turn.steered" and e.data.get("request_id") == rid for e in events
-                ):
-                    # a process that resumed the turn while this one waited for the lock
-                    # steered it already (its resume delivers it): never a second time
-                    Inbox(self.service.home, heinzel).take(rid, at=self.service.clock())
-                    how = "steered"
-                elif step in STEERABLE:
-                    journal.append(
-                        "turn.steered",
-                        {"request_id": request.request_id, "hash": request.hash},
-                        turn=turn,
-                    )
-                    how = "steered"
-                    inbox = Inbox(self.service.home, heinzel)
-                    inbox.take(request.request_id, at=self.service.clock())
-                else:
-                    journal.append(
-                        "turn.requested",
-                        {"cause": "asked"},
-                        turn=turn,
-                        key=keys.asked(heinzel, request.request_id),
-                    )
-                    how = "requested"  # pending until a turn has its key
-            return {**base, "turn": turn, "delivered": how}
-        wake = Wake("asked", keys.asked(heinzel, request.request_id))
+        earlier = self._keyed_turn(heinzel, wake.key)
+        if turn and earlier is None:
+            # a turn a stopped process left open: the tick's recovery resumes it, and its
+            # host delivers the message (or, when the turn ends first, runs it after)
+            return {**base, "turn": turn, "delivered": QUEUED_OPEN}
         if not run:
             return {**base, "delivered": "a new turn", "key": wake.key, "started": False}
-        earlier = self._keyed_turn(heinzel, wake.key)
-        states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        try:
+            states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        except HzError as error:
+            if error.code != "HZL010":
+                raise
+            # another process held the lock all along: the message waits in the inbox
+            claim = self._claim(heinzel, wake.key)
+            if claim is None:
+                return {**base, "delivered": QUEUED_BUSY}
+            return {**base, **_into(claim, "while this waited for the lock")}
         if earlier is not None:
             # the request id was sent before and its turn is on record: say what the record
             # says (a turn a killed process left open is resumed above, not run twice)
             return self._already(heinzel, base, wake.key, earlier, resumed=bool(states))
-        own = self.service.read_db.execute(
-            "SELECT 1 FROM keys WHERE heinzel = ? AND key = ? AND kind IN (?, ?)",
-            [heinzel, wake.key, "turn.started", "turn.skipped"],
-        ).fetchone()
-        taken = Inbox(self.service.home, heinzel).read(request.request_id)
-        if own is None and taken is not None and taken.taken is not None:
-            # a turn that started while this waited for the lock was steered with it
-            return {**base, "delivered": "steered into the turn that ran meanwhile"}
+        claim = self._claim(heinzel, wake.key)
+        own = {getattr(state, "turn", None) for state in states}
+        if claim is None:  # stopped by a signal before its turn started: the tick runs it
+            return {**base, "delivered": QUEUED_STOPPED}
+        if claim[1] not in own:
+            # another process delivered it while this one waited for the lock
+            return {**base, **_into(claim, "while this waited for the lock")}
         ended = _ended(states[-1] if states else None)
         return {**base, "delivered": "a new turn", "key": wake.key, **ended, **self._filed(heinzel)}
+
+    def _claim(
+        self, heinzel: str, key: str, kinds: tuple[str, ...] = CLAIM_KINDS
+    ) -> tuple[str, str] | None:
+        """The spine line that claimed ``key``'s delivery, ``(kind, turn)``, or None: a
+        ``turn.steered`` or the ``turn.started`` / ``turn.skipped`` of a turn with the key
+        (one message, one turn: docs/turns-in-hz.md, "One message, one turn")."""
+        from ledger.spine import read_events
+
+        marks = ", ".join("?" for _ in kinds)
+        row = self.service.read_db.execute(
+            f"SELECT kind, line_offset FROM keys WHERE heinzel = ? AND key = ? "  # noqa: S608
+            f"AND kind IN ({marks}) ORDER BY seq LIMIT 1",
+            [heinzel, key, *kinds],
+        ).fetchone()
+        if row is None:
+            return None
+        path = self.service.home.spine_path(heinzel)
+        for event in read_events(path, from_offset=int(row[1])):
+            return str(row[0]), str(event.turn)
+        return None
 
     def _answered(
         self, heinzel: str, request: Request, base: dict[str, Any], asked: Event, *, run: bool
@@ -315,13 +339,7 @@ class Verbs:
                 "stop": "requested: it ends at its next step",
                 "request_id": request.request_id,
             }
-        left = abandon_turn(self.service, heinzel, turn, "stopped")
-        if left:  # chats steered into it that no model received: a turn of their own
-            from machines import keys
-            from machines.keys import Wake
-
-            wakes = [Wake("asked", keys.asked(heinzel, rid)) for rid in left]
-            self.runner.run_wakes(heinzel, wakes, adapters=self.adapters)
+        abandon_turn(self.service, heinzel, turn, "stopped")  # queued chats wait for the tick
         return {"name": row["name"], "turn": turn, "stop": "abandoned stopped"}
 
     def retry(self, ref: str, hint: str = "", *, request_id: str | None = None) -> dict[str, Any]:

@@ -26,8 +26,11 @@ def answer(
     proposal: str | None,
     *,
     adapters: Mapping[str, object],
+    resume: bool = True,
 ) -> dict[str, Any]:
-    """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes."""
+    """Answer a chat proposal: the inbox file, ``question.answered``, then the turn resumes
+    (``resume=False``: the caller resumes it elsewhere, as the web head's child process does;
+    a tick resumes it too, its wait's condition met)."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_questions(host.service, heinzel_id)
@@ -71,6 +74,8 @@ def answer(
         approved = first
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
         spine.append("question.answered", {"approved": approved}, turn=turn, key=key)
+    if not resume:
+        return {"name": name, "proposal": call_id, "approved": approved, "turn": turn}
     state = host.resume_turn(heinzel_id, turn, "answer", adapters=adapters)
     return {
         "name": name,

@@ -2,36 +2,33 @@
 
 A chat or a stop sent while another process runs the turn is only a request file
 (`heinzel.store.inbox`); this process holds the spine's lock, so it is the one writer that turns
-the request into a spine line, at its next step boundary and before each model request
-(`Delivery.poll`, called by `DeliveringSteps` and by the think step's ``steering()``):
+the request into a spine line (`Delivery.poll`, called by `DeliveringSteps` at each step
+boundary and by the think step's ``steering()`` right before each model request):
 
-- a chat during gather or think: `machines.Session.message` writes
-  ``turn.steered{request_id, hash}``, the text reaches the next model request, and the
-  request is taken; during outcome, act or finish it writes ``turn.requested{cause:
-  asked}`` keyed ``<id>@<request id>`` and the request stays pending until a turn has
-  that key (so a crash before the follow-up turn loses nothing: the tick wakes it);
+- a chat during gather or think waits for the next model request: there
+  `machines.Session.message` writes ``turn.steered{request_id, hash}`` under the chat's
+  key ``<id>@<request id>``, the text goes with that request, and the request is taken.
+  Never at a step boundary, so a steer always has a model request after it (a turn whose
+  think ends first gets the chat at its next boundary, as a request); during outcome, act
+  or finish it writes ``turn.requested{cause: asked}`` keyed ``<id>@<request id>`` and the
+  request stays pending until a turn has that key (so a crash before the follow-up turn
+  loses nothing: the tick wakes it);
 - a stop naming this turn: the running step is cancelled and the turn ends abandoned
-  ``stopped`` (a model request in flight too: `Delivery.stop_asked`, watched while the
-  model is asked); a stop naming another turn is stale and only taken;
+  ``stopped`` (stops are read before chats, so no chat is steered into a turn a stop
+  ends; a model request in flight is cancelled too: `Delivery.stop_asked`, watched while
+  the model is asked); a stop naming another turn is stale and only taken;
 - a wake the tick handed over (kind ``requested``, `Inbox.hand`): ``turn.requested{cause}``
   under the wake's own key, at any step; like a chat it stays pending until a turn has the
   key, and the follow-up turn runs it (approvals each in a turn of their own, `batches`).
 
-Idempotent by request id: a request whose key a turn already has, or that a turn already
-steered (this one; or another that is still open, as one a process was killed in before it
-took the request, whose resume delivers it; or one whose model received it), is taken and
-never journalled again. After the turn, `follow_ups`
-gives every requested cause (from the fold, so a resumed turn keeps those requested
-before a crash), the steers no model request received (also those of a turn the resume
-rules ended without running it: a chat steered into a turn a dead process left, which then
-timed out), and the chats that came after the last poll, for one follow-up turn.
-
-Exactly once (issue 11, finding 4): a chat sent while no turn runs starts its own turn,
-but the sender waits for the spine's lock, and a turn that started meanwhile may have
-steered it. `undelivered`, called by the host under the lock before it starts a turn,
-drops such a chat: a request steered into a turn that is still open (its resume
-delivers it) or whose model received it is delivered; only a steer that the turn ended
-without (a leftover) still becomes a turn of its own.
+One message, one turn: a chat's delivery is claimed by one spine line, written under the
+spine's lock, ``turn.steered`` or a ``turn.started``/``turn.skipped`` carrying its key
+(`CLAIMS`). A request whose key has a claim is only taken, never journalled again, and the
+key rule (`machines.keys.key_action`) starts no turn for a key a steer claimed, so a chat
+steered into one turn never runs in another, whoever holds the lock next. After the turn,
+`follow_ups` gives every requested cause (from the fold, so a resumed turn keeps those
+requested before a crash) and the chats that came after the last poll, for one follow-up
+turn.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ from typing import Any
 import structlog
 
 from heinzel.errors import HeinzelError
-from heinzel.session.open_turns import steer_fates
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.turns.failure import root_cause
@@ -59,7 +55,10 @@ __all__ = ["DeliveringSteps", "Delivery", "batches", "undelivered"]
 _log = structlog.get_logger("heinzel.turns.delivery")
 
 TURN_KINDS = frozenset({"turn.started", "turn.skipped"})
-"""A key with one of these has a turn: its request is delivered."""
+"""A key with one of these has a turn."""
+CLAIMS = TURN_KINDS | {"turn.steered"}
+"""A key with one of these is delivered: a turn has it, or a turn was steered with it."""
+STEERABLE = ("gather", "think")
 
 
 class Delivery:
@@ -80,15 +79,6 @@ class Delivery:
             for e in self.journal.turn_events(turn)
             if e.kind == "turn.steered"
         }
-
-    def _steered_elsewhere(self, pending: Sequence[Request]) -> set[str]:
-        """The pending chats already steered into a turn that is still open (a turn a dead
-        process left, killed before it took the request: its resume delivers them) or
-        whose model received them; a chat the turn ended without is not among them."""
-        chats = [r for r in pending if r.kind == "chat"]
-        if not chats:
-            return set()
-        return _steered_since(self.journal, self.heinzel, min(r.at for r in chats))
 
     def _kinds(self, request: Request) -> set[str]:
         key = keys.asked(self.heinzel, request.request_id)
@@ -124,41 +114,36 @@ class Delivery:
                 return request.request_id
         return None
 
-    def poll(self, *, stop: bool = True) -> None:
+    def poll(self, *, stop: bool = True, steer: bool = False) -> None:
         """Deliver what the inbox holds to the running turn; with ``stop``, a stop for it
         raises `asyncio.CancelledError`, which the machine ends as ``abandoned stopped``
-        (without, as after a step's work is done, the stop waits for the next boundary)."""
+        (without, as after a step's work is done, the stop waits for the next boundary).
+        ``steer``: a model request follows at once (the think step's ``steering()``), so a
+        chat may be steered; at a boundary a chat in gather or think waits for it."""
         run = self.session.running if self.session is not None else None
         if run is None:
             return
         if stop and self.interrupted() is not None:
             raise asyncio.CancelledError(f"stopped by {self.interrupted()}")
         pending = self._pending()
-        if not pending:
-            return
-        steered = self._steered(run.turn)
-        elsewhere: set[str] | None = None  # steered into another turn (read when needed)
+        for request in [r for r in pending if r.kind == "stop"]:
+            if request.message not in ("", run.turn):
+                self._take(request)
+            elif stop:
+                raise asyncio.CancelledError(f"stopped by {request.request_id}")
+        steered: set[str] | None = None  # this turn's steers, old lines without a key too
         for request in pending:
-            if request.kind == "stop":
-                if request.message not in ("", run.turn):
-                    self._take(request)
-                elif stop:
-                    raise asyncio.CancelledError(f"stopped by {request.request_id}")
-                continue
             if request.kind == "requested":
                 self._requested(request)
                 continue
             if request.kind != "chat":
                 continue
+            if steered is None:
+                steered = self._steered(run.turn)
             kinds = self._kinds(request)
-            if request.request_id in steered or kinds & TURN_KINDS:
+            if request.request_id in steered or kinds & CLAIMS:
                 self._take(request)
-                continue
-            if elsewhere is None:
-                elsewhere = self._steered_elsewhere(pending)
-            if request.request_id in elsewhere:
-                self._take(request)  # that turn (or its resume) delivers it
-            elif "turn.requested" in kinds:
+            elif "turn.requested" in kinds or (run.state.state in STEERABLE and not steer):
                 continue
             else:
                 key = keys.asked(self.heinzel, request.request_id)
@@ -180,33 +165,23 @@ class Delivery:
             self.session.request(Wake(wake[0], wake[1]))
 
     def follow_ups(self, states: Sequence[TurnState]) -> list[Wake]:
-        """The wakes for one follow-up turn after ``states`` ended: requested causes,
-        undelivered steers and chats that came after the last poll; stops of these turns
-        are taken, and chats whose key a turn already has too."""
+        """The wakes for one follow-up turn after ``states`` ended: requested causes and
+        chats that came after the last poll; stops of these turns are taken, and chats
+        already delivered (claimed) too."""
         wakes: list[Wake] = []
-        steered: set[str] = set()
         ended = {state.turn for state in states}
         for state in states:
             wakes += [Wake(str(r["cause"]), str(r["key"])) for r in state.requested if r["key"]]
-            steered |= self._steered(state.turn)
-        left = [s.request_id for s in self.session.leftover_steers()] if self.session else []
-        # a turn the resume rules ended before it ran again (timeout, max-resumes) was never
-        # driven here: the steers no model request received are in its fold only (a chat
-        # `hz heinzel chat` steered into the turn a dead process left)
-        left += [str(s.get("request_id")) for st in states if st.final for s in st.steered]
-        wakes += [Wake("asked", keys.asked(self.heinzel, rid)) for rid in dict.fromkeys(left)]
         for request in self._pending():
             stale = request.kind == "stop" and request.message in ended
-            if stale or (request.kind == "chat" and self._kinds(request) & TURN_KINDS):
+            if stale or (request.kind == "chat" and self._kinds(request) & CLAIMS):
                 self._take(request)
-            elif request.kind == "chat" and request.request_id not in steered:
+            elif request.kind == "chat":
                 wakes.append(Wake("asked", keys.asked(self.heinzel, request.request_id)))
             elif (wake := handed(request)) is not None:
                 wakes.append(Wake(*wake))
         return [
-            w
-            for w in order(wakes)
-            if not {e.kind for e in self.journal.key_events(w.key)} & TURN_KINDS
+            w for w in order(wakes) if not {e.kind for e in self.journal.key_events(w.key)} & CLAIMS
         ]
 
 
@@ -252,34 +227,10 @@ class DeliveringSteps:
         return result
 
 
-def undelivered(
-    journal: IndexedJournal, home: Home, heinzel_id: str, wakes: Sequence[Wake]
-) -> list[Wake]:
-    """``wakes`` without the asked wakes whose chat a turn was already steered with
-    (call it under the spine's lock, so no turn steers one after the check)."""
-    inbox = Inbox(home, heinzel_id)
-    chats: dict[str, Request] = {}
-    for wake in wakes:
-        rid = wake.key.split("@", 1)[1] if wake.cause == "asked" else ""
-        try:
-            request = inbox.read(rid) if rid.startswith("rq-") else None
-        except HeinzelError:
-            request = None
-        if request is not None and request.kind == "chat":
-            chats[wake.key] = request
-    if not chats:
-        return list(wakes)
-    since = min(r.at for r in chats.values())
-    delivered = _steered_since(journal, heinzel_id, since)
-    return [w for w in wakes if w.key not in chats or chats[w.key].request_id not in delivered]
-
-
-def _steered_since(journal: IndexedJournal, heinzel_id: str, since: str) -> set[str]:
-    """The request ids steered into a turn of ``heinzel_id`` that ran at or after
-    ``since`` and either received them (a model request came after) or is still open."""
-    rows = journal.db.execute(
-        "SELECT id FROM turns WHERE heinzel = ? AND (ended_at IS NULL OR ended_at >= ?)",
-        [heinzel_id, since],
-    ).fetchall()
-    events = [e for (turn,) in rows for e in journal.turn_events(str(turn))]
-    return {rid for rid, fate in steer_fates(events).items() if fate != "left"}
+def undelivered(journal: IndexedJournal, wakes: Sequence[Wake]) -> list[Wake]:
+    """``wakes`` without those whose key a steer already claimed (call it under the spine's
+    lock, so no turn steers one after the check): a chat steered into a turn while its
+    sender waited for the lock is delivered there, and runs no turn of its own."""
+    return [
+        w for w in wakes if not any(e.kind == "turn.steered" for e in journal.key_events(w.key))
+    ]

@@ -342,7 +342,7 @@ class TurnHost:
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             given = wakes
-            if len(kept := undelivered(journal, service.home, heinzel_id, wakes)) < len(wakes):
+            if len(kept := undelivered(journal, wakes)) < len(wakes):
                 if not kept:  # a turn was steered with each chat meanwhile: delivered once
                     return []
                 wakes = kept
@@ -351,7 +351,7 @@ class TurnHost:
                 wakes = []  # stopped while a resumed turn ran: the rest waits for the tick
             elif resumed:
                 # what the resumed turns' models received is delivered: no turn of its own
-                wakes = undelivered(journal, service.home, heinzel_id, wakes)
+                wakes = undelivered(journal, wakes)
             if own_extra and wakes and wakes is not given:
                 extra = asked_extra(wakes)
             turn = "tn-" + new_id(service.clock)[3:]
@@ -440,7 +440,7 @@ class TurnHost:
     ) -> tuple[list[TurnState], list[Wake]]:
         """Run a session whose steps deliver the inbox; what ran and the follow-up wakes."""
         delivery = Delivery(self.service.home, env.heinzel_id, journal, self.service.clock)
-        env.poll = delivery.poll
+        env.poll = lambda: delivery.poll(steer=True)  # right before a model request
         steps = DeliveringSteps(HeinzelSteps(env), delivery)
         session = Session(journal, env.body, steps, self._machine_settings(env))
         delivery.session = session

@@ -98,16 +98,20 @@ class Turns:
         proposal: str | None = None,
         *,
         adapters: Mapping[str, object] | None = None,
+        resume: bool = True,
     ) -> dict[str, Any]:
         """Answer a chat turn's proposed write (``hz heinzel answer``) and resume its turn:
-        an approved write happens once; a denied one is told to the model (HZH210-212)."""
+        an approved write happens once; a denied one is told to the model (HZH210-212).
+        ``resume=False`` only records the answer (the web head resumes in a child)."""
         from heinzel.turns.answer import answer
         from heinzel.turns.host import TurnHost
 
         service = self.sessions
         row = service.resolve(ref)
         chosen = self._adapters(adapters)
-        return answer(TurnHost(service), row["id"], approved, proposal, adapters=chosen)
+        return answer(
+            TurnHost(service), row["id"], approved, proposal, adapters=chosen, resume=resume
+        )
 
     def respond(
         self,

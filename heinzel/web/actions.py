@@ -5,6 +5,14 @@ ended turn) and the turn runs in a child process, ``python -m heinzel.web.action
 VERB``, as a chat's new turn does (`heinzel.web.background`): the answer comes at once, the
 turn takes the spine's lock as any ``hz`` process does, and a retry's hint reaches the child
 on its standard input, never in its arguments. The child's errors go to ``HOME/web/turns.log``.
+
+A proposed write answered from the page is the same: the request records the answer (the
+inbox file and ``question.answered``) and the turn it resumes goes on in a child, ``answer``
+with the turn's id on its standard input; if that child dies, the tick resumes the turn,
+its wait's condition met. A draft approved on the page (its tag line deleted, as ``hz
+approve`` does) has its learning turn run at once in a child, ``learn`` with the draft's key
+on its standard input: the approval wake the next tick would run, so the draft leaves
+"Waiting on you" without waiting for the tick, which still runs it if that child dies.
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
     row = service.resolve(ref)
     if verb in ("wake", "retry"):
         Lifecycle(str(row["state"])).fire("wake", row["name"])
+    team = app.team() if verb == "wake" else None
+    if team is not None:
+        team.check_asked(ref)  # HZH304: a team one runs only where its lease is
     db = service.read_db
     if verb == "resume":
         found = db.execute("SELECT 1 FROM waits WHERE heinzel = ? LIMIT 1", [row["id"]])
@@ -85,8 +96,28 @@ def spawn_verb(
     return child
 
 
+def learn(app: Any, heinzel_id: str, draft_key: str) -> None:
+    """Run the learning turn of an approved draft now, as the tick would: the approval wake
+    keyed by the draft's output and hash (the key rule keeps it to one turn, whoever runs
+    it first); a draft the index no longer has pending is left to the tick."""
+    from heinzel.turns.host import default_adapters
+    from machines import keys
+    from machines.keys import Wake
+
+    found = app.service.index.db.execute(
+        "SELECT output, hash FROM drafts WHERE heinzel = ? AND key = ? AND state = 'pending'",
+        [heinzel_id, draft_key],
+    ).fetchone()
+    if found is None:
+        return
+    key = keys.approval(heinzel_id, found[0] or "output", found[1] or "unhashed")
+    adapters = default_adapters(app.service.settings)
+    app.turns.run_wakes(heinzel_id, [Wake("approval", key)], adapters=adapters)
+
+
 def main(home: str, heinzel_id: str, verb: str) -> int:
-    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`)."""
+    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`), or go on with the
+    turn a proposed write's answer resumes (``answer``; the turn's id on stdin)."""
     from heinzel.app import App
     from ledger.errors import HzError
 
@@ -99,6 +130,13 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
             app.verbs().retry(heinzel_id, hint)
         elif verb == "resume":
             app.verbs().resume(heinzel_id)
+        elif verb == "learn":  # a draft approved on the page (its key on stdin)
+            learn(app, heinzel_id, hint)
+        elif verb == "answer":  # the answer is recorded; its turn (on stdin) goes on here
+            from heinzel.turns.host import TurnHost, default_adapters
+
+            adapters = default_adapters(app.service.settings)
+            TurnHost(app.service).resume_turn(heinzel_id, hint, "answer", adapters=adapters)
         else:
             print(f"unknown verb {verb!r}", file=sys.stderr)
             return 2

@@ -67,8 +67,10 @@ def create_app(
     )
     routes = [
         Route("/", views.listing),
+        Route("/events", views.list_events),
         Route("/h/{ref}", views.heinzel),
         Route("/h/{ref}/events", views.events),
+        Route("/h/{ref}/parts", views.parts),
         Route("/h/{ref}/turn/{turn}", views.turn),
         Route("/h/{ref}/turn/{turn}/reply", views.reply),
         Route("/h/{ref}/chat", views.chat, methods=["POST"]),

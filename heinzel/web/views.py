@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ TEMPLATES.env.filters["when"] = lambda ts: (
 )
 STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
 POLL = 0.2
+PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")
+"""The parts of a Heinzelmännchen's page that move with its spine (``templates/_NAME.html``)."""
+SAID = {"already-approved": "It is already approved: nothing more to do."}
+"""What a button without JavaScript came back to say (``?said=``), in fixed words."""
 
 
 class Views:
@@ -75,28 +80,89 @@ class Views:
             rows = self.app().service.listing(**wanted)
         except HzError as error:
             return self._error(request, error)
-        return self._page(request, "list.html", rows=rows, wanted=wanted)
+        return self._page(request, "list.html", rows=_render_rows(rows), wanted=wanted)
+
+    async def list_events(self, request: Request) -> Response:
+        """The list's rows (``event: rows``, rendered as the page renders them) now and
+        each time the index moved, with the same filters as the page."""
+        wanted = {k: request.query_params.get(k) or None for k in ("state", "artifact", "contract")}
+        try:
+            await run_in_threadpool(lambda: self.app().service.listing(**wanted))
+        except HzError as error:
+            return self._error(request, error)
+        return StreamingResponse(
+            self._list_stream(request, wanted),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def _list_stream(self, request: Request, wanted: dict[str, Any]) -> AsyncIterator[str]:
+        yield "retry: 1500\n\n"
+        shown = None
+        idle = 0.0
+        while not self.stopping() and not await request.is_disconnected():
+            moved = await run_in_threadpool(self._index_mark)
+            if moved != shown:
+                shown, idle = moved, 0.0
+                rows = await run_in_threadpool(lambda: self.app().service.listing(**wanted))
+                yield format_event("rows", _render_rows(rows))
+                continue
+            if idle >= self.idle_seconds and not await run_in_threadpool(self._running, None):
+                return
+            await asyncio.sleep(POLL)
+            idle += POLL
+
+    def _index_mark(self) -> tuple[Any, ...]:
+        """What changes whenever the index applies a line: each spine's last applied seq."""
+        db = self.app().service.index.db
+        found = db.execute("SELECT count(*), total(seq), max(at) FROM _watermarks").fetchone()
+        return tuple(found)
 
     def heinzel(self, request: Request) -> Response:
         """One Heinzelmännchen: contract and versions, turns, lessons, pending, verify, chat."""
         app = self.app()
         try:
-            data = app.service.show(request.path_params["ref"])
-            verified = app.service.verify(data["id"])[0]
+            context = self._heinzel_context(app, request.path_params["ref"])
         except HzError as error:
             return self._error(request, error)
         home = app.service.home
+        heinzel_id = context["h"]["id"]
         return self._page(
             request,
             "heinzel.html",
-            h=data,
-            verified=verified,
-            versions=_versions(home.contract_dir(data["id"])),
-            chats=_chats(Inbox(home, data["id"])),
-            seq=last_seq(home.spine_path(data["id"])),
-            questions=open_questions(app, data["id"]),
-            failure=_failure(home.session_dir(data["id"]), data["turns"]),
+            **context,
+            parts=_render_parts(self.keys.csrf, context),
+            versions=_versions(home.contract_dir(heinzel_id)),
+            chats=_chats(Inbox(home, heinzel_id)),
+            seq=last_seq(home.spine_path(heinzel_id)),
+            said=SAID.get(request.query_params.get("said", "")),
         )
+
+    def _heinzel_context(self, app: App, ref: str) -> dict[str, Any]:
+        """What the page's live parts show, read from the index (and the turn's cause)."""
+        data = app.service.show(ref)
+        return {
+            "h": data,
+            "verified": app.service.verify(data["id"])[0],
+            "questions": open_questions(app, data["id"]),
+            "failure": _failure(app.service.home.session_dir(data["id"]), data["turns"]),
+        }
+
+    def _parts(self, heinzel_id: str) -> dict[str, dict[str, str]]:
+        """The page's live parts (`PARTS`), each ``{html, hash}``: rendered as the page
+        renders it, and a short hash of that HTML, by which the page swaps only what moved."""
+        return _render_parts(self.keys.csrf, self._heinzel_context(self.app(), heinzel_id))
+
+    def parts(self, request: Request) -> Response:
+        """The live parts of a page as JSON (``{name: {html, hash}}``): what the page swaps
+        in after a button, without waiting for the next spine line."""
+        try:
+            row = self.app().service.resolve(request.path_params["ref"])
+            return JSONResponse(self._parts(str(row["id"])))
+        except HzError as error:
+            return JSONResponse(
+                {"code": error.code, "message": error.message, "hint": error.hint}, _status(error)
+            )
 
     def turn(self, request: Request) -> Response:
         """One turn: its lines, and from its body (while it exists) what it read, the model's
@@ -139,7 +205,8 @@ class Views:
         form = await request.form()
         ref = request.path_params["ref"]
         try:
-            result = await run_in_threadpool(call, self.app(), ref, form)
+            # this worker thread's App: an App's SQLite connections stay in their thread
+            result = await run_in_threadpool(lambda: call(self.app(), ref, form))
         except HzError as error:
             if request.headers.get("accept") == "application/json":
                 answer = {"code": error.code, "message": error.message, "hint": error.hint}
@@ -147,7 +214,9 @@ class Views:
             return self._error(request, error)
         if request.headers.get("accept") == "application/json":
             return JSONResponse(result)
-        return RedirectResponse(f"/h/{ref}", status_code=303)
+        already = isinstance(result, dict) and result.get("already")
+        said = "?said=already-approved" if already else ""
+        return RedirectResponse(f"/h/{ref}{said}", status_code=303)
 
     async def chat(self, request: Request) -> Response:
         """The sidebar's message, sent as ``hz heinzel chat`` sends it; a new turn it starts
@@ -163,18 +232,33 @@ class Views:
         return sent
 
     async def approve(self, request: Request) -> Response:
-        """``hz approve``: v1, the pending amendment, or a draft (its key in ``item``)."""
-        return await self._act(
-            request,
-            lambda app, ref, form: app.service.approve(str(form.get("item") or ref)),
-        )
+        """``hz approve``: v1, the pending amendment, or a draft (its key in ``item``). A
+        draft's learning turn starts at once in a child process (what the next tick would
+        run), so the page moves without waiting for the tick; approving what is already
+        approved (a second click) says so, never an error page."""
+
+        def approve(app: App, ref: str, form: Any) -> dict[str, Any]:
+            try:
+                done = app.service.approve(str(form.get("item") or ref))
+            except HzError as error:
+                if error.code != "HZH073":
+                    raise
+                return {"already": True, "message": error.message, "said": SAID["already-approved"]}
+            if "file" in done:  # a draft: its tag line is gone; the learning turn goes on
+                heinzel_id = str(done["approved"]).partition("@")[0]
+                self.start_verb(app.service.home.root, heinzel_id, "learn", str(done["approved"]))
+                done["started"] = True
+            return done
+
+        return await self._act(request, approve)
 
     async def decline(self, request: Request) -> Response:
         """``hz heinzel decline``: the pending amendment."""
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        """``hz heinzel answer``: yes or no to a proposed write (recorded here, its turn
+        going on in a child process, so the answer comes at once), or the words that answer
         a question the model asked (``text``, and ``question``: the asking turn)."""
 
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
@@ -182,7 +266,11 @@ class Views:
                 question = str(form.get("question") or "") or None
                 return app.turns.respond(ref, str(form.get("text")), question=question)
             proposal = str(form.get("proposal") or "") or None
-            return app.turns.answer(ref, form.get("said") == "yes", proposal)
+            said = form.get("said") == "yes"
+            done = app.turns.answer(ref, said, proposal, resume=False)
+            heinzel_id = str(app.service.resolve(ref)["id"])
+            self.start_verb(app.service.home.root, heinzel_id, "answer", str(done["turn"]))
+            return {**done, "started": True}
 
         return await self._act(request, answer)
 
@@ -243,6 +331,7 @@ class Views:
     ) -> AsyncIterator[str]:
         yield "retry: 1500\n\n"
         yield format_event("row", await run_in_threadpool(self._row, heinzel_id), start)
+        yield format_event("parts", await run_in_threadpool(self._parts, heinzel_id))
         offset = offset_after(path, start)
         idle = 0.0
         while not self.stopping() and not await request.is_disconnected():
@@ -252,6 +341,7 @@ class Views:
             if lines:
                 idle = 0.0
                 yield format_event("row", await run_in_threadpool(self._row, heinzel_id))
+                yield format_event("parts", await run_in_threadpool(self._parts, heinzel_id))
                 continue
             if idle >= self.idle_seconds and not await run_in_threadpool(self._running, heinzel_id):
                 return
@@ -262,15 +352,33 @@ class Views:
         row = self.app().service.queries.show(heinzel_id)
         return {k: row[k] for k in ("state", "pending", "next_due", "cost_today")}
 
-    def _running(self, heinzel_id: str) -> bool:
-        found = (
-            self.app()
-            .service.index.db.execute(
+    def _running(self, heinzel_id: str | None) -> bool:
+        """Whether a turn of ``heinzel_id`` (of any, for None) runs."""
+        db = self.app().service.index.db
+        if heinzel_id is None:
+            found = db.execute("SELECT 1 FROM turns WHERE state = 'running' LIMIT 1").fetchone()
+        else:
+            found = db.execute(
                 "SELECT 1 FROM turns WHERE heinzel = ? AND state = 'running' LIMIT 1", [heinzel_id]
-            )
-            .fetchone()
-        )
+            ).fetchone()
         return found is not None
+
+
+def _render_rows(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The list's rows rendered (``_rows.html``), with the hash of that HTML."""
+    html = TEMPLATES.get_template("_rows.html").render(rows=rows)
+    return {"html": html, "hash": hashlib.sha256(html.encode("utf-8")).hexdigest()[:16]}
+
+
+def _render_parts(csrf: str, context: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each of `PARTS` rendered from ``context``, with the first 16 hex digits of its
+    SHA-256 (the page's ``data-hash``)."""
+    rendered = {}
+    for name in PARTS:
+        html = TEMPLATES.get_template(f"_{name}.html").render({"csrf": csrf, **context})
+        digest = hashlib.sha256(html.encode("utf-8")).hexdigest()[:16]
+        rendered[name] = {"html": html, "hash": digest}
+    return rendered
 
 
 def _status(error: HzError) -> int:

@@ -3,6 +3,11 @@
 Two figures: a call on a server already running (what an agent pays per call), beside the
 whole `hz heinzel list --json` process; and a cold session (start ``hz mcp``, initialize, one
 call, close) beside the same command. Homes of 10 and 1,000 Heinzelmännchen.
+
+Then the time from starting ``hz mcp`` to its answer to ``initialize`` (what Claude Code
+waits for, at most ``MCP_CONNECT_TIMEOUT_MS``, 5 s by default), beside the SDK's own
+one-tool server started the same way, interleaved: the ratio says what hz adds to the SDK.
+Target: under a second on an idle machine.
 """
 
 from __future__ import annotations
@@ -43,6 +48,25 @@ def _cli(home: Path) -> float:
     return time.perf_counter() - start
 
 
+ONE_TOOL = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("one")
+@server.tool()
+def echo(text: str) -> str:
+    return text
+server.run("stdio")
+"""
+
+
+async def _initialize(command: str, args: list[str]) -> float:
+    """Seconds from starting the server to its answer to ``initialize``."""
+    params = StdioServerParameters(command=command, args=args)
+    start = time.perf_counter()
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return time.perf_counter() - start
+
+
 async def _mcp(home: Path, count: int) -> tuple[list[float], float]:
     params = StdioServerParameters(command=HZ, args=["mcp", "--home", str(home)])
     start = time.perf_counter()
@@ -79,3 +103,14 @@ def main() -> None:
                 f" `hz heinzel list --json` {cli * 1e3:7.1f} ms"
                 f" (ratio warm {warm_ms / (cli * 1e3):.2f}, cold {cold_ms / (cli * 1e3):.2f})"
             )
+    with tempfile.TemporaryDirectory() as tmp:
+        hz_times, sdk_times = [], []
+        for _ in range(ROUNDS):
+            hz_times.append(anyio.run(_initialize, HZ, ["mcp", "--home", tmp]))
+            sdk_times.append(anyio.run(_initialize, sys.executable, ["-c", ONE_TOOL]))
+        hz_ms, sdk_ms = statistics.median(hz_times) * 1e3, statistics.median(sdk_times) * 1e3
+        verdict = "PASS" if hz_ms < 1000 else "MISS"
+        print(
+            f"hz mcp start to initialize answered: {hz_ms:7.1f} ms; the SDK's one-tool server"
+            f" {sdk_ms:7.1f} ms (ratio {hz_ms / sdk_ms:.2f}); target under 1,000 ms: {verdict}"
+        )

@@ -218,3 +218,29 @@ class TestUnsettled:
         assert back.runs and back.new is not None
         assert (back.new.token, back.new.open) == (3, ("b",))
         assert Lease.from_message(back.new.to_message()) == back.new
+
+
+class TestMachines:
+    """A holder is a member's machine: the same handle on another machine is another
+    holder."""
+
+    def test_my_other_machine_holding_the_lease_is_not_me(self) -> None:
+        """Ana's desktop neither renews nor marks a lease her laptop holds, and takes it
+        with the next token once it expired; a lease without a machine (written before
+        leases named one) is still its handle's."""
+        held = Lease("ana", "2026-10-28T10:00:00.000Z", 3, machine="mc-" + "1" * 20)
+        args = dict(me="ana", owner="ana", delegates=("ben",), interval=HOUR, skew=SKEW)
+        desk = "mc-" + "2" * 20
+        assert decide(held, now=NOW, busy=False, machine=desk, **args).action == "none"
+        assert decide(held, now=NOW, busy=False, machine="mc-" + "1" * 20, **args).runs
+        later = decide(held, now=NOW + 3 * HOUR, busy=False, machine=desk, **args)
+        assert later.action == "take" and later.new is not None
+        assert (later.new.token, later.new.machine) == (4, desk)
+        legacy = Lease("ana", "2026-10-28T10:00:00.000Z", 3)
+        assert decide(legacy, now=NOW, busy=False, machine=desk, **args).action == "renew"
+        assert Lease.from_message(later.new.to_message()) == later.new
+
+    def test_a_receipt_names_its_machine_and_the_lint_admits_it(self) -> None:
+        """``machine`` is an envelope field holding an id."""
+        assert lint_record(receipt(machine="mc-" + "a" * 20), {"ana"}) == []
+        assert lint_record(receipt(machine="Ana's laptop"), {"ana"}) != []

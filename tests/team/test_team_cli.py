@@ -30,3 +30,56 @@ def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
     assert first.startswith("HZH301: the team repository: git fetch failed (fatal: ")
     assert "does not appear to be a git repository" in first
     assert hint.startswith("hint: ")
+
+
+def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path) -> None:
+    """`hz heinzel wake` of a team Heinzelmännchen on Ben's machine while Ana's holds the
+    lease is refused (HZH304, naming the holder) and starts no turn; on Ana's it runs."""
+    from datetime import timedelta
+
+    from .test_two_machines import START, team_of_two
+
+    _, ana, ben = team_of_two(tmp_path)
+    now = START + timedelta(hours=12)
+    ana.hz(now, "system", "daemon", "tick")
+    ben.hz(now, "system", "daemon", "tick")
+    refused = ben.hz(now, "heinzel", "wake", "daily-digest", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("HZH304: ") and "ana" in refused.stderr
+    spines = list((ben.root / "home" / "heinzel").glob("*/session.jsonl"))
+    assert not any('"turn.started"' in s.read_text(encoding="utf-8") for s in spines)
+    asked = ana.hz(now, "heinzel", "wake", "daily-digest", check=False)
+    assert "HZH304" not in asked.stderr
+
+
+def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(tmp_path: Path) -> None:
+    """A receipt refused because its handle was not on this machine's roster is listed by
+    `hz team status` with its reason, not offered while the roster still refuses it, and
+    once the handle is added, offered, put back by `hz team repush` and pushed by the
+    next tick."""
+    import json
+    from datetime import timedelta
+
+    from .test_two_machines import START, receipts, team_of_two
+
+    remote, ana, _ben = team_of_two(tmp_path)
+    now = START + timedelta(hours=12)
+    ana.hz(now, "system", "daemon", "tick")
+    [mine] = [r for r in receipts(remote) if r["kind"] == "turn.finished"]
+    refused = ana.root / "home" / "team" / "refused"
+    refused.mkdir(mode=0o700)
+    (refused / "000000000009.json").write_text(
+        json.dumps({**mine, "id": "rc-" + "9" * 24, "by": "cai"}), encoding="utf-8"
+    )
+    (refused / "000000000009.reason").write_text("by is not a roster handle", encoding="utf-8")
+    status = json.loads(ana.hz(now, "team", "status", "--json").stdout)
+    assert status["refusals"] == [
+        {"file": "000000000009.json", "reason": "by is not a roster handle", "repushable": False}
+    ]
+    with ana.config.open("a", encoding="utf-8") as config:
+        config.write('members = ["ana", "ben", "cai"]\n')
+    assert "hz team repush" in ana.hz(now, "team", "status").stdout
+    ana.hz(now, "team", "repush")
+    assert not list(refused.glob("*.json"))
+    ana.hz(now + timedelta(hours=1), "system", "daemon", "tick")
+    assert "rc-" + "9" * 24 in {r["id"] for r in receipts(remote)}

@@ -5,6 +5,7 @@ lease the tick took is shown at once."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from datetime import datetime, timedelta
@@ -84,6 +85,11 @@ def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Pa
         "turn.finished",
     ]
     assert not any("notes.md" in json.dumps(r) for r in found)
+    # the drafting turn's receipt carries the fingerprint of the input it read
+    [slot_turn] = [r for r in found if r["kind"] == "turn.finished" and r["cause"] == "schedule"]
+    fps = slot_turn["input_fps"]
+    assert isinstance(fps, list) and len(fps) == 1
+    assert re.fullmatch(r"(sha256:)?[0-9a-f]{64}", str(fps[0]))
     assert not list((ana.root / "home" / "team" / "refused").glob("*"))
     lint = ana.hz(slot, "team", "lint", "--json")
     assert json.loads(lint.stdout) == {"ok": True, "problems": []}

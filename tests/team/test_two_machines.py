@@ -46,8 +46,8 @@ def ts(moment: datetime) -> str:
 class Machine:
     """One user's home and config, run as `hz` subprocesses at a given HZ_NOW."""
 
-    def __init__(self, root: Path, handle: str, remote: Path) -> None:
-        self.root = root / handle
+    def __init__(self, root: Path, handle: str, remote: Path, name: str | None = None) -> None:
+        self.root = root / (name or handle)
         self.root.mkdir()
         self.config = self.root / "config.toml"
         self.config.write_text(
@@ -153,8 +153,8 @@ def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
     tmp_path: Path,
 ) -> None:
     """Ana's daemon dies right after Monday's final turn event is durable (its receipt not
-    yet pushed) and then sleeps for a day: Ben's daemon does not run Monday again (Ana's
-    claim on the lease is unsettled), Ana's return pushes the receipt under her token,
+    yet pushed) and then sleeps until Tuesday morning: Ben's daemon does not run Monday
+    again (Ana's claim on the lease is unsettled), Ana's return pushes the receipt under her token,
     and each of three days' slots runs once."""
     remote, ana, ben = team_of_two(tmp_path)
     now = START + timedelta(hours=12)  # Monday noon, the 09:00 slot is due
@@ -162,7 +162,8 @@ def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
     crashed = ana.hz(now, "system", "daemon", "tick", check=False, HZ_CRASH_AT="after:turn.skipped")
     assert crashed.returncode == 137
     assert ana.started() == [ts(START + timedelta(hours=9)).replace("Z", ".000Z")]
-    back = START + timedelta(days=1, hours=12)  # Ana's laptop wakes on Tuesday noon
+    # Ana's laptop wakes on Tuesday 06:00, before Tuesday's slot settles Monday's claim
+    back = START + timedelta(days=1, hours=6)
     while now < START + timedelta(days=3):
         now += STEP
         ben.hz(now, "system", "daemon", "tick")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -57,6 +58,7 @@ class Recorder:
         adapters: Mapping[str, object],
         staged: TickFetch | None = None,
     ) -> list[Any]:
+        """The turn it wrote, as the host returns what it ran."""
         cache = SourceCache.of(self.service.home)
         self.staged_seen.append(
             [cache.get(s.key) is not None for s in (staged.staged if staged else [])]
@@ -78,7 +80,7 @@ class Recorder:
                 turn=turn,
                 key=wakes[0].key,
             )
-        return []
+        return [SimpleNamespace(turn=turn, state="finished", disposition="drafted")]
 
     def resume_turn(
         self, heinzel_id: str, turn: str, woken_by: str, *, adapters: Mapping[str, object]

@@ -9,6 +9,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,9 @@ from typing import Any
 from heinzel.config import load_settings
 from heinzel.service import Service
 from heinzel.store.home import Home
+from ledger.event import Event
+from ledger.reading import read_events
+from machines.journal import wake_keys
 from tests import forkhz
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,3 +84,25 @@ def tick(root: Path, **extra: str) -> dict[str, Any]:
     assert "Traceback" not in done.stderr, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return report
+
+
+def chat_claims(root: Path, heinzel: str) -> Counter[str]:
+    """Per chat request id, the spine lines that claim its delivery: each ``turn.steered``
+    naming it and each ``turn.started`` (or a lone ``turn.skipped``) carrying its key
+    ``<id>@<request id>`` (one message, one turn: exactly one per chat,
+    docs/turns-in-hz.md)."""
+    return claims_in(read_events(Home(root / "home").spine_path(heinzel)), heinzel)
+
+
+def claims_in(events: Iterable[Event], heinzel: str) -> Counter[str]:
+    """`chat_claims` over ``events`` of ``heinzel``'s spine."""
+    found: Counter[str] = Counter()
+    for event in events:
+        if event.kind == "turn.steered":
+            found[str(event.data.get("request_id"))] += 1
+        elif event.kind in ("turn.started", "turn.skipped"):
+            for key in wake_keys(event.data, event.key):
+                owner, _, rid = key.partition("@")
+                if owner == heinzel and rid.startswith("rq-"):
+                    found[rid] += 1
+    return found

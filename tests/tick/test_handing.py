@@ -11,6 +11,7 @@ from heinzel.service import Service
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox
 from heinzel.tick.handing import hand, inbox_wakes
+from heinzel.tick.plan import Planner
 from machines import keys
 from machines.keys import Wake
 
@@ -48,9 +49,11 @@ def test_a_handed_wake_of_a_steered_chat_is_taken_not_woken_again(tmp_path: Path
     inbox.write("rq-chat1", "chat", "also this", at=CREATED)
     inbox.take("rq-chat1", at=CREATED)
     handed = inbox.hand("asked", f"{heinzel}@rq-chat1", at=CREATED)
-    service.append(heinzel, "turn.steered", {"request_id": "rq-chat1", "hash": "sha256:x"})
+    steer = {"request_id": "rq-chat1", "hash": "sha256:x"}
+    service.append(heinzel, "turn.steered", steer, key=f"{heinzel}@rq-chat1")
     errors: list[dict[str, Any]] = []
-    assert inbox_wakes(service, set(), lambda keys: {}, errors) == []
+    taken = Planner(service.index.db).taken  # the steer claims the chat's key
+    assert inbox_wakes(service, set(), taken, errors) == []
     assert errors == []
     again = inbox.read(handed.request_id)
     assert again is not None

@@ -116,30 +116,28 @@ class TestChat:
         assert service.home.spine_path(heinzel).read_bytes() == before
         assert [r.message for r in Inbox(service.home, heinzel).pending("chat")] == ["shorter"]
 
-    @pytest.mark.parametrize(
-        ("triggers", "kind"),
-        [(("gathered",), "turn.steered"), (("gathered", "thought", "decided"), "turn.requested")],
-    )
-    def test_an_open_turn_is_steered_in_think_and_requested_in_act(
+    @pytest.mark.parametrize("triggers", [("gathered",), ("gathered", "thought", "decided")])
+    def test_an_open_turn_a_dead_process_left_gets_it_through_the_inbox(
         self,
         tmp_path: Path,
         service: Service,
         recorder: Recorder,
         adapters: dict[str, object],
         triggers: tuple[str, ...],
-        kind: str,
     ) -> None:
-        """In think a turn.steered line (taken); in act a turn.requested line (pending
-        until a turn has its key)."""
+        """In think or act alike: nothing is appended (no steer that no model request would
+        follow), the request waits for the tick's recovery of that turn, and the answer
+        says so without asking to send it again."""
         heinzel = approved(service, contract(tmp_path, "open", schedule=None))
         open_turn(service, heinzel, *triggers)
+        before = service.home.spine_path(heinzel).read_bytes()
         answer = Verbs(service, recorder, adapters).chat("open", "shorter")
-        last = service.home.spine_path(heinzel).read_text().splitlines()[-1]
-        assert f'"kind":"{kind}"' in last
-        assert "shorter" not in last
-        assert answer["delivered"] in {"steered", "requested"}
+        assert service.home.spine_path(heinzel).read_bytes() == before
+        assert answer["delivered"].startswith("queued: a turn a stopped process left is open")
+        assert answer["turn"] == "t-open"
         pending = [r.request_id for r in Inbox(service.home, heinzel).pending()]
-        assert pending == ([] if kind == "turn.steered" else [answer["request_id"]])
+        assert pending == [answer["request_id"]]
+        assert recorder.calls == []
 
 
 class TestResumeStopRetry:

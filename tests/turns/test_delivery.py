@@ -255,7 +255,7 @@ def test_two_chats_at_once_are_each_delivered_once(
     for chat in chats:
         out, err = chat.communicate(timeout=120)
         assert chat.returncode == 0, err
-        assert "steered into the turn that ran meanwhile" in out
+        assert f"delivered: delivered into turn {turn} (steered into it" in out
     started = _events(service, heinzel_id, "turn.started")
     assert [e.turn for e in started] == [turn]
     steered = [e.data["request_id"] for e in _events(service, heinzel_id, "turn.steered")]

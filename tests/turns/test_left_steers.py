@@ -1,5 +1,7 @@
-"""A chat steered into a turn a dead process left, when the resume rules then end that turn
-before any model request received it: the chat becomes a turn of its own, never lost."""
+"""A chat sent while a turn a dead process left is open, when the resume rules then end that
+turn: the chat waits in the inbox (never steered into a turn no model request may follow),
+so it becomes a turn of its own, once, never lost; and a chat a turn was steered with never
+runs in another (one message, one turn)."""
 
 from __future__ import annotations
 
@@ -52,20 +54,21 @@ def killed_in_think(
     return run
 
 
-def steered(run: Run) -> dict[str, Any]:
-    """`hz heinzel chat --json` of TEXT, steered into the turn the killed process left: its
-    reply."""
+def queued(run: Run) -> dict[str, Any]:
+    """`hz heinzel chat --json` of TEXT while the turn the killed process left is open: its
+    reply (queued for that turn's recovery, nothing appended)."""
     chat = run("heinzel", "chat", "notes-digest", TEXT, "--json")
     assert chat.returncode == 0, chat.stderr
     sent: dict[str, Any] = json.loads(chat.stdout)
-    assert sent["delivered"] == "steered"
+    assert sent["delivered"].startswith("queued: a turn a stopped process left is open")
     return sent
 
 
 def ran_alone(service: Any, heinzel_id: str, sent: dict[str, Any], reason: str) -> None:
-    """The steered turn ended (``reason``) and the chat ran in one drafted turn of its own,
-    with its text; nothing is left in the inbox."""
+    """The open turn ended (``reason``) and the chat ran in one drafted turn of its own,
+    with its text, and was steered nowhere; nothing is left in the inbox."""
     events = list(read_events(service.home.spine_path(heinzel_id)))
+    assert [e for e in events if e.kind == "turn.steered"] == []
     ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
     assert ended[sent["turn"]]["reason"] == reason
     key = f"{heinzel_id}@{sent['request_id']}"
@@ -75,32 +78,51 @@ def ran_alone(service: Any, heinzel_id: str, sent: dict[str, Any], reason: str) 
     assert Inbox(service.home, heinzel_id).pending() == []
 
 
+def steered_once(service: Any, heinzel_id: str, sent: dict[str, Any]) -> None:
+    """The chat went into the open turn, once: one steer, which a model request of that turn
+    received (its text is in the turn's body), no turn of its own; the turn drafted."""
+    events = list(read_events(service.home.spine_path(heinzel_id)))
+    [steer] = [e for e in events if e.kind == "turn.steered"]
+    assert (steer.turn, steer.data["request_id"]) == (sent["turn"], sent["request_id"])
+    after = events[events.index(steer) + 1 :]
+    assert any(e.kind == "model.request" and e.turn == steer.turn for e in after)
+    key = f"{heinzel_id}@{sent['request_id']}"
+    assert [e for e in events if e.kind == "turn.started" and key in wake_keys(e.data, e.key)] == []
+    ended = {e.turn: e.data for e in events if e.kind == "turn.finished"}
+    assert ended[sent["turn"]]["disposition"] == "drafted"
+    assert TEXT in (service.home.turns_dir(heinzel_id) / f"{sent['turn']}.jsonl").read_text()
+    assert Inbox(service.home, heinzel_id).pending() == []
+    assert Inbox.marked(service.home) == {}
+
+
 @pytest.mark.kill
-def test_a_chat_steered_into_a_dead_turn_that_times_out_runs_a_turn_of_its_own(
+def test_a_chat_queued_for_a_dead_turn_is_steered_into_its_recovery_once(
     make_service: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """Killed in think; an hour later `hz heinzel chat` steers into the open turn, and the
-    tick's recovery ends it abandoned (timeout) without a model request: the follow-up turn
-    has the chat's key and its text, and the inbox is empty."""
+    """Killed in think; an hour later `hz heinzel chat` queues for the open turn (nothing
+    appended, so the turn's running time is not stretched to the chat's hour); the tick's
+    recovery resumes it and steers the chat before its next model request; a second tick
+    finds nothing left."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
-    sent = steered(run)
-    ticked = run("system", "daemon", "tick", "--json")  # exit 1: a turn ended abandoned
-    assert "HZH222" in ticked.stderr and "Traceback" not in ticked.stderr, ticked.stderr
-    ran_alone(service, heinzel_id, sent, "timeout")
+    sent = queued(run)
+    for _ in range(2):
+        ticked = run("system", "daemon", "tick", "--json")
+        assert ticked.returncode == 0 and "Traceback" not in ticked.stderr, ticked.stderr
+    steered_once(service, heinzel_id, sent)
 
 
 @pytest.mark.kill
-def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its_own(
+def test_a_chat_queued_for_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its_own(
     make_service: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """Killed in think; `hz heinzel chat` steers into the open turn and `hz heinzel stop` ends
-    it abandoned (stopped) before a model request received the chat: the chat then runs in a
-    turn of its own, as it would after a live turn's stop; a tick after finds nothing left."""
+    """Killed in think; `hz heinzel chat` queues for the open turn and `hz heinzel stop` ends
+    it abandoned (stopped): the chat then runs in a turn of its own (the tick's), as it
+    would after a live turn's stop."""
     service, heinzel_id, _ = make_service()
     # the real `hz` executable, as a person types chat, stop and the tick
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z", execd=True)
-    sent = steered(run)
+    sent = queued(run)
     stopped = run("heinzel", "stop", "notes-digest")
     assert stopped.returncode == 0, stopped.stderr
     ticked = run("system", "daemon", "tick", "--json")
@@ -109,22 +131,24 @@ def test_a_chat_steered_into_a_dead_turn_that_is_then_stopped_runs_a_turn_of_its
 
 
 @pytest.mark.kill
-def test_a_left_steer_survives_the_process_that_ended_its_turn_being_killed(
+def test_a_chat_steered_into_a_recovery_that_is_killed_is_delivered_by_the_next_once(
     make_service: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """As the first test, but the tick that ends the dead turn (timeout) is killed right after
-    `turn.finished`, before its follow-up turn: the next tick runs the chat in a turn of its
-    own (its request stays marked until a turn has it), once."""
+    """As the first test, but the recovering tick is killed right after its `turn.steered`
+    (the claim), before the model request: the next tick resumes that turn again and its
+    model receives the chat; nothing steers it again or runs it in a turn of its own."""
     service, heinzel_id, _ = make_service()
-    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T15:00:00Z")
-    sent = steered(run)
-    killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:turn.finished")
+    run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
+    sent = queued(run)
+    killed = run("system", "daemon", "tick", HZ_CRASH_AT="after:turn.steered")
     assert killed.returncode == 137, killed.stderr
+    again = run("heinzel", "chat", "notes-digest", TEXT, "--request-id", sent["request_id"])
+    assert again.returncode == 0, again.stderr
+    assert f"delivered into turn {sent['turn']}" in again.stdout
     for _ in range(2):
         ticked = run("system", "daemon", "tick", "--json")
-        assert "Traceback" not in ticked.stderr, ticked.stderr
-    ran_alone(service, heinzel_id, sent, "timeout")
-    assert Inbox.marked(service.home) == {}
+        assert ticked.returncode == 0 and "Traceback" not in ticked.stderr, ticked.stderr
+    steered_once(service, heinzel_id, sent)
 
 
 @pytest.mark.kill
@@ -172,25 +196,24 @@ def test_wakes_that_resume_a_dead_turn_start_no_turn_for_a_chat_it_received(
     steered = [(e.turn, e.data["request_id"]) for e in events if e.kind == "turn.steered"]
     assert steered == [(resumed, "rq-second")]
     second = keys.asked(heinzel_id, "rq-second")
-    assert [e.turn for e in events if second in wake_keys(e.data, e.key)] == []
+    started = [e for e in events if e.kind == "turn.started"]
+    assert [e.turn for e in started if second in wake_keys(e.data, e.key)] == []
     body = (service.home.turns_dir(heinzel_id) / f"{resumed}.jsonl").read_text()
     assert TEXT in body
     assert Inbox(service.home, heinzel_id).pending() == []
 
 
 @pytest.mark.kill
-def test_a_chat_steered_into_a_dead_turn_that_is_then_superseded_runs_a_turn_of_its_own(
+def test_a_chat_queued_for_a_dead_turn_that_is_then_superseded_runs_a_turn_of_its_own(
     make_service: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """Killed in think; `hz heinzel chat` steers into the open turn, which the tick's team
-    gate then ends abandoned (superseded: another machine's receipt has its slot) before a
-    model request received the chat: the chat keeps its inbox mark and the next tick runs
-    it in a turn of its own (then claimed like any new wake), once, never lost."""
+    """Killed in think; `hz heinzel chat` queues for the open turn, which the tick's team
+    gate then ends abandoned (superseded: another machine's receipt has its slot): the chat
+    keeps its inbox mark and the next tick runs it in a turn of its own, once, never lost."""
     service, heinzel_id, _ = make_service()
     run = killed_in_think(service, heinzel_id, tmp_path, "2026-10-30T14:01:00Z")
-    sent = steered(run)
-    left = abandon_turn(service, heinzel_id, sent["turn"], "superseded")  # as Tick._wake does
-    assert left == [sent["request_id"]]
+    sent = queued(run)
+    abandon_turn(service, heinzel_id, sent["turn"], "superseded")  # as Tick._wake does
     assert sent["request_id"] in Inbox.marked(service.home)[heinzel_id]
     for _ in range(2):
         ticked = run("system", "daemon", "tick", "--json")

@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from heinzel.app import App
+from heinzel.web.actions import spawn_verb
 from heinzel.web.background import spawn_chat_turn
 from heinzel.web.server import create_app
 
@@ -75,11 +76,15 @@ def children() -> Iterator[list[subprocess.Popen[bytes]]]:
 def web_app(
     home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str] | None = None
 ) -> Starlette:
-    """The web head over ``home``; each chat turn's child process is kept in ``children``."""
+    """The web head over ``home``; each child process it starts for a turn (a chat's, a
+    button's, an answer's) is kept in ``children``."""
     env = env or demo_env(home)
 
     def start(root: Path, heinzel: str, request_id: str) -> None:
         children.append(spawn_chat_turn(root, heinzel, request_id, env))
+
+    def start_verb(root: Path, heinzel: str, verb: str, hint: str) -> None:
+        children.append(spawn_verb(root, heinzel, verb, hint, env))
 
     return create_app(
         lambda: App.from_environment(str(home), env),
@@ -87,6 +92,7 @@ def web_app(
         hosts=["testserver"],
         idle_seconds=0,
         start_turn=start,
+        start_verb=start_verb,
     )
 
 

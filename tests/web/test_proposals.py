@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,11 @@ def proposed(
 
 @pytest.mark.parametrize(("said", "state"), [("yes", "paused"), ("no", "waiting")])
 def test_the_page_answers_a_proposed_write(
-    proposed: tuple[TestClient, str, dict[str, str]], home: Path, said: str, state: str
+    proposed: tuple[TestClient, str, dict[str, str]],
+    home: Path,
+    children: list[subprocess.Popen[bytes]],
+    said: str,
+    state: str,
 ) -> None:
     """The page shows the proposed write with Approve / Deny; Approve pauses it once, Deny
     leaves it waiting on its draft as before; either way the turn ends, the question answered."""
@@ -100,6 +105,7 @@ def test_the_page_answers_a_proposed_write(
     assert "It asks before a write: <strong>pause</strong>" in page and 'value="no"' in page
     answered = _post(client, f"/h/{hid}/answer", {"said": said})
     assert answered.status_code == 303, answered.text  # type: ignore[attr-defined]
+    assert children[-1].wait(timeout=120) == 0  # the answered turn went on in a child
     row = _show(hid, env)
     assert row["state"] == state
     events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
@@ -194,3 +200,50 @@ def test_the_page_approves_or_declines_an_amendment_hz_heinzel_amend_filed(
     amendments = _show(hid, env)["amendments"]
     assert amendments[-1]["state"] == after, amendments
     assert "Approve amendment" not in client.get(f"/h/{hid}").text
+
+
+class SlowAnswerModel(PausingModel):
+    """Proposes ``pause`` at once; the request that carries the answer (the tool's return)
+    waits until ``answered`` is set, so a test sees the resumed turn still on the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered = threading.Event()
+        self.resumed = threading.Event()
+
+    def script(self, body: dict[str, Any], n: int) -> Any:
+        if body["messages"][-1].get("role") == "tool":
+            self.resumed.set()
+            self.answered.wait(timeout=60)
+        return super().script(body, n)
+
+
+def test_approving_a_proposed_write_returns_while_its_turn_goes_on(
+    home: Path, children: list[subprocess.Popen[bytes]]
+) -> None:
+    """Approve answers at once: the answer is recorded (the question answered in the index)
+    and the resumed turn runs in a child process, still waiting on the model when the POST
+    has returned; then it ends and the write happened once."""
+    model = SlowAnswerModel()
+    try:
+        model.gate.set()
+        env = model.env(demo_env(home))
+        hid = heinzel_id(home)
+        with _client(home, children, env) as client:
+            sent = _post(client, f"/h/{hid}/chat", {"text": "pause it please"}, json=True)
+            assert sent.status_code == 200, sent.text  # type: ignore[attr-defined]
+            assert children[0].wait(timeout=120) == 0
+            answered = _post(client, f"/h/{hid}/answer", {"said": "yes"}, json=True)
+            assert answered.status_code == 200, answered.text  # type: ignore[attr-defined]
+            assert answered.json()["started"] is True  # type: ignore[attr-defined]
+            assert model.resumed.wait(timeout=60), "the answered turn never went on"
+            assert not model.answered.is_set()
+            assert len(_running(home, hid, env)) == 1  # the turn goes on after the POST
+            assert "question.answered" in _kinds(home, hid)
+            model.answered.set()
+            assert children[-1].wait(timeout=120) == 0
+        assert _kinds(home, hid).count("heinzel.paused") == 1
+        assert not _running(home, hid, env)
+    finally:
+        model.answered.set()
+        model.close()

@@ -184,7 +184,7 @@ class TestChatAndEvents:
         assert lines and lines[0]["seq"] == seq + 1
         assert "turn.started" in [line["kind"] for line in lines]
         fresh = _events(client.get(f"/h/{hid}/events").text)
-        assert [kind for kind, _, _ in fresh] == ["row"]
+        assert [kind for kind, _, _ in fresh] == ["row", "parts"]  # the current row, no line
 
     def test_a_refused_chat_answers_its_code_message_and_hint(self, client: TestClient) -> None:
         """The sidebar's JSON answer to a coded error carries the hint the command prints,
@@ -242,7 +242,7 @@ def test_a_page_far_behind_gets_the_backlog_not_the_spine(
     seqs = [data["seq"] for kind, _, data in sent if kind == "line"]
     assert seqs == list(range(last - 4, last + 1))
     ahead = _events(client.get(f"/h/{hid}/events", headers={"Last-Event-ID": "99999"}).text)
-    assert [kind for kind, _, _ in ahead] == ["row"]
+    assert [kind for kind, _, _ in ahead] == ["row", "parts"]
 
 
 def test_dismissing_a_lesson_is_hz_heinzel_dismiss(client: TestClient, home: Path) -> None:

@@ -1,0 +1,315 @@
+"""``make soak-team``: team Heinzelmännchen for a simulated month under failures.
+
+Five homes (each a member's daemon) against one bare team repository, a hundred team
+Heinzelmännchen on mixed schedules (daily, weekdays, twice a day) owned round-robin and
+delegated to the other four, ticking together every six simulated hours through
+``HZ_NOW``, with: seeded random SIGKILLs of ticks (the timer's next run follows at once),
+one member away each day (a pause past its leases' expiry), one member's clock ahead by
+20 s (within the default ``max_skew`` of 30 s), and one hostile push halfway (a forged
+``turn.finished`` with a token no lease granted, and a line by a handle off the roster).
+
+Printed: slots due, slots run exactly once, doubles, slots coalesced into a later one (a
+slot that fell inside the lease of a member who went away: the latest-slot rule runs only
+the later one), slots lost (neither it nor a later one ran), pushes per hour,
+``hz/state``'s bytes, ``hz team lint``'s time each week, and the worst time a slot waited
+for its turn to start. ``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
+``HZ_SOAK_TEAM_SEED`` (7), ``HZ_SOAK_TEAM_KILLS`` (a tick's kill chance, 0.15) change it.
+Exit 1 on a double or a lost slot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from heinzel.cli import group
+from heinzel.contract.schedule import next_slot
+from heinzel.team.receipts import team_id
+
+MEMBERS = ("ana", "ben", "cai", "dee", "eli")
+SKEWED = "eli"
+START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
+STEP = timedelta(hours=6)
+SCHEDULES = ("0 9 * * *", "30 14 * * 1-5", "0 8,20 * * *")
+CONTRACT = """---
+name: {name}
+kind: responsibility
+hz:
+  namespace: team
+  schedule: "{schedule}"
+  timezone: UTC
+  owner: {owner}
+  delegates: [{delegates}]
+  agent: {{max_usd: 0.01}}
+---
+
+### Goal
+
+Keep {name} true.
+
+### Done when
+
+- [ ] it is true
+"""
+
+
+def _ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Machine:
+    def __init__(self, root: Path, handle: str, remote: Path) -> None:
+        self.handle = handle
+        self.root = root / handle
+        self.root.mkdir()
+        self.config = self.root / "config.toml"
+        self.config.write_text(
+            "[heinzel]\nmax_wakes_per_tick = 100\n\n"
+            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n',
+            encoding="utf-8",
+        )
+
+    def env(self, now: datetime) -> dict[str, str]:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+        skew = timedelta(seconds=20) if self.handle == SKEWED else timedelta(0)
+        return {
+            **clean,
+            "HZ_HOME": str(self.root / "home"),
+            "HZ_CONFIG": str(self.config),
+            "HZ_NOW": _ts(now + skew),
+            "HZ_MODEL": "offline",
+            "HZ_LOG_LEVEL": "error",
+            "XDG_CONFIG_HOME": str(self.root / "cfg"),
+        }
+
+    def tick(self, now: datetime) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "system", "daemon", "tick", "--json"],
+            env=self.env(now),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def started(self) -> list[tuple[str, str, str]]:
+        """``(local id, slot, started at)`` of every schedule turn.started in this home."""
+        found = []
+        for spine in (self.root / "home" / "heinzel").glob("*/session.jsonl"):
+            for line in spine.read_text(encoding="utf-8").splitlines():
+                event = json.loads(line)
+                if event["kind"] == "turn.started" and event["data"].get("cause") == "schedule":
+                    found.append((spine.parent.name, event["key"].split("@", 1)[1], event["ts"]))
+        return found
+
+
+def _setup(tmp: Path, count: int) -> tuple[Path, list[Machine], dict[str, str]]:
+    remote = tmp / "team.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    contracts = tmp / "contracts"
+    contracts.mkdir()
+    schedules = {}
+    for number in range(count):
+        name = f"duty-{number:03d}"
+        owner = MEMBERS[number % len(MEMBERS)]
+        delegates = ", ".join(m for m in MEMBERS if m != owner)
+        schedule = SCHEDULES[number % len(SCHEDULES)]
+        text = CONTRACT.format(name=name, schedule=schedule, owner=owner, delegates=delegates)
+        (contracts / f"{name}.prose.md").write_text(text, encoding="utf-8")
+        schedules[name] = schedule
+    machines = [Machine(tmp, handle, remote) for handle in MEMBERS]
+    hz, runner = group(), CliRunner()
+    for machine in machines:
+        env = machine.env(START)
+        for name in schedules:
+            for args in (
+                ["heinzel", "new", "--from", str(contracts / f"{name}.prose.md")],
+                ["approve", name],
+            ):
+                done = runner.invoke(hz, args, env=env, catch_exceptions=False)
+                assert done.exit_code == 0, (args, done.output)
+    return remote, machines, schedules
+
+
+def _hostile(remote: Path, name: str, slot: datetime) -> None:
+    """A forged turn.finished for ``name``'s coming ``slot`` (token 999) and a line by a
+    handle off the roster, written straight onto the bare repository's hz/state."""
+    team = team_id(name)
+    at = _ts(slot).replace("Z", ".000Z")
+    base = {
+        "kind": "turn.finished",
+        "team": team,
+        "at": at,
+        "key": f"{team}@{at}",
+        "cause": "schedule",
+        "disposition": "skipped",
+        "cost_usd": 0.0,
+        "contract_fp": None,
+        "input_fps": [],
+        "draft_hash": None,
+    }
+    lines = [
+        {**base, "id": "rc-" + "f" * 24, "by": "ben", "token": 999},
+        {**base, "id": "rc-" + "e" * 24, "by": "mallory", "token": 1},
+    ]
+    git = ["git", "-C", str(remote)]
+    env = {
+        **os.environ,
+        "GIT_INDEX_FILE": str(remote / "hostile.index"),
+        "GIT_AUTHOR_NAME": "x",
+        "GIT_AUTHOR_EMAIL": "",
+        "GIT_COMMITTER_NAME": "x",
+        "GIT_COMMITTER_EMAIL": "",
+    }
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        return subprocess.run(
+            [*git, *args], input=stdin, capture_output=True, text=True, check=True, env=env
+        ).stdout.strip()
+
+    tip = run("rev-parse", "refs/heads/hz/state")
+    path = f"{team}/{at[:10]}.jsonl"
+    run("read-tree", tip)
+    old = subprocess.run([*git, "show", f"{tip}:{path}"], capture_output=True, text=True).stdout
+    blob = run(
+        "hash-object",
+        "-w",
+        "--stdin",
+        stdin=old + "".join(json.dumps(r, sort_keys=True) + "\n" for r in lines),
+    )
+    run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    commit = run("commit-tree", run("write-tree"), "-p", tip, "-m", "hostile")
+    run("update-ref", "refs/heads/hz/state", commit)
+
+
+def _slots(schedule: str, until: datetime) -> list[datetime]:
+    found, slot = [], START
+    while (slot := next_slot(schedule, "UTC", slot)) is not None and slot <= until:  # type: ignore[assignment]
+        found.append(slot)
+    return found
+
+
+def main() -> None:
+    days = int(os.environ.get("HZ_SOAK_TEAM_DAYS", "30"))
+    count = int(os.environ.get("HZ_SOAK_TEAM_N", "100"))
+    chance = random.Random(int(os.environ.get("HZ_SOAK_TEAM_SEED", "7")))
+    kills = float(os.environ.get("HZ_SOAK_TEAM_KILLS", "0.15"))
+    end = START + timedelta(days=days)
+    with tempfile.TemporaryDirectory() as tmp:
+        began = time.perf_counter()
+        remote, machines, schedules = _setup(Path(tmp), count)
+        setup_s = time.perf_counter() - began
+        totals: Counter[str] = Counter()
+        lint_times: list[tuple[int, float, int]] = []
+        hostile_at = START + timedelta(days=days // 2, hours=7)
+        now = START + STEP
+        while now <= end:
+            away = MEMBERS[(now - START).days % len(MEMBERS)]
+            present = [m for m in machines if m.handle != away]
+            chance.shuffle(present)
+            running = [(m, m.tick(now), chance.random() < kills) for m in present]
+            for machine, process, kill in running:
+                if kill:
+                    time.sleep(chance.uniform(0.0, 2.0))
+                    process.send_signal(signal.SIGKILL)
+                    process.communicate()
+                    totals["kills"] += 1
+                    process = machine.tick(now)  # the timer's next run
+                out, _ = process.communicate(timeout=900)
+                report = json.loads(out) if out.strip() else {}
+                team = report.get("team") or {}
+                for name in ("pushes", "lease_pushes", "conflicts", "lease_conflicts"):
+                    totals[name] += int(team.get(name) or 0)
+                totals["ticks"] += 1
+                totals["errors"] += len(report.get("errors") or [])
+            if hostile_at <= now < hostile_at + STEP:
+                _hostile(remote, "duty-000", now + timedelta(hours=3))
+            if ((now - START).days % 7 == 6 and now.hour == 18) or now + STEP > end:
+                lint_began = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "-m", "heinzel", "team", "lint", "--json"],
+                    env=machines[0].env(now),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                problems = len(json.loads(done.stdout)["problems"]) if done.stdout else -1
+                lint_times.append(((now - START).days, time.perf_counter() - lint_began, problems))
+            now += STEP
+        size = sum(
+            int(line.split()[3])
+            for line in subprocess.run(
+                ["git", "-C", str(remote), "ls-tree", "-r", "-l", "hz/state"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.splitlines()
+        )
+        names: dict[str, str] = {}
+        started: Counter[tuple[str, str]] = Counter()
+        first: dict[tuple[str, str], datetime] = {}
+        hz, runner = group(), CliRunner()
+        for machine in machines:
+            listed = runner.invoke(hz, ["heinzel", "list", "--json"], env=machine.env(end))
+            names.update({row["id"]: row["name"] for row in json.loads(listed.output)})
+            for local, slot, at in machine.started():
+                key = (names[local], slot[:19] + "Z")
+                started[key] += 1
+                moment = datetime.fromisoformat(at.replace("Z", "+00:00"))
+                first[key] = min(first.get(key, moment), moment)
+    # slots due: every slot a tick after it has run by the end (the last round's slots
+    # may still be waiting for the next tick)
+    due = {
+        (name, _ts(slot))
+        for name, schedule in schedules.items()
+        for slot in _slots(schedule, end - STEP)
+    }
+    once = sum(1 for key in due if started[key] == 1)
+    doubles = sum(1 for key, n in started.items() if n > 1)
+    # a slot that did not run while a later slot of the same one did was coalesced (the
+    # latest-slot rule: its owner's lease outlived its daemon); lost is one with neither
+    ran = {name: sorted(slot for (n, slot) in started if n == name) for name in schedules}
+    missed = [key for key in due if started[key] == 0]
+    coalesced = [key for key in missed if any(slot > key[1] for slot in ran[key[0]])]
+    lost = sorted(key for key in missed if key not in coalesced)
+    waits = [
+        first[k] - datetime.fromisoformat(k[1].replace("Z", "+00:00")) for k in due if k in first
+    ]
+    hours = days * 24
+    print(
+        f"{len(machines)} daemons, {count} team Heinzelmännchen, {days} days, "
+        f"{totals['ticks']} ticks, {totals['kills']} SIGKILLs (setup {setup_s:.0f} s)"
+    )
+    print(
+        f"slots due {len(due)}, run exactly once {once}, doubles {doubles}, "
+        f"coalesced into a later slot {len(coalesced)}, lost {len(lost)}"
+        + (f" (first lost: {lost[:3]})" if lost else "")
+    )
+    print(
+        f"pushes per hour: {totals['pushes'] / hours:.2f} receipts, "
+        f"{totals['lease_pushes'] / hours:.2f} leases and claims; "
+        f"{totals['conflicts']} receipt retries, {totals['lease_conflicts']} lease races lost, "
+        f"{totals['errors']} tick errors"
+    )
+    print(f"hz/state: {size / 1024:.1f} KiB after {days} days")
+    print(
+        "hz team lint: "
+        + ", ".join(f"day {d}: {s:.2f} s ({p} quarantined)" for d, s, p in lint_times)
+    )
+    print(f"worst wait from a slot to its turn: {max(waits, default=timedelta(0))}")
+    if doubles or lost:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,341 @@
+"""The world of the model-based chaos test (tests/tick/test_model_chaos.py): a loopback
+provider that charges for what it answers, and the invariants, read from the spine files
+as plain JSONL (docs/spine.md) so that they never depend on hz's own reading.
+
+The provider speaks OpenAI chat completions on 127.0.0.1 to pydantic-ai's real client.
+Each `hz` process gets its own base URL (``/<tag>/v1``), so the provider knows which
+process (and so which day, the process's ``HZ_NOW``) paid for each answer. Its weather is
+set by the state machine: ``fair`` drafts, ``ask`` asks one question, ``fail`` answers
+500, and a closed gate holds every request until the machine opens it (a slow provider:
+the turn stays in think while other processes come).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.models.fake_providers import Provider
+
+__all__ = ["DONE_WHEN", "Loopback", "Spines", "violations"]
+
+DONE_WHEN = (
+    "every pull request merged this week appears in exactly one bullet",
+    "every issue that moved to Done this week is covered",
+    "the section has at most eight bullets",
+)
+"""The weekly report's ``### Done when`` (fixtures/priya/weekly-report.prose.md)."""
+DRAFT = {
+    "report": "drafted this week's section",
+    "draft": {
+        "text": "## Week\n\n- shipped the rounding fix\n",
+        "output": "section",
+        "contract_version": 1,
+        "done_when": [{"item": item, "met": True, "note": "checked"} for item in DONE_WHEN],
+    },
+}
+ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
+LEARNED = {"report": "learned from the edits", "lessons": [{"sentence": "keep it short"}]}
+INPUT_USD, OUTPUT_USD = Decimal("0.15"), Decimal("0.6")
+"""The model's price per million tokens (the test's configuration sets the same)."""
+OUTPUT_TOKENS = 1000
+"""What every answer says it generated (fewer when the request's ``max_tokens`` says so)."""
+HOLD_LIMIT = 60.0
+"""Seconds a held request waits for the gate at most (the machine opens it before it
+waits for any process, so reaching this is a bug of the test, reported loudly)."""
+SLOT = re.compile(r"^hz-[0-9A-Za-z]+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+NANO = Decimal("0.000000001")
+KEYS = {"v", "seq", "ts", "prev", "turn", "kind", "key", "data"}
+LIFECYCLE = {"turn.started", "turn.resumed", "turn.waiting", "turn.finished", "turn.skipped"}
+LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
+
+
+@dataclass
+class Loopback:
+    """The provider: charges every answer what its usage costs, by the process's tag.
+
+    An answer's usage is half a token per byte of the request's body (a real tokenizer
+    makes fewer of JSON) and `OUTPUT_TOKENS`, so a request costs about 0.002 USD, about a
+    third of what hz must reserve for it (a token per byte sent and its ``max_tokens``).
+    """
+
+    weather: str = "fair"
+    asks: int = 0
+    paid: dict[str, list[Decimal]] = field(default_factory=dict)
+    """Process tag -> what each of its answered requests cost."""
+    problems: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        self.gate = threading.Event()
+        self.gate.set()
+        world = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                status, out = world.answer(self.path.split("/")[1], json.loads(raw), len(raw))
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.send_header("retry-after-ms", "1")
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def base_url(self, tag: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/{tag}/v1"
+
+    def close(self) -> None:
+        self.gate.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+    def answer(self, tag: str, body: dict[str, Any], size: int) -> tuple[int, bytes]:
+        if not self.gate.wait(HOLD_LIMIT):
+            self.problems.append(f"a request of {tag} was held {HOLD_LIMIT} s")
+            return 500, b"{}"
+        tools = [t["function"]["name"] for t in body.get("tools") or []]
+        final = next((t for t in tools if t.startswith("final_result")), None)
+        with self.lock:
+            if self.weather == "fail" or final is None:
+                error = {"error": {"message": "boom", "type": "server_error"}}
+                return 500, json.dumps(error).encode()
+            if "read_approved" in tools:
+                outcome: dict[str, Any] = LEARNED
+            elif self.asks > 0:
+                self.asks -= 1
+                outcome = ASK
+            else:
+                outcome = DRAFT
+            prompt = size // 2
+            limit = body.get("max_completion_tokens") or body.get("max_tokens") or OUTPUT_TOKENS
+            output = min(OUTPUT_TOKENS, int(limit))
+            cost = (prompt * INPUT_USD + output * OUTPUT_USD) / 1_000_000
+            self.paid.setdefault(tag, []).append(cost)  # spent once the answer leaves
+            n = sum(len(costs) for costs in self.paid.values())
+        reply = Provider._openai([(final, outcome)], n)
+        reply["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+        }
+        return 200, json.dumps(reply).encode()
+
+
+def _lines(path: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
+    """The complete lines of a spine (a line being appended right now is not yet one)."""
+    raw = path.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]
+    return complete, [json.loads(line) for line in complete]
+
+
+def _chain(path: Path, raw: list[bytes], lines: list[dict[str, Any]]) -> list[str]:
+    """docs/spine.md's verifier: canonical envelopes, seq one more each line, prev chained."""
+    prev, seq = None, 0
+    for line, obj in zip(raw, lines, strict=True):
+        where = f"{path.parent.name} seq {seq + 1}"
+        if set(obj) != KEYS or obj["v"] != 1:
+            return [f"{where}: not an envelope"]
+        canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if canonical.encode() != line:
+            return [f"{where}: not canonical"]
+        if obj["seq"] != seq + 1 or obj["prev"] != prev:
+            return [f"{where}: the chain breaks (seq {obj['seq']})"]
+        prev, seq = hashlib.sha256(line).hexdigest(), obj["seq"]
+    return []
+
+
+def _wake_keys(line: dict[str, Any]) -> list[str]:
+    extra = line["data"].get("keys")
+    if isinstance(extra, list) and extra:
+        return [str(k) for k in extra]
+    return [str(line["key"])] if line["key"] else []
+
+
+@dataclass
+class Spines:
+    """What every spine and inbox of a home says, read as files."""
+
+    home: Path
+    broken: list[str] = field(default_factory=list)
+    runs: Counter[str] = field(default_factory=Counter)
+    """``<id>@<request or slot>`` -> the runs that delivered it (a turn started or skipped
+    with the key, a steer a model request received, an answer recorded)."""
+    acknowledged: set[str] = field(default_factory=set)
+    """Slot keys any line names (a turn, a skip, a hand-over): each owes one turn."""
+    drafts: Counter[str] = field(default_factory=Counter)
+    """Slot key -> drafts placed by turns that ran it."""
+    chats: dict[str, str] = field(default_factory=dict)
+    """``<id>@<request id>`` of every chat request file -> the Heinzelmännchen's id."""
+    said: dict[str, list[str]] = field(default_factory=dict)
+    """A chat's words -> the ``<id>@<request id>`` of the requests that hold them."""
+    spent: dict[str, Decimal] = field(default_factory=dict)
+    """UTC day -> the sum of its ``model.request`` lines' ``usd``."""
+    ended_with: Counter[str] = field(default_factory=Counter)
+    """``<id>@<request id>`` -> steers into a turn that then failed, was stopped or was
+    skipped (a cap) before a model request carried them: delivered into that turn, which
+    the user sees end so, as a chat whose own turn ends so."""
+    open: list[str] = field(default_factory=list)
+    """``<id>/<turn>`` of the turns neither ended (finished, skipped) nor parked (waiting)."""
+
+    @classmethod
+    def read(cls, home: Path) -> Spines:
+        facts = cls(home)
+        for spine in sorted((home / "heinzel").glob("hz-*/session.jsonl")):
+            facts._fold(spine)
+            facts._inbox(spine.parent)
+        return facts
+
+    def _fold(self, spine: Path) -> None:
+        raw, lines = _lines(spine)
+        self.broken += _chain(spine, raw, lines)
+        heinzel = spine.parent.name
+        waiting: dict[str, list[str]] = {}
+        keys_of: dict[str, list[str]] = {}
+        state: dict[str, str] = {}
+        for line in lines:
+            kind, turn, data = line["kind"], str(line["turn"]), line["data"]
+            if kind in LIFECYCLE:
+                state[turn] = kind
+            if kind == "turn.skipped" or (
+                kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
+            ):
+                self.ended_with.update(waiting.pop(turn, []))
+            if kind in ("turn.started", "turn.skipped"):
+                keys_of[turn] = _wake_keys(line)
+                self.runs.update(keys_of[turn])
+            elif kind == "turn.steered":
+                waiting.setdefault(turn, []).append(f"{heinzel}@{data['request_id']}")
+            elif kind == "model.request":
+                self.runs.update(waiting.pop(turn, []))  # steers this request carried
+                day = str(line["ts"])[:10]
+                self.spent[day] = self.spent.get(day, Decimal(0)) + Decimal(str(data["usd"]))
+            elif kind == "draft.placed":
+                self.drafts.update(k for k in keys_of.get(turn, []) if SLOT.match(k))
+            elif kind == "question.answered" and str(data.get("id", "")).startswith("answer-"):
+                answered = spine.parent / "inbox" / f"{data['id']}.json"
+                request = json.loads(answered.read_text(encoding="utf-8")).get("request")
+                if request:
+                    self.runs[f"{heinzel}@{request}"] += 1
+            if line["key"] and SLOT.match(str(line["key"])):
+                self.acknowledged.add(str(line["key"]))
+            self.acknowledged.update(k for k in _wake_keys(line) if SLOT.match(k))
+        self.open += [f"{heinzel}/{t}" for t, k in state.items() if k in LIFECYCLE_OPEN]
+
+    def _inbox(self, session: Path) -> None:
+        for path in sorted((session / "inbox").glob("rq-*.json")):
+            try:
+                request = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:  # written atomically: never torn; say so if it is
+                self.broken.append(f"{path}: not JSON")
+                continue
+            if request.get("kind") == "chat":
+                key = f"{session.name}@{request['request_id']}"
+                self.chats[key] = session.name
+                self.said.setdefault(str(request["message"]), []).append(key)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """One `hz` process that ended: what it ran, how, and what it printed."""
+
+    args: tuple[str, ...]
+    code: int
+    killed: bool
+    stdout: str
+    stderr: str
+    message: str | None = None
+    """The words of a chat sent for the first time (each chat's words are its own)."""
+
+
+CODED = re.compile(r"^HZ[A-Z]\d{3}: ")
+
+
+def _unsent(stderr: str) -> bool:
+    """A refusal that tells the user the message did not go (so they send it again): the
+    spine's lock not had in time (HZL010, "retry when it is done"), or "not kept"."""
+    return stderr.startswith("HZL010: ") or "was not kept" in stderr.split("\nhint:", maxsplit=1)[0]
+
+
+def violations(
+    facts: Spines,
+    ended: Iterable[Ended],
+    *,
+    cap: Decimal,
+    charged: dict[str, Decimal],
+    unrecorded: dict[str, Decimal],
+    owed: set[str],
+    quiet: bool,
+) -> dict[str, list[str]]:
+    """Every broken invariant by its name (`test_model_chaos.INVARIANTS`) and what broke it.
+
+    ``charged``: the provider's takings per day; ``unrecorded``: per day, what processes
+    killed after a paid answer may have left without its ``model.request`` line (one
+    request each); ``owed``: the slot keys a tick reported woken, skipped or handed.
+    ``quiet``: every process has ended and the ticks woke nothing (then "exactly once"
+    and "equal" are checked, not only "at most").
+    """
+    broken: dict[str, list[str]] = {}
+
+    def say(name: str, found: list[str]) -> None:
+        if found:
+            broken.setdefault(name, []).extend(found)
+
+    say("chain", facts.broken)
+    say(
+        "chat-once",
+        [f"{k} delivered {n} times" for k, n in facts.runs.items() if k in facts.chats and n > 1],
+    )
+    say(
+        "slot-once",
+        [f"{k} ran {n} times" for k, n in facts.runs.items() if SLOT.match(k) and n > 1],
+    )
+    say("slot-once", [f"{k} drafted {n} times" for k, n in facts.drafts.items() if n > 1])
+    for day in sorted(set(charged) | set(facts.spent)):
+        # to the 1e-9 USD the spine's floats keep (hz rounds a day's spend to 9 digits)
+        paid = charged.get(day, Decimal(0)).quantize(NANO)
+        recorded = facts.spent.get(day, Decimal(0)).quantize(NANO)
+        if paid > cap:
+            say("cap", [f"{day}: the provider was paid {paid} USD, over the cap {cap}"])
+        if recorded > cap:
+            say("cap", [f"{day}: model.request lines sum to {recorded} USD, over the cap {cap}"])
+        if recorded > paid:
+            say("spend-recorded", [f"{day}: {recorded} USD recorded, {paid} paid"])
+        if quiet and recorded < paid - unrecorded.get(day, Decimal(0)):
+            say("spend-recorded", [f"{day}: {paid} USD paid, only {recorded} recorded"])
+    for done in ended:
+        command = " ".join(done.args)
+        if "Traceback" in done.stderr:
+            say("coded", [f"hz {command}: a traceback: {done.stderr[-2000:]}"])
+        elif done.code != 0 and not done.killed and not CODED.match(done.stderr):
+            say("coded", [f"hz {command}: exit {done.code} without a code: {done.stderr[-600:]!r}"])
+        first = done.stderr.splitlines()[0] if done.stderr else ""
+        sent = facts.said.get(done.message or "", [])
+        delivered = any(facts.runs[k] or facts.ended_with[k] for k in sent)
+        if done.code == 1 and _unsent(done.stderr) and delivered:
+            say("chat-honest", [f"hz {command}: refused ({first}) but delivered"])
+    if quiet:
+        lost = [k for k in facts.chats if not facts.runs[k] and not facts.ended_with[k]]
+        say("chat-kept", [f"{k} never delivered" for k in lost])
+        unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
+        say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
+        say("turns-end", [f"{t} is still open" for t in facts.open])
+    return broken

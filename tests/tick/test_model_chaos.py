@@ -1,0 +1,430 @@
+"""The lever (issue 27, item 5): a model-based chaos test across features.
+
+A Hypothesis `RuleBasedStateMachine` drives real `hz` processes on one home, several at
+once: ``hz heinzel wake``, ``hz heinzel chat`` (with and without ``--request-id``, and a
+chat sent again with its id), ``hz system daemon tick`` with ``HZ_NOW`` moved forward to
+and past the schedule's slots, a draft approved in its document (its ``🧝 DRAFT`` line
+deleted) and by ``hz approve``, ``hz heinzel answer``, ``retry``, ``stop``, and kills: a
+real ``SIGKILL`` of a running process, or an ``HZ_CRASH_AT`` point. The provider is a
+loopback OpenAI-compatible server (tests/tick/chaos_world.py) that the real client talks
+to; the machine makes it slow (a closed gate), failing (500) or asking a question, and it
+charges every answer, so the day's spend is real money against ``max_usd_per_day``.
+
+After every step the invariants are checked on the spine files themselves; at the end
+the machine waits for every process, ticks until a tick wakes nothing, and checks that
+what must happen did (`INVARIANTS`). A broken one fails with its name and the
+falsifying steps. ``HZ_CHAOS_DISABLE=name,name`` switches named invariants off (to say
+which defect is still open, never to hide one).
+
+The short seeded run (``derandomize``: the same sequences every time) is part of `make
+test`; `make soak` runs the long one (``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS``
+steps, new sequences each run). ``HZ_CHAOS_TRACE=1`` prints how each process ended and
+keeps each example's home to read; ``HZ_CHAOS_CAP`` sets another daily cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from tests import forkhz
+from tests.tick.chaos_world import Ended, Loopback, Spines, violations
+from tests.tick.homes import HZ, make_home
+
+QUIET_TICKS = 8
+INVARIANTS = {
+    "chain": "every spine's chain verifies (and `hz heinzel verify` at the end)",
+    "chat-once": "no chat request is delivered twice (steered and its own turn, or two turns)",
+    "chat-kept": "every chat request is delivered once the home is quiet",
+    "chat-honest": "a chat refused with a code was not delivered after all",
+    "slot-once": "no schedule slot runs or drafts twice",
+    "slot-kept": "every slot a tick took on (and the last one due) ran once, when quiet",
+    "turns-end": "once quiet, every turn ended or waits for an answer (none left open)",
+    "cap": "no day's spend (paid to the provider, or recorded) is above max_usd_per_day",
+    "spend-recorded": "the model.request lines sum to what the provider was paid",
+    "coded": "no traceback; every refusal starts with its code",
+    "quiet": f"once nothing new comes, {QUIET_TICKS} ticks end with one that wakes nothing",
+}
+DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split(",")))
+assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
+
+NAMES = ("report-0", "report-1")
+CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.007"))
+"""The day's cap: two requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
+worst case of a third (about 0.005 USD) reserved, or three paid; a fourth would cross it.
+``HZ_CHAOS_CAP=0.05`` leaves a day room to draft and learn (a soak that explores those)."""
+TURN_CAP = "0.006"  # a request's worst case fits one turn
+START = datetime(2026, 11, 6, 14, 30, tzinfo=UTC)  # half an hour after the first slot
+PARALLEL = 4  # processes running at once; the next waits for the oldest
+TIMEOUT = 120.0  # seconds any one process may take: more fails the test loudly
+CONFIG = f"""[heinzel]
+model = "openai-chat:gpt-4o-mini"
+max_usd = {TURN_CAP}
+max_usd_per_day = {CAP}
+lock_timeout = "1s"
+
+[heinzel.prices."gpt-4o-mini"]
+input = 0.15
+output = 0.6
+"""
+DRAFT_LINE = re.compile(r"^🧝 DRAFT .*\n", re.MULTILINE)
+TRACE = os.environ.get("HZ_CHAOS_TRACE") == "1"
+SOAK = int(os.environ.get("HZ_SOAK_EXAMPLES", "0"))
+
+pytestmark = pytest.mark.slow
+
+
+def _slot(now: datetime) -> datetime:
+    """The latest Friday 15:00 in Berlin (14:00 UTC from November to March) at or before now."""
+    friday = now - timedelta(days=(now.weekday() - 4) % 7)
+    slot = friday.replace(hour=14, minute=0, second=0, microsecond=0)
+    return slot if slot <= now else slot - timedelta(days=7)
+
+
+def _ts(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+@dataclass
+class Running:
+    """One `hz` process the machine started and has not yet waited for."""
+
+    args: tuple[str, ...]
+    tag: str
+    day: str
+    process: subprocess.Popen[Any]
+    out: Path
+    err: Path
+    message: str | None = None
+    killed: bool = False
+    crash: bool = False
+
+
+@dataclass
+class Ledger:
+    """What the machine saw end, and what the provider was paid for by killed processes."""
+
+    ended: list[Ended] = field(default_factory=list)
+    unrecorded: dict[str, Decimal] = field(default_factory=dict)
+    owed: set[str] = field(default_factory=set)
+
+
+class Chaos(RuleBasedStateMachine):
+    """Real hz processes on one home, several at once, against a charging provider."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="hz-chaos-"))
+        self.root, ids = make_home(self.tmp, len(NAMES))
+        self.ids = dict(zip(NAMES, ids, strict=True))
+        (self.tmp / "hz.toml").write_text(CONFIG, encoding="utf-8")
+        self.provider = Loopback()
+        self.now = START
+        self.count = 0
+        self.running: list[Running] = []
+        self.ledger = Ledger()
+        self.steps = -1  # the invariant runs once before the first step, too
+        self.breaches: dict[str, str] = {}  # invariant -> when and how it first broke
+        self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
+        self.sent: list[tuple[str, str]] = []  # (name, request id) of chats sent with an id
+
+    # -- processes -----------------------------------------------------------------
+
+    def _start(self, *args: str, message: str | None = None, crash: int | None = None) -> None:
+        while len(self.running) >= PARALLEL:
+            self._wait(self.running[0])
+        self.count += 1
+        tag = f"p{self.count}"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("HZ_")},
+            "HZ_HOME": str(self.root / "home"),
+            "HZ_FIXTURE_SOURCES": str(self.root),
+            "HZ_CONFIG": str(self.tmp / "hz.toml"),
+            "HZ_BASE_URL": self.provider.base_url(tag),
+            "HZ_NOW": _ts(self.now),
+            "HZ_LOG_LEVEL": "error",
+            "OPENAI_API_KEY": "sk-chaos",
+        }
+        if crash is not None:
+            env["HZ_CRASH_AT"] = f"append:{crash}"
+        out, err = self.tmp / f"{tag}.out", self.tmp / f"{tag}.err"
+        with out.open("w") as stdout, err.open("w") as stderr:
+            process = forkhz.Popen(
+                [HZ, *args], cwd=self.root, env=env, stdout=stdout, stderr=stderr, text=True
+            )
+        day = _ts(self.now)[:10]
+        self.days[tag] = day
+        self.running.append(
+            Running(args, tag, day, process, out, err, message, crash=crash is not None)
+        )
+
+    def _wait(self, run: Running) -> None:
+        """Wait for one process (the gate opened first: it may be waiting on it)."""
+        self.provider.gate.set()
+        try:
+            code = run.process.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            run.process.kill()
+            run.process.wait()
+            raise AssertionError(f"hz {' '.join(run.args)} did not end in {TIMEOUT} s") from None
+        self.running.remove(run)
+        killed = run.killed or (run.crash and code == 137)
+        paid = self.provider.paid.get(run.tag)
+        if killed and paid:
+            # its last paid answer may have no line: at most one request (they are serial)
+            self.ledger.unrecorded[run.day] = self.ledger.unrecorded.get(run.day, 0) + max(paid)
+        stdout = run.out.read_text(encoding="utf-8")
+        ended = Ended(
+            run.args, code, killed, stdout, run.err.read_text(encoding="utf-8"), run.message
+        )
+        self.ledger.ended.append(ended)
+        if TRACE:
+            said = " | ".join((stdout or ended.stderr).strip().splitlines())
+            print(f"{run.tag} {' '.join(run.args)} -> {code}: {said}"[:400])
+        if run.args[:3] == ("system", "daemon", "tick") and code == 0:
+            self._owe(stdout)
+
+    def _owe(self, stdout: str) -> None:
+        """The slots a tick said it woke, skipped or handed over: each owes one turn."""
+        report = json.loads(stdout)
+        for entry in report["woken"] + report["skipped"] + report["handed"]:
+            for key in entry.get("keys") or [entry.get("key")]:
+                if key and re.match(r"^hz-\w+@\d{4}-", str(key)):
+                    self.ledger.owed.add(str(key))
+
+    def _reap(self) -> None:
+        for run in [r for r in self.running if r.process.poll() is not None]:
+            self._wait(run)
+
+    # -- rules ---------------------------------------------------------------------
+
+    crashes = st.none() | st.integers(min_value=1, max_value=8)
+
+    @rule(name=st.sampled_from(NAMES), crash=crashes)
+    def wake(self, name: str, crash: int | None) -> None:
+        self._start("heinzel", "wake", name, crash=crash)
+
+    @rule(name=st.sampled_from(NAMES), with_id=st.booleans(), crash=crashes)
+    def chat(self, name: str, with_id: bool, crash: int | None) -> None:
+        if not with_id:
+            words = f"a note {self.count}"
+            self._start("heinzel", "chat", name, words, message=words, crash=crash)
+            return
+        rid = f"rq-chaos{self.count:05d}"
+        self.sent.append((name, rid))
+        words = f"note {rid}"
+        self._start("heinzel", "chat", name, words, "--request-id", rid, message=words, crash=crash)
+
+    @rule(
+        name=st.sampled_from(NAMES),
+        first=st.sampled_from(["wake", "tick"]),
+        later=st.sampled_from([0, 2, 90]),
+    )
+    def chat_as_a_turn_starts(self, name: str, first: str, later: int) -> None:
+        """A turn starts (a wake, or a tick at the next slot) and a chat comes right after,
+        ``later`` seconds later by the clock (each process reads its clock as it starts)."""
+        if first == "wake":
+            self._start("heinzel", "wake", name)
+        else:
+            self.now = _slot(self.now) + timedelta(days=7, minutes=5)
+            self._start("system", "daemon", "tick", "--json")
+        self.now += timedelta(seconds=later)
+        self.chat(name, with_id=True, crash=None)
+
+    @precondition(lambda self: self.sent)
+    @rule(pick=st.integers(min_value=0, max_value=1 << 16))
+    def chat_again(self, pick: int) -> None:
+        """The same chat sent again with its request id (a user who was not sure)."""
+        name, rid = self.sent[pick % len(self.sent)]
+        self._start("heinzel", "chat", name, f"note {rid}", "--request-id", rid)
+
+    @rule(
+        move=st.sampled_from(["none", "minutes", "next-slot", "none"]),
+        crash=crashes,
+    )
+    def tick(self, move: str, crash: int | None) -> None:
+        if move == "minutes":
+            self.now += timedelta(minutes=20)
+        elif move == "next-slot":
+            self.now = _slot(self.now) + timedelta(days=7, minutes=5)
+        self._start("system", "daemon", "tick", "--json", crash=crash)
+
+    @rule(name=st.sampled_from(NAMES), how=st.sampled_from(["document", "command"]))
+    def approve(self, name: str, how: str) -> None:
+        """Approve the draft: delete the first 🧝 DRAFT line of the document (written
+        atomically, as an editor saves), or `hz approve`."""
+        if how == "command":
+            self._start("approve", name)
+            return
+        document = self.root / f"{name}.md"
+        text = document.read_text(encoding="utf-8")
+        edited = DRAFT_LINE.sub("", text, count=1)
+        if edited != text:
+            scratch = document.with_suffix(".md.edit")
+            scratch.write_text(edited, encoding="utf-8")
+            os.replace(scratch, document)
+
+    @rule(
+        name=st.sampled_from(NAMES),
+        verb=st.sampled_from(["answer yes", "answer no", "answer in words", "retry", "stop"]),
+    )
+    def verb(self, name: str, verb: str) -> None:
+        """`hz heinzel answer` (yes, no or words), `retry` with a hint, or `stop`."""
+        if verb.startswith("answer"):
+            words = {"answer yes": "yes", "answer no": "no"}.get(verb, "only incidents")
+            self._start("heinzel", "answer", name, words)
+        elif verb == "retry":
+            self._start("heinzel", "retry", name, "shorter, please")
+        else:
+            self._start("heinzel", "stop", name)
+
+    @precondition(lambda self: self.count)  # not `running`: that depends on timing
+    @rule(pick=st.integers(min_value=0, max_value=1 << 16))
+    def kill(self, pick: int) -> None:
+        """A real SIGKILL of a running process (if one still runs), whatever it does now."""
+        if not self.running:
+            return
+        run = self.running[pick % len(self.running)]
+        if run.process.poll() is None:
+            run.killed = True
+            with contextlib.suppress(ProcessLookupError):  # it ended in between
+                os.kill(run.process.pid, signal.SIGKILL)
+
+    @rule(weather=st.sampled_from(["fair", "fail", "ask", "slow", "answers"]))
+    def weather(self, weather: str) -> None:
+        """The provider from now on: ``fair`` drafts, ``fail`` answers 500, ``ask`` asks one
+        question, ``slow`` holds every request until the machine next waits for a process
+        (or ``answers``)."""
+        if weather == "slow":
+            self.provider.gate.clear()
+        elif weather == "answers":
+            self.provider.gate.set()
+        elif weather == "ask":
+            self.provider.asks += 1
+        else:
+            self.provider.weather = weather
+
+    @rule()
+    def settle(self) -> None:
+        while self.running:
+            self._wait(self.running[0])
+
+    # -- invariants ----------------------------------------------------------------
+
+    def _check(self, *, quiet: bool) -> None:
+        facts = Spines.read(self.root / "home")
+        charged: dict[str, Decimal] = {}
+        with self.provider.lock:
+            paid = {tag: list(costs) for tag, costs in self.provider.paid.items()}
+        for run_tag, costs in paid.items():
+            day = self.days[run_tag]
+            charged[day] = charged.get(day, Decimal(0)) + sum(costs, Decimal(0))
+        broken = violations(
+            facts,
+            self.ledger.ended,
+            cap=CAP,
+            charged=charged,
+            unrecorded=self.ledger.unrecorded,
+            owed=self.ledger.owed,
+            quiet=quiet,
+        )
+        if self.provider.problems:
+            broken["provider"] = list(self.provider.problems)
+        for name, what in broken.items():
+            if name not in DISABLED and name not in self.breaches:
+                self.breaches[name] = f"after step {self.steps}: " + "\n    ".join(what)
+
+    @invariant()
+    def promises_hold(self) -> None:
+        """Checked after every step; a breach is reported at the end of the example, so
+        that Hypothesis's replay of it draws the same steps whatever the processes did."""
+        self.steps += 1
+        self._reap()
+        self._check(quiet=False)
+
+    def teardown(self) -> None:
+        try:
+            if not self.breaches:
+                self._quiet()
+        finally:
+            self.provider.gate.set()
+            for run in self.running:
+                run.process.kill()
+                run.process.wait()
+            self.provider.close()
+            if TRACE:
+                print(f"kept the home in {self.tmp}")
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+        assert not self.breaches, "\n".join(
+            f"{name} ({INVARIANTS.get(name, 'the provider')}), {what}"
+            for name, what in self.breaches.items()
+        )
+
+    def _quiet(self) -> None:
+        """Every process waited for, the provider fair, ticks until one wakes nothing; then
+        every invariant, the 'exactly once' ones too."""
+        self.provider.weather, self.provider.asks = "fair", 0
+        self.settle()
+        self._check(quiet=False)
+        woken: list[Any] = []
+        for _ in range(QUIET_TICKS):
+            self._start("system", "daemon", "tick", "--json")
+            self.settle()
+            self._check(quiet=False)
+            woken = json.loads(self.ledger.ended[-1].stdout)["woken"]
+            if not woken:
+                break
+        if woken and "quiet" not in DISABLED:
+            self.breaches["quiet"] = f"the last of {QUIET_TICKS} quiet ticks woke {woken}"
+            return
+        for heinzel in self.ids.values():
+            self.ledger.owed.add(f"{heinzel}@{_ts(_slot(self.now))}")
+        self._check(quiet=True)
+        if "chain" not in DISABLED and "chain" not in self.breaches:
+            verified = forkhz.run(
+                [HZ, "heinzel", "verify"],
+                cwd=self.root,
+                env={**os.environ, "HZ_HOME": str(self.root / "home"), "HZ_NOW": _ts(self.now)},
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+            )
+            if verified.returncode != 0:
+                self.breaches["chain"] = f"hz heinzel verify: {verified.stdout}{verified.stderr}"
+
+
+def _settings(examples: int, steps: int) -> settings:
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        derandomize=not SOAK,  # the soak explores new sequences each time
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+Chaos.TestCase.settings = _settings(
+    SOAK or int(os.environ.get("HZ_CHAOS_EXAMPLES", "5")),
+    int(os.environ.get("HZ_SOAK_STEPS", "40" if SOAK else "25")),
+)
+TestChaos = Chaos.TestCase

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from heinzel.capabilities.configured import parse_adapter_tables
 from heinzel.contract.types import Duration, parse_duration
@@ -64,6 +64,7 @@ ENV_KEYS: Mapping[str, str] = {
     "HZ_MODEL_FAST": "model_fast",
     "HZ_MODEL_BEST": "model_best",
     "HZ_BASE_URL": "base_url",
+    "HZ_REQUEST_TIMEOUT": "request_timeout",
     "HZ_MAX_USD": "max_usd",
     "HZ_MAX_USD_PER_DAY": "max_usd_per_day",
     "HZ_RETENTION_DAYS": "retention_days",
@@ -96,6 +97,8 @@ class HeinzelSettings(_Table):
     model_fast: str | None = None
     model_best: str | None = None
     base_url: str | None = None
+    request_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=60))
+    """How long one attempt at a model request may take (`heinzel.engine.retrying`)."""
     max_usd: NonNegative = 1.0
     max_usd_per_day: NonNegative = 5.0
     max_wakes_per_tick: Positive = 10
@@ -111,6 +114,13 @@ class HeinzelSettings(_Table):
     skills: list[Path] = Field(default_factory=list)
     """Skill directories of every layer, general to specific (`skill_dirs`); unlike the
     other keys, each layer adds to them rather than replacing them."""
+
+    @field_validator("request_timeout")
+    @classmethod
+    def _some_time(cls, value: timedelta) -> timedelta:
+        if value.total_seconds() < 1:
+            raise ValueError("request_timeout is at least 1s")
+        return value
 
     def model_for(self, model_class: str) -> str:
         """The model string for a contract's ``agent.model_class`` hint."""

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from machines.runner import Settings
     from machines.session import Session
     from machines.spine_journal import SpineIndex, SpineJournal
-    from machines.steps import Acted, Fail, Skip, Steps, Wait
+    from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
     from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
     from machines.waits import Due, Facts, PendingWait, due_waits
 
@@ -69,6 +69,7 @@ __all__ = [
     "LocalProbe",
     "MachineError",
     "ModelReply",
+    "OutOfTime",
     "PendingWait",
     "Pins",
     "Presence",
@@ -149,6 +150,7 @@ _WHERE: dict[str, str] = {
     "SpineJournal": "machines.spine_journal",
     "Acted": "machines.steps",
     "Fail": "machines.steps",
+    "OutOfTime": "machines.steps",
     "Skip": "machines.steps",
     "Steps": "machines.steps",
     "Wait": "machines.steps",

@@ -24,7 +24,7 @@ from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
 from machines.journal import Body, Journal, content_ref
-from machines.steps import Acted, Fail, Skip, Steps, Wait
+from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
 from machines.turn import TurnMachine
@@ -331,6 +331,8 @@ class TurnRun:
             return True, await work
         except asyncio.CancelledError:
             self.abandon("stopped")
+        except OutOfTime:
+            await self.end("timeout")
         except (EffectFailed, EffectRefused, ToolFailed) as error:
             self.fail(error.code)
         except MachineError:

@@ -43,6 +43,11 @@ class Fail:
     error: str
 
 
+class OutOfTime(Exception):
+    """Raised by a step whose work the turn's time limit stopped (a model request that
+    outlived the turn's timeout): the turn ends abandoned ``timeout``, never resumed."""
+
+
 @dataclass(frozen=True, slots=True)
 class Acted:
     """What the act step did: its disposition and small data for ``turn.finished``

@@ -78,14 +78,16 @@ def exit_if_ended_badly(data: dict[str, Any]) -> None:
     if signal and data.get("reason") == "stopped":
         name = data.get("name") or "NAME"
         click.echo(
-            f"{signal}: turn {data.get('turn')} stopped at its next step "
+            f"{signal}: turn {data.get('turn')} stopped "
             "and ended abandoned (stopped); nothing half-done is left\n"
             f"hint: `hz heinzel wake {name}` starts a new turn",
             err=True,
         )
         click.get_current_context().exit(1)
     if signal:
-        click.echo(f"{signal}: the turn completed before it could stop", err=True)
+        how = data.get("disposition") or data.get("state")
+        why = f" ({data['reason']})" if data.get("reason") else ""
+        click.echo(f"{signal}: the turn ended {how}{why} before it could stop", err=True)
     if data.get("state") not in ("failed", "abandoned") and data.get("disposition") not in (
         "failed",
         "abandoned",

@@ -171,6 +171,11 @@ def show(data: dict[str, Any]) -> str:
     if data["amendments"]:
         lines.append("  amendments:")
         lines += [f"    v{a['version']} by {a['by']}: {a['state']}" for a in data["amendments"]]
+    failure = data.get("failure")
+    if failure:
+        lines.append(f"  failure:  {failure['code']}: {failure['message']}")
+        if failure.get("hint"):
+            lines.append(f"            hint: {failure['hint']}")
     lines.append(f"  turns: {len(data['turns'])}")
     lines += [
         f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"

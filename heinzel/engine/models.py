@@ -5,7 +5,8 @@
 OpenAI Responses API and ``openai-chat:<name>`` Chat Completions, each through
 pydantic-ai (our code never imports a vendor SDK). ``base_url`` points either at
 a compatible gateway. The provider's client retries nothing (``max_retries=0``): hz
-retries a 429 or a 5xx itself, once per attempt (`heinzel.engine.retrying`). A missing
+retries a transient fault itself, once per attempt (`heinzel.engine.retrying`); its HTTP
+client checks each reply is JSON (`heinzel.engine.faults.check_reply`). A missing
 extra (HZE002) or key (HZE003) is named with its fix, which is what ``hz system doctor``
 shows.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic_ai.models import Model
 
@@ -67,6 +69,19 @@ def _missing_extra(prefix: str) -> EngineError:
     )
 
 
+def _checked_client() -> Any:
+    """pydantic-ai's HTTP client for a provider, with the hook that tells a reply that is
+    no JSON (an HTML page) from one of the wrong shape (`heinzel.engine.faults.check_reply`)."""
+    from pydantic_ai.models import create_async_httpx2_client
+
+    from heinzel.engine.faults import check_reply
+
+    client = create_async_httpx2_client()
+    hooks = client.event_hooks
+    client.event_hooks = {**hooks, "response": [*hooks.get("response", []), check_reply]}
+    return client
+
+
 def resolve_model(
     name: str,
     *,
@@ -100,7 +115,8 @@ def resolve_model(
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
             # Retries are hz's own (`heinzel.engine.retrying`), counted once: none here.
-            client = AnthropicProvider(api_key=key, base_url=base_url).client
+            http = _checked_client()
+            client = AnthropicProvider(api_key=key, base_url=base_url, http_client=http).client
             return AnthropicModel(
                 model_name,
                 provider=AnthropicProvider(anthropic_client=client.with_options(max_retries=0)),
@@ -108,7 +124,9 @@ def resolve_model(
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        openai = OpenAIProvider(base_url=base_url, api_key=key).client
+        openai = OpenAIProvider(
+            base_url=base_url, api_key=key, http_client=_checked_client()
+        ).client
         provider = OpenAIProvider(openai_client=openai.with_options(max_retries=0))
         if prefix == "openai-chat":
             return OpenAIChatModel(model_name, provider=provider)

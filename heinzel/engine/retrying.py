@@ -1,15 +1,22 @@
-"""Provider retries: a 429 or a 5xx is asked again with tenacity, a bounded number of times.
+"""Provider retries: a transient fault is asked again with tenacity, a bounded number of times.
 
 `RetryingModel` wraps a provider's model around its model request, the step think
-records. The provider's own client retries nothing (`resolve_model` sets its
-``max_retries`` to 0), so each attempt is counted once, here. An attempt the provider
+records. Transient is what `heinzel.engine.faults` says: a connection refused or broken,
+no answer within the request's timeout, a 429 or a 5xx. Each attempt has its own timeout
+(``RetryPolicy.timeout``, ``[heinzel] request_timeout``: pydantic-ai's ``timeout`` model
+setting, which the provider's client applies), and a reply the provider's client could
+not even parse (``AttributeError`` on ``{"choices": "oops"}``) becomes
+`heinzel.engine.faults.WrongShapeReply`, HZE012, never a Python name. The provider's
+own client retries nothing (`resolve_model` sets its ``max_retries`` to 0), so each
+attempt is counted once, here. An attempt the provider
 refused returns no usage and spends nothing; only the reply that comes back is recorded
 (one ``model.request``) and charged, so a retry never spends twice, and the turn's cap is
 checked before the step as ever. The wait honours the provider's ``retry-after-ms`` or
 ``Retry-After`` (pydantic-ai parses both into `ModelHTTPError.retry_after`), else backs
 off exponentially, each wait capped at ``max_wait``; ``sleep`` is injectable, so a fixed
 clock (``HZ_NOW``) never sleeps for real. When the attempts run out, the last
-`ModelHTTPError` goes up and think ends the turn failed (HZE010, `heinzel.engine.run`).
+error goes up and think ends the turn failed with its fault's code (`heinzel.engine.run`).
+The turn's own time limit bounds the attempts and their waits together (think's deadline).
 """
 
 from __future__ import annotations
@@ -31,12 +38,26 @@ from tenacity import (
     wait_exponential,
 )
 
-from heinzel.engine.errors import PROVIDER_FAILED, EngineError
+from heinzel.engine.errors import EngineError
+from heinzel.engine.faults import RETRYABLE_STATUS, WrongShapeReply, describe, fault_of, transient
 
-__all__ = ["RETRYABLE", "RetryPolicy", "RetryingModel", "no_sleep", "provider_failure"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "RETRYABLE",
+    "RetryPolicy",
+    "RetryingModel",
+    "no_sleep",
+    "provider_failure",
+]
 
-RETRYABLE: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+RETRYABLE = RETRYABLE_STATUS
 """The statuses worth asking again: timeouts, conflicts, rate limits, overload, 5xx."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds one attempt at a model request may take (``[heinzel] request_timeout``)."""
+
+_UNPARSED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+"""What a provider's client raises on a reply it could not read (not the API's shape)."""
 
 
 async def no_sleep(_seconds: float) -> None:
@@ -52,14 +73,12 @@ class RetryPolicy:
     max_wait: float = 30.0
     """The longest single wait in seconds, whatever ``Retry-After`` says."""
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep)
-
-
-def _retryable(error: BaseException) -> bool:
-    return isinstance(error, ModelHTTPError) and error.status_code in RETRYABLE
+    timeout: float | None = DEFAULT_TIMEOUT
+    """Seconds one attempt may take (None: the provider client's own, ten minutes)."""
 
 
 class RetryingModel(WrapperModel):
-    """A provider's model whose request is retried by `RetryPolicy` on a 429 or a 5xx."""
+    """A provider's model whose request is retried by `RetryPolicy` on a transient fault."""
 
     def __init__(self, wrapped: Model, policy: RetryPolicy | None = None) -> None:
         super().__init__(wrapped)
@@ -81,39 +100,35 @@ class RetryingModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        """The wrapped model's request, asked again while the provider says try later."""
+        """The wrapped model's request, each attempt bounded by the policy's timeout,
+        asked again while the fault is transient."""
+        settings: ModelSettings = dict(model_settings or {})  # type: ignore[assignment]
+        if self.policy.timeout is not None and "timeout" not in settings:
+            settings["timeout"] = self.policy.timeout
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max(1, self.policy.attempts)),
             wait=self._wait,
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(transient),
             sleep=self.policy.sleep,
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
                 self.attempts = attempt.retry_state.attempt_number
-                return await self.wrapped.request(
-                    messages, model_settings, model_request_parameters
-                )
+                try:
+                    return await self.wrapped.request(messages, settings, model_request_parameters)
+                except _UNPARSED as error:
+                    said = f"{type(error).__name__} reading the reply"
+                    raise WrongShapeReply(said) from error
         raise AssertionError("tenacity made no attempt")  # pragma: no cover
 
 
-def provider_failure(error: ModelHTTPError, model: Model, name: str) -> EngineError:
-    """HZE010 for a provider's HTTP error that outlived the retries, with the fix (the
-    retry command for ``name``, the Heinzelmännchen whose turn failed)."""
+def provider_failure(error: BaseException, model: Model, name: str) -> EngineError | None:
+    """The coded error of a provider's fault that outlived the retries (None: ``error`` is
+    no provider fault), with the fix (the retry command for ``name``, the
+    Heinzelmännchen whose turn failed)."""
+    fault = fault_of(error)
+    if fault is None:
+        return None
     attempts = model.attempts if isinstance(model, RetryingModel) else 1
-    status = error.status_code
-    if status in (401, 403):
-        fix = "check the key: `hz system doctor --online` says which one is used"
-    elif status == 429:
-        fix = f"the provider's rate limit: wait a while or raise it, then `hz heinzel retry {name}`"
-    elif status in RETRYABLE:
-        fix = f"the provider is failing: try again later with `hz heinzel retry {name}`"
-    else:
-        fix = "check the model name and base_url: `hz system doctor --online`"
-    tries = "attempt" if attempts == 1 else "attempts"
-    return EngineError(
-        PROVIDER_FAILED,
-        f"the provider answered HTTP {status} to {attempts} {tries} for {error.model_name}",
-        fix,
-    )
+    return describe(fault, model_name=model.model_name, attempts=attempts, name=name)

@@ -9,8 +9,11 @@ handoff), hashes, tokens and cost only, with the messages
 into the body (`heinzel.engine.body`). A resume continues the body's
 Conversation; steering is ``AgentRun.enqueue(..., priority="asap")`` before the
 next request; stop is ``AgentRun.cancel()`` with the snapshot as the body's last
-record; each model request is reserved against the caps before it is sent
-(`heinzel.engine.capped`), and a token ceiling stops a step from inside.
+record, also in the middle of a model request; the turn's time left is the run's
+``timeout`` (``RunTimedOut``: status ``timeout``); each model request is reserved against
+the caps before it is sent (`heinzel.engine.capped`), and a token ceiling stops a step from
+inside. A provider's failure ends the run ``failed`` with its fault
+(`heinzel.engine.faults`): a short spine code and the coded cause.
 """
 
 from __future__ import annotations
@@ -32,12 +35,12 @@ from pydantic_ai import (
     ModelRetry,
     RunCancelled,
     RunContext,
+    RunTimedOut,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
     UsageLimits,
 )
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset
@@ -47,7 +50,8 @@ from heinzel.engine.body import Saved, dump_conversation, dump_messages
 from heinzel.engine.capped import CappedModel, CapReached
 from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
-from heinzel.engine.errors import INVALID_REPLY, MALFORMED_REPLY, EngineError
+from heinzel.engine.errors import INVALID_REPLY, EngineError
+from heinzel.engine.faults import INVALID_OUTCOME, NotJsonReply, WrongShapeReply, fault_of
 from heinzel.engine.money import Budget, Purse
 from heinzel.engine.outcome import Disposition, Outcome, check_against, failed, judge
 from heinzel.engine.retrying import provider_failure
@@ -56,12 +60,12 @@ from heinzel.engine.steps import Stepper
 from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
 from ledger.errors import HzError
 
-__all__ = ["PROVIDER_ERROR", "Answer", "Proposal", "ThinkResult", "think"]
+__all__ = ["INVALID_OUTCOME", "PROVIDER_ERROR", "Answer", "Proposal", "ThinkResult", "think"]
 
 PROVIDER_ERROR = "provider-http"
-"""A turn the provider failed (after hz's bounded retries): ``provider-http-<status>``."""
+"""A turn the provider failed with an HTTP status: ``provider-http-<status>``."""
 
-Status = Literal["outcome", "failed", "deferred", "stopped", "cap"]
+Status = Literal["outcome", "failed", "deferred", "stopped", "cap", "timeout"]
 CompileContract = Callable[[str], object]
 """Compiles a contract text; raises an `HzError` (its render goes back as a retry)."""
 
@@ -80,7 +84,10 @@ class ThinkResult:
     interrupted: tuple[str, ...] = ()
     error: str | None = None
     failure: EngineError | None = None
-    """A failed think's coded cause (HZE010 to HZE012) with its fix, for the user."""
+    """A failed think's coded cause (HZE010 to HZE021) with its fix, for the user."""
+    fault: str | None = None
+    """A failed think's short code for the spine (``provider-timeout``, ``invalid-outcome``,
+    `heinzel.engine.faults`), None when the failure has none."""
 
 
 def _last_retry(messages: Sequence[ModelMessage]) -> str:
@@ -92,22 +99,14 @@ def _last_retry(messages: Sequence[ModelMessage]) -> str:
     return ""
 
 
-def _reply_failure(error: UnexpectedModelBehavior, complaint: str, name: str) -> EngineError:
-    """HZE011 for a reply that never validated (its hint retries ``name``), HZE012 for
-    one not in the API's shape."""
-    if str(error).startswith("Exceeded maximum output retries"):
-        said = f": {complaint[:300]}" if complaint else ""
-        return EngineError(
-            INVALID_REPLY,
-            f"the model's reply was not a valid outcome, after one retry{said}",
-            "try a stronger model (`agent.model_class: best`), or say what to fix: "
-            f'`hz heinzel retry {name} "hint"`',
-        )
+def _invalid_reply(complaint: str, name: str) -> EngineError:
+    """HZE011 for a reply that never validated (its hint retries ``name``)."""
+    said = f": {complaint[:300]}" if complaint else ""
     return EngineError(
-        MALFORMED_REPLY,
-        f"the provider's reply was not its API's shape: {str(error).splitlines()[0][:200]}",
-        "check that base_url points at an Anthropic- or OpenAI-compatible endpoint "
-        "(`hz system doctor --online`)",
+        INVALID_REPLY,
+        f"the model's reply was not a valid outcome, after one retry{said}",
+        "try a stronger model (`agent.model_class: best`), or say what to fix: "
+        f'`hz heinzel retry {name} "hint"`',
     )
 
 
@@ -127,6 +126,7 @@ async def think(
     compile_contract: CompileContract | None = None,
     retries: int = 2,
     output_retries: int = 1,
+    time_left: float | None = None,
     purse: Purse | None = None,
 ) -> ThinkResult:
     """Run (or resume) the think step of one turn and return how it ended.
@@ -140,6 +140,8 @@ async def think(
     the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
     checks an amendment's text; its `HzError` goes back to the model as a retry.
     ``retries`` bounds a tool's retries, ``output_retries`` the outcome's (one, then HZE011).
+    ``time_left`` (seconds, None: no limit) bounds the whole run: when it runs out, in a
+    model request or a retry's wait, the run ends with status ``timeout``.
     ``purse`` reserves each request's worst case (the host's writes ``model.reserved``
     under the home's spend lock); without one, each is checked against the budget alone.
     Raises `EngineError` for what the caller must fix (HZE001, HZE005, HZE006, HZE007,
@@ -236,7 +238,11 @@ async def think(
         )
     try:
         async with agent.iter(
-            None, conversation=conversation, usage_limits=limits, deferred_tool_results=deferred
+            None,
+            conversation=conversation,
+            usage_limits=limits,
+            deferred_tool_results=deferred,
+            timeout=time_left,
         ) as run:
             watcher = asyncio.ensure_future(stop.wait()) if stop is not None else None
             if watcher is not None:
@@ -291,31 +297,29 @@ async def think(
                     run.usage,
                     error=str(error),
                 )
-            except UnexpectedModelBehavior as error:
-                complaint = _last_retry(run.all_messages())
-                detail = f"{error}: {complaint}".strip(": ")
-                stepper.record_request(run.all_messages(), run.usage, conversation.conversation_id)
+            except RunCancelled:
+                raise  # stopped or out of time: below, with the snapshot
+            except (AgentRunError, NotJsonReply, WrongShapeReply) as error:
+                if isinstance(error, UnexpectedModelBehavior):  # a reply came back: charged
+                    stepper.record_request(
+                        run.all_messages(), run.usage, conversation.conversation_id
+                    )
+                fault = fault_of(error)
+                failure = provider_failure(error, model, spec.contract_name)
+                spine = fault.spine if fault is not None else None
+                detail = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+                if fault is None and str(error).startswith("Exceeded maximum output retries"):
+                    complaint = _last_retry(run.all_messages())
+                    detail = f"{error}: {complaint}".strip(": ")
+                    failure, spine = _invalid_reply(complaint, spec.contract_name), INVALID_OUTCOME
                 return ended(
                     "failed",
                     failed(detail),
                     run.all_messages(),
                     run.usage,
                     error=detail,
-                    failure=_reply_failure(error, complaint, spec.contract_name),
-                )
-            except ModelHTTPError as error:
-                detail = f"{PROVIDER_ERROR}-{error.status_code}: {error.model_name}"
-                return ended(
-                    "failed",
-                    failed(detail),
-                    run.all_messages(),
-                    run.usage,
-                    error=detail,
-                    failure=provider_failure(error, model, spec.contract_name),
-                )
-            except AgentRunError as error:
-                return ended(
-                    "failed", failed(str(error)), run.all_messages(), run.usage, error=str(error)
+                    failure=failure,
+                    fault=spine,
                 )
             finally:
                 stepper.flush_tools()
@@ -359,6 +363,7 @@ async def think(
             assert isinstance(output, Outcome)
             return ended("outcome", judge(output), messages, run.usage, outcome=output)
     except RunCancelled as cancelled:
+        timed_out = isinstance(cancelled, RunTimedOut)
         snapshot = Conversation(
             messages=cancelled.all_messages(),
             usage=cancelled.usage,
@@ -366,6 +371,8 @@ async def think(
         )
         body = {"kind": "conversation", "conversation": dump_conversation(snapshot)}
         recorder.body({**body, "usd": str(stepper.usd)})
+        if timed_out:
+            return ended("timeout", failed("timeout"), snapshot.messages, snapshot.usage)
         return ended(
             "stopped", Disposition("skipped", "stopped"), snapshot.messages, snapshot.usage
         )

@@ -2,8 +2,10 @@
 
 For each configured model (``model``, ``model_fast``, ``model_best``): the provider's extra,
 the key (present, and from where: the variable or the credentials file; never the key),
-a known price or an override; then ``base_url``, well formed. With ``online``, one minimal
-request (one token) to each model. Each problem has a code and its fix.
+a known price or an override; then ``base_url``, well formed; then what the last turns
+met (`last_turns`: the index's turns, a provider fault as its code, `heinzel.engine.faults`).
+With ``online``, one minimal request (one token, within ``request_timeout``) to each
+model, its failure named by the same taxonomy. Each problem has a code and its fix.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def model_checks(service: Sessions, *, online: bool = False) -> list[dict[str, A
                 "https://gateway.example (Anthropic-compatible, without /v1)",
             )
         )
+    checks.append(last_turns(service))
     remote = [name for name in dict.fromkeys(named.values()) if name and name != "offline"]
     if online and remote and not all(check["ok"] for check in checks):
         # said, not silently left out: the request would only fail on what is listed above
@@ -60,6 +63,46 @@ def model_checks(service: Sessions, *, online: bool = False) -> list[dict[str, A
     elif online:
         checks += [_online(service, name) for name in remote]
     return checks
+
+
+LAST = 10
+"""How many of the home's last ended turns `last_turns` reads."""
+
+
+def last_turns(service: Sessions) -> dict[str, Any]:
+    """What the home's last turns met at their provider (from the index): not ok when the
+    last turn that ended failed on a provider fault, with its code and the fix it kept."""
+    from heinzel.engine.faults import INVALID_OUTCOME, code_of
+    from heinzel.session.causes import cause_of
+
+    rows = service.index.db.execute(
+        "SELECT t.id, t.heinzel, h.name, t.disposition, t.reason, t.ended_at FROM turns t "
+        "JOIN heinzel h ON h.id = t.heinzel WHERE t.state = 'finished' "
+        "ORDER BY t.ended_at DESC, t.start_seq DESC LIMIT ?",
+        [LAST],
+    ).fetchall()
+    if not rows:
+        return _check("last turns", True, "no turn has ended yet")
+
+    def fault(row: Any) -> str:
+        reason = str(row[4] or "")
+        return reason if row[3] in ("failed", "abandoned") and code_of(reason) else ""
+
+    met = [fault(row) for row in rows]
+    faults = [f for f in met if f and f != INVALID_OUTCOME]
+    turn, heinzel_id, name, _disposition, _reason, ended = rows[0]
+    last = met[0]
+    if not last or last == INVALID_OUTCOME:
+        said = f"the last turn reached its model ({name}, {ended})"
+        if faults:
+            said += f"; {len(faults)} of the last {len(rows)} met " + ", ".join(sorted(set(faults)))
+        return _check("last turns", True, said)
+    kept = cause_of(service.home.session_dir(str(heinzel_id)), str(turn))
+    detail = f"the last turn ({name}, {turn}, {ended}) failed: {last}"
+    if kept:
+        detail += f": {kept.get('message')}"
+    fix = (kept or {}).get("hint") or "`hz system doctor --online` asks the provider now"
+    return _check("last turns", False, detail, code_of(last), fix)
 
 
 def _one_model(service: Sessions, key: str, name: str) -> list[dict[str, Any]]:
@@ -119,14 +162,21 @@ def _online(service: Sessions, name: str) -> dict[str, Any]:
     from pydantic_ai.messages import ModelRequest
     from pydantic_ai.models import override_allow_model_requests
 
+    from heinzel.engine.faults import describe, fault_of
+
+    timeout = service.settings.heinzel.request_timeout.total_seconds()
     with override_allow_model_requests(True):
         try:
             model_request_sync(
                 model_with_key(name, service.settings.heinzel.base_url, service.env),
                 [ModelRequest.user_text_prompt("Reply with: ok")],
-                model_settings={"max_tokens": 1},
+                model_settings={"max_tokens": 1, "timeout": timeout},
             )
         except Exception as exc:  # any failure of the provider is the finding
+            fault = fault_of(exc)
+            if fault is not None:
+                said = describe(fault, model_name=name, attempts=1)
+                return _check(f"online {name}", False, said.message, said.code, said.hint)
             return _check(
                 f"online {name}",
                 False,

@@ -300,6 +300,7 @@ class Service(Sessions):
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
+        shown["failure"] = self._last_failure(row["id"], shown["turns"])
         proposed = row.get("proposed_version")
         if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))
@@ -307,6 +308,20 @@ class Service(Sessions):
 
             shown["grant"] = grant(path)
         return shown
+
+    def _last_failure(self, heinzel_id: str, turns: list[dict[str, Any]]) -> Any:
+        """Why the last turn failed or was abandoned (code, message, hint, from its body
+        while it exists: `heinzel.turns.failure`), None when it did not."""
+        from heinzel.session.causes import cause_of
+
+        ended = [t for t in turns if t.get("ended_at")]
+        if not ended or ended[-1].get("state") not in ("finished",):
+            return None
+        last = ended[-1]
+        if last.get("disposition") not in ("failed", "abandoned"):
+            return None
+        found = cause_of(self.home.session_dir(heinzel_id), str(last["id"]))
+        return {"turn": last["id"], **found} if found else None
 
     def in_words(self, done: dict[str, Any]) -> dict[str, Any]:
         """A verb's answer (``name`` set) with what its turn did and said (``reply``,

@@ -12,12 +12,16 @@ A contract whose output is a file the sentence names as a source ("summarise not
 into today.md" reads ``notes.md``, writes ``today.md``) goes back to the model as a
 retry (HZH291), whatever the model; so does one whose output or input is one of hz's own
 files (HZH340, HZH341), and a sentence that names such a file is refused before any model
-runs. A creation that fails (no contract, HZH293) or whose name is taken (HZH292) leaves
-nothing behind: its session and index rows are removed.
+runs. A creation that fails leaves nothing behind, whatever failed: its session folder and
+index rows are removed, and the error names the cause: the key (HZE003, before anything
+is made), the provider (its fault's code, `heinzel.engine.faults`), the time limit
+(HZE022), a cap (HZH331), Ctrl-C (HZH297), or the model's reply (HZH293, no contract hz
+accepts); a name that is taken is HZH292.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
@@ -39,6 +43,7 @@ from heinzel.engine import (
     build_context,
     think,
 )
+from heinzel.engine.errors import TURN_TIME_UP, EngineError
 from heinzel.engine.offline_create import named_files
 from heinzel.engine.outcome import Outcome
 from heinzel.errors import HeinzelError
@@ -47,7 +52,8 @@ from heinzel.store.home import Home
 from heinzel.store.targets import check_targets
 from heinzel.turns.failure import refusal
 from heinzel.turns.record import EngineRecorder, SessionBody
-from machines import Acted, Effect, Fail, LocalProbe, TurnContext, run_sync
+from ledger.errors import HzError
+from machines import Acted, Effect, Fail, LocalProbe, OutOfTime, TurnContext, run_sync
 from machines.effects import recorded_in
 
 __all__ = ["CREATED_BODY", "CreatedSteps", "check_created", "refuse_named"]
@@ -154,6 +160,10 @@ class CreatedSteps:
         """Why a cap refused the turn's request (HZH331), for the creation's error."""
         """The home's spend lock (`heinzel.session.spend.hold_day`): the day's cap holds
         for the created turn's requests too."""
+        self.timeout = 600.0
+        """Seconds the created turn may run (the machine's default timeout)."""
+        self.failure: EngineError | None = None
+        """Why the think step failed, when the provider or the time limit says so."""
 
     async def gather(self, ctx: TurnContext) -> Any:
         """The sentence, into the body."""
@@ -195,11 +205,27 @@ class CreatedSteps:
             ),
             retries=self.retries,
             output_retries=self.retries,
+            time_left=max(0.001, self.timeout - ctx.state.running_ms_at(self.clock()) / 1000),
         )
         if result.status == "cap" and purse.refused is not None:
             self.refused = refusal("new", budget, *purse.refused)
+        if result.status == "timeout":
+            self.failure = EngineError(
+                TURN_TIME_UP,
+                f"the created turn ran out of its time limit ({self.timeout:g} s) "
+                "while the model was asked",
+                "the provider is slow or hung: try again later",
+            )
+            raise OutOfTime
+        if result.failure is not None and result.fault != "invalid-outcome":
+            self.failure = result.failure
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
-        return {"status": result.status, "outcome": outcome, "error": result.error}
+        return {
+            "status": result.status,
+            "outcome": outcome,
+            "error": result.error,
+            "fault": result.fault,
+        }
 
     async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
         """A contract text, or the turn fails."""
@@ -207,7 +233,7 @@ class CreatedSteps:
         if thought["status"] == "cap":
             return Fail("cap")
         if thought["status"] != "outcome" or not outcome or not outcome.get("amendment"):
-            return Fail("no-contract")
+            return Fail(str(thought.get("fault") or "no-contract"))
         return outcome
 
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Fail:
@@ -239,6 +265,25 @@ def _created_model(service: Any) -> Any:
 
 def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
     """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
+    from heinzel.ids import new_id, validate_name
+
+    origin = Path.cwd()
+    refuse_named(sentence, origin, service.protected)
+    model = _created_model(service)  # no key (HZE003): refused before anything is made
+    heinzel_id = new_id(service.clock)
+    provisional = validate_name("new-" + heinzel_id[-8:].lower())
+    try:
+        return _create(service, heinzel_id, provisional, sentence, namespace=namespace, model=model)
+    except BaseException:
+        discard(service, heinzel_id)  # whatever failed (Ctrl-C too): nothing left behind
+        raise
+
+
+def _create(
+    service: Any, heinzel_id: str, provisional: str, sentence: str, *, namespace: str, model: Model
+) -> dict[str, Any]:
+    """`run_created`'s work under the new spine's lock; raises what failed (the caller
+    removes what was made)."""
     import time
 
     from heinzel.ids import new_id, validate_name
@@ -248,11 +293,8 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
     from machines import Pins, Session, Wake, crash_hook, keys
     from machines import Settings as MachineSettings
 
-    heinzel_id = new_id(service.clock)
     config = service.settings.heinzel
-    provisional = validate_name("new-" + heinzel_id[-8:].lower())
     origin = Path.cwd()
-    refuse_named(sentence, origin, service.protected)
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
         spine.append(
             "heinzel.created",
@@ -269,7 +311,7 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             heinzel_id=heinzel_id,
             sentence=sentence,
             body=SessionBody(Bodies(service.home.session_dir(heinzel_id))),
-            model=_created_model(service),
+            model=model,
             pricing=Pricing(at=service.clock()),
             cap=Decimal(str(config.max_usd)),
             clock=service.clock,
@@ -299,9 +341,18 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             steps.body.close()
         row = service.queries.row(heinzel_id)
         wanted = provisional
-        failure = None
+        failure: HzError | None = None
         if state.error == "cap" and steps.refused is not None:
             failure = steps.refused
+        elif state.disposition != "proposed" and steps.failure is not None:
+            failure = steps.failure  # the provider or the time limit: not the sentence
+        elif state.disposition == "abandoned" and state.reason == "stopped":
+            failure = HeinzelError(
+                "HZH297",
+                "the created turn was stopped (Ctrl-C) before it wrote a contract; "
+                "nothing was created",
+                f"run it again when you want it: `hz heinzel new {json.dumps(sentence)}`",
+            )
         elif state.disposition != "proposed" or not row["contract_name"]:
             failure = HeinzelError(
                 "HZH293",
@@ -321,7 +372,6 @@ def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[s
             else:
                 spine.append("heinzel.renamed", {"name": wanted})
     if failure is not None:
-        discard(service, heinzel_id)
         raise failure
     shown = service.queries.row(heinzel_id)
     return {

@@ -15,7 +15,8 @@ boundary and by the think step's ``steering()`` right before each model request)
   loses nothing: the tick wakes it);
 - a stop naming this turn: the running step is cancelled and the turn ends abandoned
   ``stopped`` (stops are read before chats, so no chat is steered into a turn a stop
-  ends); a stop naming another turn is stale and only taken;
+  ends; a model request in flight is cancelled too: `Delivery.stop_asked`, watched while
+  the model is asked); a stop naming another turn is stale and only taken;
 - a wake the tick handed over (kind ``requested``, `Inbox.hand`): ``turn.requested{cause}``
   under the wake's own key, at any step; like a chat it stays pending until a turn has the
   key, and the follow-up turn runs it (approvals each in a turn of their own, `batches`).
@@ -98,6 +99,20 @@ class Delivery:
 
     def _take(self, request: Request) -> None:
         self.inbox.take(request.request_id, at=self.clock())
+
+    def stop_asked(self) -> str | None:
+        """Who asked the running turn to stop: the signal's name, or the id of a stop
+        request naming it (or naming no turn); None when nobody did. Only reads: a model
+        request in flight is cancelled on it (`heinzel.turns.steps.watching_stop`)."""
+        run = self.session.running if self.session is not None else None
+        if run is None:
+            return None
+        if self.interrupted() is not None:
+            return self.interrupted()
+        for request in self._pending():
+            if request.kind == "stop" and request.message in ("", run.turn):
+                return request.request_id
+        return None
 
     def poll(self, *, stop: bool = True, steer: bool = False) -> None:
         """Deliver what the inbox holds to the running turn; with ``stop``, a stop for it

@@ -86,6 +86,12 @@ class TurnEnv:
     engine calls it before a call that is not replay-safe."""
     poll: Callable[[], None] | None = None
     """Delivers the inbox's requests before each model request (`heinzel.turns.delivery`)."""
+    stop_asked: Callable[[], str | None] | None = None
+    """Who asked the running turn to stop (a signal, a stop request), None: nobody; read
+    while a model request runs (`heinzel.turns.delivery.Delivery.stop_asked`)."""
+    on_interrupt: Callable[[Callable[[], None]], Callable[[], None]] | None = None
+    """Calls a function on a signal to this process; returns what undoes it
+    (`heinzel.turns.interrupt.Interrupt.listen`)."""
     hold_day: Hold | None = None
     """The home's spend lock with the day's spend (`heinzel.session.spend.hold_day`): each
     model request's reservation is made under it."""

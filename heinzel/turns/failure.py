@@ -11,13 +11,12 @@ heinzel wake`, `chat`, `resume` and `answer` print the cause's code, message and
 from __future__ import annotations
 
 from decimal import Decimal
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from heinzel.errors import HeinzelError
+from heinzel.session.causes import cause_of
 from heinzel.turns.record import SessionBody
 from heinzel.usd import usd_text
-from ledger.bodies import Bodies
 from ledger.errors import HzError
 from machines.journal import content_hash
 
@@ -68,15 +67,3 @@ def refusal(name: str, budget: Budget, usd: Decimal, turn: Decimal, day: Decimal
         f"({spent} of {cap} USD spent today); it was not sent",
         "wait for tomorrow (UTC), or raise [heinzel] max_usd_per_day",
     )
-
-
-def cause_of(session_dir: Path, turn: str | None) -> dict[str, str] | None:
-    """The cause kept for ``turn`` (the last one kept), or None."""
-    if not turn:
-        return None
-    found: dict[str, str] | None = None
-    for record in Bodies(session_dir).read(turn) or []:
-        value: Any = record.get("value")
-        if isinstance(value, dict) and isinstance(value.get("failure"), dict):
-            found = {k: str(v) for k, v in value["failure"].items()}
-    return found

@@ -447,6 +447,8 @@ class TurnHost:
         try:
             with interruptible() as interrupt:
                 delivery.interrupted = lambda: interrupt.signal
+                env.stop_asked = delivery.stop_asked
+                env.on_interrupt = interrupt.listen
                 states = run_sync(run(session))
             if interrupt.signal is not None:
                 self.interrupted = interrupt.signal

@@ -5,8 +5,9 @@ summary turns, a resumed turn, the created turn) comes here: the name from
 ``[heinzel] model | model_fast | model_best`` (`heinzel.engine.models.choose_model`),
 the key from the provider's environment variable or the stored credential
 (`heinzel.store.credentials.find_key`), and ``base_url`` for a compatible gateway.
-A provider's model is wrapped in `RetryingModel` (a 429 or a 5xx asked again with
-tenacity); under a fixed clock (``HZ_NOW``) its waits return at once.
+A provider's model is wrapped in `RetryingModel` (a transient fault asked again with
+tenacity, each attempt bounded by ``[heinzel] request_timeout``); under a fixed clock
+(``HZ_NOW``) its waits return at once.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def named_model(service: Sessions, name: str) -> Model:
     if name == "offline":
         return model
     fixed = bool(service.env.get("HZ_NOW"))
-    return RetryingModel(model, RetryPolicy(sleep=no_sleep) if fixed else RetryPolicy())
+    timeout = service.settings.heinzel.request_timeout.total_seconds()
+    policy = RetryPolicy(sleep=no_sleep, timeout=timeout) if fixed else RetryPolicy(timeout=timeout)
+    return RetryingModel(model, policy)
 
 
 def turn_model(service: Sessions, cause: Cause, model_class: str = "standard") -> Model:

@@ -8,14 +8,17 @@ performs what the outcome asks through the machine's effect ledger (`heinzel.tur
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
 
 from heinzel.engine.context import build_context
-from heinzel.engine.errors import EngineError
+from heinzel.engine.errors import TURN_TIME_UP, EngineError
 from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause, InputSpec, TurnSpec
@@ -25,9 +28,50 @@ from heinzel.turns.env import TurnEnv
 from heinzel.turns.failure import keep_failure, refusal
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
-from machines import Acted, Fail, Skip, TurnContext, Wait
+from machines import Acted, Fail, OutOfTime, Skip, TurnContext, Wait
 
-__all__ = ["HeinzelSteps", "TurnEnv"]
+__all__ = ["HeinzelSteps", "TurnEnv", "watching_stop"]
+
+STOP_POLL = 0.2
+"""Seconds between two looks at the inbox for a stop while the model is asked (a signal
+to this process is seen at once)."""
+
+
+@asynccontextmanager
+async def watching_stop(env: TurnEnv) -> AsyncIterator[asyncio.Event]:
+    """An event set when the running turn is asked to stop, in the middle of a model
+    request too: at once on a signal to this process (`heinzel.turns.interrupt`), within
+    `STOP_POLL` seconds on ``hz heinzel stop`` from another process (the inbox)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    undo = env.on_interrupt(wake) if env.on_interrupt else None
+
+    async def watch() -> None:
+        while not stop.is_set():
+            if env.stop_asked is not None and env.stop_asked():
+                stop.set()
+                return
+            try:
+                await asyncio.wait_for(stop.wait(), STOP_POLL)
+            except TimeoutError:
+                continue
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        yield stop
+    finally:
+        watcher.cancel()
+        if undo is not None:
+            undo()
+
+
+def time_left(env_timeout: float, ctx: TurnContext, now: datetime) -> float:
+    """Seconds the turn may still run (its contract's ``timeout`` less its running time)."""
+    return max(0.001, env_timeout - ctx.state.running_ms_at(now) / 1000)
 
 
 class HeinzelSteps:
@@ -129,26 +173,31 @@ class HeinzelSteps:
             answers = await settle(writes, ctx, history) if writes is not None else None
             if isinstance(answers, Wait):
                 return answers
+            limit = env.contract.hz.timeout.total_seconds()
             try:
-                result = await think(
-                    spec,
-                    context,
-                    model=env.model,
-                    recorder=recorder,
-                    budget=budget,
-                    services=services,
-                    history_body=history,
-                    steering=steering,
-                    write_tools=write_tools() if writes is not None else None,
-                    answers=answers,
-                    compile_contract=env.compile_contract,
-                    purse=purse,
-                )
+                async with watching_stop(env) as stop:
+                    result = await think(
+                        spec,
+                        context,
+                        model=env.model,
+                        recorder=recorder,
+                        budget=budget,
+                        services=services,
+                        history_body=history,
+                        steering=steering,
+                        stop=stop,
+                        write_tools=write_tools() if writes is not None else None,
+                        answers=answers,
+                        compile_contract=env.compile_contract,
+                        time_left=time_left(limit, ctx, env.clock()),
+                        purse=purse,
+                    )
             except EngineError as error:
                 if error.code != "HZE005":
                     raise
                 keep_failure(env.body, ctx.turn, error)  # the skip's coded notice
                 return {"status": "cap", "error": error.code}
+            ended_early(env, ctx, result.status, limit)
             if result.status != "deferred":
                 break
         if result.status == "cap" and purse.refused is not None:
@@ -159,6 +208,7 @@ class HeinzelSteps:
             "outcome": None if result.outcome is None else result.outcome.model_dump(mode="json"),
             "usd": str(result.usd),
             "error": result.error,
+            "fault": result.fault,
             "failure": None
             if result.failure is None
             else {
@@ -191,11 +241,9 @@ class HeinzelSteps:
             failure = thought.get("failure")
             if failure:
                 keep_failure(self.env.body, ctx.turn, EngineError(**failure))
-            error = str(thought.get("error") or "")
-            from heinzel.engine.run import PROVIDER_ERROR
-
-            if status == "failed" and error.startswith(PROVIDER_ERROR):
-                return Fail(error.split(":", 1)[0])
+            fault = thought.get("fault")
+            if fault:
+                return Fail(str(fault))
             return Fail("invalid-outcome" if status == "failed" else status)
         disposition = thought["disposition"]
         if ctx.cause == "approval":
@@ -209,3 +257,22 @@ class HeinzelSteps:
     async def act(self, ctx: TurnContext, decided: Any) -> Acted | Wait | Fail:
         """Perform the outcome's acts through the effect ledger (see `heinzel.turns.act`)."""
         return await perform(self.env, ctx, decided)
+
+
+def ended_early(env: TurnEnv, ctx: TurnContext, status: str, limit: float) -> None:
+    """A think the user stopped raises what the machine ends ``abandoned stopped``; one
+    the turn's time limit stopped, ``abandoned timeout`` (its cause, HZE022, kept)."""
+    if status == "stopped":
+        raise asyncio.CancelledError("stopped in a model request")
+    if status == "timeout":
+        keep_failure(
+            env.body,
+            ctx.turn,
+            EngineError(
+                TURN_TIME_UP,
+                f"the turn ran out of its time limit ({limit:g} s) while the model was asked",
+                "the provider is slow or hung: raise the contract's `timeout:`, or try again "
+                f"later with `hz heinzel retry {env.name}`",
+            ),
+        )
+        raise OutOfTime

@@ -1,5 +1,5 @@
-"""What the page shows of one turn, from its spine lines and its body while the body exists
-(what it read, the model's messages, the tools it called, the draft), and the proposed
+"""What the page shows of one turn, from its spine lines and its body while it exists (what
+it read, the model's messages, the tools it called, the draft, why it failed), and the proposed
 writes still waiting for the user's answer. Only reads; the template escapes every text."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from heinzel.app import App
+from heinzel.session.causes import cause_of
 from heinzel.session.questions import open_questions as asked_questions
 from ledger.bodies import Bodies
 from ledger.reading import read_events
@@ -104,6 +105,7 @@ def turn_detail(app: App, heinzel_id: str, turn: str) -> dict[str, Any] | None:
         return None
     records = Bodies(app.service.home.session_dir(heinzel_id)).read(turn)
     detail: dict[str, Any] = {"turn": turn, "lines": lines, "expired": records is None}
+    detail["failure"] = cause_of(app.service.home.session_dir(heinzel_id), turn)
     if records is None:
         return detail
     values = [r.get("value") for r in records if r.get("kind") == "value"]

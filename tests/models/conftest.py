@@ -64,7 +64,14 @@ CREATED = {
 MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai-chat:gpt-4o-mini"}
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 KEY = "sk-the-users-key"
-EXECD = {"test_cli_models.py", "test_cli_paths.py", "test_keyring.py", "test_doctor.py"}
+EXECD = {
+    "test_cli_models.py",
+    "test_cli_paths.py",
+    "test_keyring.py",
+    "test_doctor.py",
+    "test_provider_faults.py",
+    "test_created_models.py",
+}
 """The files whose `hz` is the real executable: every path a key takes from the user's
 shell, keyring or credential store to the provider (the suite once missed that the
 command never passed the key), and the doctor; the other model tests fork theirs."""

@@ -1,9 +1,11 @@
 """Loopback servers speaking the Anthropic Messages API and OpenAI chat completions.
 
 A `Provider` answers each POST with what its script says for that request: a tool call,
-the outcome through pydantic-ai's output tool, an HTTP error, or a malformed body. It
-records every request's path, headers and body, so a test can check which key reached
-the provider and what the model was sent. Shapes follow the providers' documented
+the outcome through pydantic-ai's output tool, an HTTP error, a malformed body, a page
+that is no JSON, a refusal by the content filter, or no answer at all (`Hang`: the
+server sets `Provider.received` and holds the request until the test ends). It records
+every request's path, headers and body, so a test can check which key reached the
+provider and what the model was sent. Shapes follow the providers' documented
 examples (``tool_use`` blocks and ``usage.input_tokens``; ``tool_calls`` and
 ``usage.prompt_tokens``).
 """
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Call", "Http", "Outcome", "Provider", "Raw"]
+__all__ = ["Call", "Filtered", "Hang", "Http", "Outcome", "Page", "Provider", "Raw", "closed_port"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,26 @@ class Raw:
     text: str
 
 
-Step = Call | Outcome | Http | Raw
+@dataclass(frozen=True)
+class Page:
+    """A 200 whose body is ``text`` with its content type (an HTML page, not the API)."""
+
+    text: str = "<html><body><h1>Sign in</h1></body></html>"
+    kind: str = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """The provider's content filter: OpenAI's ``finish_reason: content_filter``, Anthropic's
+    ``stop_reason: refusal``, with no content."""
+
+
+@dataclass(frozen=True)
+class Hang:
+    """No answer: the request is held until the provider is closed."""
+
+
+Step = Call | Outcome | Http | Raw | Page | Filtered | Hang
 Script = Callable[[dict[str, Any], int], Step | list[Call]]
 
 
@@ -68,6 +89,11 @@ class Provider:
     api: str
     script: Script
     seen: list[Seen] = field(default_factory=list)
+    received: threading.Event = field(default_factory=threading.Event)
+    """Set once a request the script holds (`Hang`) has arrived."""
+    release: threading.Event = field(default_factory=threading.Event)
+    steps: threading.local = field(default_factory=threading.local)
+    """The script's step for the request each server thread answers."""
 
     def __post_init__(self) -> None:
         provider = self
@@ -78,6 +104,12 @@ class Provider:
                 provider.seen.append(
                     Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
+                step = provider.script(body, len(provider.seen))
+                if isinstance(step, Hang):
+                    provider.received.set()
+                    provider.release.wait(timeout=600)
+                    return
+                provider.steps.step = step  # what `answer` answers (this thread's request)
                 status, kind, out = provider.answer(body, len(provider.seen))
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
@@ -100,6 +132,7 @@ class Provider:
         return root if self.api == "anthropic" else root + "/v1"
 
     def close(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
@@ -112,7 +145,14 @@ class Provider:
         ]
 
     def answer(self, body: dict[str, Any], n: int) -> tuple[int, str, bytes]:
-        step = self.script(body, n)
+        step = getattr(self.steps, "step", None) or self.script(body, n)
+        if isinstance(step, Page):
+            return 200, step.kind, step.text.encode()
+        if isinstance(step, Filtered):
+            reply = self._refused(n)
+            if body.get("stream"):
+                return 200, "text/event-stream", _sse(reply).encode()
+            return 200, "application/json", json.dumps(reply).encode()
         if isinstance(step, Http):
             error = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
             return step.status, "application/json", json.dumps(error).encode()
@@ -130,6 +170,15 @@ class Provider:
         if body.get("stream"):
             return 200, "text/event-stream", _sse(reply).encode()
         return 200, "application/json", json.dumps(reply).encode()
+
+    def _refused(self, n: int) -> dict[str, Any]:
+        if self.api == "anthropic":
+            return {**self._anthropic([], n), "stop_reason": "refusal"}
+        reply = self._openai([], n)
+        reply["choices"][0].update(
+            finish_reason="content_filter", message={"role": "assistant", "content": None}
+        )
+        return reply
 
     def _tool_names(self, body: dict[str, Any]) -> list[str]:
         tools = body.get("tools") or []
@@ -214,3 +263,12 @@ def _sse(message: dict[str, Any]) -> str:
         {"type": "message_stop"},
     ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go): a refused connection."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -102,15 +102,15 @@ class TestProviderFailures:
         assert len(requests) == 3, requests  # the created turn's one, then the wake's two
 
     def test_a_500_that_stays_is_a_coded_failure(self, user: User) -> None:
-        """A provider that keeps failing: three attempts in all, then HZE010 with its fix and
-        exit status 1; nothing recorded as spent."""
+        """A provider that keeps failing: three attempts in all, then HZE019 (a 5xx) with its
+        fix and exit status 1; nothing recorded as spent."""
         _created(user)
         provider = user.serve(lambda body, n: Http(500))
         woke = user.hz("heinzel", "wake", "notes-digest", "--json")
         shown = json.loads(woke.stdout)
         assert (shown["disposition"], shown["error"]) == ("failed", "provider-http-500"), shown
         assert woke.returncode == 1
-        assert "HZE010: the provider answered HTTP 500 to 3 attempts" in woke.stderr
+        assert "HZE019: the provider answered HTTP 500 to 3 attempts" in woke.stderr
         assert "hint: the provider is failing" in woke.stderr, woke.stderr
         hint = woke.stderr.splitlines()[-1]
         assert "`hz heinzel retry notes-digest`" in hint and "NAME" not in hint, hint

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from typing import Any
 
 from .conftest import CONTRACT, CREATED, User
-from .fake_providers import Outcome
+from .fake_providers import Hang, Http, Outcome, closed_port
 
 INTO_THE_SOURCE = {
     "report": "wrote the contract",
@@ -55,3 +58,64 @@ class TestCreatedContracts:
         assert len(_sessions(user)) == 1
         names = [r["name"] for r in json.loads(user.hz("heinzel", "list", "--json").stdout)]
         assert names == ["notes-digest"]
+
+
+class TestAFailedCreationNamesItsCause:
+    """`new "sentence"` that fails says why (key, provider, model reply) and leaves no row,
+    no folder, whatever failed."""
+
+    def _nothing_left(self, user: User) -> None:
+        assert _sessions(user) == []
+        listed = user.hz("heinzel", "list", "--json")
+        assert json.loads(listed.stdout) == [], listed.stdout
+
+    def test_a_provider_500_is_the_providers_code(self, user: User) -> None:
+        """A provider failing with 500: HZE019 (the provider's fault), never HZH293, which
+        blames the sentence; nothing is left."""
+        provider = user.serve(lambda body, n: Http(500))
+        made = user.hz("heinzel", "new", SENTENCE)
+        assert made.returncode == 1, made.stderr
+        assert "HZE019: the provider answered HTTP 500" in made.stderr, made.stderr
+        assert "HZH293" not in made.stderr and "Traceback" not in made.stderr
+        assert len(provider.seen) == 3
+        self._nothing_left(user)
+
+    def test_a_provider_that_is_down(self, user: User) -> None:
+        """No server at base_url: HZE013, and nothing left."""
+        root = f"http://127.0.0.1:{closed_port()}"
+        user.env["HZ_BASE_URL"] = root if user.api == "anthropic" else root + "/v1"
+        made = user.hz("heinzel", "new", SENTENCE)
+        assert made.returncode == 1 and "HZE013: " in made.stderr, made.stderr
+        self._nothing_left(user)
+
+    def test_no_key_leaves_no_row(self, user: User) -> None:
+        """Without a key: HZE003 before anything is made, so no `new-xxxx` row to retire."""
+        del user.env["ANTHROPIC_API_KEY" if user.api == "anthropic" else "OPENAI_API_KEY"]
+        user.serve(lambda body, n: Outcome(CREATED))
+        made = user.hz("heinzel", "new", SENTENCE)
+        assert made.returncode == 1 and "HZE003" in made.stderr, made.stderr
+        assert user.provider is not None and user.provider.seen == []
+        self._nothing_left(user)
+
+    def test_ctrl_c_during_the_request_leaves_nothing(self, user: User) -> None:
+        """Ctrl-C while the provider holds the created turn's request: HZH297 says it was
+        stopped (not HZH293, which blames the sentence), and no session, no row is left."""
+        provider = user.serve(lambda body, n: Hang())
+        made = subprocess.Popen(
+            [sys.executable, "-m", "heinzel", "heinzel", "new", SENTENCE],
+            cwd=user.folder,
+            env=user.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert provider.received.wait(timeout=60), "the request never reached the provider"
+            made.send_signal(signal.SIGINT)
+            _out, err = made.communicate(timeout=30)
+        finally:
+            made.kill()
+        assert made.returncode != 0, err
+        assert "HZH297: the created turn was stopped" in err and "HZH293" not in err, err
+        assert "Traceback" not in err, err
+        self._nothing_left(user)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .conftest import KEY, User
-from .fake_providers import Call, Http
+from .conftest import CREATED, DRAFT, KEY, User, outcome_after_report
+from .fake_providers import Call, Hang, Http, Outcome, closed_port
 
 
 def _doctor(user: User, *args: str, **env: str) -> tuple[int, dict[str, dict[str, object]], str]:
@@ -38,12 +38,50 @@ class TestModelDoctor:
         assert checks["base_url"]["code"] == "HZH266"
 
     def test_online_makes_one_request(self, user: User) -> None:
-        """--online: one minimal request with the key; a provider error is HZH267."""
+        """--online: one minimal request with the key; a refused key is HZE016, the code a
+        turn would fail with."""
         provider = user.serve(lambda body, n: Http(401))
         code, checks, out = _doctor(user, "--online")
         name = user.env["HZ_MODEL"]
-        assert code == 1 and checks[f"online {name}"]["code"] == "HZH267", out
+        assert code == 1 and checks[f"online {name}"]["code"] == "HZE016", out
+        assert "HTTP 401" in str(checks[f"online {name}"]["detail"]), out
         assert provider.keys() == [KEY]
+
+    def test_online_names_a_hung_provider_within_request_timeout(self, user: User) -> None:
+        """--online against a provider that never answers: HZE015 once request_timeout has
+        passed, not a doctor that hangs."""
+        user.serve(lambda body, n: Hang())
+        code, checks, out = _doctor(user, "--online", HZ_REQUEST_TIMEOUT="1s")
+        name = user.env["HZ_MODEL"]
+        assert code == 1 and checks[f"online {name}"]["code"] == "HZE015", out
+
+    def test_plain_doctor_reports_what_the_last_turn_met(self, user: User) -> None:
+        """A wake that failed because the model server is down: plain `hz system doctor`
+        (no request) says so, with HZE013 and the fix the turn kept; once a turn reaches
+        the model again, the check is ok and still names what earlier turns met."""
+        user.serve(lambda body, n: Outcome(CREATED))
+        assert (
+            user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+        )
+        assert user.in_process("approve", "notes-digest").returncode == 0
+        code, checks, out = _doctor(user)
+        assert code == 0 and checks["last turns"]["ok"] is True, out
+        assert user.provider is not None
+        user.provider.close()
+        user.provider = None
+        root = f"http://127.0.0.1:{closed_port()}"
+        user.env["HZ_BASE_URL"] = root if user.api == "anthropic" else root + "/v1"
+        woke = user.hz("heinzel", "wake", "notes-digest")
+        assert woke.returncode == 1, woke.stderr
+        code, checks, out = _doctor(user)
+        last = checks["last turns"]
+        assert code == 1 and last["code"] == "HZE013", out
+        assert "provider-unreachable" in str(last["detail"]) and "model server" in str(last["fix"])
+        user.serve(outcome_after_report(DRAFT))
+        assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
+        code, checks, out = _doctor(user)
+        assert checks["last turns"]["ok"] is True, out
+        assert "provider-unreachable" in str(checks["last turns"]["detail"]), out
 
     def test_the_price_is_the_rate_of_an_ordinary_request(self, user: User) -> None:
         """claude-sonnet-4-5's 3 USD per million input tokens, not the long-context tier a

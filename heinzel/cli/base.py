@@ -78,7 +78,7 @@ def exit_if_ended_badly(data: dict[str, Any]) -> None:
     if signal and data.get("reason") == "stopped":
         name = data.get("name") or "NAME"
         click.echo(
-            f"{signal}: turn {data.get('turn')} stopped "
+            f"HZH361: {signal}: turn {data.get('turn')} stopped "
             "and ended abandoned (stopped); nothing half-done is left\n"
             f"hint: `hz heinzel wake {name}` starts a new turn",
             err=True,
@@ -103,11 +103,57 @@ def exit_if_ended_badly(data: dict[str, Any]) -> None:
         if cause.get("hint"):
             text += f"\nhint: {cause['hint']}"
     else:
-        code = data.get("error") or data.get("reason") or "the turn"
-        text = f"{code}: turn {data.get('turn')} ended {data.get('state')}"
-        text += f"\nhint: `hz heinzel show {data.get('name') or 'NAME'}` shows the turn"
+        text = _uncaused(data)
     click.echo(text, err=True)
     click.get_current_context().exit(1)
+
+
+ABANDONED: dict[str, tuple[str, str, str]] = {
+    "stopped": (
+        "HZH361",
+        "was stopped (`hz heinzel stop`, the page's Stop or MCP heinzel_stop) and ended "
+        "abandoned (stopped); nothing half-done is left",
+        "`hz heinzel wake {name}` starts a new turn",
+    ),
+    "timeout": (
+        "HZH362",
+        "ran past its contract's timeout and ended abandoned (timeout)",
+        "`hz heinzel report {name}` shows what it did; a longer `hz.timeout` is an "
+        "amendment (`hz heinzel amend {name} --from FILE`)",
+    ),
+    "max-resumes": (
+        "HZH363",
+        "was interrupted more often than max_resumes allows and ended abandoned (max-resumes)",
+        "`hz heinzel retry {name}` forks it from its last checkpoint",
+    ),
+    "superseded": (
+        "HZH364",
+        "was superseded by a newer turn and ended abandoned (superseded)",
+        "`hz heinzel show {name}` shows the turn that replaced it",
+    ),
+}
+"""A turn abandoned for a reason of the machine's, with no deeper cause kept: its code,
+what happened, and the next step (``{name}`` filled in)."""
+
+
+def _uncaused(data: dict[str, Any]) -> str:
+    """``CODE: message`` and a hint for a turn that ended badly with no cause kept: the
+    machine's own code when its error is one, the abandon reason's code, else HZH365."""
+    name = data.get("name") or "NAME"
+    turn = data.get("turn")
+    error = str(data.get("error") or "")
+    reason = str(data.get("reason") or "")
+    if reason in ABANDONED:
+        code, what, hint = ABANDONED[reason]
+        return f"{code}: turn {turn} {what}\nhint: {hint.format(name=name)}"
+    if error.startswith("HZ") and error[2:3].isalpha() and error[3:].isdigit():
+        code, why = error, ""
+    else:
+        code, why = "HZH365", f" ({error or reason})" if (error or reason) else ""
+    return (
+        f"{code}: turn {turn} ended {data.get('state')}{why}\n"
+        f"hint: `hz heinzel show {name}` shows the turn"
+    )
 
 
 class HzGroup(click.Group):

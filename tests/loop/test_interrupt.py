@@ -62,7 +62,7 @@ def test_sigint_stops_the_turn_at_its_next_step(
         go.write("go\n")
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1, (out, err)
-    assert "SIGINT: turn tn-" in err and "ended abandoned (stopped)" in err
+    assert "HZH361: SIGINT: turn tn-" in err and "ended abandoned (stopped)" in err
     assert "hint: `hz heinzel wake notes-digest` starts a new turn" in err
     assert "Aborted!" not in err and "Traceback" not in err
     shown = json.loads(approved("heinzel", "show", "notes-digest", "--json").out)

@@ -191,7 +191,7 @@ class TestBoundedInTime:
         finally:
             woke.kill()
         assert woke.returncode == 1, err
-        assert "SIGINT: turn tn-" in err and "ended abandoned (stopped)" in err, err
+        assert "HZH361: SIGINT: turn tn-" in err and "ended abandoned (stopped)" in err, err
         assert "before it could stop" not in err, err
         finished = _finished(user)
         assert (finished["disposition"], finished["reason"]) == ("abandoned", "stopped")
@@ -211,6 +211,8 @@ class TestBoundedInTime:
         finally:
             woke.kill()
         assert woke.returncode == 1, err
+        # coded, as every refusal is: never `stopped: turn ... ended abandoned`
+        assert err.startswith("HZH361: turn tn-") and "was stopped" in err, err
         ended = json.loads(out)
         assert (ended["state"], ended["reason"]) == ("abandoned", "stopped"), ended
         finished = _finished(user)

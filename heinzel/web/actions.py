@@ -20,13 +20,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from ledger.files import ensure_private_dir, open_append
 
 __all__ = ["IN_CHILD", "IN_REQUEST", "check_turn_verb", "spawn_verb"]
 
@@ -75,25 +73,11 @@ def spawn_verb(
     home: Path, heinzel_id: str, verb: str, hint: str, env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
     """Start the child that runs ``verb``'s turn; ``hint`` goes to its standard input."""
-    log_dir = home / "web"
-    ensure_private_dir(log_dir)
-    log = open_append(log_dir / "turns.log", sync_dir=False)
-    try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "heinzel.web.actions", str(home), heinzel_id, verb],
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            start_new_session=True,
-        )
-    finally:
-        os.close(log)
-    assert child.stdin is not None
-    child.stdin.write(hint.encode("utf-8"))
-    child.stdin.close()
-    threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
-    return child
+    from heinzel.web.background import spawn_child
+
+    return spawn_child(
+        home, ["heinzel.web.actions", heinzel_id, verb], env, stdin=hint.encode("utf-8")
+    )
 
 
 def learn(app: Any, heinzel_id: str, draft_key: str) -> None:

@@ -22,29 +22,42 @@ from pathlib import Path
 
 from ledger.files import ensure_private_dir, open_append
 
-__all__ = ["spawn_chat_turn"]
+__all__ = ["spawn_chat_turn", "spawn_child"]
 
 
 def spawn_chat_turn(
     home: Path, heinzel_id: str, request_id: str, env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
-    """Start the child that runs the chat's turn; its errors go to ``HOME/web/turns.log``
-    (0600 whatever the umask, opened through `ledger.files.open_append`: a link planted
-    at its path is refused, HZL001, and nothing is written through it)."""
+    """Start the child that runs the chat's turn (`spawn_child`)."""
+    return spawn_child(home, ["heinzel.web.background", heinzel_id, request_id], env)
+
+
+def spawn_child(
+    home: Path, module_args: list[str], env: Mapping[str, str], stdin: bytes | None = None
+) -> subprocess.Popen[bytes]:
+    """``python -m MODULE HOME ARGS...`` in a session of its own, reaped when it ends;
+    ``stdin`` (never the arguments) carries any text the user wrote. Its errors go to
+    ``HOME/web/turns.log`` (0600 whatever the umask, opened through
+    `ledger.files.open_append`: a link planted at its path is refused, HZL001, and
+    nothing is written through it)."""
+    module, *args = module_args
     log_dir = home / "web"
     ensure_private_dir(log_dir)
     log = open_append(log_dir / "turns.log")
     try:
         child = subprocess.Popen(
-            [sys.executable, "-m", "heinzel.web.background", str(home), heinzel_id, request_id],
+            [sys.executable, "-m", module, str(home), *args],
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=log,
             start_new_session=True,
         )
     finally:
         os.close(log)
+    if child.stdin is not None:
+        child.stdin.write(stdin or b"")
+        child.stdin.close()
     threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
     return child
 

@@ -280,6 +280,14 @@ class Service(Sessions):
     ) -> list[dict[str, Any]]:
         rows = self.queries.listing(artifact=artifact, state=state, contract=contract)
         notices(self.read_db, rows, today=self._today())
+        for row in rows:  # a question in its words: only the rows that have one read a spine
+            for notice in row["notices"]:
+                if notice["reason"] == "question":
+                    asked = waiting_questions(self, str(row["id"]), str(row["name"]))
+                    if asked:
+                        more = f" (and {len(asked) - 1} more)" if len(asked) > 1 else ""
+                        notice["message"] = f"asks: {asked[0]['text']}{more}"
+                        notice["next"] = asked[0]["answer"]
         return rows
 
     def show(self, ref: str) -> dict[str, Any]:

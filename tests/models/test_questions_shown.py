@@ -47,7 +47,8 @@ def test_a_question_shows_as_its_words_in_wake_show_and_list(user: User) -> None
     assert question["kind"] == "question" and question["text"] == FIRST
     assert question["id"] == question["turn"] and question["turn"].startswith("tn-")
     listed = user.hz("heinzel", "list")
-    assert "a question waits for your answer" in listed.stdout, listed.stdout
+    assert f"notice: notes-digest: asks: {FIRST}" in listed.stdout, listed.stdout
+    assert 'next: hz heinzel answer notes-digest "..." --question tn-' in listed.stdout
     [row] = json.loads(user.hz("heinzel", "list", "--json").stdout)
     assert [n["reason"] for n in row["notices"]] == ["question"]
     resumed = user.hz("heinzel", "resume", "notes-digest")

@@ -1,6 +1,11 @@
 """Single flight per session, steering, requests and stop (ADR 0049 statement 14).
 
-One `Session` per journal runs at most one turn at a time. A message that arrives
+One `Session` runs at most one turn at a time, and so does a journal: a second `Session`
+over the same journal in this process (an asyncio host with a web handler and a
+background task, each with a `Session` of its own) is refused a turn while the first runs
+one (HZM041), so an effect is never performed by two turns at once. The journal is known
+by its spine's real path (`SpineJournal`), else by the object itself; between processes
+the spine's lock does the same. A message that arrives
 while the turn is in gather or think becomes ``turn.steered{request_id, hash}``, under
 the request's own key (so the key rule knows it was delivered and never starts a turn of
 it: `machines.keys.key_action`), and is handed to the host's next model request
@@ -14,6 +19,8 @@ ends abandoned ``stopped``, and queued messages stay for the next turn.
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -28,6 +35,19 @@ from machines.steps import Steps
 
 Delivery = Literal["steered", "requested", "idle"]
 
+_FLIGHTS: dict[str, Session] = {}
+"""The `Session` running a turn, by its journal (`_flight_key`), in this process."""
+_FLIGHTS_LOCK = threading.Lock()
+
+
+def _flight_key(journal: Journal) -> str:
+    """A journal's identity: its spine's real path when it has one, else the object."""
+    spine = getattr(journal, "spine", None)
+    path = getattr(spine, "path", None)
+    if path is not None:
+        return "spine:" + str(os.path.realpath(os.fspath(path)))
+    return f"object:{id(journal)}"
+
 
 class Session:
     """The one writer's view of a session: at most one running turn."""
@@ -41,6 +61,7 @@ class Session:
         self._task: asyncio.Task[TurnState] | None = None
         self._requested: list[Wake] = []
         self._leftover: list[Steer] = []
+        self._flight = _flight_key(journal)
 
     @property
     def running(self) -> TurnRun | None:
@@ -48,12 +69,30 @@ class Session:
         return self._run
 
     def _claim(self) -> None:
+        """Take the journal's flight for a turn (HZM040: this session runs one; HZM041:
+        another `Session` over the same journal does); `_release` gives it back."""
         if self._run is not None:
             raise MachineError(
                 "HZM040",
                 f"turn {self._run.turn} is running in this session",
                 "send a message (it steers or is requested) instead of starting a turn",
             )
+        with _FLIGHTS_LOCK:
+            holder = _FLIGHTS.get(self._flight)
+            if holder is not None and holder is not self:
+                running = holder.running.turn if holder.running is not None else "a turn"
+                raise MachineError(
+                    "HZM041",
+                    f"{running} is running in another Session over the same journal",
+                    "keep one Session per journal in a process and send it the message "
+                    "(it steers or is requested), or wait for its turn to end",
+                )
+            _FLIGHTS[self._flight] = self
+
+    def _release(self) -> None:
+        with _FLIGHTS_LOCK:
+            if _FLIGHTS.get(self._flight) is self:
+                del _FLIGHTS[self._flight]
 
     async def _drive(self, run: TurnRun) -> TurnState:
         self._run = run
@@ -73,32 +112,38 @@ class Session:
         pins: Pins,
         data: Mapping[str, Any] | None = None,
     ) -> TurnState:
-        """Start and drive a turn (refused while another runs: HZM040)."""
+        """Start and drive a turn (refused while another runs: HZM040, HZM041)."""
         self._claim()
-        run = prepare_turn(
-            self.journal,
-            self.body,
-            self.steps,
-            self.settings,
-            turn=turn,
-            wakes=wakes,
-            pins=pins,
-            data=data,
-        )
-        return await self._drive(run)
+        try:
+            run = prepare_turn(
+                self.journal,
+                self.body,
+                self.steps,
+                self.settings,
+                turn=turn,
+                wakes=wakes,
+                pins=pins,
+                data=data,
+            )
+            return await self._drive(run)
+        finally:
+            self._release()
 
     async def resume(self, turn: str, woken_by: str = "recovery") -> TurnState | None:
         """Resume a turn by the resume rules. The abandoned state (with its reason,
         ``timeout`` or ``max-resumes``) when the rules ended it instead; None when
         there was nothing to run (it waits, or it had ended otherwise)."""
         self._claim()
-        run = prepare_resume(
-            self.journal, self.body, self.steps, self.settings, turn=turn, woken_by=woken_by
-        )
-        if run is None:
-            state = fold(turn, self.journal.turn_events(turn), self.settings.vocabulary)
-            return state if state.state == "abandoned" else None
-        return await self._drive(run)
+        try:
+            run = prepare_resume(
+                self.journal, self.body, self.steps, self.settings, turn=turn, woken_by=woken_by
+            )
+            if run is None:
+                state = fold(turn, self.journal.turn_events(turn), self.settings.vocabulary)
+                return state if state.state == "abandoned" else None
+            return await self._drive(run)
+        finally:
+            self._release()
 
     async def wake(
         self,

@@ -156,3 +156,41 @@ class TestWake:
         h.steps.hooks["act"] = during
         asyncio.run(s.start("t1", WAKE, Pins(1)))
         assert got == [[]] and s.follow_up() == later
+
+
+class TestOneFlightPerJournal:
+    """Two `Session`s over one journal in one process (an asyncio host's web handler and
+    its background task) never run two turns at once: the second is refused (HZM041), so
+    an effect is performed once."""
+
+    def test_a_second_session_over_the_same_journal_is_refused_while_a_turn_runs(self) -> None:
+        h = Harness.make()
+        first, second = session_of(h), session_of(h)
+        entered = asyncio.Event()
+        release = asyncio.Event()
+
+        async def hold(ctx: TurnContext) -> Any:
+            if ctx.turn == "t1":  # only the first turn waits: a second one would run on
+                entered.set()
+                await release.wait()
+
+        h.steps.hooks["think"] = hold
+
+        async def main() -> Any:
+            task = asyncio.create_task(first.start("t1", WAKE, Pins(1)))
+            await entered.wait()
+            with pytest.raises(MachineError, match="HZM041"):
+                await second.start("t2", [Wake("asked", "hz-test@r9")], Pins(1))
+            with pytest.raises(MachineError, match="HZM041"):
+                await second.resume("t1")
+            release.set()
+            return await task
+
+        state = asyncio.run(main())
+        assert state.disposition == "drafted"
+        assert sum(h.world.performed.values()) == 1
+        started = [e.turn for e in h.journal.events if e.kind == "turn.started"]
+        assert started == ["t1"]
+        # once the first turn ended, the journal's flight is free for the other session
+        after = asyncio.run(second.start("t3", [Wake("asked", "hz-test@r10")], Pins(1)))
+        assert after.state == "finished"

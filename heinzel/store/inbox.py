@@ -110,14 +110,9 @@ class Inbox:
     def remark(self) -> list[str]:
         """Mark again each request the tick should find that nobody took and whose mark is
         missing (its sender was killed between the file and the mark); the ids marked."""
-        if not self.directory.is_dir():
-            return []
         found = []
-        for entry in sorted(self.directory.iterdir()):
-            if not _NAME.match(entry.name) or entry.is_symlink():
-                continue
-            request = self.read(entry.name.removesuffix(".json"))
-            if request is None or request.kind not in MARKED or request.taken is not None:
+        for request in self.pending():
+            if request.kind not in MARKED:
                 continue
             if not (self.marks / f"{self.heinzel}@{request.request_id}").exists():
                 self._mark(request.request_id)

@@ -107,6 +107,17 @@ class IndexedJournal(SpineJournal):
             return []
         return super().turn_events(turn)
 
+    def turn_ended(self, turn: str) -> bool | None:
+        """Whether ``turn`` has ended, from what this process appended or the ``turns``
+        table (its ``ended_at``), without reading the spine; None when the index holds no
+        end (the key rule then reads the turn's lines, `machines.keys.turn_ended`)."""
+        if super().turn_ended(turn):
+            return True
+        row = self.db.execute(
+            "SELECT ended_at FROM turns WHERE id = ? AND heinzel = ?", [turn, self.heinzel_id]
+        ).fetchone()
+        return True if row is not None and row[0] is not None else None
+
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``: the lines the ``keys`` table points at."""
         rows = self.db.query(

@@ -7,12 +7,23 @@ finished turn, copied with its own turn id and keys), then what a host does at s
 offer every job again through the key rule; nothing is to run. The baseline, in the
 same run, is the key rule that reads each key's turn from the spine, over the oldest
 jobs only (it reads from each turn's start to the spine's end), scaled to all of them.
+
+Embedded step fsyncs: a process opens a spine, its journal and a `DiskBody` as
+docs/embedding.md says (``DiskBody(directory, spine=spine)``) and runs one turn of N
+replay-safe tool calls, under ``strace -f -e trace=fsync,fdatasync -c`` (every thread,
+so the body's directory fsync on `ledger.fsyncs`' worker counts too); a step's fsyncs
+are (turn of 20 steps - turn of 0) / 20. The baseline, in the same run, is the body
+that fsyncs each record (``DiskBody(directory)``, what the guide said before).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +38,7 @@ from machines.spine_journal import SpineJournal
 from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
 
 JOBS = 10_000
-BASELINE_JOBS = 100
+BASELINE_JOBS = 20
 MARK = "TEMPLATE"
 
 
@@ -130,9 +141,72 @@ def restart_main() -> None:
     print(f"{verdict} no-op restart over 10,000 jobs: {took:.2f} s (target < 1 s)")
 
 
+STEPS = 20
+
+
+def one_turn(directory: Path, steps: int, lazy: bool) -> None:
+    """One turn of ``steps`` replay-safe calls on a fresh spine in ``directory`` (run in
+    the process strace watches)."""
+    from machines import DiskBody
+    from machines.tools import ToolDecl
+
+    clock = ManualClock()
+    tools = [ToolDecl(f"tool{i}", True) for i in range(steps)]
+    script = ScriptedSteps(FakeWorld(), owner="bot", tools=tools, model_calls=0)
+    with Spine.open(directory, clock=clock) as spine:
+        journal = SpineJournal.open(spine)
+        body = DiskBody(directory, spine=spine) if lazy else DiskBody(directory)
+        asyncio.run(
+            start_turn(
+                journal,
+                body,
+                script,
+                Settings(clock=clock, sleep=RecordingSleep()),
+                turn="turn-1",
+                wakes=[Wake("asked", "bot@job")],
+                pins=Pins(1),
+            )
+        )
+        body.close()
+
+
+def fsyncs(steps: int, lazy: bool) -> int:
+    """fsync and fdatasync calls of a process that runs `one_turn`, counted by strace."""
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = Path(tmp) / "strace.txt"
+        command = [sys.executable, __file__, "turn", str(Path(tmp) / "spine"), str(steps)]
+        command.append("lazy" if lazy else "plain")
+        strace = ["strace", "-f", "-e", "trace=fsync,fdatasync", "-c", "-o", str(summary)]
+        subprocess.run([*strace, *command], check=True, capture_output=True)
+        table = summary.read_text()
+    return sum(
+        int(match.group(1))
+        for match in re.finditer(
+            r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync$", table, re.M
+        )
+    )
+
+
+def fsync_main() -> None:
+    if shutil.which("strace") is None:
+        print("MISS embedded step fsyncs: strace is not installed (target 1)")
+        return
+    per_step = {lazy: (fsyncs(STEPS, lazy) - fsyncs(0, lazy)) / STEPS for lazy in (False, True)}
+    print(f"baseline (DiskBody fsyncing each record): {per_step[False]:g} fsyncs per step")
+    figure = per_step[True]
+    verdict = "PASS" if figure <= 1 else "MISS"
+    print(f"{verdict} embedded step fsyncs: {figure:g} (target 1)")
+
+
 def main() -> None:
     restart_main()
+    fsync_main()
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["turn"]:
+        one_turn(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "lazy")
+    elif sys.argv[1:2] == ["fsyncs"]:
+        fsync_main()
+    else:
+        main()

@@ -402,12 +402,13 @@ def _last_done(
 
 
 _PLAIN_TAIL = re.compile(
-    rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(null|"[0-9a-f]{64}"),"seq":([1-9][0-9]*),'
-    rb'"ts":"[0-9TZ:.-]+","turn":(null|"[A-Za-z0-9_.:@+-]*"),"v":1}\Z'
+    rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
+    rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
 )
 """The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
 ``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
 _TAIL_BYTES = 512
+_TERMINAL = frozenset(kind.encode("ascii") for kind in TERMINAL_KINDS)
 
 
 def _plain(body: bytes, upgrades: Upgrades | None) -> tuple[str | None, str | None, int] | None:
@@ -419,14 +420,13 @@ def _plain(body: bytes, upgrades: Upgrades | None) -> tuple[str | None, str | No
     match = _PLAIN_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
     if match is None:
         return None
-    kind = match.group(1).decode("ascii")
-    if kind in TERMINAL_KINDS or (upgrades is not None and kind in upgrades):
+    kind, prev, seq, turn = match.groups()
+    if kind in _TERMINAL or (upgrades is not None and kind.decode("ascii") in upgrades):
         return None
-    prev, turn = match.group(2), match.group(4)
     return (
-        None if turn == b"null" else turn[1:-1].decode("ascii"),
-        None if prev == b"null" else prev[1:-1].decode("ascii"),
-        int(match.group(3)),
+        None if turn is None else turn.decode("ascii"),
+        None if prev is None else prev.decode("ascii"),
+        int(seq),
     )
 
 

@@ -173,3 +173,20 @@ class TestADamagedLineMidSpine:
             with pytest.raises(MachineError, match="HZM075"):
                 journal.turn_events("t-open")
             assert journal.turn_events("t0")[-1].kind == "turn.finished"
+
+    def test_an_edited_line_that_still_parses_is_found_and_recorded(self, tmp_path: Path) -> None:
+        """A line edited in place (still a valid envelope, its hash no longer the next
+        line's prev) is a break the open finds in the lines it reads and records."""
+        clock = ManualClock()
+        _jobs(tmp_path, clock, 2, open_one=False)
+        path = tmp_path / "session.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        assert b'"step":"think"' in lines[1]
+        lines[1] = lines[1].replace(b'"step":"think"', b'"step":"thinl"')
+        path.write_bytes(b"".join(lines))
+        with Spine.open(tmp_path, clock=clock) as spine:
+            journal = SpineJournal.open(spine)
+            assert journal.index.broken and not journal.index.damaged
+            report = spine.verify()
+        assert report.breaks and all(b.contained for b in report.breaks)
+        assert key_action(journal, "bot@job-1").action == "none"

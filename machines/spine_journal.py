@@ -269,7 +269,9 @@ class SpineJournal:
         else:
             found = SpineIndex.catch_up(index, spine, upgrades=upgrades, skip_damaged=True)
         if found.broken:
-            spine.verify()  # records each break not yet recorded: spine.break_contained
+            report = spine.verify()  # records each break not yet recorded
+            unreadable = {b.offset for b in report.breaks if b.reason in _UNREADABLE}
+            found.damaged = sorted(unreadable.union(found.damaged))
             found = SpineIndex.catch_up(found, spine, upgrades=upgrades, skip_damaged=True)
         return cls(spine, found, upgrades=upgrades)
 
@@ -400,6 +402,9 @@ def _last_done(
         at = view.find(needle, end)
     return found
 
+
+_UNREADABLE = frozenset({"invalid-json", "bad-envelope"})
+"""Breaks whose line a reader cannot take (`read_events` raises HZL030 for it)."""
 
 _PLAIN_TAIL = re.compile(
     rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'

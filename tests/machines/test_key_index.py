@@ -110,21 +110,29 @@ class TestKeyRuleFromTheIndex:
                 key_action(journal, "bot@job-0")
 
 
-def _damage(path: Path, index: int) -> None:
-    """The ``index``-th line of the spine replaced by bytes that are no JSON."""
+def _damage(path: Path, index: int, how: str = "whole") -> None:
+    """The ``index``-th line of the spine made no JSON: all of it (``whole``), or one
+    byte inside its data, its start and end as they were (``inside``)."""
     lines = path.read_bytes().splitlines(keepends=True)
-    lines[index] = b"#" * (len(lines[index]) - 1) + b"\n"
+    if how == "whole":
+        lines[index] = b"#" * (len(lines[index]) - 1) + b"\n"
+    else:
+        at = lines[index].index(b'":', 10)
+        lines[index] = lines[index][:at] + b'" ' + lines[index][at + 2 :]
     path.write_bytes(b"".join(lines))
 
 
+@pytest.mark.parametrize("how", ["whole", "inside"])
 class TestADamagedLineMidSpine:
-    def test_the_host_starts_and_the_break_is_contained_once(self, tmp_path: Path) -> None:
+    def test_the_host_starts_and_the_break_is_contained_once(
+        self, tmp_path: Path, how: str
+    ) -> None:
         """One line that is no JSON in the middle of the spine: the journal opens, the
         break is recorded once (``spine.break_contained``, not again at the next open),
         finished jobs stay done and a new job runs to its end."""
         clock = ManualClock()
         _jobs(tmp_path, clock, 3, open_one=False)
-        _damage(tmp_path / "session.jsonl", 13)  # a line of the second job's turn
+        _damage(tmp_path / "session.jsonl", 12, how)  # a line of the second job's turn
         settings = Settings(clock=clock, sleep=RecordingSleep())
         wakes = [Wake("asked", f"bot@job-{n}") for n in range(4)]
         for _ in range(2):
@@ -155,7 +163,7 @@ class TestADamagedLineMidSpine:
         assert len(contained) == 1
 
     def test_an_open_turn_after_the_damaged_line_is_refused_with_a_code(
-        self, tmp_path: Path
+        self, tmp_path: Path, how: str
     ) -> None:
         """A turn that has not ended, with a damaged line after its start, is not resumed
         (HZM075: its record may miss that line); every other key still gets its answer."""
@@ -165,7 +173,7 @@ class TestADamagedLineMidSpine:
             spine.append("usage", {"tokens": 1}, turn="t-open")
             spine.append("usage", {"tokens": 2}, turn="t-open")
         lines = (tmp_path / "session.jsonl").read_bytes().count(b"\n")
-        _damage(tmp_path / "session.jsonl", lines - 2)
+        _damage(tmp_path / "session.jsonl", lines - 2, how)
         with Spine.open(tmp_path, clock=clock) as spine:
             journal = SpineJournal.open(spine)
             plan = coalesce(journal, [Wake("asked", "bot@job-0"), Wake("asked", "bot@job-open")])
@@ -174,7 +182,9 @@ class TestADamagedLineMidSpine:
                 journal.turn_events("t-open")
             assert journal.turn_events("t0")[-1].kind == "turn.finished"
 
-    def test_an_edited_line_that_still_parses_is_found_and_recorded(self, tmp_path: Path) -> None:
+    def test_an_edited_line_that_still_parses_is_found_and_recorded(
+        self, tmp_path: Path, how: str
+    ) -> None:
         """A line edited in place (still a valid envelope, its hash no longer the next
         line's prev) is a break the open finds in the lines it reads and records."""
         clock = ManualClock()

@@ -177,6 +177,10 @@ class Upgrades:
             kind = self._steps[kind][0] if kind in self._steps else None
         self._steps[old_kind] = (new_kind, fn)
 
+    def __contains__(self, kind: object) -> bool:
+        """Whether lines of ``kind`` are upgraded (it has a successor)."""
+        return kind in self._steps
+
     def upgrade(self, event: Event) -> Event:
         """``event`` migrated to the newest kind its registry knows."""
         while event.kind in self._steps:

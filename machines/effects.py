@@ -70,6 +70,12 @@ class Effect:
     no way to look it up: a resume performs it again, and the crash matrix
     (`machines.crashmatrix`) reports the double; only use it for effects the world
     deduplicates by key.
+
+    ``probe_first=True`` asks the probe before the *first* perform of a key too, not only
+    after an interruption: the world is looked at before acting, so an effect done by a
+    part of the spine that was lost since (a spine restored from an older copy, or cut at
+    a line boundary) is recorded as done (``effect.done{probed}``), never done again. It
+    costs one probe per new effect; it needs a probe (HZM076).
     """
 
     name: str
@@ -80,6 +86,15 @@ class Effect:
     event_data: Mapping[str, Any] = field(default_factory=dict)
     short_text: tuple[str, ...] = ()
     attempts: int = 3
+    probe_first: bool = False
+
+    def __post_init__(self) -> None:
+        if self.probe_first and self.probe is None:
+            raise MachineError(
+                "HZM076",
+                f"the effect {self.key} asks to probe first but has no probe",
+                "give it a probe (WorldProbe or LocalProbe), or leave probe_first False",
+            )
 
 
 class ProbeUnknown(MachineError):
@@ -182,7 +197,8 @@ async def run_effect(
     A key another turn already has done is not performed again (its hash is
     returned and nothing is written), nor one the durable record itself holds as
     done (`Journal.recorded_done`, whatever an index says); one another turn
-    started without an outcome is probed before it is performed. Event data that
+    started without an outcome is probed before it is performed, and so is a new key
+    of an effect that asks to be probed first (``probe_first``). Event data that
     is not JSON is refused before anything is written (HZM023); a result that is
     not JSON is recorded as done (the world changed once) and fails the turn HZM023.
     """
@@ -205,7 +221,7 @@ async def run_effect(
             logs.warning("effect.done_in_record", key=effect.key)
             return recorded
         journal.append("effect.started", {"effect": effect.name}, turn=turn, key=effect.key)
-        uncertain = status == "started"
+        uncertain = status == "started" or effect.probe_first
     if uncertain:
         presence = await _probe(effect)
         logs.info("effect.probed", key=effect.key, presence=presence)

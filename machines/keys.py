@@ -149,7 +149,9 @@ class KeyAction:
 
 def key_action(journal: Journal, key: str) -> KeyAction:
     """The key rule of ADR 0049 statement 5 for one key. A key a ``turn.steered`` line
-    speaks for was delivered into that turn (statement 14): it never starts one of its own."""
+    speaks for was delivered into that turn (statement 14): it never starts one of its own.
+    Over a `SpineJournal` it reads nothing from the spine: the key's events and whether
+    its turn ended come from the journal's index (`turn_ended`)."""
     events = journal.key_events(key)
     if any(e.kind in TERMINAL_KINDS or e.kind == "turn.steered" for e in events):
         return KeyAction("none")
@@ -157,9 +159,21 @@ def key_action(journal: Journal, key: str) -> KeyAction:
     if not started:
         return KeyAction("start")
     turn = started[-1].turn
-    if turn is not None and any(e.kind in TERMINAL_KINDS for e in journal.turn_events(turn)):
+    if turn is not None and turn_ended(journal, turn):
         return KeyAction("none")
     return KeyAction("resume", turn)
+
+
+def turn_ended(journal: Journal, turn: str) -> bool:
+    """Whether ``turn`` has ended (a line of `TERMINAL_KINDS`). A journal that knows it
+    without reading its record answers through its own ``turn_ended(turn)`` (True, False,
+    or None for "not known here": `SpineJournal` answers from its `SpineIndex`, so the key
+    rule costs no spine read per key); otherwise the turn's events are read."""
+    known = getattr(journal, "turn_ended", None)
+    answer = known(turn) if callable(known) else None
+    if answer is not None:
+        return bool(answer)
+    return any(e.kind in TERMINAL_KINDS for e in journal.turn_events(turn))
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,9 +88,12 @@ class Rig:
         self._spine: Spine | None = None
 
     def journal(self) -> SpineJournal:
-        """The spine in ``workdir/spine``, with the crash hook installed."""
+        """The spine in ``workdir/spine``, with the crash hook installed; the rig's body
+        shares its fsyncs from then on (``DiskBody(..., spine=spine)``: one fsync per
+        step, as docs/embedding.md tells a host to open them)."""
         spine = Spine.open(self.workdir / "spine", clock=self.clock, on_durable=[crash_hook()])
         self._spine = spine
+        self.body = DiskBody(self.workdir / "spine", spine=spine)
         return SpineJournal(spine, SpineIndex.scan(spine.path))
 
     def charge(self, usd: float) -> None:

@@ -30,17 +30,19 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
-from ledger.event import Event, canonical
-from ledger.reading import parse_event, spine_file
+from ledger.event import Event, canonical, sha256_hex
+from ledger.reading import iter_lines, parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
 from machines.journal import keys_of
+from machines.vocabulary import TERMINAL_KINDS
 
 
 @dataclass
@@ -68,11 +70,21 @@ class SpineIndex:
     taken_done: dict[str, str] = field(default_factory=dict, compare=False)
     """The ``effect.done`` hash per key taken in (`add`) after ``scanned_to``: counted as
     read from the file once the file is seen to end in a line taken in after them."""
+    turn_ends: dict[str, int] = field(default_factory=dict)
+    """The seq of each turn's end (its first line of `TERMINAL_KINDS`): with ``keyed``
+    (which holds a key's ``turn.started``) the key rule's whole answer, no spine read."""
+    broken: bool = field(default=False, compare=False)
+    """A line read by `scan` or `catch_up` did not chain to the one before it, or was no
+    envelope: `SpineJournal.open` contains the break."""
+    damaged: list[int] = field(default_factory=list, compare=False)
+    """Offsets of the lines that were no envelope (``skip_damaged``), left out."""
 
     def add(self, event: Event) -> None:
         """Take in one event (call it for every event, in order)."""
         if event.turn is not None:
             self.turn_offsets.setdefault(event.turn, event.offset)
+            if event.kind in TERMINAL_KINDS:
+                self.turn_ends.setdefault(event.turn, event.seq)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
         if event.kind == "effect.done" and event.key is not None:
@@ -86,7 +98,9 @@ class SpineIndex:
         self.scanned_to = self.last_offset
 
     @classmethod
-    def scan(cls, path: Path, *, upgrades: Upgrades | None = None) -> SpineIndex:
+    def scan(
+        cls, path: Path, *, upgrades: Upgrades | None = None, skip_damaged: bool = False
+    ) -> SpineIndex:
         """Build the index with one pass over the spine at ``path`` (the file or
         its directory); HZM064 when there is no spine there."""
         file = spine_file(path)
@@ -97,14 +111,61 @@ class SpineIndex:
                 "open the spine first (Spine.open creates it), then scan spine.path",
             )
         index = cls()
-        for event in read_events(file, upgrades=upgrades):
-            index.add(event)
+        index._take(file, 0, upgrades=upgrades, skip_damaged=skip_damaged)
         index._read_to_last()  # the last line is searched again: harmless, and never missed
         return index
 
+    def _take(
+        self, file: Path, start: int, *, upgrades: Upgrades | None, skip_damaged: bool
+    ) -> None:
+        """Take in every complete line of ``file`` from ``start`` (a line start after the
+        last line taken in), checking that each chains to the one before it (its ``prev``
+        is that line's hash, its seq the next): a line that does not sets ``broken``.
+
+        A line with no key and no ``data.keys`` that does not end a turn gives the index
+        only its turn's first offset: it is read from the end of its canonical envelope
+        (`_plain`) instead of parsed. A line that is not an envelope is HZL030, or with
+        ``skip_damaged`` left out and its offset kept in ``damaged``."""
+        prev, seq = self.last_hash, self.last_seq
+        for offset, raw in iter_lines(file, start):
+            if not raw.endswith(b"\n"):
+                return  # a torn tail: the spine's writer contains it
+            body = raw[:-1]
+            plain = _plain(body, upgrades)
+            if plain is not None:
+                turn, line_prev, line_seq = plain
+                digest = sha256_hex(body)
+                if turn is not None:
+                    self.turn_offsets.setdefault(turn, offset)
+                self.last_seq, self.last_hash, self.last_offset = line_seq, digest, offset
+            else:
+                event = parse_event(body, offset)
+                if event is None:
+                    if not skip_damaged:
+                        raise LedgerError(
+                            "HZL030",
+                            f"the line at byte {offset} of {file} is not a spine envelope",
+                            "run verify on this spine to see the break; the writer keeps "
+                            "appending after it",
+                        )
+                    self.damaged.append(offset)
+                    self.broken = True
+                    prev, seq = sha256_hex(body), seq + 1
+                    continue
+                line_prev, line_seq, digest = event.prev, event.seq, event.hash
+                self.add(upgrades.upgrade(event) if upgrades is not None else event)
+            if line_prev != prev or line_seq != seq + 1:
+                self.broken = True
+            prev, seq = digest, line_seq
+
     @classmethod
     def catch_up(
-        cls, held: SpineIndex, spine: Spine, *, upgrades: Upgrades | None = None
+        cls,
+        held: SpineIndex,
+        spine: Spine,
+        *,
+        upgrades: Upgrades | None = None,
+        skip_damaged: bool = False,
     ) -> SpineIndex:
         """``held`` (the index of an earlier journal over this spine, whose spine was
         closed) brought up to ``spine``'s end, reading only the lines after its last
@@ -119,18 +180,13 @@ class SpineIndex:
             ):
                 held._read_to_last()
                 return held
-            events = read_events(spine.path, from_offset=held.last_offset, upgrades=upgrades)
-            try:
-                first = next(events, None)
-            except LedgerError:  # not a line there: the file is not the one it indexed
-                first = None
-            if first is not None and (first.seq, first.hash) == (held.last_seq, held.last_hash):
+            after = _after_line(spine.path, held.last_offset, held.last_hash)
+            if after is not None:
                 held._read_to_last()
-                for event in events:
-                    held.add(event)
+                held._take(spine.path, after, upgrades=upgrades, skip_damaged=skip_damaged)
                 held._read_to_last()
                 return held
-        return cls.scan(spine.path, upgrades=upgrades)
+        return cls.scan(spine.path, upgrades=upgrades, skip_damaged=skip_damaged)
 
     @classmethod
     def at_tail(cls, spine: Spine) -> SpineIndex:
@@ -201,11 +257,23 @@ class SpineJournal:
     ) -> SpineJournal:
         """The journal over ``spine`` with an index scanned from it (one pass), or with
         ``index`` (an earlier journal's, held by the caller) caught up with it
-        (`SpineIndex.catch_up`: only the lines after the index's last line are read)."""
+        (`SpineIndex.catch_up`: only the lines after the index's last line are read).
+
+        The lines read are checked to chain; a break (a line that is no envelope, or
+        one that does not chain to the line before) is contained as hz contains it:
+        `Spine.verify` records it (``spine.break_contained``; a damaged last line was
+        already moved aside by `Spine.open`) and a line that is no envelope is left out
+        of the index. An open turn such a line may belong to is not resumed (HZM075)."""
         if index is None:
-            return cls(spine, SpineIndex.scan(spine.path, upgrades=upgrades), upgrades=upgrades)
-        caught = SpineIndex.catch_up(index, spine, upgrades=upgrades)
-        return cls(spine, caught, upgrades=upgrades)
+            found = SpineIndex.scan(spine.path, upgrades=upgrades, skip_damaged=True)
+        else:
+            found = SpineIndex.catch_up(index, spine, upgrades=upgrades, skip_damaged=True)
+        if found.broken:
+            report = spine.verify()  # records each break not yet recorded
+            unreadable = {b.offset for b in report.breaks if b.reason in _UNREADABLE}
+            found.damaged = sorted(unreadable.union(found.damaged))
+            found = SpineIndex.catch_up(found, spine, upgrades=upgrades, skip_damaged=True)
+        return cls(spine, found, upgrades=upgrades)
 
     def append(
         self,
@@ -238,16 +306,46 @@ class SpineJournal:
                 "pass the turn's offset from your index (SpineIndex), or build one with "
                 "SpineIndex.scan",
             )
+        self._check_whole(turn, offset)
         pending = self.spine.pending
         found: list[Event] = []
         if not pending or offset < pending[0].offset:
-            events = read_events(self.spine.path, from_offset=offset, upgrades=self.upgrades)
+            events = read_events(
+                self.spine.path,
+                from_offset=offset,
+                upgrades=self.upgrades,
+                skip_damaged=bool(self.index.damaged),  # contained when the journal opened
+            )
             found = [e for e in events if e.turn == turn]
         return found + [e for e in pending if e.turn == turn]
+
+    def _check_whole(self, turn: str, offset: int) -> None:
+        """HZM075 for a turn that has not ended when a line left out as damaged lies
+        after its start: the line may be the turn's own, and its record would miss it
+        (an effect's start, say), so a resume could act twice."""
+        if not self.index.damaged or turn in self.index.turn_ends:
+            return
+        hole = next((at for at in self.index.damaged if at > offset), None)
+        if hole is not None:
+            raise MachineError(
+                "HZM075",
+                f"turn {turn} has not ended and the damaged line at byte {hole} of "
+                f"{self.spine.path} lies after its start: its record may miss a line",
+                "the break is recorded (spine.break_contained); put the line back from a "
+                "copy of the spine to resume the turn; every other turn and key goes on",
+            )
 
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, from the index."""
         return list(self.index.keyed.get(key, ()))
+
+    def turn_ended(self, turn: str) -> bool | None:
+        """Whether ``turn`` has ended, from the index (the key rule's question,
+        `machines.keys.turn_ended`): no spine read. None when the index is not complete
+        (`SpineIndex.at_tail`) and did not see the end: the caller reads the turn."""
+        if turn in self.index.turn_ends:
+            return True
+        return False if self.index.complete else None
 
     def pending_key_events(self, key: str) -> list[Event]:
         """The events for ``key`` among the spine's held-back lazy lines (`Spine.defer`)."""
@@ -303,3 +401,48 @@ def _last_done(
             found = str(event.data.get("hash"))
         at = view.find(needle, end)
     return found
+
+
+_UNREADABLE = frozenset({"invalid-json", "bad-envelope"})
+"""Breaks whose line a reader cannot take (`read_events` raises HZL030 for it)."""
+
+_PLAIN_TAIL = re.compile(
+    rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
+    rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
+)
+"""The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
+``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
+_TAIL_BYTES = 512
+_TERMINAL = frozenset(kind.encode("ascii") for kind in TERMINAL_KINDS)
+
+
+def _plain(body: bytes, upgrades: Upgrades | None) -> tuple[str | None, str | None, int] | None:
+    """``(turn, prev, seq)`` of a line the index keeps nothing of but its turn's first
+    offset (no key, no ``data.keys``, not a turn's end, a kind no upgrade renames),
+    read from its envelope's end; None for any other line (it is parsed)."""
+    if not body.startswith(b'{"data":{') or b'"keys":' in body:
+        return None
+    match = _PLAIN_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
+    if match is None:
+        return None
+    kind, prev, seq, turn = match.groups()
+    if kind in _TERMINAL or (upgrades is not None and kind.decode("ascii") in upgrades):
+        return None
+    return (
+        None if turn is None else turn.decode("ascii"),
+        None if prev is None else prev.decode("ascii"),
+        int(seq),
+    )
+
+
+def _after_line(path: Path, offset: int, digest: str | None) -> int | None:
+    """The offset after the line at ``offset`` when that line's hash is ``digest`` (the
+    file holds the line as an index took it in), else None."""
+    try:
+        for at, raw in iter_lines(path, offset):
+            if raw.endswith(b"\n") and sha256_hex(raw[:-1]) == digest:
+                return at + len(raw)
+            return None
+    except LedgerError:  # not a line start there: the file is not the one it indexed
+        return None
+    return None

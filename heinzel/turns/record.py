@@ -15,7 +15,7 @@ keep their names (a handoff's line carries the runner's record, see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from ledger.index import WATERMARKS
 from ledger.reading import iter_lines
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
+from machines.disk_body import BODY_SYNC_KINDS, LAZY_KINDS, UNSYNCED_KINDS, write_lazily
 from machines.spine_journal import done_in_file
 
 if TYPE_CHECKING:
@@ -39,40 +40,8 @@ __all__ = [
     "SessionBody",
     "write_lazily",
 ]
-
-LAZY_KINDS = frozenset({"step.started", "step.tool", "effect.done", "draft.placed"})
-"""The lines of a turn no act in the world waits for: held back and written with the
-next line of another kind (``model.request``, ``effect.started``, the turn's end) in
-one write and one fsync, or by `EngineRecorder.durable` before a call that is not
-replay-safe. docs/spine.md ("One fsync per step") gives the reason for each."""
-
-UNSYNCED_KINDS = frozenset({"turn.started"})
-"""Lines written at once (other processes see the turn running) whose fsync is the next
-line's: nothing acts in the world between a turn's start and its first fsynced line."""
-
-BODY_SYNC_KINDS = frozenset({"turn.finished", "turn.waiting", "turn.skipped"})
-"""The lines before which the turn's body is fsynced (once): the turn parks or ends,
-and its content should outlive a power cut. Between them a body record is only
-written: a power cut may take it, and the machine regains a lost step input by
-rerunning the step that produced it (`machines.runner`, ``turn.resumed{regained}``)."""
-
-
-def write_lazily(spine: Spine, bodies: Bodies) -> Callable[[], None]:
-    """Let a turn's spine and body share their fsyncs (docs/spine.md, "One fsync per
-    step"); returns the turn's ``durable``: every line and record so far on disk."""
-
-    def sync_bodies(events: Sequence[Event]) -> None:
-        if any(event.kind in BODY_SYNC_KINDS for event in events):
-            bodies.sync()
-
-    def durable() -> None:
-        bodies.sync()
-        spine.sync()
-
-    spine.before_write(sync_bodies)
-    spine.defer(LAZY_KINDS)
-    spine.unsynced(UNSYNCED_KINDS)
-    return durable
+"""`write_lazily` and its kinds live in `machines.disk_body` (every host's one fsync per
+step); hz's turn host takes them from here."""
 
 
 class IndexedJournal(SpineJournal):
@@ -106,6 +75,17 @@ class IndexedJournal(SpineJournal):
         if self.turn_offset(turn) is None:
             return []
         return super().turn_events(turn)
+
+    def turn_ended(self, turn: str) -> bool | None:
+        """Whether ``turn`` has ended, from what this process appended or the ``turns``
+        table (its ``ended_at``), without reading the spine; None when the index holds no
+        end (the key rule then reads the turn's lines, `machines.keys.turn_ended`)."""
+        if super().turn_ended(turn):
+            return True
+        row = self.db.execute(
+            "SELECT ended_at FROM turns WHERE id = ? AND heinzel = ?", [turn, self.heinzel_id]
+        ).fetchone()
+        return True if row is not None and row[0] is not None else None
 
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``: the lines the ``keys`` table points at."""

@@ -280,8 +280,9 @@ def _typed(step: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaita
 class Host:
     """Durable turns for ``steps`` with defaults a host need not name: its spine and
     bodies in ``directory`` (None: in memory, for tests), the `JOBS` words, empty
-    `Pins`, `asyncio.sleep`. Use it as a context manager (it holds the spine's lock);
-    ``run(key)`` applies the key rule to one job."""
+    `Pins`, `asyncio.sleep`. ``run(key)`` applies the key rule to one job. On disk it
+    holds the spine's lock from its first run (or `open`) to `close`: use it as a
+    context manager."""
 
     def __init__(
         self,
@@ -306,20 +307,30 @@ class Host:
         self.session = Session(self.journal, self.body, steps, self.settings)
 
     def __enter__(self) -> Host:
-        if self.directory is not None:
-            from ledger.spine import Spine
-            from machines.crash import crash_hook
-            from machines.disk_body import DiskBody
-            from machines.spine_journal import SpineJournal
-
-            hooks = [crash_hook(), *self.on_durable]
-            self._spine = Spine.open(self.directory, clock=self.clock, on_durable=hooks)
-            self.journal = SpineJournal.open(self._spine)
-            self.body = DiskBody(self.directory)
-            self.session = Session(self.journal, self.body, self.steps, self.settings)
+        self.open()
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Open the spine in ``directory`` (taking its lock) and its bodies; `run` does
+        it on first use. Nothing to do in memory, or when open already."""
+        if self.directory is None or self._spine is not None:
+            return
+        from ledger.spine import Spine
+        from machines.crash import crash_hook
+        from machines.disk_body import DiskBody
+        from machines.spine_journal import SpineJournal
+
+        hooks = [crash_hook(), *self.on_durable]
+        self._spine = Spine.open(self.directory, clock=self.clock, on_durable=hooks)
+        self.journal = SpineJournal.open(self._spine)
+        self.body = DiskBody(self.directory)
+        self.session = Session(self.journal, self.body, self.steps, self.settings)
+
+    def close(self) -> None:
+        """Close the bodies and the spine (its lock is released)."""
         if self._spine is not None:
             cast(Any, self.body).close()
             self._spine.close()
@@ -329,6 +340,7 @@ class Host:
         """Run the job ``key`` (``cause``: the vocabulary's first by default) by the key
         rule: start it, resume its open turn, or leave a finished one; the state of its
         latest turn (None when it has none)."""
+        self.open()
         wake = Wake(cause or self.vocabulary.causes[0], key, self.vocabulary)
         ran = await self.session.wake([wake], turn=new_turn_id(self.clock), pins=Pins())
         if ran:

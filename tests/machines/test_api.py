@@ -239,3 +239,21 @@ def test_explicit_acted_data_that_is_not_json_fails_the_turn_hzm071() -> None:
         start_turn(journal, InMemoryBody(), steps, settings, turn="t1", wakes=wakes, pins=Pins())
     )
     assert (state.state, state.error, steps.acted) == ("failed", "HZM071", 1)
+
+
+def test_a_host_on_disk_opens_its_spine_at_first_run_and_a_restart_does_nothing(
+    tmp_path: Path,
+) -> None:
+    """Host(directory) not used as a context manager still keeps its turns on disk (not in
+    memory); a second Host over the directory finds the job finished and performs nothing."""
+    first = Shop()
+    host = Host(first, tmp_path, clock=clock)
+    state = asyncio.run(host.run("shop@order:o1"))
+    host.close()
+    assert state is not None and state.state == "finished"
+    assert (tmp_path / "session.jsonl").exists()
+    again = Shop()
+    with Host(again, tmp_path, clock=clock) as restarted:
+        state = asyncio.run(restarted.run("shop@order:o1"))
+    assert state is not None and (state.state, state.disposition) == ("finished", "done")
+    assert again.performed == [] and again.ran == []

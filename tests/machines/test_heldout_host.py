@@ -138,6 +138,7 @@ async def scenario(rig: Rig) -> TurnState:
     return state
 
 
+@pytest.mark.slow
 def test_the_crash_matrix_over_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real process killed at every spine append and every e-mail and payment write,
     then resumed: each effect once, the page at most once, the chain verifies, the turn
@@ -157,6 +158,7 @@ def test_the_crash_matrix_over_the_host(tmp_path: Path, monkeypatch: pytest.Monk
     print(f"crash matrix: {len(report.boundaries)} boundaries, {report.runs} runs, 0 failures")
 
 
+@pytest.mark.slow
 def test_a_seeded_sigkill_loop_keeps_every_promise(tmp_path: Path) -> None:
     """Rounds of the host as real processes, each SIGKILLed at a seeded point until one
     run completes; per round, effects intended against effects performed."""

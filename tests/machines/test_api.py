@@ -23,6 +23,7 @@ from machines import (
     Pins,
     Settings,
     SpineJournal,
+    ToolDecl,
     TurnContext,
     TypedSteps,
     Wake,
@@ -257,3 +258,44 @@ def test_a_host_on_disk_opens_its_spine_at_first_run_and_a_restart_does_nothing(
         state = asyncio.run(restarted.run("shop@order:o1"))
     assert state is not None and (state.state, state.disposition) == ("finished", "done")
     assert again.performed == [] and again.ran == []
+
+
+class ToolSteps(Explicit):
+    """Explicit steps whose think calls a tool through ctx.tool with ``args`` and ``result``."""
+
+    def __init__(self, args: Any, result: Any, safe: bool) -> None:
+        super().__init__({"ok": 1})
+        self.args, self.result, self.safe = args, result, safe
+
+    async def think(self, ctx: TurnContext, gathered: Any) -> Any:
+        async def call() -> Any:
+            return self.result
+
+        await ctx.tool(ToolDecl("t", self.safe), "c1", self.args, call)
+        return gathered
+
+
+@pytest.mark.parametrize(
+    ("args", "result", "safe"),
+    [({"at": NOW}, 1, False), ({}, {"at": NOW}, False), ({}, math.nan, True)],
+    ids=["unsafe-args", "unsafe-result", "safe-nan-result"],
+)
+def test_an_explicit_tool_call_that_is_not_json_fails_the_turn_hzm071(
+    args: Any, result: Any, safe: bool
+) -> None:
+    """Not a bare TypeError reduced to its class name: HZM071, and act never runs."""
+    steps = ToolSteps(args, result, safe)
+    settings = Settings(clock=ManualClock(), sleep=RecordingSleep())
+    wakes = [Wake("asked", "hz-s@r1")]
+    state = asyncio.run(
+        start_turn(
+            InMemoryJournal(clock),
+            InMemoryBody(),
+            steps,
+            settings,
+            turn="t1",
+            wakes=wakes,
+            pins=Pins(),
+        )
+    )
+    assert (state.state, state.error, steps.acted) == ("failed", "HZM071", 0)

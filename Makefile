@@ -119,14 +119,17 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 
 ## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet)
 ## and the model-based one (a state machine of hz processes, kills and a charging provider,
-## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run).
+## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the held-out
+## embedding host SIGKILLed SOAK_KILLS times at seeded points (tests/machines/test_heldout_host.py).
 SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
+SOAK_KILLS ?= 300
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
+	HZ_SOAK_KILLS=$(SOAK_KILLS) $(BIN)/pytest -q -s tests/machines/test_heldout_host.py -k sigkill
 
 ## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
 ## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).

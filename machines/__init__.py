@@ -3,7 +3,8 @@
 The public surface a host needs: the journal and body protocols (with in-memory
 versions and the durable `DiskBody`), the host's `Vocabulary`, turn ids
 (`new_turn_id`), the retry fork, the steps protocol and what a step may return,
-the context a step gets, effects and tools, keys and causes, starting, resuming
+the context a step gets, effects and tools, keys and causes, the short way
+(`machines.api`: ``@tool``, ``@effect``, `TypedSteps`, `Host`), starting, resuming
 and skipping turns (`run_sync` drives one from sync code), the session (single
 flight, steering, stop), waits, the fold, crash points and errors.
 """
@@ -17,6 +18,7 @@ from machines.fold import TurnState, fold
 
 if TYPE_CHECKING:
     from machines import keys
+    from machines.api import JOBS, Host, TypedSteps, effect, tool
     from machines.context import ModelReply, Steer, TurnContext
     from machines.crash import body_crash_hook, body_sync_crash_hook, crash_hook
     from machines.disk_body import DiskBody
@@ -49,11 +51,13 @@ if TYPE_CHECKING:
     from machines.spine_journal import SpineIndex, SpineJournal
     from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
     from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
+    from machines.values import ValueRefused
     from machines.waits import Due, Facts, PendingWait, due_waits
 
 __all__ = [
     "HZ",
     "INTERRUPTED",
+    "JOBS",
     "Acted",
     "Body",
     "DiskBody",
@@ -63,6 +67,7 @@ __all__ = [
     "EffectRefused",
     "Facts",
     "Fail",
+    "Host",
     "InMemoryBody",
     "InMemoryJournal",
     "Journal",
@@ -85,6 +90,8 @@ __all__ = [
     "ToolFailed",
     "TurnContext",
     "TurnState",
+    "TypedSteps",
+    "ValueRefused",
     "Vocabulary",
     "Wait",
     "Wake",
@@ -95,6 +102,7 @@ __all__ = [
     "content_hash",
     "crash_hook",
     "due_waits",
+    "effect",
     "fold",
     "key_action",
     "keys",
@@ -106,9 +114,16 @@ __all__ = [
     "skip_turn",
     "start_turn",
     "supersede",
+    "tool",
 ]
 
 _WHERE: dict[str, str] = {
+    "JOBS": "machines.api",
+    "Host": "machines.api",
+    "TypedSteps": "machines.api",
+    "effect": "machines.api",
+    "tool": "machines.api",
+    "ValueRefused": "machines.values",
     "keys": "machines.keys",
     "DiskBody": "machines.disk_body",
     "EffectRefused": "machines.effects",

@@ -8,6 +8,7 @@ the context journals each one and answers replays from the record.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ class TurnContext:
         self._model_index = 0
         self.settling = False
         """True while an abandoned turn's act step only probes its started effects."""
+        self._calls: dict[str, int] = {}
         self._steers: list[Steer] = [
             Steer(str(s.get("request_id")), str(s.get("hash"))) for s in state.steered
         ]
@@ -63,6 +65,11 @@ class TurnContext:
         return self.state.pins
 
     @property
+    def key(self) -> str:
+        """The key of the turn's first cause (the job it runs for)."""
+        return str(self.state.causes[0]["key"]) if self.state.causes else ""
+
+    @property
     def cause(self) -> str | None:
         """The turn's first cause."""
         return self.state.cause
@@ -76,6 +83,13 @@ class TurnContext:
     def woken_by(self) -> str | None:
         """What resumed the turn last (None for a turn that never waited or crashed)."""
         return self.state.woken_by
+
+    def next_call_id(self, name: str) -> str:
+        """The call id of the next call of tool ``name`` in this step: ``<step>:<name>:<n>``,
+        its position among the step's calls of that tool (the same on every replay of
+        the step, `machines.api`)."""
+        n = self._calls[name] = self._calls.get(name, 0) + 1
+        return f"{self.step}:{name}:{n}"
 
     def steer(self, steer: Steer) -> None:
         """Queue a steering message (already journalled as ``turn.steered``)."""
@@ -138,3 +152,7 @@ class TurnContext:
             record=self.state.effects.get(effect.key),
             sleep=self._sleep,
         )
+
+
+current: ContextVar[TurnContext | None] = ContextVar("machines.current", default=None)
+"""The context of the step running in this task (`machines.api` finds it here)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from ledger.event import Clock, Event, format_ts, parse_ts
 from machines import logs
-from machines.context import TurnContext
+from machines.context import TurnContext, current
 from machines.effects import EffectFailed, EffectRefused, Settled, Sleep
 from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
@@ -28,6 +28,7 @@ from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
 from machines.turn import TurnMachine
+from machines.values import ValueRefused, acted_data, plain_json
 from machines.vocabulary import SKIP_REASONS
 from machines.waits import check_wait
 
@@ -53,6 +54,16 @@ class Settings:
     max_wait: timedelta = timedelta(days=7)
     vocabulary: Vocabulary = HZ
     """The host's dispositions and causes (`machines.host_vocabulary`); hz's by default."""
+
+
+def _checked(step: str, result: Any, value: Any) -> Any:
+    """A step's value as the body will keep it, refused before it is journalled when it
+    is not JSON (HZM071) or, act's, when ``turn.finished`` cannot carry its data (HZM073):
+    the data exists only once act returns, after its effects (recorded done), so the
+    turn then fails with the code, recorded, and is never resumed as if it had crashed."""
+    if isinstance(result, Acted):
+        return {"disposition": result.disposition, **acted_data(result.data)}
+    return plain_json(value, f"the value of {step}")
 
 
 class _Tracking:
@@ -179,7 +190,7 @@ class TurnRun:
             )
             ctx.settling = True
             try:
-                await self.steps.act(ctx, self._input("act"))
+                await self._work("act", ctx)
             except (Exception, asyncio.CancelledError) as caught:
                 if not isinstance(caught, Settled):
                     logs.warning("turn.settle_failed", turn=self.turn, error=str(caught))
@@ -240,9 +251,15 @@ class TurnRun:
             sleep=self.settings.sleep,
         )
         logs.warning("turn.regain", turn=self.turn, step=step, rerun=before)
-        value = self._value(before, await self._work(before, context))
+        result = await self._work(before, context)
+        value = self._value(before, result)
         if value is _STOPS:
             self.fail("HZM013")
+            return False
+        try:
+            value = _checked(before, result, value)
+        except ValueRefused as refused:
+            self.fail(refused.code)
             return False
         digest = content_ref(value)
         self._body().put(self.turn, digest, value)
@@ -260,7 +277,8 @@ class TurnRun:
         ):
             return _STOPS
         if isinstance(result, Acted):
-            return {"disposition": result.disposition, **result.data}
+            data = result.data if isinstance(result.data, Mapping) else {}
+            return {"disposition": result.disposition, **data}
         return result
 
     def _body(self) -> Body:
@@ -269,13 +287,19 @@ class TurnRun:
         return self.body
 
     async def _work(self, step: str, ctx: TurnContext) -> Any:
+        """Run the host's step with ``ctx`` as the current context (`machines.api`'s
+        decorated tools and effects find it there)."""
         steps = self.steps
         if steps is None:
             raise MachineError("HZM016", "this run has no steps", "pass the host's steps")
-        if step == "gather":
-            return await steps.gather(ctx)
-        work = {"think": steps.think, "outcome": steps.outcome, "act": steps.act}
-        return await work[step](ctx, self._input(step))
+        token = current.set(ctx)
+        try:
+            if step == "gather":
+                return await steps.gather(ctx)
+            work = {"think": steps.think, "outcome": steps.outcome, "act": steps.act}
+            return await work[step](ctx, self._input(step))
+        finally:
+            current.reset(token)
 
     def _advance(self, step: str, result: Any) -> None:
         if isinstance(result, Wait):
@@ -307,6 +331,12 @@ class TurnRun:
             if value is _STOPS:
                 self.fail("HZM014")
                 return
+            try:
+                value = _checked(step, result, value)
+            except ValueRefused as refused:
+                logs.warning("step.refused", turn=self.turn, step=step, error=refused.message)
+                self.fail(refused.code)
+                return
             digest = content_ref(value)
             self._body().put(self.turn, digest, value)
             data = {"step": NEXT_STEP[step], "input": digest}
@@ -333,7 +363,7 @@ class TurnRun:
             self.abandon("stopped")
         except OutOfTime:
             await self.end("timeout")
-        except (EffectFailed, EffectRefused, ToolFailed) as error:
+        except (EffectFailed, EffectRefused, ToolFailed, ValueRefused) as error:
             self.fail(error.code)
         except MachineError:
             raise

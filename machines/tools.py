@@ -9,6 +9,8 @@ On a resume, a call with a result is answered from the body (a replay-safe one w
 result the body lost runs again); a call interrupted by a crash is run again only
 when both the record and the current declaration say ``replay_safe``; otherwise it
 gets an `INTERRUPTED` result (``status: interrupted``), never a silent second run.
+Arguments or a result that are not JSON are refused (HZM071, `machines.values`): the
+turn fails with the code.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Final
 from machines.errors import MachineError
 from machines.fold import ToolRecord
 from machines.journal import Body, Journal, content_hash
+from machines.values import plain_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ async def run_tool(
     if record is None and safe:
         named = {"tool": decl.name, "replay_safe": True}  # no line before a harmless rerun
     elif record is None:
-        args_hash = content_hash(args)
+        args_hash = content_hash(plain_json(args, f"the arguments of tool call {call_id}"))
         body.put(turn, args_hash, args)
         journal.append(
             "tool.called",
@@ -111,7 +114,7 @@ async def run_tool(
             code = str(getattr(error, "code", "")) or type(error).__name__
             _result(journal, turn, call_id, hash=None, status="error", error=code, **named)
         raise
-    digest = content_hash(result)
+    digest = content_hash(plain_json(result, f"the result of tool call {call_id}"))
     body.put(turn, digest, result)
     if recorded != "ok":
         _result(journal, turn, call_id, hash=digest, status="ok", **named)

@@ -1,13 +1,13 @@
 """A second host that is not hz: a notes runner driving a Pydantic AI agent loop.
 
-It owns its words (a `Vocabulary`: a turn ends ``noted``, a ``request`` wakes it),
-keeps its turns on disk (a `ledger.Spine` with `SpineJournal.open`, a `DiskBody`
-in the same directory) and mints turn ids with `new_turn_id`. The think step runs
-a Pydantic AI agent whose model is a `FunctionModel` (no network): every model
-reply goes through ``ctx.model`` (journalled, replayed after a crash), the
-``count_words`` tool through ``ctx.tool`` (replay-safe), and the ``write_note``
-tool through ``ctx.effect``: a real, fsynced line in a notes file, probed by its
-key, so a crash anywhere writes each note exactly once.
+It owns its words (a `Vocabulary`: a turn ends ``noted``, a ``request`` wakes it) and
+keeps its turns on disk (`Host` with a directory: a spine and its bodies). Its steps
+are typed (`TypedSteps`, Pydantic models). The think step runs a Pydantic AI agent whose
+model is a `FunctionModel` (no network): every model reply goes through ``ctx.model``
+(journalled, replayed after a crash), the ``count_words`` tool is a ``@tool``
+(replay-safe), and ``write_note`` a ``@tool`` whose work is an ``@effect``: a real,
+fsynced line in a notes file, probed by its key, so a crash anywhere writes each note
+exactly once.
 ``tests/machines/test_notes_agent.py`` runs the crash matrix over `scenario`.
 """
 
@@ -23,65 +23,37 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ledger.spine import Spine
 from machines import (
     Acted,
-    DiskBody,
-    Effect,
+    Host,
     ModelReply,
     Pins,
-    Presence,
-    Settings,
-    SpineJournal,
     Steer,
-    ToolDecl,
     TurnContext,
     TurnState,
+    TypedSteps,
     Vocabulary,
     Wake,
-    WorldProbe,
-    new_turn_id,
-    start_turn,
+    effect,
+    tool,
 )
 
 NOTES = Vocabulary("notes", 1, dispositions=("noted",), causes=("request",))
 """This host's words, frozen: its lists only grow."""
 
-COUNT = ToolDecl("count_words", replay_safe=True)
-WRITE = ToolDecl("write_note", replay_safe=True)
-"""Replay-safe although it writes: its write is an effect, so running the call again
-after a crash performs it at most once (the effect ledger probes by key)."""
+
+class Request(BaseModel):
+    request: str
+    text: str
 
 
-class Notebook:
-    """The runner's world: a notes file, one fsynced line per note, led by its key."""
-
-    def __init__(self, path: Path, after_write: Callable[[], None] | None = None) -> None:
-        self.path = path
-        self.after_write = after_write
-
-    async def write(self, key: str, text: str) -> dict[str, str]:
-        """Append the note durably."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{key} {text}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if self.after_write is not None:
-            self.after_write()
-        return {"written": key}
-
-    async def probe(self, key: str) -> Presence:
-        """Present when a line of the file is led by ``key``."""
-        if not self.path.exists():
-            return "absent"
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        return "present" if any(line.split(" ", 1)[0] == key for line in lines) else "absent"
+class Noted(Request):
+    answer: str
 
 
 def script(messages: list[ModelMessage]) -> dict[str, Any]:
@@ -96,18 +68,49 @@ def script(messages: list[ModelMessage]) -> dict[str, Any]:
     return {"text": "noted"}
 
 
-class NoteSteps:
-    """gather -> think (the agent loop) -> outcome -> act, for one note request."""
+class NoteSteps(TypedSteps):
+    """gather -> think (the agent loop) -> act, for one note request; its world: a
+    notes file, one fsynced line per note, led by its key."""
 
-    def __init__(self, requests: dict[str, str], notebook: Notebook) -> None:
+    def __init__(
+        self, requests: dict[str, str], notes: Path, after_write: Callable[[], None] = print
+    ) -> None:
         self.requests = requests
-        self.notebook = notebook
+        self.notes = notes
+        self.after_write = after_write
 
-    async def gather(self, ctx: TurnContext) -> Any:
-        request = str(ctx.causes[0]["key"]).rsplit(":", 1)[1]
-        return {"request": request, "text": self.requests[request]}
+    def noted(self, key: str) -> bool:
+        """Whether a line of the notes file is led by ``key`` (the effect's probe)."""
+        lines = self.notes.read_text(encoding="utf-8").splitlines() if self.notes.exists() else []
+        return any(line.split(" ", 1)[0] == key for line in lines)
 
-    async def think(self, ctx: TurnContext, gathered: Any) -> Any:
+    @effect(probe=noted, event="note.written")
+    async def write(self, key: str, text: str) -> dict[str, str]:
+        """Append the note durably."""
+        fd = os.open(self.notes, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{key} {text}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.after_write()
+        return {"written": key}
+
+    @tool(replay_safe=True)
+    async def count_words(self, text: str) -> int:
+        return len(text.split())
+
+    @tool(replay_safe=True)
+    async def write_note(self, request: str, text: str) -> str:
+        """Replay-safe although it writes: its write is an effect, so running the call
+        again after a crash performs it at most once (the effect ledger probes by key)."""
+        return await self.write(f"notes@note:{request}", text)
+
+    async def gather(self, ctx: TurnContext) -> Request:
+        request = ctx.key.rsplit(":", 1)[1]
+        return Request(request=request, text=self.requests[request])
+
+    async def think(self, ctx: TurnContext, asked: Request) -> Noted:
         async def model(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
             async def ask(_steers: list[Steer]) -> ModelReply:
                 return ModelReply(script(messages), usd=0.01, tokens=10)
@@ -123,64 +126,36 @@ class NoteSteps:
         @agent.tool_plain
         async def count_words() -> int:
             """Count the words of the request."""
-
-            async def count() -> int:
-                return len(gathered["text"].split())
-
-            return int(await ctx.tool(COUNT, "c1", {}, count))
+            return await self.count_words(asked.text)
 
         @agent.tool_plain
         async def write_note(words: int) -> str:
             """Write the note to the notes file (once per request)."""
-            key = f"notes@note:{gathered['request']}"
-            text = f"{gathered['text']} ({words} words)"
+            return await self.write_note(asked.request, f"{asked.text} ({words} words)")
 
-            async def perform(k: str) -> dict[str, str]:
-                return await self.notebook.write(k, text)
+        result = await agent.run(asked.text)
+        return Noted(**asked.model_dump(), answer=result.output)
 
-            async def effect() -> str:
-                note = Effect(
-                    "write_note", key, perform, WorldProbe(self.notebook.probe), "note.written"
-                )
-                return await ctx.effect(note)
-
-            return str(await ctx.tool(WRITE, "c2", {"words": words}, effect))
-
-        result = await agent.run(gathered["text"])
-        return {**gathered, "answer": result.output}
-
-    async def outcome(self, ctx: TurnContext, thought: Any) -> Any:
-        return thought
-
-    async def act(self, ctx: TurnContext, decided: Any) -> Acted:
-        return Acted("noted", {"request": decided["request"]})
+    async def act(self, ctx: TurnContext, noted: Noted) -> Acted:
+        return Acted("noted", {"request": noted.request})
 
 
 async def run(
     directory: Path, requests: dict[str, str], *, clock: Callable[[], datetime]
 ) -> dict[str, Any]:
     """Run one turn per request over the spine in ``directory``; what happened."""
-    settings = Settings(clock=clock, sleep=asyncio.sleep, vocabulary=NOTES)
-    notebook = Notebook(directory / "notes.txt")
-    steps = NoteSteps(requests, notebook)
+    steps = NoteSteps(requests, directory / "notes.txt", after_write=lambda: None)
     states: dict[str, str] = {}
-    with Spine.open(directory, clock=clock) as spine:
-        journal = SpineJournal.open(spine)
-        body = DiskBody(directory)
+    with Host(steps, directory, clock=clock, vocabulary=NOTES) as host:
         for request in requests:
-            wake = Wake("request", f"notes@request:{request}", NOTES)
-            turn = new_turn_id(clock)
-            state = await start_turn(
-                journal, body, steps, settings, turn=turn, wakes=[wake], pins=Pins()
-            )
-            states[request] = f"{state.state} {state.disposition}"
-    return {"states": states, "notes": notebook.path.read_text(encoding="utf-8").splitlines()}
+            state = await host.run(f"notes@request:{request}")
+            states[request] = f"{state.state} {state.disposition}" if state else "none"
+    return {"states": states, "notes": steps.notes.read_text(encoding="utf-8").splitlines()}
 
 
 async def scenario(rig: Any) -> TurnState:
     """The crash matrix's scenario (`machines.crashmatrix`): one note request."""
-    notebook = Notebook(rig.world.path, after_write=rig.world.wrote)
-    steps = NoteSteps({"r1": "buy milk and bread"}, notebook)
+    steps = NoteSteps({"r1": "buy milk and bread"}, rig.world.path, after_write=rig.world.wrote)
     wake = Wake("request", "notes@request:r1", NOTES)
     settings = replace(rig.settings, vocabulary=NOTES)
     state: TurnState = await rig.run(

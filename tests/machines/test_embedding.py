@@ -22,7 +22,6 @@ class TestEmbedding:
         assert result == {
             "states": {"T1": "finished", "T2": "waiting", "T2 after the answer": "finished"},
             "sent": ["bot@reply:T1", "bot@reply:T2"],
-            "events": 22,
         }
 
     def test_the_doc_includes_the_example_verbatim(self) -> None:

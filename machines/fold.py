@@ -75,6 +75,10 @@ class TurnState:
     last_seq: int = 0
     running_ms: int = 0
     running_since: str | None = None
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+    """The exception a step of this run raised (the turn then failed, or the error
+    was raised to the host): the object itself, for the host; the spine keeps only
+    ``error`` (a code or class name). Never folded from events: None after a fold."""
 
     @property
     def spend_usd(self) -> float:

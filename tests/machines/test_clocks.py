@@ -1,0 +1,59 @@
+"""Time as a turn counts it: a wall clock that jumps inside a running step is not
+running time (the monotonic part of the injected clock bounds it)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from machines.context import TurnContext
+from machines.keys import Wake
+from machines.resume import Pins
+from machines.runner import Settings
+from machines.session import Session
+from machines.testing import Harness, RecordingSleep
+
+WAKE = [Wake("asked", "hz-test@r1")]
+
+
+def suspended(h: Harness) -> None:
+    """The laptop sleeps for an hour in the middle of think: the wall clock jumps."""
+
+    def sleep_an_hour(_ctx: TurnContext) -> None:
+        h.clock.now += timedelta(hours=1)
+
+    h.steps.hooks["think"] = sleep_an_hour
+
+
+class TestRunningTime:
+    def test_a_wall_clock_jump_inside_a_step_neither_counts_nor_times_the_turn_out(
+        self,
+    ) -> None:
+        """Settings' default monotonic clock (the process's own): a ten-minute timeout,
+        an hour's jump of the wall clock during think; the turn finishes and its
+        recorded running time is not the hour."""
+        h = Harness.make()
+        settings = Settings(clock=h.clock, sleep=RecordingSleep(), timeout=timedelta(minutes=10))
+        suspended(h)
+        state = asyncio.run(
+            Session(h.journal, h.body, h.steps, settings).start("t1", WAKE, Pins(1))
+        )
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        finished = h.journal.turn_events("t1")[-1]
+        assert finished.data["duration_ms"] < 60_000
+        assert state.running_ms < 60_000
+
+    def test_time_that_passes_in_a_step_still_counts(self) -> None:
+        """Eleven minutes of think on both parts of the clock: abandoned timeout."""
+        h = Harness.make()
+        h.steps.hooks["think"] = lambda _ctx: h.clock.advance(minutes=11)
+        state = h.start()
+        assert (state.state, state.reason) == ("abandoned", "timeout")
+
+    def test_the_manual_clock_jumps_its_wall_part_alone(self) -> None:
+        """`ManualClock.jump` is the suspended laptop for a host's own tests."""
+        h = Harness.make()
+        h.steps.hooks["think"] = lambda _ctx: h.clock.jump(hours=2)
+        state = h.start()
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        assert h.journal.turn_events("t1")[-1].data["duration_ms"] == 0

@@ -1,17 +1,21 @@
 """Time as a turn counts it: a wall clock that jumps inside a running step is not
-running time (the monotonic part of the injected clock bounds it)."""
+running time (the monotonic part of the injected clock bounds it), and turn ids sort
+by start when the clock is set back."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from machines.context import TurnContext
+from machines.errors import MachineError
 from machines.keys import Wake
-from machines.resume import Pins
+from machines.resume import Pins, TurnIds, new_turn_id
 from machines.runner import Settings
 from machines.session import Session
-from machines.testing import Harness, RecordingSleep
+from machines.testing import Harness, ManualClock, RecordingSleep
 
 WAKE = [Wake("asked", "hz-test@r1")]
 
@@ -57,3 +61,29 @@ class TestRunningTime:
         state = h.start()
         assert (state.state, state.disposition) == ("finished", "drafted")
         assert h.journal.turn_events("t1")[-1].data["duration_ms"] == 0
+
+
+class TestTurnIds:
+    def test_turn_ids_sort_by_start_when_the_clock_is_set_back(self) -> None:
+        """Set back an hour between turns (and within one millisecond): every id
+        minted later sorts after every id minted before."""
+        clock = ManualClock()
+        minted = [new_turn_id(clock) for _ in range(3)]
+        clock.jump(hours=-1)
+        minted += [new_turn_id(clock) for _ in range(3)]
+        clock.jump(minutes=30)
+        minted.append(new_turn_id(clock))
+        assert minted == sorted(minted) and len(set(minted)) == len(minted)
+
+    def test_a_restarted_host_continues_after_its_last_turn(self) -> None:
+        """`TurnIds(after=...)`: a new process whose clock was set back still mints
+        ids after the last turn its journal holds."""
+        clock = ManualClock()
+        last = TurnIds().mint(clock)
+        clock.jump(days=-1)
+        assert TurnIds(after=last).mint(clock) > last
+        assert TurnIds().mint(clock) < last  # without it, the clock decides
+
+    def test_a_bad_id_to_continue_after_is_refused(self) -> None:
+        with pytest.raises(MachineError, match="HZM082"):
+            TurnIds(after="turn-not-a-ulid")

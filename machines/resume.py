@@ -208,6 +208,15 @@ def prepare_resume(
             f"not {settings.vocabulary.name}",
             "resume it with the Settings.vocabulary it was started under",
         )
+    pinned = state.pins.get("vocabulary")
+    if isinstance(pinned, int) and pinned > settings.vocabulary.version:
+        raise MachineError(
+            "HZM081",
+            f"turn {turn} was started under version {pinned} of vocabulary "
+            f"{settings.vocabulary.name}, later than this version "
+            f"{settings.vocabulary.version}, which may lack its words",
+            "resume it with the version it was started under or a later one",
+        )
     run = TurnRun(journal, body, steps, settings, state)
     if run.over_time(resuming=True):
         return _end(run, "timeout", None)

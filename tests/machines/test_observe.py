@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +18,24 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from ledger.event import Event
+from ledger.spine import Spine
 from machines.context import TurnContext
+from machines.disk_body import DiskBody
 from machines.keys import Wake
 from machines.observe import StepId
 from machines.otel import Tracing
-from machines.resume import Pins
+from machines.resume import Pins, start_turn
+from machines.runner import Settings
 from machines.session import Session
-from machines.testing import Harness
+from machines.spine_journal import SpineJournal
+from machines.testing import (
+    FakeWorld,
+    Harness,
+    ManualClock,
+    RecordingSleep,
+    ScriptedSteps,
+    SimulatedCrash,
+)
 
 WAKE = [Wake("asked", "hz-test@r1")]
 
@@ -206,3 +218,58 @@ def test_the_tracing_module_is_the_one_that_imports_it(module: str) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "True"
+
+
+class TestOnARealSpine:
+    def test_a_resumed_turn_is_a_span_of_its_own_and_its_checkpoints_are_the_files(
+        self, tmp_path: Path
+    ) -> None:
+        """A turn killed after its think checkpoint on a spine and a `DiskBody`, then
+        resumed by a traced `Session` in a fresh journal: one ``turn`` span for the
+        resume (its recovery and the steps left), and every event ``on_checkpoint``
+        saw is a line of the file as read back."""
+        clock, world = ManualClock(), FakeWorld()
+        steps = ScriptedSteps(world, owner="hz-s")
+        settings = Settings(clock=clock, sleep=RecordingSleep(), monotonic=clock.monotonic)
+        count = [0]
+
+        def crash(_event: object) -> None:
+            count[0] += 1
+            if count[0] == 3:  # turn.started, step.started think, model.request
+                raise SimulatedCrash
+
+        body = DiskBody(tmp_path / "turns")
+        with (
+            Spine.open(tmp_path, clock=clock, on_durable=[crash]) as spine,
+            pytest.raises(SimulatedCrash),
+        ):
+            asyncio.run(
+                start_turn(
+                    SpineJournal.open(spine),
+                    body,
+                    steps,
+                    settings,
+                    turn="t1",
+                    wakes=WAKE,
+                    pins=Pins(1),
+                )
+            )
+        exporter, provider = InMemorySpanExporter(), TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        seen: list[Event] = []
+        traced = replace(settings, observers=(Tracing(provider),))
+        with Spine.open(tmp_path, clock=clock) as spine:
+            journal = SpineJournal.open(spine)
+            session = Session(journal, body, steps, traced, on_checkpoint=seen.append)
+            state = asyncio.run(session.resume("t1"))
+            on_file = journal.turn_events("t1")
+        assert state is not None and (state.state, state.disposition) == ("finished", "drafted")
+        assert seen == on_file[3:] and seen[0].kind == "turn.resumed"
+        spans = exporter.get_finished_spans()
+        assert [s.name for s in spans if s.name == "turn"] == ["turn"]
+        assert sorted(s.name for s in spans if s.name != "turn") == [
+            "turn.act",
+            "turn.finish",
+            "turn.outcome",
+            "turn.think",
+        ]

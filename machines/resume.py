@@ -91,8 +91,8 @@ class TurnIds:
                 f"{turn!r} is not a turn id minted by new_turn_id",
                 "pass an id of the form turn-<ULID>, or none",
             ) from None
-        with self._lock:
-            self._last_ms = max(self._last_ms, ms)
+        with self._lock:  # a millisecond on: its random part is not this generator's
+            self._last_ms = max(self._last_ms, ms + 1)
 
     def mint(self, clock: Clock) -> str:
         """A new id from ``clock``, after every id minted before."""

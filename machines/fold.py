@@ -79,6 +79,9 @@ class TurnState:
     """The exception a step of this run raised (the turn then failed, or the error
     was raised to the host): the object itself, for the host; the spine keeps only
     ``error`` (a code or class name). Never folded from events: None after a fold."""
+    ran: Callable[[], int] | None = field(default=None, compare=False, repr=False)
+    """Set by the process driving the turn (`machines.runner.TurnRun`): its running
+    time by the monotonic clock, which `running_ms_at` never exceeds."""
 
     @property
     def spend_usd(self) -> float:
@@ -96,11 +99,13 @@ class TurnState:
         """Running time up to ``now``, for the process running the turn now: the
         time between its checkpoints while a process ran it, plus the time since
         the last one. Waiting time and downtime (a crash to its recovery) do not
-        count (ADR 0049 statement 16)."""
+        count (ADR 0049 statement 16). In the process driving the turn, never more
+        than its monotonic clock measured (`ran`): a wall clock jump does not count."""
         if self.running_since is None:
             return self.running_ms
         delta = now - parse_ts(self.running_since)
-        return self.running_ms + max(0, int(delta.total_seconds() * 1000))
+        wall = self.running_ms + max(0, int(delta.total_seconds() * 1000))
+        return wall if self.ran is None else min(wall, self.ran())
 
 
 def _mismatch(event: Event, state: TurnState, why: str) -> MachineError:

@@ -155,10 +155,10 @@ class TurnRun:
 
     def running_ms(self) -> int:
         """The turn's running time now: by the injected wall clock (waiting and
-        downtime never count), and, in the process driving it, never more than the
-        monotonic clock measured since it began (a wall clock jump does not count)."""
-        wall = self.state.running_ms_at(self.settings.clock())
-        return wall if self._held is None else min(wall, self._ran_ms())
+        downtime never count), and, once this process drives it, never more than the
+        monotonic clock measured since it began (`TurnState.ran`: a wall clock jump
+        does not count, for the steps' own reads of ``ctx.state`` too)."""
+        return self.state.running_ms_at(self.settings.clock())
 
     @property
     def turn(self) -> str:
@@ -401,6 +401,7 @@ class TurnRun:
         """Walk the steps from the current state until the turn waits or ends."""
         if self._held is None:
             self._held = (self.settings.monotonic(), self.running_ms())
+            self.state.ran = self._ran_ms
         observers = self.settings.observers
         for observer in observers:
             call_hook("turn_began", observer.turn_began, self.state)

@@ -62,6 +62,21 @@ class TestRunningTime:
         assert (state.state, state.disposition) == ("finished", "drafted")
         assert h.journal.turn_events("t1")[-1].data["duration_ms"] == 0
 
+    def test_a_step_reading_its_time_left_does_not_count_the_jump(self) -> None:
+        """A step that budgets its model request by ``ctx.state.running_ms_at(now)``
+        (as hz's steps do) sees seconds, not the hour the wall clock jumped."""
+        h = Harness.make()
+        settings = Settings(clock=h.clock, sleep=RecordingSleep())
+        read: list[int] = []
+
+        def jump_then_read(ctx: TurnContext) -> None:
+            h.clock.now += timedelta(hours=1)
+            read.append(ctx.state.running_ms_at(h.clock()))
+
+        h.steps.hooks["outcome"] = jump_then_read
+        asyncio.run(Session(h.journal, h.body, h.steps, settings).start("t1", WAKE, Pins(1)))
+        assert len(read) == 1 and read[0] < 60_000
+
 
 class TestTurnIds:
     def test_turn_ids_sort_by_start_when_the_clock_is_set_back(self) -> None:
@@ -81,7 +96,7 @@ class TestTurnIds:
         clock = ManualClock()
         last = TurnIds().mint(clock)
         clock.jump(days=-1)
-        assert TurnIds(after=last).mint(clock) > last
+        assert all(TurnIds(after=last).mint(clock) > last for _ in range(200))
         assert TurnIds().mint(clock) < last  # without it, the clock decides
 
     def test_a_bad_id_to_continue_after_is_refused(self) -> None:

@@ -291,12 +291,17 @@ effect's own event marks its record seen; anything else is data for the host).""
 
 def _count_running(state: TurnState, event: Event) -> None:
     """Add the time since the turn's last checkpoint, unless this event is a
-    recovery (the gap before it was downtime, not running time)."""
+    recovery (the gap before it was downtime, not running time); a checkpoint
+    written after the wall clock jumped says what the monotonic clock measured
+    (``ran_ms``, `machines.runner.TurnRun`), and the jump does not count."""
     if state.running_since is None:
         return
     if event.kind == "turn.resumed" and event.data.get("woken_by") == "recovery":
         return
     state.running_ms += _elapsed_ms(state.running_since, event.ts)
+    ran = event.data.get("ran_ms")
+    if isinstance(ran, int) and 0 <= ran < state.running_ms:
+        state.running_ms = ran
     state.running_since = event.ts
 
 

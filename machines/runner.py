@@ -30,7 +30,7 @@ from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
 from machines.turn import TurnMachine
-from machines.vocabulary import SKIP_REASONS
+from machines.vocabulary import MACHINE_KINDS, SKIP_REASONS
 from machines.waits import check_wait
 
 NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
@@ -40,6 +40,15 @@ PREVIOUS_STEP = {after: before for before, after in NEXT_STEP.items()}
 """The step whose result each step takes as its input."""
 
 _STOPS = object()
+
+_BOUNDED = frozenset(MACHINE_KINDS) | {"turn.waiting", "effect.started", "effect.done"}
+"""Checkpoints the machine writes whose data may carry ``ran_ms`` (`TurnRun._bound`);
+never a host's own kind (its data is the host's) nor ``turn.finished`` (its
+``duration_ms`` says it)."""
+
+_JUMP_MS = 1000
+"""How far the wall clock may run ahead of the monotonic one before a checkpoint
+records the running time the monotonic clock measured (``ran_ms``)."""
 """`TurnRun._value` of a result the turn does not continue with."""
 
 
@@ -78,6 +87,8 @@ class _Tracking:
         self.vocabulary = vocabulary
         self.after: Callable[[Event], None] | None = None
         """Called after each append with the durable event (`TurnRun._appended`)."""
+        self.bound: Callable[[str, str | None], Mapping[str, int]] | None = None
+        """Extra data for a checkpoint (`TurnRun._bound`: ``ran_ms`` after a jump)."""
 
     def append(
         self,
@@ -88,6 +99,9 @@ class _Tracking:
         key: str | None = None,
         short_text: Sequence[str] = (),
     ) -> Event:
+        extra = self.bound(kind, turn) if self.bound is not None else None
+        if extra:
+            data = {**(data or {}), **extra}
         event = self.inner.append(kind, data, turn=turn, key=key, short_text=short_text)
         if event.turn == self.state.turn:
             apply_event(self.state, event, self.vocabulary)
@@ -138,6 +152,22 @@ class TurnRun:
         self._held: tuple[float, int] | None = None
         """The monotonic clock and the running time when this process began driving."""
         self.journal.after = self._appended
+        self.journal.bound = self._bound
+
+    def _bound(self, kind: str, turn: str | None) -> Mapping[str, int]:
+        """``{"ran_ms": n}`` for a checkpoint of this turn when, since the last one, the
+        wall clock ran more than a second ahead of the monotonic clock (it jumped):
+        the fold, and so a recovery after a crash, then counts ``n``, not the jump.
+        Nothing in the usual case, so a line is no longer for it."""
+        state = self.state
+        if self._held is None or turn != self.turn or kind not in _BOUNDED:
+            return {}
+        if state.running_since is None:
+            return {}
+        since = self.settings.clock() - parse_ts(state.running_since)
+        wall = state.running_ms + max(0, int(since.total_seconds() * 1000))
+        ran = self._ran_ms()
+        return {"ran_ms": ran} if wall - ran > _JUMP_MS else {}
 
     def _appended(self, event: Event) -> None:
         """After each durable append: the live running time on the monotonic bound,

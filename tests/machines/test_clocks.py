@@ -15,7 +15,7 @@ from machines.keys import Wake
 from machines.resume import Pins, TurnIds, new_turn_id
 from machines.runner import Settings
 from machines.session import Session
-from machines.testing import Harness, ManualClock, RecordingSleep
+from machines.testing import Harness, ManualClock, RecordingSleep, SimulatedCrash
 
 WAKE = [Wake("asked", "hz-test@r1")]
 
@@ -76,6 +76,30 @@ class TestRunningTime:
         h.steps.hooks["outcome"] = jump_then_read
         asyncio.run(Session(h.journal, h.body, h.steps, settings).start("t1", WAKE, Pins(1)))
         assert len(read) == 1 and read[0] < 60_000
+
+    def test_a_jump_before_a_crash_does_not_time_out_the_recovery(self) -> None:
+        """The laptop sleeps an hour in think, then the process is killed after
+        outcome's checkpoint: the line written after the jump records what the
+        monotonic clock measured (``ran_ms``), so the recovery, which has only the
+        spine, resumes and finishes instead of ending abandoned timeout."""
+        h = Harness.make()
+        h.settings = Settings(clock=h.clock, sleep=RecordingSleep(), timeout=timedelta(minutes=10))
+        suspended(h)
+        h.crash_after = 4  # turn.started, step.started think, model.request, step.started
+        with pytest.raises(SimulatedCrash):
+            h.start()
+        h.steps.hooks.clear()
+        state = h.resume()
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        bounded = [e for e in h.journal.events if "ran_ms" in e.data]
+        assert [e.kind for e in bounded] == ["model.request"]  # one line, after the jump
+
+    def test_no_checkpoint_carries_ran_ms_while_the_clocks_agree(self) -> None:
+        """Without a jump no line is longer for it."""
+        h = Harness.make()
+        h.steps.hooks["think"] = lambda _ctx: h.clock.advance(minutes=5)
+        h.start()
+        assert not [e for e in h.journal.events if "ran_ms" in e.data]
 
 
 class TestTurnIds:

@@ -65,11 +65,21 @@ class Settings:
     max_wait: timedelta = timedelta(days=7)
     vocabulary: Vocabulary = HZ
     """The host's dispositions and causes (`machines.host_vocabulary`); hz's by default."""
-    monotonic: Callable[[], float] = time.monotonic
+    monotonic: Callable[[], float] | None = None
     """Seconds on a clock that only runs while the process does: a turn's running time
     in this process is the wall clock's, never more than this clock measured, so a
     wall clock that jumps forward (a suspended laptop, a clock set right) neither
-    counts as running time nor times the turn out."""
+    counts as running time nor times the turn out. None: the injected clock's own
+    ``monotonic`` part when it has one (`machines.testing.ManualClock`), else
+    ``time.monotonic`` (`monotonic_of`)."""
+
+    def monotonic_of(self) -> Callable[[], float]:
+        """The monotonic part of the injected clock (see ``monotonic``)."""
+        if self.monotonic is not None:
+            return self.monotonic
+        part = getattr(self.clock, "monotonic", None)
+        return part if callable(part) else time.monotonic
+
     on_error: OnError | None = None
     """Called with the exception a step raised and its `machines.observe.StepId`."""
     on_checkpoint: OnCheckpoint | None = None
@@ -151,6 +161,7 @@ class TurnRun:
         """Set by the resume rules: end the turn this way (after settling its effects)."""
         self._held: tuple[float, int] | None = None
         """The monotonic clock and the running time when this process began driving."""
+        self._monotonic = settings.monotonic_of()
         self.journal.after = self._appended
         self.journal.bound = self._bound
 
@@ -181,7 +192,7 @@ class TurnRun:
         """The running time by the monotonic clock since this process began driving."""
         assert self._held is not None
         since, base = self._held
-        return base + max(0, int((self.settings.monotonic() - since) * 1000))
+        return base + max(0, int((self._monotonic() - since) * 1000))
 
     def running_ms(self) -> int:
         """The turn's running time now: by the injected wall clock (waiting and
@@ -430,7 +441,7 @@ class TurnRun:
     async def drive(self) -> TurnState:
         """Walk the steps from the current state until the turn waits or ends."""
         if self._held is None:
-            self._held = (self.settings.monotonic(), self.running_ms())
+            self._held = (self._monotonic(), self.running_ms())
             self.state.ran = self._ran_ms
         observers = self.settings.observers
         for observer in observers:

@@ -23,7 +23,7 @@ from machines.tools import ToolDecl
 
 class ManualClock:
     """A clock that moves only when told to: a wall part (call it) and a monotonic
-    part (`monotonic`, for `Settings.monotonic`)."""
+    part (`monotonic`, which `Settings` finds on the clock it is given)."""
 
     def __init__(self, start: datetime | None = None) -> None:
         self.now = start or datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
@@ -260,12 +260,7 @@ class Harness:
             journal=journal,
             body=InMemoryBody(),
             steps=ScriptedSteps(world, **steps),
-            settings=Settings(
-                clock=clock,
-                sleep=RecordingSleep(),
-                max_resumes=max_resumes,
-                monotonic=clock.monotonic,
-            ),
+            settings=Settings(clock=clock, sleep=RecordingSleep(), max_resumes=max_resumes),
         )
         holder.append(harness)
         return harness

@@ -5,6 +5,7 @@ by start when the clock is set back."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 
 import pytest
@@ -33,11 +34,13 @@ class TestRunningTime:
     def test_a_wall_clock_jump_inside_a_step_neither_counts_nor_times_the_turn_out(
         self,
     ) -> None:
-        """Settings' default monotonic clock (the process's own): a ten-minute timeout,
+        """A wall clock alone: Settings measures on ``time.monotonic``; a ten-minute timeout,
         an hour's jump of the wall clock during think; the turn finishes and its
         recorded running time is not the hour."""
         h = Harness.make()
-        settings = Settings(clock=h.clock, sleep=RecordingSleep(), timeout=timedelta(minutes=10))
+        wall = h.clock.__call__  # a bare clock, without a monotonic part of its own
+        settings = Settings(clock=wall, sleep=RecordingSleep(), timeout=timedelta(minutes=10))
+        assert settings.monotonic_of() is time.monotonic
         suspended(h)
         state = asyncio.run(
             Session(h.journal, h.body, h.steps, settings).start("t1", WAKE, Pins(1))
@@ -100,6 +103,20 @@ class TestRunningTime:
         h.steps.hooks["think"] = lambda _ctx: h.clock.advance(minutes=5)
         h.start()
         assert not [e for e in h.journal.events if "ran_ms" in e.data]
+
+    def test_the_monotonic_part_is_the_settings_then_the_clocks_then_the_process(
+        self,
+    ) -> None:
+        """``Settings.monotonic`` when given, else the injected clock's ``monotonic``
+        (ManualClock's), else ``time.monotonic``."""
+        clock = ManualClock()
+
+        def mine() -> float:
+            return 0.0
+
+        assert Settings(clock, RecordingSleep(), monotonic=mine).monotonic_of() is mine
+        assert Settings(clock, RecordingSleep()).monotonic_of() == clock.monotonic
+        assert Settings(clock.__call__, RecordingSleep()).monotonic_of() is time.monotonic
 
 
 class TestTurnIds:

@@ -40,6 +40,7 @@ PREVIOUS_STEP = {after: before for before, after in NEXT_STEP.items()}
 """The step whose result each step takes as its input."""
 
 _STOPS = object()
+"""`TurnRun._value` of a result the turn does not continue with."""
 
 _BOUNDED = frozenset(MACHINE_KINDS) | {"turn.waiting", "effect.started", "effect.done"}
 """Checkpoints the machine writes whose data may carry ``ran_ms`` (`TurnRun._bound`);
@@ -49,7 +50,6 @@ never a host's own kind (its data is the host's) nor ``turn.finished`` (its
 _JUMP_MS = 1000
 """How far the wall clock may run ahead of the monotonic one before a checkpoint
 records the running time the monotonic clock measured (``ran_ms``)."""
-"""`TurnRun._value` of a result the turn does not continue with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,12 @@ class Settings:
     counts as running time nor times the turn out. None: the injected clock's own
     ``monotonic`` part when it has one (`machines.testing.ManualClock`), else
     ``time.monotonic`` (`monotonic_of`)."""
+    on_error: OnError | None = None
+    """Called with the exception a step raised and its `machines.observe.StepId`."""
+    on_checkpoint: OnCheckpoint | None = None
+    """Called with every event a running turn journals, once it is durable."""
+    observers: tuple[Observer, ...] = ()
+    """Told when a turn run and its steps begin and end (`machines.otel.Tracing`)."""
 
     def monotonic_of(self) -> Callable[[], float]:
         """The monotonic part of the injected clock (see ``monotonic``)."""
@@ -79,13 +85,6 @@ class Settings:
             return self.monotonic
         part = getattr(self.clock, "monotonic", None)
         return part if callable(part) else time.monotonic
-
-    on_error: OnError | None = None
-    """Called with the exception a step raised and its `machines.observe.StepId`."""
-    on_checkpoint: OnCheckpoint | None = None
-    """Called with every event a running turn journals, once it is durable."""
-    observers: tuple[Observer, ...] = ()
-    """Told when a turn run and its steps begin and end (`machines.otel.Tracing`)."""
 
 
 class _Tracking:

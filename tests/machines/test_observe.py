@@ -21,6 +21,7 @@ from ledger.event import Event
 from ledger.spine import Spine
 from machines.context import TurnContext
 from machines.disk_body import DiskBody
+from machines.effects import EffectFailed
 from machines.keys import Wake
 from machines.observe import StepId
 from machines.otel import Tracing
@@ -30,6 +31,7 @@ from machines.session import Session
 from machines.spine_journal import SpineJournal
 from machines.testing import (
     FakeWorld,
+    FlakyError,
     Harness,
     ManualClock,
     RecordingSleep,
@@ -68,6 +70,23 @@ class TestErrors:
         assert isinstance(state.exception, Broke) and state.exception.detail == {"row": 7}
         assert state.exception.__traceback__ is not None
         assert seen == [(state.exception, StepId("t1", "think", "hz-test@r1", "asked"))]
+
+    def test_a_failed_effect_is_coded_on_the_spine_and_whole_for_the_host(self) -> None:
+        """An effect whose world refused it (not retryable): ``effect.failed`` and the
+        turn failed HZM021, while the host's hook gets the `EffectFailed` chained to the
+        world's own exception."""
+        h = Harness.make()
+        h.world.failures.append(FlakyError("the calendar said no", retryable=False))
+        seen: list[tuple[BaseException, StepId]] = []
+        session = Session(
+            h.journal, h.body, h.steps, h.settings, on_error=lambda e, at: seen.append((e, at))
+        )
+        state = asyncio.run(session.start("t1", WAKE, Pins(1)))
+        assert (state.state, state.error) == ("failed", "HZM021")
+        [(error, where)] = seen
+        assert isinstance(error, EffectFailed) and error is state.exception
+        assert where.step == "act"
+        assert isinstance(error.__cause__ or error.__context__, FlakyError)
 
     def test_a_hook_that_raises_does_not_change_the_turn(self) -> None:
         """A broken ``on_error`` or ``on_checkpoint`` is the host's bug, not the turn's end."""

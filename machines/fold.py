@@ -75,6 +75,13 @@ class TurnState:
     last_seq: int = 0
     running_ms: int = 0
     running_since: str | None = None
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+    """The exception a step of this run raised (the turn then failed, or the error
+    was raised to the host): the object itself, for the host; the spine keeps only
+    ``error`` (a code or class name). Never folded from events: None after a fold."""
+    ran: Callable[[], int] | None = field(default=None, compare=False, repr=False)
+    """Set by the process driving the turn (`machines.runner.TurnRun`): its running
+    time by the monotonic clock, which `running_ms_at` never exceeds."""
 
     @property
     def spend_usd(self) -> float:
@@ -92,11 +99,13 @@ class TurnState:
         """Running time up to ``now``, for the process running the turn now: the
         time between its checkpoints while a process ran it, plus the time since
         the last one. Waiting time and downtime (a crash to its recovery) do not
-        count (ADR 0049 statement 16)."""
+        count (ADR 0049 statement 16). In the process driving the turn, never more
+        than its monotonic clock measured (`ran`): a wall clock jump does not count."""
         if self.running_since is None:
             return self.running_ms
         delta = now - parse_ts(self.running_since)
-        return self.running_ms + max(0, int(delta.total_seconds() * 1000))
+        wall = self.running_ms + max(0, int(delta.total_seconds() * 1000))
+        return wall if self.ran is None else min(wall, self.ran())
 
 
 def _mismatch(event: Event, state: TurnState, why: str) -> MachineError:
@@ -282,12 +291,17 @@ effect's own event marks its record seen; anything else is data for the host).""
 
 def _count_running(state: TurnState, event: Event) -> None:
     """Add the time since the turn's last checkpoint, unless this event is a
-    recovery (the gap before it was downtime, not running time)."""
+    recovery (the gap before it was downtime, not running time); a checkpoint
+    written after the wall clock jumped says what the monotonic clock measured
+    (``ran_ms``, `machines.runner.TurnRun`), and the jump does not count."""
     if state.running_since is None:
         return
     if event.kind == "turn.resumed" and event.data.get("woken_by") == "recovery":
         return
     state.running_ms += _elapsed_ms(state.running_since, event.ts)
+    ran = event.data.get("ran_ms")
+    if isinstance(ran, int) and 0 <= ran < state.running_ms:
+        state.running_ms = ran
     state.running_since = event.ts
 
 

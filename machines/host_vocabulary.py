@@ -10,9 +10,12 @@ registration (`HZ`, the default).
 A vocabulary is compatibility data, like hz's: frozen per host, its lists only
 grow, a name is never reused for a new meaning. A name that must change is
 renamed: ``renamed={"old": "new"}`` and every reader (`fold`) sees the new name
-where the spine holds the old one; the file is never rewritten. A turn records its
-vocabulary's name and version in its pins, and is resumed only under the same name
-(HZM009).
+where the spine holds the old one; the file is never rewritten. A later version
+names the one before as ``earlier``, and is refused (HZM080) when it drops a word
+of it (neither listed nor renamed), keeps no rename of it, changes the name, or
+does not raise the version. A turn records its vocabulary's name and version in
+its pins, and is resumed only under the same name (HZM009) and a version no older
+than its own (HZM081).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class Vocabulary:
     dispositions: tuple[str, ...]
     causes: tuple[str, ...]
     renamed: Mapping[str, str] = field(default_factory=dict)
+    earlier: Vocabulary | None = field(default=None, compare=False, repr=False)
+    """The version before this one, whose words this one must keep (HZM080)."""
 
     def __post_init__(self) -> None:
         words = (self.name, *self.dispositions, *self.causes, *self.renamed, *self.renamed.values())
@@ -65,6 +70,35 @@ class Vocabulary:
         if not set(self.renamed.values()) <= set(self.dispositions) | set(self.causes):
             raise _bad("a rename points at a name the vocabulary does not list")
         object.__setattr__(self, "renamed", MappingProxyType(dict(self.renamed)))
+        if self.earlier is not None:
+            self._keeps(self.earlier)
+
+    def _keeps(self, earlier: Vocabulary) -> None:
+        """HZM080 unless this is a later version of ``earlier`` that drops none of its
+        words: each of its dispositions and causes is listed here or renamed to one."""
+        why = None
+        if earlier.name != self.name:
+            why = f"it is named {self.name!r}, the version before {earlier.name!r}"
+        elif self.version <= earlier.version:
+            why = f"version {self.version} does not follow version {earlier.version}"
+        else:
+            for what, before, now in (
+                ("disposition", earlier.dispositions, self.dispositions),
+                ("cause", earlier.causes, self.causes),
+            ):
+                old = [o for o, new in earlier.renamed.items() if new in before]
+                gone = [w for w in (*before, *old) if self.current(w) not in now]
+                if gone:
+                    why = f"it drops the {what} {', '.join(repr(w) for w in gone)}"
+                    break
+        if why is not None:
+            raise MachineError(
+                "HZM080",
+                f"version {self.version} of vocabulary {self.name} cannot follow "
+                f"version {earlier.version}: {why}",
+                "a vocabulary's lists only grow: keep every word of the version before, "
+                "or rename it (renamed={'old': 'new'}), and raise the version",
+            )
 
     def current(self, name: Any) -> Any:
         """``name`` as this vocabulary says it now (renames followed)."""

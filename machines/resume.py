@@ -15,9 +15,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.event import Clock
 from machines.errors import MachineError
@@ -29,6 +30,9 @@ from machines.runner import Settings, TurnRun
 from machines.steps import Steps
 from machines.turn import TurnMachine
 from machines.vocabulary import SKIP_REASONS, WOKEN_BY
+
+if TYPE_CHECKING:
+    from ulid import ULIDGenerator
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +62,59 @@ class Pins:
         }
 
 
+class TurnIds:
+    """Mints turn ids, each strictly after the last it minted (or ``after``).
+
+    python-ulid's `ULIDGenerator` keeps ids of one millisecond in order; a clock set
+    back (by hand, by NTP) would still mint an earlier millisecond, and the new turn's
+    id would sort before older ones. This keeps the last millisecond instead, so ids
+    sort by start in this process whatever the wall clock does. ``after``: an id the
+    host already holds (its journal's last turn), to keep that order across a restart.
+    """
+
+    def __init__(self, after: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._generator: ULIDGenerator | None = None  # python-ulid loads with the first id
+        self._last_ms = 0
+        if after is not None:
+            self.after(after)
+
+    def after(self, turn: str) -> None:
+        """Mint every later id after ``turn`` (a ``turn-`` id; HZM082 otherwise)."""
+        from ulid import ULID
+
+        try:
+            ms = ULID.from_str(turn.removeprefix("turn-")).milliseconds
+        except ValueError:
+            raise MachineError(
+                "HZM082",
+                f"{turn!r} is not a turn id minted by new_turn_id",
+                "pass an id of the form turn-<ULID>, or none",
+            ) from None
+        with self._lock:  # a millisecond on: its random part is not this generator's
+            self._last_ms = max(self._last_ms, ms + 1)
+
+    def mint(self, clock: Clock) -> str:
+        """A new id from ``clock``, after every id minted before."""
+        moment = clock()
+        with self._lock:
+            if self._generator is None:
+                from ulid import ULIDGenerator  # loads when a turn starts (a resume mints none)
+
+                self._generator = ULIDGenerator()
+            self._last_ms = max(self._last_ms, int(moment.timestamp() * 1000))
+            ulid = self._generator.generate(self._last_ms)
+        return "turn-" + str(ulid)
+
+
+_TURN_IDS = TurnIds()
+
+
 def new_turn_id(clock: Clock) -> str:
     """A fresh turn id, ``turn-`` and a ULID minted from the injected clock: ids sort
-    by start time and never repeat across restarts (80 random bits per millisecond)."""
-    from ulid import ULID  # loads when a turn starts (a resume mints no id)
-
-    return "turn-" + str(ULID.from_datetime(clock()))
+    by start time, even when the clock is set back (`TurnIds`), and never repeat
+    across restarts (80 random bits per millisecond)."""
+    return _TURN_IDS.mint(clock)
 
 
 def _unused(journal: Journal, turn: str) -> None:
@@ -156,6 +207,15 @@ def prepare_resume(
             f"turn {turn} was started under vocabulary {pinned_name(state.pins)}, "
             f"not {settings.vocabulary.name}",
             "resume it with the Settings.vocabulary it was started under",
+        )
+    pinned = state.pins.get("vocabulary")
+    if isinstance(pinned, int) and pinned > settings.vocabulary.version:
+        raise MachineError(
+            "HZM081",
+            f"turn {turn} was started under version {pinned} of vocabulary "
+            f"{settings.vocabulary.name}, later than this version "
+            f"{settings.vocabulary.version}, which may lack its words",
+            "resume it with the version it was started under or a later one",
         )
     run = TurnRun(journal, body, steps, settings, state)
     if run.over_time(resuming=True):

@@ -11,7 +11,8 @@ pi's fixed-point self-check, made permanent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -24,12 +25,13 @@ from machines.errors import MachineError
 from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
 from machines.journal import Body, Journal, content_ref
+from machines.observe import Observer, OnCheckpoint, OnError, call_hook, step_id
 from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
 from machines.table import NEXT_TRIGGER, RUNNING
 from machines.tools import ToolFailed
 from machines.turn import TurnMachine
 from machines.values import ValueRefused, acted_data, plain_json
-from machines.vocabulary import SKIP_REASONS
+from machines.vocabulary import MACHINE_KINDS, SKIP_REASONS
 from machines.waits import check_wait
 
 NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
@@ -41,11 +43,21 @@ PREVIOUS_STEP = {after: before for before, after in NEXT_STEP.items()}
 _STOPS = object()
 """`TurnRun._value` of a result the turn does not continue with."""
 
+_BOUNDED = frozenset(MACHINE_KINDS) | {"turn.waiting", "effect.started", "effect.done"}
+"""Checkpoints the machine writes whose data may carry ``ran_ms`` (`TurnRun._bound`);
+never a host's own kind (its data is the host's) nor ``turn.finished`` (its
+``duration_ms`` says it)."""
+
+_JUMP_MS = 1000
+"""How far the wall clock may run ahead of the monotonic one before a checkpoint
+records the running time the monotonic clock measured (``ran_ms``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The host's knobs: the injected clock and sleep, the limits of ADR 0049, and
-    the host's vocabulary."""
+    """The host's knobs: the injected clock (its wall part ``clock`` and its monotonic
+    part ``monotonic``) and sleep, the limits of ADR 0049, the host's vocabulary, and
+    what the host observes (`machines.observe`)."""
 
     clock: Clock
     sleep: Sleep
@@ -54,6 +66,26 @@ class Settings:
     max_wait: timedelta = timedelta(days=7)
     vocabulary: Vocabulary = HZ
     """The host's dispositions and causes (`machines.host_vocabulary`); hz's by default."""
+    monotonic: Callable[[], float] | None = None
+    """Seconds on a clock that only runs while the process does: a turn's running time
+    in this process is the wall clock's, never more than this clock measured, so a
+    wall clock that jumps forward (a suspended laptop, a clock set right) neither
+    counts as running time nor times the turn out. None: the injected clock's own
+    ``monotonic`` part when it has one (`machines.testing.ManualClock`), else
+    ``time.monotonic`` (`monotonic_of`)."""
+    on_error: OnError | None = None
+    """Called with the exception a step raised and its `machines.observe.StepId`."""
+    on_checkpoint: OnCheckpoint | None = None
+    """Called with every event a running turn journals, once it is durable."""
+    observers: tuple[Observer, ...] = ()
+    """Told when a turn run and its steps begin and end (`machines.otel.Tracing`)."""
+
+    def monotonic_of(self) -> Callable[[], float]:
+        """The monotonic part of the injected clock (see ``monotonic``)."""
+        if self.monotonic is not None:
+            return self.monotonic
+        part = getattr(self.clock, "monotonic", None)
+        return part if callable(part) else time.monotonic
 
 
 def _checked(step: str, result: Any, value: Any) -> Any:
@@ -73,6 +105,10 @@ class _Tracking:
         self.inner = journal
         self.state = state
         self.vocabulary = vocabulary
+        self.after: Callable[[Event], None] | None = None
+        """Called after each append with the durable event (`TurnRun._appended`)."""
+        self.bound: Callable[[str, str | None], Mapping[str, int]] | None = None
+        """Extra data for a checkpoint (`TurnRun._bound`: ``ran_ms`` after a jump)."""
 
     def append(
         self,
@@ -83,9 +119,14 @@ class _Tracking:
         key: str | None = None,
         short_text: Sequence[str] = (),
     ) -> Event:
+        extra = self.bound(kind, turn) if self.bound is not None else None
+        if extra:
+            data = {**(data or {}), **extra}
         event = self.inner.append(kind, data, turn=turn, key=key, short_text=short_text)
         if event.turn == self.state.turn:
             apply_event(self.state, event, self.vocabulary)
+        if self.after is not None:
+            self.after(event)
         return event
 
     def turn_events(self, turn: str) -> list[Event]:
@@ -128,6 +169,47 @@ class TurnRun:
         self.context: TurnContext | None = None
         self.ending: tuple[str, str | None] | None = None
         """Set by the resume rules: end the turn this way (after settling its effects)."""
+        self._held: tuple[float, int] | None = None
+        """The monotonic clock and the running time when this process began driving."""
+        self._monotonic = settings.monotonic_of()
+        self.journal.after = self._appended
+        self.journal.bound = self._bound
+
+    def _bound(self, kind: str, turn: str | None) -> Mapping[str, int]:
+        """``{"ran_ms": n}`` for a checkpoint of this turn when, since the last one, the
+        wall clock ran more than a second ahead of the monotonic clock (it jumped):
+        the fold, and so a recovery after a crash, then counts ``n``, not the jump.
+        Nothing in the usual case, so a line is no longer for it."""
+        state = self.state
+        if self._held is None or turn != self.turn or kind not in _BOUNDED:
+            return {}
+        if state.running_since is None:
+            return {}
+        since = self.settings.clock() - parse_ts(state.running_since)
+        wall = state.running_ms + max(0, int(since.total_seconds() * 1000))
+        ran = self._ran_ms()
+        return {"ran_ms": ran} if wall - ran > _JUMP_MS else {}
+
+    def _appended(self, event: Event) -> None:
+        """After each durable append: the live running time on the monotonic bound,
+        then the host's ``on_checkpoint``."""
+        if self._held is not None and event.turn == self.turn:
+            self.state.running_ms = min(self.state.running_ms, self._ran_ms())
+        if self.settings.on_checkpoint is not None:
+            call_hook("on_checkpoint", self.settings.on_checkpoint, event)
+
+    def _ran_ms(self) -> int:
+        """The running time by the monotonic clock since this process began driving."""
+        assert self._held is not None
+        since, base = self._held
+        return base + max(0, int((self._monotonic() - since) * 1000))
+
+    def running_ms(self) -> int:
+        """The turn's running time now: by the injected wall clock (waiting and
+        downtime never count), and, once this process drives it, never more than the
+        monotonic clock measured since it began (`TurnState.ran`: a wall clock jump
+        does not count, for the steps' own reads of ``ctx.state`` too)."""
+        return self.state.running_ms_at(self.settings.clock())
 
     @property
     def turn(self) -> str:
@@ -158,7 +240,7 @@ class TurnRun:
         return {
             "disposition": disposition,
             "usd": self.state.spend_usd,
-            "duration_ms": self.state.running_ms_at(self.settings.clock()),
+            "duration_ms": self.running_ms(),
             **{k: v for k, v in extra.items() if v is not None},
         }
 
@@ -207,7 +289,7 @@ class TurnRun:
         limit = int(self.settings.timeout.total_seconds() * 1000)
         if resuming:
             return self.state.running_ms > limit
-        return self.state.running_ms_at(self.settings.clock()) > limit
+        return self.running_ms() > limit
 
     def _input(self, step: str) -> Any:
         digest = self.state.inputs.get(step)
@@ -354,6 +436,12 @@ class TurnRun:
         extra = {k: v for k, v in acted.items() if k != "disposition"}
         self.fire("conclude", self._finished_data(disposition, **extra), short_text=("report",))
 
+    def _caught(self, step: str, error: BaseException) -> None:
+        """Keep a step's exception on the state and tell the host's ``on_error``."""
+        self.state.exception = error
+        if self.settings.on_error is not None:
+            call_hook("on_error", self.settings.on_error, error, step_id(self.state, step))
+
     async def _guarded(self, step: str, work: Awaitable[Any]) -> tuple[bool, Any]:
         """Await a step's work; ``(False, None)`` when it ended the turn (stopped,
         failed) instead of returning a result."""
@@ -364,11 +452,14 @@ class TurnRun:
         except OutOfTime:
             await self.end("timeout")
         except (EffectFailed, EffectRefused, ToolFailed, ValueRefused) as error:
+            self._caught(step, error)
             self.fail(error.code)
-        except MachineError:
+        except MachineError as error:
+            self._caught(step, error)
             raise
         except Exception as error:
             logs.warning("step.failed", turn=self.turn, step=step, error=str(error))
+            self._caught(step, error)
             self.fail(str(getattr(error, "code", "")) or type(error).__name__)
         return False, None
 
@@ -378,39 +469,61 @@ class TurnRun:
 
     async def drive(self) -> TurnState:
         """Walk the steps from the current state until the turn waits or ends."""
-        while self.state.state in RUNNING:
-            if self.ending is not None:
-                reason, error = self.ending
-                await self.end(reason, error=error)
-                break
-            if self.over_time():
-                await self.end("timeout")
-                break
-            step = self.state.state
-            going, regained = await self._guarded(step, self._ensure_input(step))
-            if not going or not regained:
-                break
-            if step == "finish":
-                self._conclude()
-                break
-            self.context = TurnContext(
-                journal=self.journal,
-                body=self._body(),
-                state=self.state,
-                step=step,
-                sleep=self.settings.sleep,
-            )
-            going, result = await self._guarded(step, self._work(step, self.context))
-            if not going:
-                break
-            if isinstance(result, Wait):
-                try:
-                    check_wait(result.on, result.until)
-                except MachineError as error:
-                    self.fail(error.code)
+        if self._held is None:
+            self._held = (self._monotonic(), self.running_ms())
+            self.state.ran = self._ran_ms
+        observers = self.settings.observers
+        for observer in observers:
+            call_hook("turn_began", observer.turn_began, self.state)
+        try:
+            while self.state.state in RUNNING:
+                if self.ending is not None:
+                    reason, error = self.ending
+                    await self.end(reason, error=error)
                     break
-            if isinstance(result, Skip) and step != "outcome":
-                self.fail("HZM001")
-                break
-            self._advance(step, result)
+                if self.over_time():
+                    await self.end("timeout")
+                    break
+                step = self.state.state
+                for observer in observers:
+                    call_hook("step_began", observer.step_began, self.state, step)
+                try:
+                    if not await self._step(step):
+                        break
+                finally:
+                    for observer in reversed(observers):
+                        call_hook("step_ended", observer.step_ended, self.state, step)
+        finally:
+            for observer in reversed(observers):
+                call_hook("turn_ended", observer.turn_ended, self.state)
         return self.state
+
+    async def _step(self, step: str) -> bool:
+        """Run ``step`` and take its transition; False when the run stops here."""
+        going, regained = await self._guarded(step, self._ensure_input(step))
+        if not going or not regained:
+            return False
+        if step == "finish":
+            self._conclude()
+            return False
+        self.context = TurnContext(
+            journal=self.journal,
+            body=self._body(),
+            state=self.state,
+            step=step,
+            sleep=self.settings.sleep,
+        )
+        going, result = await self._guarded(step, self._work(step, self.context))
+        if not going:
+            return False
+        if isinstance(result, Wait):
+            try:
+                check_wait(result.on, result.until)
+            except MachineError as error:
+                self.fail(error.code)
+                return False
+        if isinstance(result, Skip) and step != "outcome":
+            self.fail("HZM001")
+            return False
+        self._advance(step, result)
+        return True

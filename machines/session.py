@@ -22,6 +22,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from machines.context import Steer
@@ -29,6 +30,7 @@ from machines.errors import MachineError
 from machines.fold import TurnState, fold
 from machines.journal import Body, Journal
 from machines.keys import Wake, coalesce
+from machines.observe import OnCheckpoint, OnError
 from machines.resume import Pins, prepare_resume, prepare_turn
 from machines.runner import Settings, TurnRun
 from machines.steps import Steps
@@ -52,7 +54,22 @@ def _flight_key(journal: Journal) -> str:
 class Session:
     """The one writer's view of a session: at most one running turn."""
 
-    def __init__(self, journal: Journal, body: Body, steps: Steps, settings: Settings) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        body: Body,
+        steps: Steps,
+        settings: Settings,
+        *,
+        on_error: OnError | None = None,
+        on_checkpoint: OnCheckpoint | None = None,
+    ) -> None:
+        """``on_error`` and ``on_checkpoint``, when given, replace the settings' hooks
+        (`machines.observe`)."""
+        if on_error is not None:
+            settings = replace(settings, on_error=on_error)
+        if on_checkpoint is not None:
+            settings = replace(settings, on_checkpoint=on_checkpoint)
         self.journal = journal
         self.body = body
         self.steps = steps

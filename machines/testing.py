@@ -22,16 +22,30 @@ from machines.tools import ToolDecl
 
 
 class ManualClock:
-    """A clock that moves only when told to."""
+    """A clock that moves only when told to: a wall part (call it) and a monotonic
+    part (`monotonic`, which `Settings` finds on the clock it is given)."""
 
     def __init__(self, start: datetime | None = None) -> None:
         self.now = start or datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
+        self.ran = 0.0
+        """Seconds the monotonic part has run."""
 
     def __call__(self) -> datetime:
         return self.now
 
+    def monotonic(self) -> float:
+        """The monotonic part, in seconds: moved by `advance`, not by `jump`."""
+        return self.ran
+
     def advance(self, **delta: float) -> None:
-        """Move the clock forward (``timedelta`` keyword arguments)."""
+        """Let time pass (``timedelta`` keyword arguments): both parts move."""
+        step = timedelta(**delta)
+        self.now += step
+        self.ran += step.total_seconds()
+
+    def jump(self, **delta: float) -> None:
+        """Set the wall part forward or back (``timedelta`` keyword arguments, negative
+        for back) while no time passes: a suspended laptop, a clock set right."""
         self.now += timedelta(**delta)
 
 

@@ -1,9 +1,18 @@
-"""The frozen vocabulary: changing any of these lists breaks old spines."""
+"""The frozen vocabulary: changing any of these lists breaks old spines; a host's
+vocabulary whose later version drops a word is refused."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from machines import vocabulary as v
+from machines.errors import MachineError
+from machines.host_vocabulary import Vocabulary
+from machines.keys import Wake
 from machines.table import TABLE
+from machines.testing import Harness, SimulatedCrash
 
 
 class TestVocabulary:
@@ -79,3 +88,67 @@ class TestVocabulary:
     def test_every_checkpoint_of_the_table_is_in_the_vocabulary(self) -> None:
         """The machine writes no kind the vocabulary lacks."""
         assert {row.checkpoint for row in TABLE} <= set(v.KINDS)
+
+
+DEPLOY_1 = Vocabulary(
+    "deploy", 1, dispositions=("deployed", "rolled-back"), causes=("release", "hotfix")
+)
+
+
+class TestLaterVersions:
+    def test_a_version_that_drops_a_disposition_is_refused(self) -> None:
+        """Version 2 without ``rolled-back``: HZM080, naming the word."""
+        with pytest.raises(MachineError, match="HZM080") as caught:
+            Vocabulary("deploy", 2, ("deployed",), ("release", "hotfix"), earlier=DEPLOY_1)
+        assert "'rolled-back'" in str(caught.value)
+
+    def test_a_version_that_drops_a_cause_or_an_old_rename_is_refused(self) -> None:
+        with pytest.raises(MachineError, match="HZM080"):
+            Vocabulary("deploy", 2, DEPLOY_1.dispositions, ("release",), earlier=DEPLOY_1)
+        renamed = Vocabulary(
+            "deploy",
+            2,
+            ("shipped", "rolled-back"),
+            ("release", "hotfix"),
+            renamed={"deployed": "shipped"},
+            earlier=DEPLOY_1,
+        )
+        with pytest.raises(MachineError, match="HZM080"):  # spines still say "deployed"
+            Vocabulary("deploy", 3, renamed.dispositions, renamed.causes, earlier=renamed)
+
+    def test_a_version_that_grows_or_renames_is_accepted(self) -> None:
+        grown = Vocabulary(
+            "deploy", 2, (*DEPLOY_1.dispositions, "paused"), DEPLOY_1.causes, earlier=DEPLOY_1
+        )
+        renamed = Vocabulary(
+            "deploy",
+            3,
+            ("shipped", "rolled-back", "paused"),
+            ("release", "hotfix"),
+            renamed={"deployed": "shipped"},
+            earlier=grown,
+        )
+        assert renamed.current("deployed") == "shipped"
+
+    def test_a_later_version_keeps_its_name_and_raises_its_number(self) -> None:
+        with pytest.raises(MachineError, match="HZM080"):
+            Vocabulary(
+                "deploy", 1, (*DEPLOY_1.dispositions, "x"), DEPLOY_1.causes, earlier=DEPLOY_1
+            )
+        with pytest.raises(MachineError, match="HZM080"):
+            Vocabulary("ship", 2, DEPLOY_1.dispositions, DEPLOY_1.causes, earlier=DEPLOY_1)
+
+    def test_a_turn_is_not_resumed_under_an_older_version(self) -> None:
+        """A turn pinned to version 2 (which listed ``paused``), resumed by a host back
+        on version 1: HZM081, nothing appended."""
+        grown = Vocabulary("deploy", 2, (*DEPLOY_1.dispositions, "paused"), DEPLOY_1.causes)
+        h = Harness.make()
+        h.settings = replace(h.settings, vocabulary=grown)
+        h.crash_after = 3
+        with pytest.raises(SimulatedCrash):
+            h.start(wakes=[Wake("release", "bot@release:v2", grown)])
+        h.settings = replace(h.settings, vocabulary=DEPLOY_1)
+        before = len(h.journal.events)
+        with pytest.raises(MachineError, match="HZM081"):
+            h.resume()
+        assert len(h.journal.events) == before

@@ -1,17 +1,18 @@
 """An asked turn in its own process whose act step starts past the timeout and which is
 killed right after the document write: ``slow_act_turn.py HOME ID``.
 
-The clock stands at ``NOW`` until the act step begins, then at ``NOW`` + 11 minutes (a
-slow model, a slow machine), so ``effect.started`` is recorded past the 10-minute
-timeout; the document adapter writes the draft and the process exits 137 before
-``effect.done``, the way a kill right after the write leaves it.
+The clock stands at ``NOW`` until the act step begins, then 11 minutes pass (a slow
+model, a slow machine: on both parts of the clock, so they count as running time), so
+``effect.started`` is recorded past the 10-minute timeout; the document adapter writes
+the draft and the process exits 137 before ``effect.done``, the way a kill right after
+the write leaves it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from heinzel.service import Service
 from heinzel.store.home import Home
 from heinzel.turns import TurnHost, default_adapters
 from machines import Wake, keys
+from machines.testing import ManualClock
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)
@@ -35,7 +37,8 @@ DRAFT = {
     "contract_version": 1,
     "done_when": [{"item": "every item of `notes` is covered", "met": True}],
 }
-now = [NOW]
+clock = ManualClock(NOW)
+"""Its monotonic part moves with it: the 11 minutes pass, they are no jump of the clock."""
 
 
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -53,11 +56,11 @@ class KilledAfterWrite(LocalDocuments):
 
 def main(home: Path, heinzel_id: str) -> None:
     settings = Settings(heinzel=HeinzelSettings(home=home))
-    service = Service(Home(home), lambda: now[0], settings, owner="me")
+    service = Service(Home(home), clock, settings, owner="me")
     place = act._place
 
     async def slow_place(*args: Any) -> None:
-        now[0] = NOW + timedelta(minutes=11)
+        clock.advance(minutes=11)
         await place(*args)
 
     act._place = slow_place  # type: ignore[assignment]

@@ -129,8 +129,9 @@ def heights(feeds: Mapping[str, Iterable[str]], nodes: Iterable[str]) -> dict[st
 
 
 def find_cycle(feeds: Mapping[str, Iterable[str]], start: str) -> list[str] | None:
-    """A loop through ``start`` between two or more nodes, as the path
-    ``[start, ..., start]`` following reads upstream, or None."""
+    """A loop through ``start`` between two or more nodes, or None: the path
+    ``[start, n1, ..., start]`` in the direction data flows (``n1`` reads what ``start``
+    writes, and so on back to ``start``)."""
     parent: dict[str, str] = {}
     queue = deque([start])
     seen = {start}
@@ -143,7 +144,7 @@ def find_cycle(feeds: Mapping[str, Iterable[str]], start: str) -> list[str] | No
                 path = [node]
                 while path[-1] != start:
                     path.append(parent[path[-1]])
-                return [start, *path]  # start reads ... which reads start
+                return [start, *path]
             if up not in seen:
                 seen.add(up)
                 parent[up] = node
@@ -488,7 +489,7 @@ def refuse_cycle(sessions: Sessions, heinzel_id: str, version: int) -> None:
     upstream = find_cycle(feeds_of(declared), heinzel_id)
     if upstream is None:
         return
-    flow = list(reversed(upstream))  # writer first: each writes what the next reads
+    flow = upstream  # writer first: each writes what the next reads
     parts = [names.get(flow[0], flow[0])]
     for writer, reader in pairwise(flow):
         shared = sorted(

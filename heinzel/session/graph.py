@@ -467,24 +467,37 @@ def _shared(graph: Mapping[str, Any]) -> Sequence[tuple[str, str, str]]:
     ]
 
 
+def _indexed(db: Any, leaving_out: str) -> dict[str, Declared]:
+    """The approved contracts' reads and writes as the index holds them (``tick_inputs``,
+    ``tick_outputs``: refs absolute), retired and held ones left out."""
+    found: dict[str, Declared] = {}
+    live = (
+        "SELECT id FROM heinzel WHERE contract_version IS NOT NULL "
+        "AND COALESCE(hold, '') != 'retired' AND id != ?"
+    )
+    for hid, name, capability, method, args in db.execute(
+        f"SELECT heinzel, input, capability, method, args FROM tick_inputs "  # noqa: S608
+        f"WHERE heinzel IN ({live})",
+        [leaving_out],
+    ).fetchall():
+        mine = found.setdefault(hid, Declared(0, {}, {}))
+        mine.inputs[name] = source_ref(capability, method, json.loads(args))
+    for hid, name, asset in db.execute(
+        f"SELECT heinzel, output, asset FROM tick_outputs WHERE heinzel IN ({live})",  # noqa: S608
+        [leaving_out],
+    ).fetchall():
+        found.setdefault(hid, Declared(0, {}, {})).outputs[name] = str(asset)
+    return found
+
+
 def refuse_cycle(sessions: Sessions, heinzel_id: str, version: int) -> None:
     """``hz approve``'s check (HZC100): version ``version`` of ``heinzel_id`` may not
     close a loop in the declared graph with the approved contracts of the others."""
     from heinzel.errors import ContractError
 
     db = sessions.index.db
-    declared: dict[str, Declared] = {}
-    names: dict[str, str] = {}
-    for hid, name, state, hold, approved in db.execute(
-        "SELECT id, name, state, hold, contract_version FROM heinzel"
-    ).fetchall():
-        names[hid] = name
-        if hid == heinzel_id or approved is None or "retired" in (state, hold):
-            continue
-        try:
-            declared[hid] = declared_of(sessions.home, db, hid, int(approved))
-        except (OSError, ValueError, KeyError):
-            continue
+    names = {str(i): str(n) for i, n in db.execute("SELECT id, name FROM heinzel").fetchall()}
+    declared = _indexed(db, heinzel_id)  # the others, from the index: no file read
     declared[heinzel_id] = declared_of(sessions.home, db, heinzel_id, version)
     upstream = find_cycle(feeds_of(declared), heinzel_id)
     if upstream is None:

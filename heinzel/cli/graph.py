@@ -31,7 +31,7 @@ def graph(  # noqa: PLR0917  (click passes the options by position)
     """Who reads what and who writes what: each edge declared, observed or both.
 
     \b
-    Examples:
+    Example:
       hz graph
       hz graph --name weekly-report --depth 1 --json
       hz graph --artifact weekly-report.md

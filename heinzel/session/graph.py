@@ -512,7 +512,8 @@ def refuse_cycle(sessions: Sessions, heinzel_id: str, version: int) -> None:
     cycle = " -> ".join(parts)
     raise ContractError(
         "HZC100",
-        f"v{version} of {names.get(heinzel_id, heinzel_id)} closes a cycle in the graph: {cycle}",
+        f"this version closes a cycle in the graph: {cycle}",
         "one of them must stop reading what the other writes; amend the contract and "
         "approve again (`hz graph` shows who reads what)",
+        file=f"{names.get(heinzel_id, heinzel_id)}@v{version}",
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -410,61 +410,6 @@ def filter_graph(graph: dict[str, Any], filters: Filters) -> dict[str, Any]:
         edges = [e for e in edges if e["from"] in nodes and e["to"] in nodes]
     order = [n for n in graph["nodes"] if n["id"] in nodes]
     return {**graph, "nodes": order, "edges": edges}
-
-
-def render_text(graph: Mapping[str, Any]) -> str:
-    """The graph as lines a person reads: one block per Heinzelmännchen in height order,
-    each edge with its input or output, its artifact, its mark and its turns."""
-    nodes = {n["id"]: n for n in graph["nodes"]}
-    heinzels = [n for n in graph["nodes"] if n["kind"] == "heinzel"]
-    if not heinzels:
-        return "no Heinzelmännchen in the graph"
-    lines: list[str] = []
-    for node in heinzels:
-        aka = f" aka {', '.join(node['aliases'])}" if node.get("aliases") else ""
-        facts = [node.get("namespace"), f"v{node.get('version')}", node.get("state")]
-        if graph.get("scope") == "team" and node.get("ran_by"):
-            facts.append("ran by " + ",".join(node["ran_by"]))
-        facts.append(f"height {node.get('height', 0)}")
-        name = node.get("name") or node["id"]
-        lines.append(f"{name}{aka} ({', '.join(str(f) for f in facts if f)})")
-        mine: list[tuple[str, str, str, str, str]] = []
-        for e in graph["edges"]:
-            if node["id"] not in (e["from"], e["to"]):
-                continue
-            ref = e["from"] if e["kind"] == "reads" else e["to"]
-            label = (e.get("declared") or {}).get("input") or (e.get("declared") or {}).get(
-                "output"
-            )
-            turns = (e.get("observed") or {}).get("turns")
-            seen = f"{turns} turn{'s' if turns != 1 else ''}" if turns else ""
-            mine.append((e["kind"], str(label or "-"), str(nodes[ref]["name"]), e["mark"], seen))
-        widths = [max((len(m[i]) for m in mine), default=0) for i in range(4)]
-        for m in sorted(mine, key=lambda m: (m[0], m[1], m[2])):
-            cells = [m[i].ljust(widths[i]) for i in range(4)] + [m[4]]
-            lines.append("  " + "  ".join(cells).rstrip())
-    shared = _shared(graph)
-    if shared:
-        lines.append("")
-        lines += [f"{ref}: written by {w}, read by {r}" for ref, w, r in shared]
-    return "\n".join(lines)
-
-
-def _shared(graph: Mapping[str, Any]) -> Sequence[tuple[str, str, str]]:
-    """Artifacts one Heinzelmännchen writes and another reads: the graph's joints."""
-    names = {n["id"]: str(n.get("name") or n["id"]) for n in graph["nodes"]}
-    writers: dict[str, set[str]] = {}
-    readers: dict[str, set[str]] = {}
-    for e in graph["edges"]:
-        if e["kind"] == "writes":
-            writers.setdefault(e["to"], set()).add(names[e["from"]])
-        else:
-            readers.setdefault(e["from"], set()).add(names[e["to"]])
-    return [
-        (ref, ", ".join(sorted(writers[ref])), ", ".join(sorted(readers[ref])))
-        for ref in sorted(writers)
-        if readers.get(ref, set()) - writers[ref]
-    ]
 
 
 def _indexed(db: Any, leaving_out: str) -> dict[str, Declared]:

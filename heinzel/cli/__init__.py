@@ -21,6 +21,7 @@ def group() -> click.Group:
     from heinzel.cli import (  # noqa: F401  (they register the subcommands)
         commands,
         credential,
+        graph,
         report,
         serve,
         team,

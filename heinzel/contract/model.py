@@ -222,13 +222,16 @@ class Hz(_Strict):
     """Roster handles whose daemons take it over when the owner's stops ticking."""
     discover: dict[Identifier, Discover] = Field(default_factory=dict)
     """Sources the daily discovery may propose, each as the input named by its key."""
+    alias: Annotated[list[Slug], AfterValidator(_sorted_set)] = Field(default_factory=list)
+    """Other names of this Heinzelmännchen inside the graph (docs/graph.md)."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """No hints are left out, so contracts written before them keep their fingerprint."""
         data: dict[str, Any] = handler(self)
-        if not data.get("discover"):
-            data.pop("discover", None)
+        for hint in ("discover", "alias"):
+            if not data.get(hint):
+                data.pop(hint, None)
         return data
 
 

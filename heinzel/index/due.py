@@ -8,6 +8,10 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
   args made absolute against the contract's folder, window, recheck, facet) and its
   source key;
 - ``tick_outputs``: each output's ``valid_for``;
+- ``tick_reads``: each input that reads a document or file, by its asset ref, so the
+  tick finds the readers of another's output by an index lookup (docs/graph.md);
+- ``tick_approved``: each output's last approved text's fingerprint (``output_fp``, the
+  ``approved_fp`` of ``approval.observed``), which its readers wake on;
 - ``tick_decisions``: each approved or rejected draft, and when an approved one goes
   stale (``valid_until`` = approval time + the output's ``valid_for``);
 - ``tick_waits``: the seq and output of each ``turn.waiting`` (for supersession);
@@ -41,7 +45,7 @@ from ledger.event import Event, format_ts, parse_ts
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["TICK_SCHEMA", "TickProjection"]
+__all__ = ["TICK_SCHEMA", "TickProjection", "read_asset"]
 
 TICK_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS tick_origins (heinzel TEXT PRIMARY KEY, origin TEXT);
@@ -53,6 +57,16 @@ CREATE TABLE IF NOT EXISTS tick_inputs (
 CREATE INDEX IF NOT EXISTS tick_inputs_key ON tick_inputs(source_key);
 CREATE TABLE IF NOT EXISTS tick_outputs (
     heinzel TEXT NOT NULL, output TEXT NOT NULL, asset TEXT, valid_for_s INTEGER,
+    PRIMARY KEY (heinzel, output)
+);
+CREATE INDEX IF NOT EXISTS tick_outputs_asset ON tick_outputs(asset);
+CREATE TABLE IF NOT EXISTS tick_reads (
+    heinzel TEXT NOT NULL, input TEXT NOT NULL, asset TEXT NOT NULL, scheduled INTEGER,
+    PRIMARY KEY (heinzel, input)
+);
+CREATE INDEX IF NOT EXISTS tick_reads_asset ON tick_reads(asset);
+CREATE TABLE IF NOT EXISTS tick_approved (
+    heinzel TEXT NOT NULL, output TEXT NOT NULL, output_fp TEXT NOT NULL, at TEXT,
     PRIMARY KEY (heinzel, output)
 );
 CREATE TABLE IF NOT EXISTS tick_decisions (
@@ -81,12 +95,23 @@ TABLES: Final = (
     "tick_origins",
     "tick_inputs",
     "tick_outputs",
+    "tick_reads",
+    "tick_approved",
     "tick_decisions",
     "tick_waits",
     "tick_drafts",
     "tick_answers",
     "tick_notices",
 )
+
+
+def read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:
+    """The asset an input reads, for a document or a file (args already absolute)."""
+    if (capability, method) == ("documents", "read") and args.get("doc"):
+        return str(args["doc"])
+    if (capability, method) == ("files", "read") and args.get("path"):
+        return "file:" + str(args["path"])
+    return None
 
 
 def _seconds(value: Any) -> int | None:
@@ -140,6 +165,7 @@ class TickProjection:
         base = Path(found[0]) if found and found[0] else Path.cwd()
         db.execute("DELETE FROM tick_inputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_outputs WHERE heinzel = ?", [source])
+        db.execute("DELETE FROM tick_reads WHERE heinzel = ?", [source])
         for name, spec in hz.get("inputs", {}).items():
             capability, _, method = str(spec["from"]).partition(".")
             args = absolute_args(capability, method, spec.get("args") or {}, base)
@@ -159,6 +185,12 @@ class TickProjection:
                     key,
                 ],
             )
+            read = read_asset(capability, method, args)
+            if read is not None:
+                db.execute(
+                    "INSERT INTO tick_reads VALUES (?, ?, ?, ?)",
+                    [source, name, read, 1 if hz.get("schedule") else 0],
+                )
             # a source not polled yet is due at once; the tick moves next_check on
             db.execute("INSERT OR IGNORE INTO tick_sources VALUES (?, '')", [key])
         for name, spec in hz.get("outputs", {}).items():
@@ -225,6 +257,12 @@ class TickProjection:
             "INSERT OR REPLACE INTO tick_decisions VALUES (?, ?, ?, ?, ?, ?)",
             [key, source, output, "rejected" if rejected else "approved", event.ts, until],
         )
+        approved_fp = event.data.get("approved_fp") or event.data.get("output_fp")
+        if output and not rejected and approved_fp:
+            db.execute(
+                "INSERT OR REPLACE INTO tick_approved VALUES (?, ?, ?, ?)",
+                [source, output, str(approved_fp), event.ts],
+            )
 
     def _answered(self, db: Database, source: str, event: Event) -> None:
         if event.key:

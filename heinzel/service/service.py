@@ -167,6 +167,9 @@ class Service(Sessions):
                 )
             version = int(row["proposed_version"])
             from heinzel.service.outputs import check_stored_outputs
+            from heinzel.session.graph import refuse_cycle
+
+            refuse_cycle(self, row["id"], version)
 
             warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
@@ -183,6 +186,9 @@ class Service(Sessions):
             from heinzel.service.outputs import check_stored_outputs
 
             version = int(amendment["version"])
+            from heinzel.session.graph import refuse_cycle
+
+            refuse_cycle(self, row["id"], version)
             warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
             self.append(

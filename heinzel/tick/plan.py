@@ -288,6 +288,29 @@ class Planner:
 
         return {i: height(i, frozenset()) for i in ids}
 
+    def approved_upstream(self) -> list[dict[str, Any]]:
+        """Readers without a schedule of another one's output, each with that output's
+        last approved fingerprint (docs/graph.md, "Downstream wakes follow approved output
+        only"); rows a turn already took are the tick's to drop by key."""
+        return self._rows(
+            "SELECT r.heinzel, r.input, a.output_fp, a.at FROM tick_reads r "
+            "JOIN tick_outputs o ON o.asset = r.asset AND o.heinzel != r.heinzel "
+            "JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
+            "JOIN heinzel h ON h.id = r.heinzel "
+            "WHERE r.scheduled = 0 AND h.hold IS NULL AND h.contract_version IS NOT NULL "
+            "ORDER BY a.at, r.heinzel, r.input"
+        )
+
+    def reads_upstream(self, heinzel: str, input_name: str) -> bool:
+        """Whether this input reads another Heinzelmännchen's output (it then wakes on
+        that output's approvals, never on the file's every change)."""
+        row = self.db.execute(
+            "SELECT 1 FROM tick_reads r JOIN tick_outputs o ON o.asset = r.asset "
+            "AND o.heinzel != r.heinzel WHERE r.heinzel = ? AND r.input = ? LIMIT 1",
+            [heinzel, input_name],
+        ).fetchone()
+        return row is not None
+
     # -- the tick's own bookkeeping --------------------------------------------------
 
     def checked(self, keys_next: Iterable[tuple[str, str]]) -> None:

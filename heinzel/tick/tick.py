@@ -197,7 +197,8 @@ class Tick:
         for row in due.stale:
             wake = Wake("stale", keys.stale(row["heinzel"], row["output"], row["valid_until"]))
             plan.wake(row["heinzel"], wake, row["valid_until"])
-        self._moved(due, staged, plan, report)
+        self._moved(due, staged, plan, report, planner)
+        self._approved_upstream(plan, planner)
         self._waits(due, staged=staged, decided=decided, planner=planner, plan=plan, now=now)
         self._running(due, plan)
         self._inbox(due, plan, planner, report)
@@ -232,7 +233,25 @@ class Tick:
                 now=now,
                 report=report,
             )
+        self._downstream(planner, staged, now, report, limit - len(ids[:limit]))
         return report
+
+    def _downstream(
+        self, planner: Planner, staged: TickFetch, now: datetime, report: TickReport, room: int
+    ) -> None:
+        """Approvals this tick's turns observed wake their readers in the same tick, after
+        the writers and in height order, within what is left of ``max_wakes_per_tick``
+        (the rest wake at the next tick by the same keys). With a team repository they
+        wake at the next tick: a tick claims its team wakes once."""
+        if room <= 0 or self.team is not None:
+            return
+        later = _Plan()
+        ids = sorted(set(self._approved_upstream(later, planner)))
+        ids = [i for i in ids if not lock_held(self.service.home.session_dir(i) / "lock")]
+        heights = planner.heights(ids)
+        ids.sort(key=lambda i: (heights.get(i, 0), later.since[i], i))
+        for heinzel in ids[:room]:
+            self._wake(heinzel, plan=later, staged=staged, planner=planner, now=now, report=report)
 
     def _hand(self, busy: list[str], plan: _Plan, report: TickReport) -> None:
         """A Heinzelmännchen whose spine lock another process holds (a turn running there)
@@ -328,16 +347,37 @@ class Tick:
             wake = Wake("schedule", keys.schedule(row["id"], format_ts(slot)))
             plan.wake(row["id"], wake, row["next_due"])
 
-    def _moved(self, due: Due, staged: TickFetch, plan: _Plan, report: TickReport) -> None:
+    def _moved(
+        self, due: Due, staged: TickFetch, plan: _Plan, report: TickReport, planner: Planner
+    ) -> None:
         """An input that moved wakes a Heinzelmännchen without a schedule; one with a
-        schedule renders at its slot from the staged input instead."""
+        schedule renders at its slot from the staged input instead. An input that reads
+        another one's output never wakes it here (a pending draft moves the file too):
+        it wakes on that output's approvals (`_approved_upstream`)."""
         scheduled = {row.heinzel for row in due.inputs if row.scheduled}
         for item in staged.staged:
             watcher = item.request.watcher
             if watcher in scheduled or not item.moved or item.fingerprint is None:
                 continue
+            if planner.reads_upstream(watcher, item.request.input):
+                continue
             key = keys.source_changed(watcher, item.request.input, item.fingerprint)
             plan.wake(watcher, Wake("source-changed", key), report.at)
+
+    def _approved_upstream(self, plan: _Plan, planner: Planner) -> list[str]:
+        """Readers of another one's output wake when its approved text's fingerprint
+        (``output_fp``) is one they were not woken for: the key ``<reader>@<input>:<fp>``,
+        once per approved text (the same text approved again is the same key, taken).
+        The ids planned."""
+        rows = planner.approved_upstream()
+        found = [(r, keys.source_changed(r["heinzel"], r["input"], r["output_fp"])) for r in rows]
+        taken = planner.taken(key for _, key in found)
+        planned: list[str] = []
+        for row, key in found:
+            if key not in taken:
+                plan.wake(row["heinzel"], Wake("source-changed", key), row["at"] or "")
+                planned.append(row["heinzel"])
+        return planned
 
     def _waits(
         self,

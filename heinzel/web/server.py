@@ -68,6 +68,7 @@ def create_app(
     routes = [
         Route("/", views.listing),
         Route("/events", views.list_events),
+        Route("/graph", views.graph),
         Route("/h/{ref}", views.heinzel),
         Route("/h/{ref}/events", views.events),
         Route("/h/{ref}/parts", views.parts),

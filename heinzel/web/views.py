@@ -82,6 +82,18 @@ class Views:
             return self._error(request, error)
         return self._page(request, "list.html", rows=_render_rows(rows), wanted=wanted)
 
+    def graph(self, request: Request) -> Response:
+        """The graph (docs/graph.md) as a picture drawn on the server, and its edges."""
+        from heinzel.session.graph import local_graph
+        from heinzel.web.graph_svg import render_svg
+
+        try:
+            data = local_graph(self.app().service)
+        except HzError as error:
+            return self._error(request, error)
+        names = {n["id"]: n.get("name") or n["id"] for n in data["nodes"]}
+        return self._page(request, "graph.html", svg=render_svg(data), graph=data, names=names)
+
     async def list_events(self, request: Request) -> Response:
         """The list's rows (``event: rows``, rendered as the page renders them) now and
         each time the index moved, with the same filters as the page."""

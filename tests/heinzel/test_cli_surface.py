@@ -42,7 +42,7 @@ DESIGN_COMMANDS = [
 ]
 # Keys live in the user's configuration folder, not under a home (docs/configuration.md).
 NO_HOME = ("system credential",)
-LISTING = ["heinzel list", "heinzel show", "drafts", "system doctor", "heinzel lessons"]
+LISTING = ["heinzel list", "heinzel show", "drafts", "system doctor", "heinzel lessons", "graph"]
 
 
 def leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:

@@ -244,3 +244,32 @@ class TestMachines:
         """``machine`` is an envelope field holding an id."""
         assert lint_record(receipt(machine="mc-" + "a" * 20), {"ana"}) == []
         assert lint_record(receipt(machine="Ana's laptop"), {"ana"}) != []
+
+
+def test_an_approval_leaves_its_output_fp_and_no_text() -> None:
+    """``approval.observed`` leaves as the approver, the share changed and the approved
+    text's material fingerprint (``output_fp``, from the spine's ``approved_fp``), and the
+    lint admits it: what the team graph and a reader's wake go by (docs/graph.md)."""
+    from heinzel.team.receipts import from_event
+    from ledger.event import Event
+
+    local = "hz-01M66J1KQ0TCBH6V2DSFEVY68C"
+    fp = "sha256:" + "ab" * 32
+    event = Event(
+        seq=9,
+        ts="2026-11-02T08:00:00.000Z",
+        prev=None,
+        turn="tn-01M66J8Y30H57AN72Y6937JX4G",
+        kind="approval.observed",
+        key=f"{local}@approval:section:{'cd' * 32}",
+        data={"approver": "ana", "share_changed": 0.2, "approved_fp": fp, "draft_key": "k"},
+    )
+    record = from_event(event, local_id=local, team=TEAM, by="ana", token=1)
+    assert record is not None
+    assert (record["kind"], record["output_fp"], record["approver"]) == (
+        "approval.observed",
+        fp,
+        "ana",
+    )
+    assert "draft_key" not in record
+    assert lint_record(record, {"ana"}) == []

@@ -218,8 +218,8 @@ def axe_violations(page: Any) -> list[dict[str, Any]]:
 
 def test_axe_core_finds_no_violation_on_any_page(served: str, home: Path) -> None:
     """axe-core (every rule it runs by default: contrast, names, landmarks, headings, focus
-    of scrolling regions...) on the list, a Heinzelmännchen's page, a turn's page and the
-    error page, at 1280 and at 375 px wide, finds nothing."""
+    of scrolling regions...) on the list, a Heinzelmännchen's page, a turn's page, the
+    error page and the graph, at 1280 and at 375 px wide, finds nothing."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not AXE.exists():
         pytest.skip("no axe-core (npm not found; `make axe` installs it)")
@@ -233,7 +233,7 @@ def test_axe_core_finds_no_violation_on_any_page(served: str, home: Path) -> Non
             for width in (1280, 375):
                 page = browser.new_page(viewport={"width": width, "height": 900})
                 page.goto(served)
-                for path in ("/", f"/h/{hid}", f"/h/{hid}/turn/{turn}", "/h/nobody"):
+                for path in ("/", f"/h/{hid}", f"/h/{hid}/turn/{turn}", "/h/nobody", "/graph"):
                     page.goto(base + path)
                     page.wait_for_load_state()
                     if violations := axe_violations(page):

@@ -1,0 +1,102 @@
+"""A home of four Heinzelmännchen in a diamond (A -> B, A -> C, B and C -> D), each
+reading the one before it by its output document, driven through the real ``hz``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HZ = str(Path(sys.executable).with_name("hz"))
+TAG = "🧝 DRAFT"
+
+
+def contract(folder: Path, name: str, reads: dict[str, str], writes: str, alias: str = "") -> Path:
+    inputs = [
+        f"    {key}: {{from: documents.read, args: {{doc: 'file:{doc}'}}}}"
+        for key, doc in reads.items()
+    ]
+    lines = [
+        "---",
+        f"name: {name}",
+        "kind: responsibility",
+        "hz:",
+        "  requires: [documents:read, documents:write]",
+        "  inputs:",
+        *inputs,
+        "  outputs:",
+        f"    out: {{asset: 'file:{writes}'}}",
+        "  publishes: [documents.place_draft]",
+        "  agent: {max_usd: 0.5}",
+        *([f"  alias: [{alias}]"] if alias else []),
+        "---",
+        "",
+        "### Goal",
+        "",
+        f"Keep {writes} true.",
+        "",
+        "### Done when",
+        "",
+        "- [ ] it is true",
+        "",
+    ]
+    path = folder / f"{name}.prose.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    (folder / writes).write_text(f"# {writes}\n", encoding="utf-8")
+    return path
+
+
+class Home:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.work = root / "work"
+        self.work.mkdir(parents=True)
+
+    def hz(self, now: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+        env.update(
+            HZ_HOME=str(self.root / "home"),
+            HZ_NOW=now,
+            HZ_MODEL="offline",
+            HZ_MODEL_FAST="offline",
+            HZ_MODEL_BEST="offline",
+            HZ_APPROVER="priya",
+            HZ_USER="priya",
+            HZ_LOG_LEVEL="error",
+            XDG_CONFIG_HOME=str(self.root / "config"),
+        )
+        return subprocess.run(
+            [HZ, *args], env=env, cwd=self.work, capture_output=True, text=True, check=False
+        )
+
+    def ok(self, now: str, *args: str) -> str:
+        done = self.hz(now, *args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    def tick(self, now: str) -> dict[str, Any]:
+        report: dict[str, Any] = json.loads(self.ok(now, "system", "daemon", "tick", "--json"))
+        return report
+
+    def ids(self) -> dict[str, str]:
+        rows = json.loads(self.ok("2026-11-02T08:00:00Z", "heinzel", "list", "--json"))
+        return {str(r["id"]): str(r["name"]) for r in rows}
+
+    def approve_draft(self, doc: str) -> None:
+        """What a user does to approve: delete the draft's tag line."""
+        path = self.work / doc
+        lines = path.read_text(encoding="utf-8").split("\n")
+        kept = [line for line in lines if not line.startswith(TAG)]
+        assert len(kept) == len(lines) - 1, f"no pending draft in {doc}"
+        path.write_text("\n".join(kept), encoding="utf-8")
+
+
+def woken(report: dict[str, Any], names: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """Who a tick woke, in order, with the causes of each wake."""
+    return [
+        (names[w["id"]], [x["cause"] for x in w.get("wakes", [])] or [w.get("woken_by", "")])
+        for w in report["woken"]
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from heinzel.session.summaries import summary_lines
 from heinzel.usd import usd_text
 
 __all__ = [
@@ -182,6 +183,8 @@ def show(data: dict[str, Any]) -> str:
         f"{' (' + t['reason'] + ')' if t['reason'] else ''} {usd_text(t['cost_usd'])} USD"
         for t in data["turns"][-10:]
     ]
+    if "summary" in data:
+        lines += summary_lines(data["summary"])
     lines.append("  what I learned from you:")
     active = [les for les in data["lessons"] if not les["dismissed"]]
     lines += [f"    [{les['seq']}] {les['sentence']}" for les in active] or ["    nothing yet"]
@@ -329,3 +332,11 @@ def reply_lines(data: dict[str, Any]) -> list[str]:
     else:
         said = list(reply.get("said") or [])
     return [f"  {line}" for line in said]
+
+
+def forgot(data: dict[str, Any]) -> str:
+    """`hz heinzel forget`: what later turns no longer see (or see instead)."""
+    what = data["target"].replace("turn:", "turn ").replace("seq:", "line #")
+    if data["replacement"] is None:
+        return f"{data['name']}: later turns no longer see {what} (the record keeps it)"
+    return f"{data['name']}: later turns see {what} as: {data['replacement']}"

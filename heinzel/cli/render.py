@@ -181,6 +181,7 @@ def show(data: dict[str, Any]) -> str:
     lines += [
         f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
         f"{' (' + t['reason'] + ')' if t['reason'] else ''} {usd_text(t['cost_usd'])} USD"
+        f"{', ' + format(t['tokens'], ',') + ' tokens' if t.get('tokens') else ''}"
         for t in data["turns"][-10:]
     ]
     if "summary" in data:
@@ -191,6 +192,13 @@ def show(data: dict[str, Any]) -> str:
     cost = data["cost_month"]
     parts = ", ".join(f"{usd_text(usd)} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {usd_text(cost['total'])} USD" + (f" ({parts})" if parts else ""))
+    if cost.get("tokens"):
+        by = cost.get("tokens_by_cause") or {}
+        each = ", ".join(
+            f"{one['tokens']:,} {cause}" for cause, one in sorted(by.items()) if one["tokens"]
+        )
+        cached = f", {cost['tokens_cached']:,} of them cached" if cost.get("tokens_cached") else ""
+        lines.append(f"  tokens:   {cost['tokens']:,} ({each}{cached})")
     return "\n".join(lines)
 
 

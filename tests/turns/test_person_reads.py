@@ -157,3 +157,26 @@ class TestForget:
         assert spine(home).stat().st_size == size
         verified = run(home, "heinzel", "verify", "notes-digest")
         assert verified.returncode == 0, verified.stdout
+
+
+class TestTokensInAnOlderIndex:
+    def test_an_index_made_before_the_token_columns_gets_them_on_open(
+        self, home: dict[str, Any]
+    ) -> None:
+        """An index whose ``turns`` table predates ``tokens``, ``tokens_cached`` and
+        ``usage_usd`` (an upgrade of hz over an existing home) is given them when opened:
+        `show` and a wake work, and `reindex` fills the old turns again."""
+        import sqlite3
+
+        wake(home, 2)
+        index = home["cwd"] / "home" / "heinzel" / "index.sqlite"
+        with sqlite3.connect(index) as db:
+            for column in ("tokens", "tokens_cached", "usage_usd"):
+                db.execute(f"ALTER TABLE turns DROP COLUMN {column}")
+        shown = run(home, "heinzel", "show", "notes-digest", "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert [t["tokens"] for t in json.loads(shown.stdout)["turns"]] == [0]
+        wake(home, 3)
+        assert run(home, "heinzel", "reindex").returncode == 0
+        after = json.loads(run(home, "heinzel", "show", "notes-digest", "--json").stdout)
+        assert len(after["turns"]) == 2

@@ -11,6 +11,7 @@ and the caller opens the `ledger.index.Index`, which catches up first.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -19,18 +20,27 @@ from ledger.index import BUSY_SECONDS, WATERMARKS, behind
 
 __all__ = ["open_current"]
 
+_MADE_SQL = "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+
 
 def open_current(
-    path: Path, sources: Mapping[str, Path], tables: Collection[str]
+    path: Path,
+    sources: Mapping[str, Path],
+    tables: Collection[str],
+    columns: Collection[tuple[str, str]] = (),
 ) -> sqlite3.Connection | None:
     """A read connection to the index at ``path`` when it is current with ``sources``
-    (source -> spine path) and holds ``tables``; None when the writer must open it."""
+    (source -> spine path) and holds ``tables`` and ``columns`` (``(table, column)``, the
+    ones added after a table's first release); None when the writer must open it (and
+    add what is missing)."""
     if not path.is_file():
         return None
     conn = sqlite3.connect(path, timeout=BUSY_SECONDS)
     try:
-        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        if not {WATERMARKS, *tables} <= names:
+        made = {str(row[0]): str(row[1] or "") for row in conn.execute(_MADE_SQL)}
+        if not {WATERMARKS, *tables} <= made.keys() or any(
+            re.search(rf"\b{column}\b", made.get(table, "")) is None for table, column in columns
+        ):
             conn.close()
             return None
         marks = {

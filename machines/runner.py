@@ -237,12 +237,17 @@ class TurnRun:
 
     def _finished_data(self, disposition: str, **extra: Any) -> dict[str, Any]:
         """The end line's data: its cause and keys are the turn's ``turn.started``'s."""
-        return {
+        data = {
             "disposition": disposition,
             "usd": self.state.spend_usd,
             "duration_ms": self.running_ms(),
             **{k: v for k, v in extra.items() if v is not None},
         }
+        requests = self.state.model_requests
+        if requests:  # a turn that asked a model says how many tokens (a skip never did)
+            data["tokens"] = sum(int(r.get("tokens") or 0) for r in requests)
+            data["tokens_cached"] = sum(int(r.get("cached") or 0) for r in requests)
+        return data
 
     def abandon(self, reason: str, *, error: str | None = None) -> Event:
         """End the turn abandoned with ``reason`` (and the step it was in)."""

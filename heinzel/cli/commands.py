@@ -257,6 +257,22 @@ def dismiss(name: str, lesson: str, home: str | None, as_json: bool) -> None:
     emit(open_app(home).service.dismiss(name, lesson), as_json, render.lessons)
 
 
+@heinzel.command("forget")
+@click.argument("name")
+@click.argument("target", metavar="TURN|SEQ")
+@click.option("--instead", default=None, help="A short line the model sees in its place.")
+@home_option
+@json_option
+def forget(name: str, target: str, instead: str | None, home: str | None, as_json: bool) -> None:
+    """Hide a turn or one spine line from what later turns see (the record stays).
+
+    \b
+    Example:
+      hz heinzel forget weekly-report 42
+    """
+    emit(open_app(home).service.forget(name, target, instead), as_json, render.forgot)
+
+
 @heinzel.command("verify")
 @click.argument("name", required=False)
 @home_option

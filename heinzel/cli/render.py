@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from heinzel.session.summaries import summary_lines
 from heinzel.usd import usd_text
 
 __all__ = [
@@ -180,14 +181,24 @@ def show(data: dict[str, Any]) -> str:
     lines += [
         f"    {t['started_at']} {t['cause']}: {t['disposition'] or t['state']}"
         f"{' (' + t['reason'] + ')' if t['reason'] else ''} {usd_text(t['cost_usd'])} USD"
+        f"{', ' + format(t['tokens'], ',') + ' tokens' if t.get('tokens') else ''}"
         for t in data["turns"][-10:]
     ]
+    if "summary" in data:
+        lines += summary_lines(data["summary"])
     lines.append("  what I learned from you:")
     active = [les for les in data["lessons"] if not les["dismissed"]]
     lines += [f"    [{les['seq']}] {les['sentence']}" for les in active] or ["    nothing yet"]
     cost = data["cost_month"]
     parts = ", ".join(f"{usd_text(usd)} {cause}" for cause, usd in sorted(cost["by_cause"].items()))
     lines.append(f"  this month: {usd_text(cost['total'])} USD" + (f" ({parts})" if parts else ""))
+    if cost.get("tokens"):
+        by = cost.get("tokens_by_cause") or {}
+        each = ", ".join(
+            f"{one['tokens']:,} {cause}" for cause, one in sorted(by.items()) if one["tokens"]
+        )
+        cached = f", {cost['tokens_cached']:,} of them cached" if cost.get("tokens_cached") else ""
+        lines.append(f"  tokens:   {cost['tokens']:,} ({each}{cached})")
     return "\n".join(lines)
 
 
@@ -329,3 +340,11 @@ def reply_lines(data: dict[str, Any]) -> list[str]:
     else:
         said = list(reply.get("said") or [])
     return [f"  {line}" for line in said]
+
+
+def forgot(data: dict[str, Any]) -> str:
+    """`hz heinzel forget`: what later turns no longer see (or see instead)."""
+    what = data["target"].replace("turn:", "turn ").replace("seq:", "line #")
+    if data["replacement"] is None:
+        return f"{data['name']}: later turns no longer see {what} (the record keeps it)"
+    return f"{data['name']}: later turns see {what} as: {data['replacement']}"

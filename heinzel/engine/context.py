@@ -296,8 +296,12 @@ def build_context(
     previous = last_summary.seq if last_summary else None
 
     parts: list[str] = []
-    if last_summary is not None:
+    summary_edit = f"seq:{last_summary.seq}" if last_summary is not None else ""
+    if last_summary is not None and summary_edit not in edits:
         parts.append(_summary_part(last_summary))
+    elif last_summary is not None and edits[summary_edit] is not None:
+        replaced = _data(str(edits[summary_edit]))
+        parts.append(f'<summary seq="{last_summary.seq}" edited="true">\n{replaced}\n</summary>')
     if events:
         parts.append("<events>\n" + _data("\n".join(events)) + "\n</events>")
     recent = list(dict.fromkeys(_turn_order(records)))[-settings.summary_keep_turns :]

@@ -122,6 +122,7 @@ async def think(
     steering: Callable[[], Sequence[str]] | None = None,
     stop: asyncio.Event | None = None,
     write_tools: FunctionToolset[None] | None = None,
+    read_tools: FunctionToolset[None] | None = None,
     answers: Mapping[str, Answer] | None = None,
     compile_contract: CompileContract | None = None,
     retries: int = 2,
@@ -137,8 +138,10 @@ async def think(
     sets its journalling hooks and ``remaining_usd``. ``steering`` returns the messages
     to deliver before the next request (each already recorded as ``turn.steered``);
     setting ``stop`` cancels the run. ``write_tools`` (a chat turn) need approval:
-    the run pauses with proposals, and ``answers`` resumes it. ``compile_contract``
-    checks an amendment's text; its `HzError` goes back to the model as a retry.
+    the run pauses with proposals, and ``answers`` resumes it. ``read_tools`` (a chat
+    turn) are hz's read operations, replay-safe, beside the contract's own tools.
+    ``compile_contract`` checks an amendment's text; its `HzError` goes back to the model
+    as a retry.
     ``retries`` bounds a tool's retries, ``output_retries`` the outcome's (one, then HZE011).
     ``time_left`` (seconds, None: no limit) bounds the whole run: when it runs out, in a
     model request or a retry's wait, the run ends with status ``timeout``.
@@ -164,6 +167,9 @@ async def think(
     safety = dict(replay_safety(toolset))
     toolsets: list[AbstractToolset[None]] = [toolset]
     output_type: Any = Outcome
+    if read_tools is not None:  # a chat turn's hz reads (replay-safe: they read the index)
+        safety.update(replay_safety(read_tools))
+        toolsets.append(read_tools)
     if write_tools is not None:
         safety.update(dict.fromkeys(write_tools.tools, False))
         toolsets.append(write_tools.approval_required())

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from heinzel.contract.schedule import next_slot
-from heinzel.index.schema import MARKED, SCHEMA, TABLES
+from heinzel.index.schema import ADDED_COLUMNS, MARKED, SCHEMA, TABLES
 from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
@@ -62,6 +62,10 @@ class HeinzelProjection:
 
     def create(self, db: Database) -> None:
         db.executescript(SCHEMA)
+        for table, column, kind in ADDED_COLUMNS:
+            have = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def clear(self, db: Database, source: str) -> None:
         db.execute("DELETE FROM heinzel WHERE id = ?", [source])
@@ -303,7 +307,8 @@ class HeinzelProjection:
         usd = float(d.get("usd") or d.get("cost_usd") or 0.0)
         db.execute(
             "UPDATE turns SET state = ?, disposition = ?, reason = COALESCE(?, reason, ?), "
-            "ended_at = ?, cost_usd = cost_usd + ? WHERE id = ?",
+            "ended_at = ?, cost_usd = cost_usd + ?, tokens = tokens + ?, "
+            "tokens_cached = tokens_cached + ? WHERE id = ?",
             [
                 state,
                 d.get("disposition", state),
@@ -311,6 +316,8 @@ class HeinzelProjection:
                 d.get("error"),
                 event.ts,
                 usd,
+                int(d.get("tokens") or 0),
+                int(d.get("tokens_cached") or 0),
                 event.turn,
             ],
         )
@@ -403,7 +410,17 @@ class HeinzelProjection:
         self._settle(db, source)
 
     def _apply_usage(self, db: Database, source: str, event: Event) -> None:
-        self._add_cost(db, source, event, float(event.data.get("usd") or 0.0))
+        """Spend outside a turn's own model calls (a handoff's agent, a summary, a lesson):
+        the caps count it beside the turn's cost, and the turn's row keeps it apart."""
+        d = event.data
+        usd = float(d.get("usd") or 0.0)
+        if event.turn:
+            db.execute(
+                "UPDATE turns SET usage_usd = usage_usd + ?, tokens = tokens + ?, "
+                "tokens_cached = tokens_cached + ? WHERE id = ?",
+                [usd, int(d.get("tokens") or 0), int(d.get("tokens_cached") or 0), event.turn],
+            )
+        self._add_cost(db, source, event, usd)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -217,15 +217,21 @@ class Queries:
         )
         turns = self._rows(
             "SELECT id, cause, state, disposition, reason, started_at, ended_at, cost_usd, "
-            "contract_version, parent_turn FROM turns WHERE heinzel = ? "
+            "usage_usd, tokens, tokens_cached, contract_version, parent_turn FROM turns "
+            "WHERE heinzel = ? "
             "ORDER BY started_at, start_seq, id",
             [heinzel_id],
         )
         month = self._today()[:7]
         by_cause: dict[str, float] = {}
+        tokens: dict[str, dict[str, int]] = {}
         for turn in turns:
             if (turn["started_at"] or "").startswith(month):
-                by_cause[turn["cause"]] = by_cause.get(turn["cause"], 0.0) + turn["cost_usd"]
+                spent = turn["cost_usd"] + turn["usage_usd"]
+                by_cause[turn["cause"]] = round(by_cause.get(turn["cause"], 0.0) + spent, 6)
+                counted = tokens.setdefault(turn["cause"], {"tokens": 0, "tokens_cached": 0})
+                counted["tokens"] += turn["tokens"]
+                counted["tokens_cached"] += turn["tokens_cached"]
         return {
             **row,
             "amendments": versions,
@@ -236,7 +242,13 @@ class Queries:
                 "placed_at FROM drafts WHERE heinzel = ? ORDER BY placed_at",
                 [heinzel_id],
             ),
-            "cost_month": {"total": round(sum(by_cause.values()), 6), "by_cause": by_cause},
+            "cost_month": {
+                "total": round(sum(by_cause.values()), 6),
+                "by_cause": by_cause,
+                "tokens": sum(one["tokens"] for one in tokens.values()),
+                "tokens_cached": sum(one["tokens_cached"] for one in tokens.values()),
+                "tokens_by_cause": tokens,
+            },
         }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MARKED", "SCHEMA", "TABLES"]
+__all__ = ["ADDED_COLUMNS", "MARKED", "SCHEMA", "TABLES"]
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS heinzel (
@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS turns (
     id TEXT PRIMARY KEY, heinzel TEXT NOT NULL, cause TEXT, causes TEXT, key TEXT, keys TEXT,
     state TEXT NOT NULL, disposition TEXT, reason TEXT, started_at TEXT, ended_at TEXT,
     cost_usd REAL NOT NULL DEFAULT 0, start_offset INTEGER, start_seq INTEGER,
-    contract_version INTEGER, parent_turn TEXT
+    contract_version INTEGER, parent_turn TEXT, tokens INTEGER NOT NULL DEFAULT 0,
+    tokens_cached INTEGER NOT NULL DEFAULT 0, usage_usd REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS turns_heinzel ON turns(heinzel, started_at);
 CREATE INDEX IF NOT EXISTS turns_state ON turns(state);
@@ -83,3 +84,12 @@ MARKED: Final = frozenset(
 )
 """Kinds whose line offsets ``marks`` keeps: a turn's view reads them without the spine's
 whole history (`heinzel.turns.view`)."""
+
+ADDED_COLUMNS: Final = (
+    ("turns", "tokens", "INTEGER NOT NULL DEFAULT 0"),
+    ("turns", "tokens_cached", "INTEGER NOT NULL DEFAULT 0"),
+    ("turns", "usage_usd", "REAL NOT NULL DEFAULT 0"),
+)
+"""Columns added after a table's first release: an index made before them gets them on
+open (zero until `hz heinzel reindex` folds the old lines again); a new one has them in
+`SCHEMA`."""

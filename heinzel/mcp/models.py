@@ -80,6 +80,8 @@ class Shown(Row, _Where):
     amendments: list[dict[str, Any]] = Field(default_factory=list)
     drafts: list[dict[str, Any]] = Field(default_factory=list)
     cost_month: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+    """The latest summary it wrote (``what it knows``), None before its first."""
 
 
 class StateRow(_Open):

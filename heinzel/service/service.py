@@ -275,6 +275,75 @@ class Service(Sessions):
         self.append(row["id"], "lesson.dismissed", {"lesson": found["seq"]})
         return self.lessons(ref)
 
+    # -- what later turns see -------------------------------------------------------
+
+    def forget(self, ref: str, target: str, instead: str | None = None) -> dict[str, Any]:
+        """Hide a turn (its lines and body) or one spine line from what later turns see:
+        a ``context.edit`` (ADR 0049 statement 18), ``replacement`` null, or ``instead``
+        as a short text the model sees in its place. The record never changes."""
+        row = self.resolve(ref)
+        heinzel_id, name = str(row["id"]), str(row["name"])
+        edit = self._edit_target(heinzel_id, name, target)
+        if instead is not None and (not instead.strip() or "\n" in instead or len(instead) > 200):
+            raise HeinzelError(
+                "HZH401",
+                "--instead must be one line of at most 200 characters",
+                "leave --instead out to hide the line, or say in one short line what the "
+                "model should see in its place",
+            )
+        if self._edited(heinzel_id, edit, instead):
+            raise HeinzelError(
+                "HZH402",
+                f"{target} is already forgotten" + (" that way" if instead else ""),
+                f"`hz heinzel show {name}` shows what it knows; nothing to do",
+            )
+        data = {"target": edit, "replacement": instead.strip() if instead else None}
+        written = self.append(heinzel_id, "context.edit", data, short_text=("replacement",))
+        return {
+            "name": name,
+            "target": edit,
+            "replacement": data["replacement"],
+            "seq": written.seq,
+        }
+
+    def _edit_target(self, heinzel_id: str, name: str, target: str) -> str:
+        """``turn:ID`` for a turn of this one, ``seq:N`` for one of its spine's lines;
+        HZH400 for anything else."""
+        db = self.read_db
+        if target.isdigit():
+            mark = db.execute(
+                "SELECT seq FROM _watermarks WHERE source = ?", [heinzel_id]
+            ).fetchone()
+            if 0 < int(target) <= (int(mark[0]) if mark else 0):
+                return f"seq:{int(target)}"
+        elif db.execute(
+            "SELECT 1 FROM turns WHERE heinzel = ? AND id = ?", [heinzel_id, target]
+        ).fetchone():
+            return f"turn:{target}"
+        raise HeinzelError(
+            "HZH400",
+            f"{name} has no turn or spine line {target!r}",
+            f"name a turn id or a seq: `hz heinzel show {name} --json` lists its turns, "
+            f"`hz heinzel report {name}` their lines",
+        )
+
+    def _edited(self, heinzel_id: str, target: str, instead: str | None) -> bool:
+        """Whether the last ``context.edit`` of ``target`` already says ``instead``."""
+        from ledger.spine import read_events
+
+        path = self.home.spine_path(heinzel_id)
+        last: Any = ()
+        for (offset,) in self.read_db.execute(
+            "SELECT line_offset FROM marks WHERE heinzel = ? AND kind = 'context.edit' "
+            "ORDER BY seq",
+            [heinzel_id],
+        ):
+            event = next(read_events(path, from_offset=int(offset)), None)
+            if event is not None and event.data.get("target") == target:
+                last = event.data.get("replacement")
+        wanted = instead.strip() if instead else None
+        return bool(last != () and last == wanted)
+
     # -- listing -----------------------------------------------------------------
 
     def listing(
@@ -315,6 +384,11 @@ class Service(Sessions):
                 shown["contract_problem"] = f"{error.code}: {error.message}"
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
+        from heinzel.session.summaries import latest_summary
+
+        shown["summary"] = latest_summary(
+            self.read_db, self.home.spine_path(row["id"]), str(row["id"])
+        )
         proposed = row.get("proposed_version")
         if row["contract_version"] is None and proposed is not None:  # paused while proposed too
             path = self.home.contract_text_path(row["id"], int(proposed))

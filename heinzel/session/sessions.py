@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from heinzel.clock import Clock, clock_from_env
 from heinzel.index.queries import Queries
-from heinzel.index.schema import SCHEMA
+from heinzel.index.schema import ADDED_COLUMNS, SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, get_logger
 from heinzel.store.home import Home
 from ledger.event import Event
@@ -163,7 +163,9 @@ class Sessions:
             from ledger.index_read import open_current
 
             spines = {i: self.home.spine_path(i) for i in self.home.session_ids()}
-            self._reader = open_current(self.home.index_path, spines, _READ_TABLES)
+            self._reader = open_current(
+                self.home.index_path, spines, _READ_TABLES, [(t, c) for t, c, _ in ADDED_COLUMNS]
+            )
             if self._reader is None:
                 return self.index.db.conn
         return self._reader

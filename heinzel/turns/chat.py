@@ -32,7 +32,15 @@ if TYPE_CHECKING:  # the engine and pydantic-ai load when a chat turn thinks
 
     from heinzel.engine import Answer
 
-__all__ = ["ChatWrites", "inbox_answer", "question_key", "settle", "write_tools"]
+__all__ = [
+    "ChatReads",
+    "ChatWrites",
+    "inbox_answer",
+    "question_key",
+    "read_tools",
+    "settle",
+    "write_tools",
+]
 
 WRITES = {"pause": ("heinzel.paused", "paused"), "retire": ("heinzel.retired", "retired")}
 """Each write tool: its lifecycle event (the effect's own event) and the word for its result."""
@@ -51,6 +59,77 @@ class ChatWrites:
     name: str
     state: Callable[[], str]
     inbox: Path
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReads:
+    """hz's read operations a chat turn may call (ADR 0050 statement 3), each from the
+    index (and one spine line for a summary): what `hz heinzel list`, `show` and `hz
+    drafts` answer, never a write. ``show`` raises `HeinzelError` for an unknown name."""
+
+    listing: Callable[[], list[dict[str, Any]]]
+    show: Callable[[str], dict[str, Any]]
+    drafts: Callable[[], list[dict[str, Any]]]
+
+
+_LISTED = ("name", "namespace", "state", "contract_name", "contract_version", "next_due")
+_TURNS_SHOWN = 5
+
+
+def read_tools(reads: ChatReads) -> FunctionToolset[None]:
+    """The chat turn's read tools: the home's Heinzelmännchen, one in detail, the drafts
+    waiting on the user. Replay-safe (they read the index); their results pass
+    `heinzel.engine.clean.clean_value` as every tool result does, so they reach the model
+    as data. A bad name is an answer (its code and hint), not a failure of the turn.
+    They run on the event loop's thread, where the index's connection lives."""
+    from pydantic_ai import FunctionToolset
+
+    from heinzel.engine.clean import clean_value
+
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    async def hz_list() -> list[dict[str, Any]]:
+        """Every Heinzelmännchen of this home: name, namespace, state, contract and version,
+        next due slot, and its pending item (what waits on the user), from hz's index."""
+        rows = reads.listing()
+        return [
+            clean_value({**{k: row.get(k) for k in _LISTED}, "pending": row.get("pending")})
+            for row in rows
+        ]
+
+    async def hz_show(name: str) -> dict[str, Any]:
+        """One Heinzelmännchen in detail: state, contract version, its last turns (how each
+        ended and what it cost), what it learned, its pending drafts and its latest
+        summary. ``name`` as `hz heinzel list` shows it."""
+        try:
+            shown = reads.show(name)
+        except HeinzelError as error:
+            return {"error": error.code, "message": error.message, "hint": error.hint}
+        turns = [
+            {k: t.get(k) for k in ("started_at", "cause", "disposition", "state", "cost_usd")}
+            for t in shown.get("turns", [])[-_TURNS_SHOWN:]
+        ]
+        lessons = [les["sentence"] for les in shown.get("lessons", []) if not les["dismissed"]]
+        drafts = [d for d in shown.get("drafts", []) if d.get("state") == "pending"]
+        answer = {
+            **{k: shown.get(k) for k in _LISTED},
+            "pending": shown.get("pending"),
+            "turns": turns,
+            "lessons": lessons,
+            "drafts": drafts,
+            "summary": shown.get("summary"),
+            "cost_month": shown.get("cost_month"),
+        }
+        return dict(clean_value(answer))
+
+    async def hz_drafts() -> list[dict[str, Any]]:
+        """The drafts of this home waiting on the user's approval: whose, where, which
+        output, placed when."""
+        return [clean_value(row) for row in reads.drafts()]
+
+    for fn in (hz_list, hz_show, hz_drafts):
+        toolset.add_function(fn, metadata={"replay_safe": True})
+    return toolset
 
 
 def _host_only(tool: str) -> str:

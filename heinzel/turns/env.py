@@ -23,7 +23,7 @@ from heinzel.engine import (
     SpineView,
 )
 from heinzel.store.sources import SourceCache, SourceRequest
-from heinzel.turns.chat import ChatWrites
+from heinzel.turns.chat import ChatReads, ChatWrites
 from heinzel.turns.handoff import BoundHandoff
 from heinzel.turns.record import SessionBody
 from machines import Journal
@@ -76,6 +76,8 @@ class TurnEnv:
     inbox: Path | None = None
     """Where a steering message's text is (``<request id>.json``), for ``turn.steered``."""
     writes: ChatWrites | None = None
+    reads: ChatReads | None = None
+    """hz's read operations as tools, for a chat turn (cause asked) only."""
     """The chat write gate of an asked turn (None: no write tools)."""
     reused: Sequence[Mapping[str, Any]] | None = None
     """A fork's inputs: what its parent's gather recorded (None: gather reads the cache)."""

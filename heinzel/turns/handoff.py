@@ -79,10 +79,12 @@ class BoundHandoff:
         )
         self.bodies.append(self.turn, {"kind": "handoff", **outcome.body.model_dump(mode="json")})
         record: dict[str, Any] = outcome.record.model_dump(mode="json")
-        if record.get("cost_usd"):
-            self.journal.append(
-                "usage", {"usd": record["cost_usd"], "by": "handoff"}, turn=self.turn
-            )
+        used = outcome.body.usage
+        tokens = used.input_tokens + used.output_tokens
+        if record.get("cost_usd") or tokens:
+            usage = {"kind": "handoff", "usd": record.get("cost_usd") or 0.0, "tokens": tokens}
+            usage["tokens_cached"] = used.cache_read_tokens
+            self.journal.append("usage", usage, turn=self.turn)
         if self.recorder is not None:
             self.recorder.handoff = record
         return outcome.tool_result

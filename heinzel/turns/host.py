@@ -33,7 +33,7 @@ from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, nothing_to_learn
-from heinzel.turns.chat import ChatWrites
+from heinzel.turns.chat import ChatReads, ChatWrites
 from heinzel.turns.delivery import DeliveringSteps, Delivery, batches, undelivered
 from heinzel.turns.failure import ENDED_BADLY, cause_of, keep_failure
 from heinzel.turns.fork import fork_data, parent_inputs, retry_parent
@@ -262,7 +262,30 @@ class TurnHost:
             )
             if cause == "asked"
             else None,
+            reads=self._reads() if cause == "asked" else None,
         )
+
+    def _reads(self) -> ChatReads:
+        """hz's read operations for a chat turn's tools: the index's listing, one in detail
+        (with its latest summary) and the drafts waiting on the user."""
+        service = self.service
+
+        def show(name: str) -> dict[str, Any]:
+            from heinzel.session.summaries import latest_summary
+
+            row = service.resolve(name)
+            shown = service.queries.show(str(row["id"]))
+            path = service.home.spine_path(str(row["id"]))
+            shown["summary"] = latest_summary(service.read_db, path, str(row["id"]))
+            return shown
+
+        def listing() -> list[dict[str, Any]]:  # `queries` is asked each time: its connection
+            return service.queries.listing()  # is the writer's once the index is open
+
+        def drafts() -> list[dict[str, Any]]:
+            return service.queries.drafts()
+
+        return ChatReads(listing=listing, show=show, drafts=drafts)
 
     def _model(self, cause: str, model_class: str) -> Model:
         """The model a turn of ``cause`` runs with, made when its think step first calls

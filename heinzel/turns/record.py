@@ -177,6 +177,8 @@ class EngineRecorder:
             tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
             mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
             mapped["tokens"] = tokens
+            if data.get("cached"):
+                mapped["cached"] = int(data["cached"])  # of ``tokens``, read from the cache
             if data.get("tools"):
                 mapped["tools"] = list(data["tools"])  # the calls whose results it sent
             self.journal.append("model.request", mapped, turn=self.turn)

@@ -23,7 +23,7 @@ from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.outcome import Outcome
 from heinzel.engine.spec import Cause, InputSpec, TurnSpec
 from heinzel.turns.act import perform, write_summary
-from heinzel.turns.chat import question_key, settle, write_tools
+from heinzel.turns.chat import question_key, read_tools, settle, write_tools
 from heinzel.turns.env import TurnEnv
 from heinzel.turns.failure import keep_failure, refusal
 from heinzel.turns.inputs import read_staged
@@ -187,6 +187,7 @@ class HeinzelSteps:
                         steering=steering,
                         stop=stop,
                         write_tools=write_tools() if writes is not None else None,
+                        read_tools=read_tools(env.reads) if env.reads is not None else None,
                         answers=answers,
                         compile_contract=env.compile_contract,
                         time_left=time_left(limit, ctx, env.clock()),

@@ -11,6 +11,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai import ModelMessagesTypeAdapter
@@ -183,6 +184,25 @@ class TestBuildContext:
     def test_context_edit_hides_an_event(self, spec: Callable[..., TurnSpec]) -> None:
         """The question hidden by context.edit is not among the events."""
         assert "which repo" not in str(rich_context(spec).messages[0].parts[1].content)
+
+    @pytest.mark.parametrize("replacement", [None, "start over: the old summary was wrong"])
+    def test_context_edit_of_the_summary_hides_or_replaces_it(
+        self, spec: Callable[..., TurnSpec], replacement: str | None
+    ) -> None:
+        """`hz heinzel forget NAME SEQ` of the summary line: its fields leave the context,
+        and a replacement stands in their place."""
+        edit = SpineRecord(
+            21, None, "context.edit", {"target": "seq:13", "replacement": replacement}
+        )
+        view = SpineView((*session().records, edit))
+        everything = "\n".join(
+            str(p.content) for p in build_context(spec(), view).messages[0].parts
+        )
+        assert "a short section" not in everything
+        if replacement is None:
+            assert "<summary" not in everything
+        else:
+            assert f'<summary seq="13" edited="true">\n{replacement}' in everything
 
     def test_emails_in_inputs_are_redacted(self, spec: Callable[..., TurnSpec]) -> None:
         """Email addresses in the last approved text are redacted."""

@@ -189,7 +189,13 @@ class TestList:
         shown = service.show("weekly-report")
         assert shown["contract_version"] == 1
         assert shown["pending"] is None
-        assert shown["cost_month"] == {"total": 0.0, "by_cause": {}}
+        assert shown["cost_month"] == {
+            "total": 0.0,
+            "by_cause": {},
+            "tokens": 0,
+            "tokens_cached": 0,
+            "tokens_by_cause": {},
+        }
         assert json.dumps(shown)  # JSON-able for --json
 
 

@@ -94,6 +94,10 @@ class Provider:
     release: threading.Event = field(default_factory=threading.Event)
     steps: threading.local = field(default_factory=threading.local)
     """The script's step for the request each server thread answers."""
+    cached: int = 0
+    """Of each answer's 1,000 input tokens, how many the provider says it read from its
+    prompt cache (OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``)."""
 
     def __post_init__(self) -> None:
         provider = self
@@ -167,6 +171,12 @@ class Provider:
             for c in calls
         ]
         reply = self._anthropic(pairs, n) if self.api == "anthropic" else self._openai(pairs, n)
+        if self.cached and self.api == "anthropic":
+            reply["usage"].update(
+                input_tokens=1000 - self.cached, cache_read_input_tokens=self.cached
+            )
+        elif self.cached:
+            reply["usage"]["prompt_tokens_details"] = {"cached_tokens": self.cached}
         if body.get("stream"):
             return 200, "text/event-stream", _sse(reply).encode()
         return 200, "application/json", json.dumps(reply).encode()

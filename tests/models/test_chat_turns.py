@@ -9,7 +9,7 @@ from typing import Any
 
 from ledger.spine import read_events
 
-from .conftest import CONTRACT, CREATED, DRAFT, User
+from .conftest import CONTRACT, CREATED, DRAFT, User, answered_a_tool
 from .fake_providers import Outcome
 
 WIDER = CONTRACT.replace(
@@ -123,3 +123,35 @@ def test_a_chat_answer_killed_after_it_is_recorded_is_finished_once_by_the_tick(
     assert [e for e in _events(user, "turn.started") if e.seq > answered.seq] == after
     ended = [e.data["disposition"] for e in _events(user, "turn.finished")]
     assert ended[-2:] == ["asked", "drafted"], ended
+
+
+def _reads_then_draft(body: dict[str, Any], n: int) -> Any:
+    """Call hz_show on itself and on a name that does not exist, then draft."""
+    from .fake_providers import Call
+
+    if answered_a_tool(body):
+        return Outcome(DRAFT)
+    return [Call("hz_show", {"name": "notes-digest"}), Call("hz_show", {"name": "nobody"})]
+
+
+def test_a_chat_turn_reads_hz_through_its_read_tools(user: User) -> None:
+    """A chat turn is offered hz's read operations (hz_list, hz_show, hz_drafts) beside its
+    contract's tools; hz_show answers from the index (its state
+    and last turns), an unknown name comes back as HZH080 in the tool's result, and the turn
+    drafts all the same (ADR 0050 statement 3)."""
+    user.serve(lambda body, n: Outcome(CREATED))
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
+    provider = user.serve(_reads_then_draft)
+    done = user.hz("heinzel", "chat", "notes-digest", "how are you doing?")
+    assert done.returncode == 0, done.stderr
+    first, second = provider.seen[0].body, provider.seen[-1].body
+    offered = {t.get("name") or t["function"]["name"] for t in first["tools"]}
+    assert {"hz_list", "hz_show", "hz_drafts", "read_notes"} <= offered
+    returned = json.dumps(second["messages"][-2:]).replace("\\", "")
+    # its own row as the index has it while this turn runs: awake, the created turn, this one
+    assert '"name":"notes-digest","namespace":"me","state":"awake"' in returned
+    assert '"cause":"asked","disposition":null,"state":"running"' in returned
+    assert '"error":"HZH080"' in returned
+    [finished] = _events(user, "turn.finished")[-1:]
+    assert finished.data["disposition"] == "drafted"

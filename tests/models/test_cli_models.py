@@ -152,3 +152,36 @@ class TestProviderFailures:
         assert len(provider.seen) == 2 and answered_a_tool(provider.seen[1].body)
         finished = [e.data for e in _events(user) if e.kind == "turn.finished"]
         assert finished[-1]["disposition"] == "drafted", finished
+
+
+class TestTokens:
+    """Tokens beside cost (ADR 0049 statements 7 and 20): each request's, the turn's sum on
+    `turn.finished`, and `show`'s month by cause."""
+
+    def test_the_turn_and_show_carry_tokens_and_cached_tokens(self, user: User) -> None:
+        """A drafted turn on the provider, which says 400 of each request's input came from
+        its cache: `turn.finished` has the requests' tokens and cached tokens summed, and
+        `show` gives them by cause."""
+        _created(user)
+        provider = user.serve(outcome_after_report(DRAFT))
+        provider.cached = 400
+        woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+        assert woke.returncode == 0, woke.stderr
+        events = _events(user)
+        turn = json.loads(woke.stdout)["turn"]
+        requests = [e.data for e in events if e.kind == "model.request" and e.turn == turn]
+        [finished] = [e.data for e in events if e.kind == "turn.finished" and e.turn == turn]
+        assert requests and all(r["cached"] == 400 for r in requests), requests
+        assert finished["tokens"] == sum(r["tokens"] for r in requests) > 0
+        assert finished["tokens_cached"] == 400 * len(requests)
+        shown = json.loads(user.hz("heinzel", "show", "notes-digest", "--json").stdout)
+        month = shown["cost_month"]
+        assert month["tokens_by_cause"]["asked"] == {
+            "tokens": finished["tokens"],
+            "tokens_cached": finished["tokens_cached"],
+        }
+        [row] = [t for t in shown["turns"] if t["id"] == turn]
+        assert (row["tokens"], row["tokens_cached"]) == (finished["tokens"], 400 * len(requests))
+        text = user.hz("heinzel", "show", "notes-digest").stdout
+        assert f"{finished['tokens']:,} asked" in text
+        assert f"{finished['tokens_cached']:,} of them cached" in text

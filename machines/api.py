@@ -326,7 +326,7 @@ class Host:
         hooks = [crash_hook(), *self.on_durable]
         self._spine = Spine.open(self.directory, clock=self.clock, on_durable=hooks)
         self.journal = SpineJournal.open(self._spine)
-        self.body = DiskBody(self.directory)
+        self.body = DiskBody(self.directory, spine=self._spine)  # one fsync per step
         self.session = Session(self.journal, self.body, self.steps, self.settings)
 
     def close(self) -> None:

@@ -244,9 +244,12 @@ class TurnRun:
             **{k: v for k, v in extra.items() if v is not None},
         }
         requests = self.state.model_requests
-        if requests:  # a turn that asked a model says how many tokens (a skip never did)
-            data["tokens"] = sum(int(r.get("tokens") or 0) for r in requests)
-            data["tokens_cached"] = sum(int(r.get("cached") or 0) for r in requests)
+        tokens = sum(int(r.get("tokens") or 0) for r in requests)
+        cached = sum(int(r.get("cached") or 0) for r in requests)
+        if tokens:  # a turn whose model counted tokens says how many (readers default 0)
+            data["tokens"] = tokens
+        if cached:
+            data["tokens_cached"] = cached
         return data
 
     def abandon(self, reason: str, *, error: str | None = None) -> Event:

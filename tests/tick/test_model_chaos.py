@@ -294,6 +294,23 @@ class Chaos(RuleBasedStateMachine):
         else:
             self._start("heinzel", "stop", name)
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        move=st.sampled_from(["forget", "forget instead", "show", "graph", "lessons"]),
+        seq=st.integers(min_value=1, max_value=40),
+    )
+    def person(self, name: str, move: str, seq: int) -> None:
+        """What a person reads and hides while turns run: `forget` a line (hidden, or a
+        short text in its place: a second writer of the spine, `HZH400` past its end),
+        `show`, `hz graph`, `lessons`. None may break a promise or end uncoded."""
+        if move.startswith("forget"):
+            instead = ("--instead", f"line {seq} said too much") if move.endswith("d") else ()
+            self._start("heinzel", "forget", name, str(seq), *instead)
+        elif move == "graph":
+            self._start("graph", "--json")
+        else:
+            self._start("heinzel", move, name, "--json")
+
     @precondition(lambda self: self.count)  # not `running`: that depends on timing
     @rule(pick=st.integers(min_value=0, max_value=1 << 16))
     def kill(self, pick: int) -> None:

@@ -195,7 +195,9 @@ class EngineRecorder:
             usd = self.cap_usd if raw == "cap" else Decimal(str(raw or 0))
             self.usd += usd
             tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
-            mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
+            mapped: dict[str, Any] = {"n": data.get("n"), "hash": data.get("body")}
+            if usd:  # a free request (the offline model) spends nothing: no field
+                mapped["usd"] = float(usd)
             mapped["tokens"] = tokens
             if data.get("tools"):
                 mapped["tools"] = list(data["tools"])  # the calls whose results it sent

@@ -16,7 +16,7 @@ from typing import Any
 from ledger.event import Event, parse_ts
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import wake_causes, wake_keys
+from machines.journal import expand_steps, wake_causes, wake_keys
 from machines.table import TABLE
 
 
@@ -308,10 +308,10 @@ def _count_running(state: TurnState, event: Event) -> None:
 def apply_event(state: TurnState, event: Event, vocabulary: Vocabulary = HZ) -> None:
     """Fold one more event of the turn into ``state`` (renamed host words read as
     ``vocabulary`` says them now)."""
-    event = vocabulary.migrate(event)
-    _count_running(state, event)
-    APPLY.get(event.kind, _apply_other)(state, event)
-    state.last_seq = event.seq
+    for one in expand_steps((vocabulary.migrate(event),)):  # steps a line carries first
+        _count_running(state, one)
+        APPLY.get(one.kind, _apply_other)(state, one)
+        state.last_seq = one.seq
 
 
 def fold(turn: str, events: Iterable[Event], vocabulary: Vocabulary = HZ) -> TurnState:

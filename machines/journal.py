@@ -8,10 +8,12 @@ spine records. The machine never opens a file: the host hands it both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
+from machines.vocabulary import STEPS
 
 OnDurable = Callable[[Event], None]
 
@@ -49,6 +51,44 @@ def wake_causes(data: Mapping[str, Any], key: str | None) -> list[dict[str, Any]
         return [dict(c) for c in causes if isinstance(c, Mapping)]
     cause = data.get("cause")
     return [{"cause": cause, "key": key}] if cause is not None and key else []
+
+
+CARRIED = "steps"
+"""The field in which a line carries the ``step.started`` checkpoints of its turn that
+came just before it, ``{step: input}`` (docs/spine.md, "Steps carried by the next line")."""
+
+
+def carried_steps(event: Event) -> list[Event]:
+    """The ``step.started`` events ``event`` carries in its `CARRIED` field, in step order,
+    each with the carrier's seq, time and place; none for a line that carries none."""
+    steps = event.data.get(CARRIED) if event.kind != "step.started" else None
+    if not isinstance(steps, Mapping) or not steps:
+        return []
+    order = sorted(steps, key=lambda s: STEPS.index(s) if s in STEPS else len(STEPS))
+    return [
+        replace(event, kind="step.started", key=None, data={"step": s, "input": steps[s]})
+        for s in order
+    ]
+
+
+def without_steps(event: Event) -> Event:
+    """``event`` as if it carried no steps: the line's own kind and data."""
+    if event.kind == "step.started" or CARRIED not in event.data:
+        return event
+    return replace(event, data={k: v for k, v in event.data.items() if k != CARRIED})
+
+
+def expand_steps(events: Iterable[Event]) -> Iterator[Event]:
+    """``events`` with every carried step written out as its own ``step.started`` before
+    its carrier: the stream a spine of one line per step gives (older spines pass as
+    they are), so a reader of ``step.started`` reads both forms alike."""
+    for event in events:
+        carried = carried_steps(event)
+        if carried:
+            yield from carried
+            yield without_steps(event)
+        else:
+            yield event
 
 
 def keys_of(event: Event) -> list[str]:

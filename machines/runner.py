@@ -429,10 +429,8 @@ class TurnRun:
                 return
             digest = content_ref(value)
             self._body().put(self.turn, digest, value)
-            data = {"step": NEXT_STEP[step], "input": digest}
-            if isinstance(result, Acted):
-                data["disposition"] = result.disposition
-            self.fire(NEXT_TRIGGER[step], data)
+            # act's disposition is turn.finished's, on the next line: not written twice
+            self.fire(NEXT_TRIGGER[step], {"step": NEXT_STEP[step], "input": digest})
 
     def _conclude(self) -> None:
         acted = self._input("finish") or {}

@@ -363,12 +363,19 @@ class HeinzelProjection:
                 event.turn,
                 d.get("asset"),
                 d.get("output"),
-                d.get("contract_version"),
+                d.get("contract_version", self._turn_version(db, event.turn)),
                 event.ts,
                 d.get("hash"),
             ],
         )
         self._settle(db, source)
+
+    @staticmethod
+    def _turn_version(db: Database, turn: str | None) -> int | None:
+        """The contract version a turn is pinned to (a ``draft.placed`` written since
+        the version left its data is placed under its turn's pin)."""
+        row = db.execute("SELECT contract_version FROM turns WHERE id = ?", [turn]).fetchone()
+        return None if row is None else row[0]
 
     def _apply_effect_failed(self, db: Database, source: str, event: Event) -> None:
         """A failed effect's code is the turn's reason until the turn says another."""

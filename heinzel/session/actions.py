@@ -18,6 +18,7 @@ from heinzel.session.spend import turn_spend
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import read_events
+from machines.journal import expand_steps
 
 __all__ = ["EXPIRED", "action_log"]
 
@@ -120,7 +121,7 @@ def action_log(sessions: Sessions, ref: str) -> dict[str, Any]:
     row = sessions.resolve(ref)
     heinzel_id = str(row["id"])
     by_turn: dict[str, list[Event]] = {}
-    for event in read_events(sessions.home.spine_path(heinzel_id)):
+    for event in expand_steps(read_events(sessions.home.spine_path(heinzel_id))):
         if event.turn is None:
             continue
         if event.kind == "turn.started":

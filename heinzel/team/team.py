@@ -47,6 +47,7 @@ from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
 from machines.crash import crash_at
 from machines.disk_body import DiskBody
+from machines.journal import expand_steps
 from machines.keys import Wake
 
 __all__ = ["Member", "Team", "machine_id"]
@@ -456,7 +457,9 @@ class Team:
             started: dict[str, dict[str, Any]] = {}
             drafts: dict[str, str] = {}
             versions: dict[int, str] = {}
-            for event in read_events(path, kinds=_RECEIPT_KINDS):
+            for event in expand_steps(read_events(path)):  # any line may carry a step
+                if event.kind not in _RECEIPT_KINDS:
+                    continue
                 if event.kind == "turn.started" and event.turn:
                     started[event.turn] = {**event.data, "key": event.key}
                 if event.kind == "step.started" and event.turn in started:

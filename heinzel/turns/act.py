@@ -3,7 +3,7 @@
 Every act is an `Effect` with a key, so a crash never performs one twice:
 
 - place_draft: key ``<id>@v<version>@<slot>@<asset>``, probed by the document's
-  markers (`find`), own event ``draft.placed{asset, output, contract_version}``; markers
+  markers (`find`), own event ``draft.placed{asset, output}``; markers
   already there for a key the spine never started are planted (HZH280, the turn fails);
   the text placed (and kept in the body) has any ``<!-- hz:`` of its own neutralised, so
   text an input carried into the draft never stops or steers a turn;
@@ -78,7 +78,7 @@ async def _place(env: TurnEnv, ctx: TurnContext, outcome: Outcome) -> None:
 
     if not ctx.settling and key not in ctx.state.effects and not ctx.journal.key_events(key):
         refuse_planted(key, await find(key))  # the spine never started it: not hz's markers
-    data = {"asset": asset, "output": draft.output, "contract_version": env.version}
+    data = {"asset": asset, "output": draft.output}  # the version is the turn's pin
     placed = Effect("place_draft", key, place, WorldProbe(find), "draft.placed", data, ("asset",))
     await ctx.effect(placed)  # a deep folder's path passes the plain-field cap as short text
     env.body.put(ctx.turn, content_hash(text), {"draft": key, "text": text})

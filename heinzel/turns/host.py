@@ -72,6 +72,7 @@ from machines import (
     skip_turn,
 )
 from machines import Settings as MachineSettings
+from machines.journal import expand_steps
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -552,7 +553,7 @@ class TurnHost:
             else None,
             past_think=any(
                 e.kind == "step.started" and e.data.get("step") in ("outcome", "act")
-                for e in events
+                for e in expand_steps(events)
             ),
         )
 

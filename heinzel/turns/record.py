@@ -20,12 +20,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ledger.bodies import Bodies
-from ledger.event import Event, sha256_hex
+from ledger.event import Event, make_event, sha256_hex
 from ledger.index import WATERMARKS
 from ledger.reading import iter_lines
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
 from machines.disk_body import BODY_SYNC_KINDS, LAZY_KINDS, UNSYNCED_KINDS, write_lazily
+from machines.journal import CARRIED, without_steps
 from machines.spine_journal import done_in_file
 
 if TYPE_CHECKING:
@@ -43,14 +44,80 @@ __all__ = [
 """`write_lazily` and its kinds live in `machines.disk_body` (every host's one fsync per
 step); hz's turn host takes them from here."""
 
+STEP = frozenset({"step", "input"})
+"""The fields of a step start that can ride on the next line (all the machine writes)."""
+
 
 class IndexedJournal(SpineJournal):
-    """A `SpineJournal` whose index is the heinzel index (no spine scan)."""
+    """A `SpineJournal` whose index is the heinzel index (no spine scan), and whose
+    ``step.started`` checkpoints ride on the turn's next line.
+
+    A step's start is held (a lazy line anyway: written only with the next line, see
+    `LAZY_KINDS`) and the next line of its turn carries it, ``{"steps": {step: input}}``
+    (`machines.journal.CARRIED`), instead of a line of its own: the drafted turn's four
+    step lines cost about 60 bytes instead of about 970 (docs/spine.md, "Steps carried by
+    the next line"). Readers write them out again (`machines.journal.expand_steps`; the
+    fold does), so a spine of either form reads alike.
+    """
 
     def __init__(self, spine: Spine, db: Database, heinzel_id: str) -> None:
         super().__init__(spine, SpineIndex.at_tail(spine))
         self.db = db
         self.heinzel_id = heinzel_id
+        self.held: dict[str, dict[str, Any]] = {}
+        """Per turn, the steps started since its last line: ``{step: input}``."""
+
+    def append(
+        self,
+        kind: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        short_text: Sequence[str] = (),
+    ) -> Event:
+        """Append a line; a plain step start is held for the turn's next line, which
+        carries it (the event returned is the line as asked for, without ``steps``)."""
+        data = dict(data or {})
+        if (
+            turn is not None
+            and kind == "step.started"
+            and key is None
+            and set(data) == STEP
+            and self._last() is not None  # a turn's steps follow its start: always
+        ):
+            self.held.setdefault(turn, {})[str(data["step"])] = data["input"]
+            return self._held_event(turn, data)
+        carried = self.held.pop(turn, None) if turn is not None else None
+        if turn is None or not carried:
+            return super().append(kind, data, turn=turn, key=key, short_text=short_text)
+        try:
+            event = super().append(
+                kind, {**data, CARRIED: carried}, turn=turn, key=key, short_text=short_text
+            )
+        except BaseException:
+            self.held[turn] = carried  # nothing was written: the next line carries them
+            raise
+        return without_steps(event)
+
+    def _last(self) -> Event | None:
+        """The spine's last line, written or held back to be written."""
+        return self.spine.pending[-1] if self.spine.pending else self.spine.last
+
+    def _held_event(self, turn: str, data: Mapping[str, Any]) -> Event:
+        """A held step start as an event (the machine folds it now): numbered and timed
+        as the line that will carry it is, at the latest."""
+        last = self._last()
+        assert last is not None  # held only after a line
+        return make_event(
+            seq=last.seq + 1,
+            ts=last.ts,
+            prev=None,
+            kind="step.started",
+            data=dict(data),
+            turn=turn,
+            key=None,
+        )
 
     def turn_offset(self, turn: str) -> int | None:
         """The turn's first offset, from what this process appended or the index."""
@@ -74,7 +141,10 @@ class IndexedJournal(SpineJournal):
         for a turn the index does not know (it is caught up with the spine)."""
         if self.turn_offset(turn) is None:
             return []
-        return super().turn_events(turn)
+        held = self.held.get(turn, {})  # steps no line carries yet
+        return super().turn_events(turn) + [
+            self._held_event(turn, {"step": step, "input": digest}) for step, digest in held.items()
+        ]
 
     def turn_ended(self, turn: str) -> bool | None:
         """Whether ``turn`` has ended, from what this process appended or the ``turns``
@@ -175,7 +245,9 @@ class EngineRecorder:
             usd = self.cap_usd if raw == "cap" else Decimal(str(raw or 0))
             self.usd += usd
             tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
-            mapped = {"n": data.get("n"), "hash": data.get("body"), "usd": float(usd)}
+            mapped: dict[str, Any] = {"n": data.get("n"), "hash": data.get("body")}
+            if usd:  # a free request (the offline model) spends nothing: no field
+                mapped["usd"] = float(usd)
             mapped["tokens"] = tokens
             if data.get("cached"):
                 mapped["cached"] = int(data["cached"])  # of ``tokens``, read from the cache

@@ -11,11 +11,13 @@ the same turn in the previous line format (``fixtures/spines/v1-session``).
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai import Agent
 
@@ -169,6 +171,45 @@ def print_kinds(new_path: Path, new_turn: str) -> None:
     print(f"    {'total':<15} {sum(old.values()):6d} -> {sum(new.values()):6d} B")
 
 
+DRAFTED_TARGET = 2048
+"""Bytes one drafted turn may add to the spine (ADR 0049 statement 4: about a kilobyte)."""
+SKIP_TARGET = 300
+"""Bytes one nothing-moved skip may add (statement 15: a skip costs nothing)."""
+
+
+def verdict(target: str, figure: int, limit: int) -> str:
+    """The shared PASS/MISS line of one target."""
+    word = "PASS" if figure <= limit else "MISS"
+    return f"{word} {target}: {figure} B (target ≤ {limit} B)"
+
+
+CANONICAL: dict[str, Any] = {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False}
+
+
+def field_bytes(line: bytes) -> dict[str, int]:
+    """Where one line's bytes go: each envelope key's ``"name":value`` and, under
+    ``frame``, the braces, the commas between the keys and the newline."""
+    obj = json.loads(line)
+    sizes = {
+        name: len(json.dumps({name: obj[name]}, **CANONICAL).encode("utf-8")) - 2
+        for name in sorted(obj)
+    }
+    sizes["frame"] = len(line) + 1 - sum(sizes.values())
+    return sizes
+
+
+def print_fields(path: Path, turn: str) -> None:
+    """Per line of ``turn``: its bytes, field by field (docs/spine.md's table)."""
+    raw = path.read_bytes().split(b"\n")
+    names = ("v", "seq", "ts", "prev", "turn", "kind", "key", "data", "frame")
+    print("  per line and field (B): " + " ".join(f"{n:>5}" for n in names))
+    for event in read_events(path):
+        if event.turn == turn:
+            sizes = field_bytes(raw[event.seq - 1])
+            row = " ".join(f"{sizes[n]:5d}" for n in names)
+            print(f"    {event.kind:<15} {sum(sizes.values()):5d}  {row}")
+
+
 def main() -> None:
     configure_logging("cli", stream=sys.stderr, clock=lambda: AT, level="warning")
     with tempfile.TemporaryDirectory() as tmp:
@@ -182,9 +223,10 @@ def main() -> None:
         Turns(service).run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
         total, count, kinds, think = turn_bytes(service, heinzel_id)
         print(f"drafted turn spine bytes:  {total:7d} B for {count} lines ({', '.join(kinds)})")
-        verdict = "ok" if total <= 2048 else "OVER"
-        print(f"  target 2048 B -> {verdict}; the think step's lines alone: {think} B")
+        print(f"  the think step's lines alone: {think} B")
         print_kinds(service.home.spine_path(heinzel_id), last_turn(service, heinzel_id))
+        print_fields(service.home.spine_path(heinzel_id), last_turn(service, heinzel_id))
+        drafted = total
         service, heinzel_id = setup(Path(tmp) / "c", render="if-moved")
         Turns(service).run_wakes(
             heinzel_id,
@@ -193,8 +235,10 @@ def main() -> None:
             staged=TickFetch(staged=[], fetches=0),
         )
         total, count, kinds, _ = turn_bytes(service, heinzel_id)
-        verdict = "ok" if total <= 300 else "OVER"
-        print(f"nothing-moved skip bytes:  {total:7d} B for {count} line ({kinds[0]}) -> {verdict}")
+        print(f"nothing-moved skip bytes:  {total:7d} B for {count} line ({kinds[0]})")
+        print_fields(service.home.spine_path(heinzel_id), last_turn(service, heinzel_id))
+        print(verdict("drafted turn spine bytes", drafted, DRAFTED_TARGET))
+        print(verdict("nothing-moved skip spine bytes", total, SKIP_TARGET))
 
 
 if __name__ == "__main__":

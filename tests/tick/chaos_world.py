@@ -227,7 +227,8 @@ class Spines:
             elif kind == "model.request":
                 self.runs.update(waiting.pop(turn, []))  # steers this request carried
                 day = str(line["ts"])[:10]
-                self.spent[day] = self.spent.get(day, Decimal(0)) + Decimal(str(data["usd"]))
+                usd = Decimal(str(data.get("usd") or 0))  # a free request writes none
+                self.spent[day] = self.spent.get(day, Decimal(0)) + usd
             elif kind == "draft.placed":
                 self.drafts.update(k for k in keys_of.get(turn, []) if SLOT.match(k))
             elif kind == "question.answered" and str(data.get("id", "")).startswith("answer-"):

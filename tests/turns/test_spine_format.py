@@ -28,6 +28,7 @@ from ledger.event import Event
 from ledger.spine import read_events
 from machines import DiskBody, Wake, keys
 from machines.fold import TurnState, fold
+from machines.journal import expand_steps
 
 OLD = Path(__file__).resolve().parents[2] / "fixtures" / "spines" / "v1-session"
 OLD_ID = "hz-01M66N6AC075ZZ5M4SHMXSS4BS"
@@ -143,7 +144,7 @@ def _readings(root: Path, home: Path, heinzel_id: str, work: str) -> dict[str, A
     events = list(read_events(spine))
     turns = _turns(events)
     body = DiskBody(home / "heinzel" / heinzel_id)
-    for event in events:  # every step input is found in the body by the name the spine gives
+    for event in expand_steps(events):  # each step input is in the body by its spine name
         if event.kind == "step.started" and event.turn:
             assert body.get(event.turn, str(event.data["input"])) is not None
     folded = {turn: _fold_view(fold(turn, events)) for turn in turns}

@@ -16,6 +16,11 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
 - ``tick_sources``: when each source is next polled. A source gets its row, due at once,
   when a contract naming it is approved; the tick moves it on and keeps it across a
   rebuild (it is not a derived row, and losing it costs one refetch);
+- ``tick_needs``: each input's ``needed_by`` (the asset it reads, the deadline rule in the
+  contract's timezone, the nudges' lead times, the escalation), ``tick_users``: whose each
+  Heinzelmännchen is (its contract's ``owner``), ``tick_approved``: each approval's time and
+  approved fingerprint, ``tick_flow``: the flow's notices with their message (the flow,
+  `heinzel.index.flow`);
 - ``tick_superseded``: the superseded drafts whose section the tick already read once
   (`heinzel.tick.superseded`); bookkeeping like ``tick_sources``, a rebuild reads them again.
 
@@ -41,7 +46,7 @@ from ledger.event import Event, format_ts, parse_ts
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["TICK_SCHEMA", "TickProjection"]
+__all__ = ["FLOW_REASONS", "TICK_SCHEMA", "TickProjection", "read_asset"]
 
 TICK_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS tick_origins (heinzel TEXT PRIMARY KEY, origin TEXT);
@@ -75,6 +80,22 @@ CREATE INDEX IF NOT EXISTS tick_notices_day ON tick_notices(reason, day);
 CREATE TABLE IF NOT EXISTS tick_sources (key TEXT PRIMARY KEY, next_check TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tick_superseded (key TEXT PRIMARY KEY, checked_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tick_sources_next ON tick_sources(next_check);
+CREATE TABLE IF NOT EXISTS tick_needs (
+    heinzel TEXT NOT NULL, input TEXT NOT NULL, asset TEXT NOT NULL, at TEXT NOT NULL,
+    timezone TEXT, nudge TEXT NOT NULL, escalate_after_s INTEGER, escalate_to TEXT,
+    PRIMARY KEY (heinzel, input)
+);
+CREATE INDEX IF NOT EXISTS tick_needs_asset ON tick_needs(asset);
+CREATE TABLE IF NOT EXISTS tick_users (heinzel TEXT PRIMARY KEY, user TEXT);
+CREATE TABLE IF NOT EXISTS tick_approved (
+    key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, output TEXT, at TEXT, fp TEXT
+);
+CREATE INDEX IF NOT EXISTS tick_approved_output ON tick_approved(heinzel, output, at);
+CREATE TABLE IF NOT EXISTS tick_flow (
+    key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, reason TEXT, message TEXT, at TEXT,
+    until TEXT
+);
+CREATE INDEX IF NOT EXISTS tick_flow_heinzel ON tick_flow(heinzel, reason);
 """
 
 TABLES: Final = (
@@ -86,7 +107,25 @@ TABLES: Final = (
     "tick_drafts",
     "tick_answers",
     "tick_notices",
+    "tick_needs",
+    "tick_users",
+    "tick_approved",
+    "tick_flow",
 )
+
+FLOW_REASONS: Final = ("needed-by", "fell-back", "escalated")
+"""The flow's notices (`heinzel.index.flow`), kept with their message and how long they
+hold (``tick_flow``), so every surface shows them from the index."""
+
+
+def read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:
+    """The asset an input reads (``documents.read``'s doc, ``files.read``'s path), None
+    for a source that is no asset."""
+    if (capability, method) == ("documents", "read") and args.get("doc"):
+        return str(args["doc"])
+    if (capability, method) == ("files", "read") and args.get("path"):
+        return "file:" + str(args["path"])
+    return None
 
 
 def _seconds(value: Any) -> int | None:
@@ -140,6 +179,8 @@ class TickProjection:
         base = Path(found[0]) if found and found[0] else Path.cwd()
         db.execute("DELETE FROM tick_inputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_outputs WHERE heinzel = ?", [source])
+        db.execute("DELETE FROM tick_needs WHERE heinzel = ?", [source])
+        db.execute("INSERT OR REPLACE INTO tick_users VALUES (?, ?)", [source, hz.get("owner")])
         for name, spec in hz.get("inputs", {}).items():
             capability, _, method = str(spec["from"]).partition(".")
             args = absolute_args(capability, method, spec.get("args") or {}, base)
@@ -161,6 +202,23 @@ class TickProjection:
             )
             # a source not polled yet is due at once; the tick moves next_check on
             db.execute("INSERT OR IGNORE INTO tick_sources VALUES (?, '')", [key])
+            need = spec.get("needed_by")
+            asset = read_asset(capability, method, args)
+            if need and asset:
+                escalate = need.get("escalate") or {}
+                db.execute(
+                    "INSERT INTO tick_needs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        source,
+                        name,
+                        asset,
+                        need["at"],
+                        hz.get("timezone") or "UTC",
+                        json.dumps([_seconds(n) for n in need.get("nudge") or []]),
+                        _seconds(escalate.get("after")),
+                        escalate.get("to"),
+                    ],
+                )
         for name, spec in hz.get("outputs", {}).items():
             db.execute(
                 "INSERT INTO tick_outputs VALUES (?, ?, ?, ?)",
@@ -225,6 +283,12 @@ class TickProjection:
             "INSERT OR REPLACE INTO tick_decisions VALUES (?, ?, ?, ?, ?, ?)",
             [key, source, output, "rejected" if rejected else "approved", event.ts, until],
         )
+        if not rejected:
+            fp = event.data.get("output_fp") or event.data.get("approved_fp")
+            db.execute(
+                "INSERT OR REPLACE INTO tick_approved VALUES (?, ?, ?, ?, ?)",
+                [key, source, output, event.ts, fp],
+            )
 
     def _answered(self, db: Database, source: str, event: Event) -> None:
         if event.key:
@@ -235,3 +299,15 @@ class TickProjection:
             "INSERT OR IGNORE INTO tick_notices VALUES (?, ?, ?, ?, ?)",
             [event.key, source, event.data.get("reason"), event.data.get("day"), event.ts],
         )
+        if event.data.get("reason") in FLOW_REASONS:
+            db.execute(
+                "INSERT OR IGNORE INTO tick_flow VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    event.key,
+                    source,
+                    event.data.get("reason"),
+                    event.data.get("message"),
+                    event.ts,
+                    event.data.get("until"),
+                ],
+            )

@@ -32,6 +32,7 @@ from heinzel.session.sessions import Sessions
 from heinzel.session.spend import spent_today
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
 from heinzel.tick.discover import Discovery
+from heinzel.tick.flow import flow_notices
 from heinzel.tick.handing import hand, inbox_wakes
 from heinzel.tick.housekeeping import housekeep
 from heinzel.tick.isolate import isolated
@@ -171,6 +172,7 @@ class Tick:
         try:
             report = self._tick()
             report.notices += superseded_approvals(self.service, self.adapters, report.errors)
+            report.notices += flow_notices(self.service, report.errors)
             report.pruned = len(housekeep(self.service, self.service.clock(), report.errors))
             if self.team is not None:
                 self.team.after(report)

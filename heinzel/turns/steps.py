@@ -26,6 +26,7 @@ from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, settle, write_tools
 from heinzel.turns.env import TurnEnv
 from heinzel.turns.failure import keep_failure, refusal
+from heinzel.turns.flow import fall_back
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
 from machines import Acted, Fail, OutOfTime, Skip, TurnContext, Wait
@@ -96,6 +97,7 @@ class HeinzelSteps:
             {"name": i.name, "source": i.source, "content": i.content}
             for i in self.env.extra_inputs
         ]
+        extra += fall_back(self.env, ctx, staged)
         return {"inputs": [*staged, *extra], "started_at": self.env.clock().isoformat()}
 
     async def think(self, ctx: TurnContext, gathered: Any) -> Any:

@@ -17,10 +17,10 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
   when a contract naming it is approved; the tick moves it on and keeps it across a
   rebuild (it is not a derived row, and losing it costs one refetch);
 - ``tick_needs``: each input's ``needed_by`` (the asset it reads, the deadline rule in the
-  contract's timezone, the nudges' lead times, the escalation), ``tick_users``: whose each
-  Heinzelmännchen is (its contract's ``owner``), ``tick_approved``: each approval's time and
-  approved fingerprint, ``tick_flow``: the flow's notices with their message (the flow,
-  `heinzel.index.flow`);
+  contract's timezone, the nudges' lead times, the escalation); ``tick_users``: whose each
+  Heinzelmännchen is (its contract's ``owner``) and how its unanswered questions end;
+  ``tick_approved``: each approval's time and approved fingerprint; ``tick_flow``: the
+  flow's notices with their message (`heinzel.index.flow`);
 - ``tick_superseded``: the superseded drafts whose section the tick already read once
   (`heinzel.tick.superseded`); bookkeeping like ``tick_sources``, a rebuild reads them again.
 
@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS tick_needs (
     PRIMARY KEY (heinzel, input)
 );
 CREATE INDEX IF NOT EXISTS tick_needs_asset ON tick_needs(asset);
-CREATE TABLE IF NOT EXISTS tick_users (heinzel TEXT PRIMARY KEY, user TEXT);
+CREATE TABLE IF NOT EXISTS tick_users (heinzel TEXT PRIMARY KEY, user TEXT, unanswered TEXT);
 CREATE TABLE IF NOT EXISTS tick_approved (
     key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, output TEXT, at TEXT, fp TEXT
 );
@@ -180,7 +180,10 @@ class TickProjection:
         db.execute("DELETE FROM tick_inputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_outputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_needs WHERE heinzel = ?", [source])
-        db.execute("INSERT OR REPLACE INTO tick_users VALUES (?, ?)", [source, hz.get("owner")])
+        db.execute(
+            "INSERT OR REPLACE INTO tick_users VALUES (?, ?, ?)",
+            [source, hz.get("owner"), hz.get("unanswered") or "fall-back"],
+        )
         for name, spec in hz.get("inputs", {}).items():
             capability, _, method = str(spec["from"]).partition(".")
             args = absolute_args(capability, method, spec.get("args") or {}, base)

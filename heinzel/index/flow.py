@@ -45,6 +45,8 @@ __all__ = [
     "fallbacks",
     "local_time",
     "needs",
+    "pending_draft",
+    "unanswered",
 ]
 
 
@@ -261,3 +263,20 @@ def fallbacks(db: Database, reader: str, now: datetime) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def pending_draft(db: Database, heinzel: str, output: str) -> str | None:
+    """The key of ``heinzel``'s latest pending draft of ``output`` (None: none)."""
+    row = db.execute(
+        "SELECT key FROM drafts WHERE heinzel = ? AND output = ? AND state = 'pending' "
+        "ORDER BY placed_at DESC LIMIT 1",
+        [heinzel, output],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def unanswered(db: Database, heinzel: str) -> str:
+    """How ``heinzel``'s contract ends a question unanswered at ``max_wait``:
+    ``fall-back`` (the default) or ``abandon``."""
+    row = db.execute("SELECT unanswered FROM tick_users WHERE heinzel = ?", [heinzel]).fetchone()
+    return str(row[0]) if row and row[0] else "fall-back"

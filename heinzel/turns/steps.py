@@ -29,6 +29,7 @@ from heinzel.turns.failure import keep_failure, refusal
 from heinzel.turns.flow import fall_back
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
+from heinzel.turns.waits import hold
 from machines import Acted, Fail, OutOfTime, Skip, TurnContext, Wait
 
 __all__ = ["HeinzelSteps", "TurnEnv", "watching_stop"]
@@ -250,6 +251,9 @@ class HeinzelSteps:
         disposition = thought["disposition"]
         if ctx.cause == "approval":
             return thought
+        held = hold(self.env, ctx, Outcome.model_validate(thought["outcome"]))
+        if held is not None:
+            return held
         if disposition["disposition"] == "skipped":
             await write_summary(self.env, ctx, Outcome.model_validate(thought["outcome"]))
             reason = disposition.get("reason")

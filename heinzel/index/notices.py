@@ -24,9 +24,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-__all__ = ["notices"]
+__all__ = ["ASKING_TURN_OPEN", "notices"]
+
+ASKING_TURN_OPEN: Final = (
+    "NOT EXISTS (SELECT 1 FROM turns t WHERE t.heinzel = a.heinzel AND t.ended_at IS NOT "
+    "NULL AND a.key LIKE a.heinzel || '@question:' || t.id || ':%')"
+)
+"""SQL on a ``question.asked`` row ``a`` of the ``keys`` table: the turn that asked it has
+not ended. A question whose turn ended unanswered (past ``max_wait``, or stopped) waits
+on nobody: it is no longer listed, shown or answerable."""
 
 
 class Database(Protocol):
@@ -128,7 +136,7 @@ def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict
         f"SELECT a.heinzel, COUNT(*) FROM keys a WHERE a.heinzel IN ({marks}) "  # noqa: S608
         "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
         "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
-        "GROUP BY a.heinzel",
+        f"AND {ASKING_TURN_OPEN} GROUP BY a.heinzel",
         ids,
     ).fetchall()
     for heinzel, count in rows:

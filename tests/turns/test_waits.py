@@ -11,6 +11,7 @@ import pytest
 
 from heinzel.config import HeinzelSettings, Settings
 from heinzel.service import Service
+from heinzel.session.questions import open_asks
 from heinzel.store.home import Home
 from heinzel.tick.tick import Tick
 from heinzel.turns import TurnHost, default_adapters
@@ -166,6 +167,10 @@ class TestUnanswered:
         home.tick(days=8)
         assert len(home.events("turn.waiting")) == 1
         assert len(home.events("turn.finished")) == 1
+        # its question waits on nobody now: not listed, not shown, not answerable
+        [row] = home.service.listing()
+        assert "question" not in [n["reason"] for n in row["notices"]]
+        assert open_asks(home.service, home.id) == []
 
     def test_abandon_ends_the_turn_unanswered_with_a_notice(self, tmp_path: Path) -> None:
         """``unanswered: abandon``: the tick ends the turn abandoned (unanswered) without
@@ -191,6 +196,7 @@ class TestUnanswered:
         assert len(home.events("notice.posted")) == 1
         [row] = home.service.listing()
         assert "the last turn abandoned (unanswered)" in [n["message"] for n in row["notices"]]
+        assert "question" not in [n["reason"] for n in row["notices"]]
 
 
 @pytest.mark.parametrize("wait", [{"why": "w"}, {"why": "w", "source": "a", "approval": "b"}])

@@ -51,7 +51,7 @@ class Home:
         shutil.copytree(FIXTURES, self.work)
         (self.work / "ana-notes.prose.md").write_text(BYSTANDER, encoding="utf-8")
 
-    def hz(self, now: str, *args: str, ok: bool = True) -> str:
+    def hz(self, now: str, *args: str, ok: bool = True, crash: str | None = None) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
         env.update(
             HZ_HOME=str(self.home),
@@ -63,8 +63,12 @@ class Home:
             HZ_LOG_LEVEL="error",
             XDG_CONFIG_HOME=str(self.root / "config"),
         )
+        if crash is not None:
+            env["HZ_CRASH_AT"] = crash
         done = forkhz.hz(args, env, self.work)
-        if ok:
+        if crash is not None:
+            assert done.returncode == 137, done.stderr
+        elif ok:
             assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -104,8 +108,9 @@ class TestTheosFriday:
     def test_theos_row_is_late_and_priyas_report_proceeds_stale(self, tmp_path: Path) -> None:
         """Thursday 17:00 Theo's second row is drafted and never approved: a nudge a day
         before Friday noon and one two hours before (two keys, one notice shown); at 15:00
-        the report reads the row as last approved, records ``input.fell_back`` and says so
-        in its draft; only my-row and weekly-report are told; no escalation."""
+        the report reads the row as last approved, records ``input.fell_back`` once (a kill
+        right after it is recovered without a second line or notice) and says so in its
+        draft; only my-row and weekly-report are told; no escalation."""
         home = Home(tmp_path)
         home.setup()
         rows = (home.work / "team-rows.md").read_text("utf-8")
@@ -132,7 +137,9 @@ class TestTheosFriday:
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needed-by") == 0
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needs your approval") == 1
 
-        home.hz("2026-11-13T14:05:00Z", "system", "daemon", "tick")  # Fri 15:05 Berlin
+        # Fri 15:05 Berlin: killed right after input.fell_back, recovered by the next tick
+        home.hz("2026-11-13T14:05:00Z", "system", "daemon", "tick", crash="after:input.fell_back")
+        home.hz("2026-11-13T14:07:00Z", "system", "daemon", "tick")
         priya = home.spines()["weekly-report"]
         [fell] = [e for e in priya if e["kind"] == "input.fell_back"]
         approved = [e for e in home.spines()["my-row"] if e["kind"] == "approval.observed"]

@@ -126,6 +126,31 @@ class TestOutcomeWaits:
         assert [w.get("woken_by") for w in report.woken] == ["source"]
         assert [e.data["disposition"] for e in home.events("turn.finished")] == ["drafted"]
 
+    def test_a_turn_waits_until_a_draft_is_approved(self, tmp_path: Path) -> None:
+        """``wait.approval``: on {kind: approval, key} with the output's pending draft; the
+        tick that reads it approved resumes the turn (approval), before the learning turn."""
+        home = Home_(tmp_path, {"report": "a digest", "draft": DRAFT})
+        home.wake()
+        [placed] = home.events("draft.placed")
+        wait = {"why": "after the last one is approved", "approval": "section"}
+        later = {"report": "later", "nothing_to_do": True, "reason": "wait", "wait": wait}
+        home.host = TurnHost(home.service, model=answering(later))
+        wake = Wake("asked", keys.asked(home.id, "r2"))
+        (state,) = home.host.run_wakes(home.id, [wake], adapters=home.adapters)
+        assert state.state == "waiting"
+        assert state.wait["on"] == {"kind": "approval", "key": placed.key}
+        home.tick(minutes=5)
+        assert home.events("turn.resumed") == []
+        report_md = home.folder / "report.md"
+        text = report_md.read_text("utf-8")
+        report_md.write_text(
+            "\n".join(x for x in text.split("\n") if not x.startswith("🧝 DRAFT")), "utf-8"
+        )
+        report = home.tick(minutes=5)
+        assert report.woken[0]["woken_by"] == "approval"
+        ended = [e for e in home.events("turn.skipped") if e.turn == state.turn]
+        assert [e.data["reason"] for e in ended] == ["check-unmet"]
+
     def test_a_wait_on_a_source_that_is_not_an_input_goes_back_to_the_model(self) -> None:
         """check_against: wait.source names one of the turn's inputs."""
         from heinzel.engine.outcome import Outcome, check_against

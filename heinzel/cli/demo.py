@@ -300,10 +300,11 @@ def _line(event: dict[str, Any]) -> str:
         "requested_in",
         "share_changed",
         "to",
-        "input",
         "stale_s",
     )
     shown = [f"{k}={data[k]}" for k in keys if k in data]
+    if event["kind"] == "input.fell_back":
+        shown.insert(0, f"input={data.get('input')} approved_at={data.get('approved_at')}")
     if event["kind"] == "notice.posted":
         shown.append(f"{str(data.get('message'))[:90]!r}")
     if "sentence" in data:
@@ -357,6 +358,7 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     echo(f"  {hz} heinzel show {NAME} --home {home}")
     echo(f"  {hz} heinzel lessons {NAME} --home {home}")
     echo(f"  {hz} drafts --home {home}")
+    echo(f"  HZ_NOW=2026-11-13T09:06:00Z {hz} heinzel list --home {home}   (Theo's nudge)")
     return week
 
 

@@ -11,9 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
+from starlette.testclient import TestClient
 
+from heinzel.app import App
 from heinzel.cli.demo import FIXTURES
+from heinzel.web.server import create_app
 from tests import forkhz
+from tests.hz_mcp.client import session, text
 
 BYSTANDER = """---
 name: ana-notes
@@ -51,7 +56,7 @@ class Home:
         shutil.copytree(FIXTURES, self.work)
         (self.work / "ana-notes.prose.md").write_text(BYSTANDER, encoding="utf-8")
 
-    def hz(self, now: str, *args: str, ok: bool = True, crash: str | None = None) -> str:
+    def env(self, now: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
         env.update(
             HZ_HOME=str(self.home),
@@ -63,6 +68,10 @@ class Home:
             HZ_LOG_LEVEL="error",
             XDG_CONFIG_HOME=str(self.root / "config"),
         )
+        return env
+
+    def hz(self, now: str, *args: str, ok: bool = True, crash: str | None = None) -> str:
+        env = self.env(now)
         if crash is not None:
             env["HZ_CRASH_AT"] = crash
         done = forkhz.hz(args, env, self.work)
@@ -84,6 +93,28 @@ class Home:
     def listed(self, now: str) -> dict[str, dict[str, Any]]:
         rows = json.loads(self.hz(now, "heinzel", "list", "--json"))
         return {row["name"]: row for row in rows}
+
+    def surfaces(self, now: str, words: str) -> tuple[int, int]:
+        """How often ``words`` appear in MCP's ``heinzel_list`` and on the page's list."""
+        env = {**self.env(now), "PATH": "/usr/bin:/bin"}
+
+        async def listed(s: ClientSession) -> Any:
+            result = await s.call_tool("heinzel_list", {})
+            assert not result.is_error, text(result)
+            return result.structured_content
+
+        rows = session(env, self.work, listed)["heinzelmaennchen"]
+        mcp = sum(str(n["message"]).count(words) for r in rows for n in r["notices"])
+        app = create_app(
+            lambda: App.from_environment(str(self.home), env),
+            "t" * 32,
+            hosts=["testserver"],
+            idle_seconds=0,
+        )
+        with TestClient(app, follow_redirects=False) as client:
+            assert client.get(f"/auth?token={'t' * 32}").status_code == 303
+            page = client.get("/").text
+        return mcp, page.count(words)
 
     def setup(self) -> None:
         """Monday: all three created and approved; Thursday morning Theo's first row,
@@ -136,6 +167,7 @@ class TestTheosFriday:
         assert [n["reason"] for n in shown["notices"]] == ["needed-by"]
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needed-by") == 0
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needs your approval") == 1
+        assert home.surfaces("2026-11-13T09:06:00Z", "needs your approval") == (1, 1)
 
         # Fri 15:05 Berlin: killed right after input.fell_back, recovered by the next tick
         home.hz("2026-11-13T14:05:00Z", "system", "daemon", "tick", crash="after:input.fell_back")

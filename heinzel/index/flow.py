@@ -112,12 +112,14 @@ def local_time(at: datetime, timezone: str) -> str:
 
 
 def needs(db: Database, reader: str | None = None) -> list[Need]:
-    """Every need of the approved contracts (or of ``reader``'s)."""
+    """Every need of the approved contracts (or of ``reader``'s); a retired reader needs
+    nothing."""
     sql = (
-        "SELECT heinzel, input, asset, at, timezone, nudge, escalate_after_s, escalate_to "
-        "FROM tick_needs"
+        "SELECT n.heinzel, n.input, n.asset, n.at, n.timezone, n.nudge, n.escalate_after_s, "
+        "n.escalate_to FROM tick_needs n JOIN heinzel h ON h.id = n.heinzel "
+        "WHERE h.hold IS NOT 'retired'"
     )
-    rows = db.execute(sql + " WHERE heinzel = ?", [reader]) if reader else db.execute(sql, [])
+    rows = db.execute(sql + " AND n.heinzel = ?", [reader]) if reader else db.execute(sql, [])
     return [
         Need(
             reader=str(r[0]),

@@ -226,3 +226,12 @@ class TestTheosFriday:
         assert "the fallback is late too" in escalated[0]["data"]["message"]
         listed = home.listed("2026-11-13T15:11:00Z")
         assert "escalated" in [n["reason"] for n in listed["weekly-report"]["notices"]]
+
+    def test_a_retired_reader_needs_nothing(self, tmp_path: Path) -> None:
+        """Priya's report retired before Thursday: Theo's late row nudges nobody."""
+        home = Home(tmp_path)
+        home.setup()
+        home.hz("2026-11-12T11:00:00Z", "heinzel", "retire", "weekly-report")
+        home.hz("2026-11-12T16:05:00Z", "system", "daemon", "tick")
+        home.hz("2026-11-13T09:05:00Z", "system", "daemon", "tick")
+        assert notices(home.spines()["my-row"]) == []

@@ -86,7 +86,7 @@ ACT_DISPOSITIONS: Final = ("drafted", "asked", "learned", "proposed")
 SKIP_REASONS: Final = ("nothing-moved", "check-unmet", "done-when-unmet", "cap", "throttled")
 """Why a turn was skipped (``turn.skipped.reason``)."""
 
-ABANDON_REASONS: Final = ("timeout", "max-resumes", "stopped", "superseded")
+ABANDON_REASONS: Final = ("timeout", "max-resumes", "stopped", "superseded", "unanswered")
 """Why a turn was abandoned (``turn.finished.reason`` when the disposition is abandoned)."""
 
 CAUSES: Final = (

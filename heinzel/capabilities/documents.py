@@ -80,6 +80,7 @@ __all__ = [
     "neutralise_markers",
     "normalise_text",
     "text_hash",
+    "without_pending",
 ]
 
 TAG_PREFIX = "🧝 DRAFT"
@@ -148,6 +149,25 @@ def neutralise_markers(text: str) -> str:
     every turn failed ``HZH132``), while Markdown still shows the reader the text it was.
     The replacement holds no ``<``, so it never forms a new marker."""
     return text.replace(_MARK, NEUTRAL_MARK)
+
+
+def without_pending(text: str) -> str:
+    """``text`` with every pending draft section left out (its tag line, its two comments,
+    its text, and the blank line after it): what the document says as approved. A reader
+    that falls back on the last approved version reads this (docs/turns-in-hz.md, "The
+    flow")."""
+    lines = text.split("\n")
+    cut: list[tuple[int, int]] = []
+    for line in lines:
+        match = _START_RE.match(line.strip())
+        if match is None:
+            continue
+        section = _Section(lines, match.group(1))
+        if section.well_formed() and section.tagged():
+            cut.append((section.starts[0] - 1, section.ends[0]))
+    for first, last in sorted(cut, reverse=True):
+        del lines[first : last + 1 + (last + 1 < len(lines) and not lines[last + 1])]
+    return "\n".join(lines)
 
 
 def text_hash(text: str) -> str:

@@ -8,7 +8,8 @@ written to the body, before the spine records it) and finished by the next
 ticks with one section and no second model call; Monday's approval with Priya's edits and
 two lessons; Tuesday's chat, whose turn proposes the amendment she asked for (hers, citing
 her message), approved as v2; the next Friday's draft under v2 with both lessons;
-Wednesday's discovered document, proposed once and declined. The model is the built-in
+Wednesday's discovered document, proposed once and declined; Theo's Friday, whose late
+row the report falls back on (the flow). The model is the built-in
 ``offline`` one (not AI, and it says so). `Week` is also what ``tests/e2e/test_priya.py``
 drives.
 """
@@ -32,6 +33,7 @@ __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 NAME = "weekly-report"
+V3 = "weekly-report.v3.prose.md"
 MARK = "<!-- hz:draft key="
 
 
@@ -61,6 +63,8 @@ class Step:
     lines: list[dict[str, Any]] = field(default_factory=list)
     usd: float = 0.0
     exits: list[int] = field(default_factory=list)
+    others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """What other sessions gained (Theo's on his Friday), by name."""
 
 
 class Week:
@@ -131,12 +135,13 @@ class Week:
             )
         return done.stdout
 
-    def spine(self) -> list[dict[str, Any]]:
-        """Every line of Priya's one session, parsed."""
-        paths = sorted((self.home / "heinzel").glob("hz-*/session.jsonl"))
-        if not paths:
-            return []
-        return [json.loads(line) for line in paths[0].read_text("utf-8").splitlines()]
+    def spine(self, name: str = NAME) -> list[dict[str, Any]]:
+        """Every line of one session (Priya's report by default), parsed."""
+        for path in sorted((self.home / "heinzel").glob("hz-*/session.jsonl")):
+            lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+            if lines and lines[0]["kind"] == "heinzel.created" and lines[0]["data"]["name"] == name:
+                return lines
+        return []
 
     def report(self) -> str:
         return (self.work / "weekly-report.md").read_text(encoding="utf-8")
@@ -188,8 +193,25 @@ class Week:
         self.hz(s, "2026-11-11T09:00:00Z", "heinzel", "decline", NAME)
         self.hz(s, "2026-11-12T08:00:00Z", "system", "daemon", "tick")
 
-    def play(self, out: Callable[[Step], None] = lambda step: None, *, until: int = 6) -> None:
-        """The week (its first ``until`` moments), each handed to ``out`` as it ends."""
+    def _theos_friday(self, s: Step) -> None:
+        tick = ("system", "daemon", "tick")
+        self.hz(s, "2026-11-12T09:00:00Z", "heinzel", "new", "--from", "my-row.prose.md")
+        self.hz(s, "2026-11-12T09:01:00Z", "approve", "my-row")
+        self.hz(s, "2026-11-12T09:02:00Z", "heinzel", "amend", NAME, "--from", V3)
+        self.hz(s, "2026-11-12T09:03:00Z", "approve", NAME)
+        self.hz(s, "2026-11-12T09:05:00Z", "heinzel", "wake", "my-row")
+        self.hz(s, "2026-11-12T09:30:00Z", "approve", "my-row")  # Theo approves his row
+        self.hz(s, "2026-11-12T10:00:00Z", *tick)
+        self.hz(s, "2026-11-12T16:05:00Z", *tick)  # Thu 17:05: his next row, never approved
+        self.hz(s, "2026-11-13T09:05:00Z", *tick)  # Fri 10:05: nudged again
+        self.hz(s, "2026-11-13T14:05:00Z", *tick)  # Fri 15:05: the report falls back
+        s.others["my-row"] = self.spine("my-row")
+
+    def play(
+        self, out: Callable[[Step], None] = lambda step: None, *, start: int = 0, until: int = 7
+    ) -> None:
+        """The week (its moments from ``start`` to before ``until``), each handed to ``out``
+        as it ends."""
         moments: list[tuple[str, str, str, Callable[[Step], None]]] = [
             (
                 "Mon 26 Oct 10:00",
@@ -246,8 +268,21 @@ class Week:
                 "document and wakes nothing: a source is proposed once.",
                 self._wednesday,
             ),
+            (
+                "Fri 13 Nov 15:05",
+                "Theo's row is late: nudged, then the report proceeds stale",
+                "Theo's my-row drafts his row of the team's rows document every Thursday; "
+                "Priya amends her report to read that document, needed by Friday noon, "
+                "with nudges a day and two hours before. Theo's first row is approved on "
+                "Thursday morning; his next one, drafted Thursday 17:00, is not. The ticks "
+                "nudge Theo twice (one notice per key, one shown), and at 15:00 Priya's "
+                "report goes on with his row as last approved: it records input.fell_back "
+                "(which input, which approved version, how stale) and its draft says so. "
+                "Nobody is told but Theo and Priya.",
+                self._theos_friday,
+            ),
         ]
-        for when, title, story, play in moments[:until]:
+        for when, title, story, play in moments[start:until]:
             out(self.moment(when, title, story, play))
 
 
@@ -264,8 +299,14 @@ def _line(event: dict[str, Any]) -> str:
         "by",
         "requested_in",
         "share_changed",
+        "to",
+        "stale_s",
     )
     shown = [f"{k}={data[k]}" for k in keys if k in data]
+    if event["kind"] == "input.fell_back":
+        shown.insert(0, f"input={data.get('input')} approved_at={data.get('approved_at')}")
+    if event["kind"] == "notice.posted":
+        shown.append(f"{str(data.get('message'))[:90]!r}")
     if "sentence" in data:
         shown.append(f"{str(data['sentence'])[:60]!r}")
     pins = data.get("pins") or {}
@@ -288,6 +329,9 @@ def render_step(step: Step) -> str:
     ]
     lines.append(f"  the spine gained {len(step.lines)} lines:")
     lines += [_line(e) for e in step.lines]
+    for name, others in step.others.items():
+        lines.append(f"  {name}'s spine gained {len(others)} lines, its notices:")
+        lines += [_line(e) for e in others if e["kind"] == "notice.posted"]
     lines.append(f"  cost: {step.usd:.2f} USD (the offline model is free)")
     return "\n".join(lines)
 
@@ -314,6 +358,7 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     echo(f"  {hz} heinzel show {NAME} --home {home}")
     echo(f"  {hz} heinzel lessons {NAME} --home {home}")
     echo(f"  {hz} drafts --home {home}")
+    echo(f"  HZ_NOW=2026-11-13T09:06:00Z {hz} heinzel list --home {home}   (Theo's nudge)")
     return week
 
 

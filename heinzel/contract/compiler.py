@@ -353,4 +353,9 @@ _HINTS = {
     "HZC044": "name each skill once, by its directory name",
     "HZC073": 'write place: end, place: top or place: "under:<the heading\'s text>"',
     "HZC092": "write id and version as short text, e.g. id: 067NC4KG01RG50R40M30E20918",
+    "HZC105": 'write the deadline as five cron fields in quotes, like "0 12 * * FRI" '
+    "(Friday noon in the contract's timezone)",
+    "HZC106": "put needed_by on an input that reads the document another Heinzelmännchen "
+    "drafts into (from: documents.read, args: {doc: file:...})",
+    "HZC107": "unanswered is fall-back (go on without the answer) or abandon",
 }

@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -32,6 +33,7 @@ from heinzel.contract.types import (
     Requirement,
     Slug,
     TimeZone,
+    cron_expression,
     parse_duration,
 )
 
@@ -39,11 +41,13 @@ __all__ = [
     "MAX_TURN_USD",
     "Agent",
     "Discover",
+    "Escalate",
     "Frontmatter",
     "Hz",
     "Input",
     "ModelClass",
     "Namespace",
+    "NeededBy",
     "Output",
     "RenderOnSchedule",
 ]
@@ -54,6 +58,7 @@ MAX_TURN_USD = 100.0
 Namespace = Literal["me", "team"]
 RenderOnSchedule = Literal["always", "if-moved"]
 ModelClass = Literal["fast", "standard", "best"]
+Unanswered = Literal["fall-back", "abandon"]
 ArgValue = str | int | float | bool | list[str | int | float | bool]
 
 _APPROVER = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -110,14 +115,68 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
 
+def _deadline(value: Any) -> Any:
+    try:
+        return cron_expression(value)
+    except PydanticCustomError:
+        raise PydanticCustomError(
+            "HZC105",
+            'needed_by.at is a cron expression such as "0 12 * * FRI" (in the contract\'s '
+            "timezone), not {value}",
+            {"value": repr(value)[:80]},
+        ) from None
+
+
+class Escalate(_Strict):
+    """Who is told when the fallback itself is late: the reader has placed no draft
+    ``after`` the deadline passed."""
+
+    after: Duration
+    to: Slug
+    """A roster handle, or ``owner`` (the reader's own user)."""
+
+
+class NeededBy(_Strict):
+    """When the output an input reads (another Heinzelmännchen's) is needed: a deadline
+    rule in the contract's timezone, the nudges before it, and an escalation
+    (docs/turns-in-hz.md, "The flow")."""
+
+    at: Annotated[str, BeforeValidator(_deadline)]
+    nudge: list[Duration] = Field(default_factory=list)
+    """Lead times before each deadline at which the upstream's user is nudged."""
+    escalate: Escalate | None = None
+
+
 class Input(_Strict):
-    """One input: what it reads (``capability.method`` with args), how far back, how often."""
+    """One input: what it reads (``capability.method`` with args), how far back, how often,
+    and by when it is needed (``needed_by``: only for an input that reads an asset)."""
 
     from_: MethodRef = Field(alias="from")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     window: Duration | None = None
     recheck: Duration | None = None
     facet: Identifier | None = None
+    needed_by: NeededBy | None = None
+
+    @model_validator(mode="after")
+    def _needs_an_asset(self) -> Input:
+        if self.needed_by is not None and self.from_ not in ("documents.read", "files.read"):
+            raise PydanticCustomError(
+                "HZC106",
+                "needed_by is for an input that reads another Heinzelmännchen's output "
+                "(documents.read or files.read), not {value}",
+                {"value": self.from_},
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``needed_by`` is left out, so contracts written before it keep their
+        fingerprint."""
+        data: dict[str, Any] = handler(self)
+        if data.get("needed_by") is None:
+            data.pop("needed_by", None)
+        return data
 
 
 def _glob(value: Any) -> Any:
@@ -224,14 +283,23 @@ class Hz(_Strict):
     """Sources the daily discovery may propose, each as the input named by its key."""
     alias: Annotated[list[Slug], AfterValidator(_sorted_set)] = Field(default_factory=list)
     """Other names of this Heinzelmännchen inside the graph (docs/graph.md)."""
+    unanswered: Annotated[Unanswered, _choice("HZC107", "unanswered", ("fall-back", "abandon"))] = (
+        "fall-back"
+    )
+    """How a turn whose question is still unanswered at ``[heinzel] max_wait`` ends: it
+    goes on without the answer (``fall-back``), or ends ``abandoned (unanswered)`` with a
+    notice (``abandon``)."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """No hints are left out, so contracts written before them keep their fingerprint."""
+        """No hints and the default ``unanswered`` are left out, so contracts written
+        before them keep their fingerprint."""
         data: dict[str, Any] = handler(self)
         for hint in ("discover", "alias"):
             if not data.get(hint):
                 data.pop(hint, None)
+        if data.get("unanswered") == "fall-back":
+            data.pop("unanswered", None)
         return data
 
 

@@ -10,6 +10,7 @@ disposition: the model asks, hz decides in code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -24,6 +25,7 @@ __all__ = [
     "Lesson",
     "Outcome",
     "Summary",
+    "WaitFor",
     "check_against",
     "failed",
     "judge",
@@ -103,6 +105,36 @@ class Summary(_Strict):
     previous: int | None = None
 
 
+class WaitFor(_Strict):
+    """Hold this outcome's acts until a time (``until``, ISO 8601 with its offset), until an
+    input moves (``source``: the input's name), or until the pending draft of an output is
+    approved or rejected (``approval``: the output's name); ``until`` with one of the others
+    is a wait with a timeout. hz keeps the condition and the tick resumes the turn, which
+    then performs the acts (ADR 0049 statement 12)."""
+
+    why: Line
+    until: Line | None = None
+    source: Line | None = None
+    approval: Line | None = None
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> Self:
+        if self.until is None and self.source is None and self.approval is None:
+            raise ValueError("a wait needs until, source or approval")
+        if self.source is not None and self.approval is not None:
+            raise ValueError("a wait is on one source or one approval, not both")
+        if self.until is not None:
+            try:
+                at = datetime.fromisoformat(self.until.replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(
+                    "wait.until is an ISO 8601 time such as 2026-11-02T12:00:00Z"
+                ) from None
+            if at.tzinfo is None:
+                raise ValueError("wait.until needs its offset (Z for UTC)")
+        return self
+
+
 class Outcome(_Strict):
     """What a turn returns: a report line and what hz should do (ADR 0050 statement 4)."""
 
@@ -114,6 +146,7 @@ class Outcome(_Strict):
     summary: Summary | None = None
     nothing_to_do: bool = False
     reason: Line | None = None
+    wait: WaitFor | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -161,6 +194,15 @@ def check_against(
             problems.append(f"check every Done-when item; missing: {missing}")
         if unknown:
             problems.append(f"these are not Done-when items of the contract: {unknown}")
+    wait = outcome.wait
+    if wait is not None:
+        names = [i.name for i in spec.inputs]
+        if wait.source is not None and wait.source not in names:
+            problems.append(f"wait.source must be one of the inputs {names}")
+        if wait.approval is not None and spec.outputs and wait.approval not in spec.outputs:
+            problems.append(f"wait.approval must be one of the outputs {list(spec.outputs)}")
+        if outcome.question is not None:
+            problems.append("a question already waits for its answer: drop the wait")
     if summary_due and outcome.summary is None:
         problems.append("this turn must end with a summary (the summary budget is reached)")
     if outcome.summary is not None and outcome.summary.previous != previous_summary:

@@ -20,6 +20,11 @@ queries that never open a spine (ADR 0049 statements 9 and 20):
 - ``tick_sources``: when each source is next polled. A source gets its row, due at once,
   when a contract naming it is approved; the tick moves it on and keeps it across a
   rebuild (it is not a derived row, and losing it costs one refetch);
+- ``tick_needs``: each input's ``needed_by`` (the asset it reads, the deadline rule in the
+  contract's timezone, the nudges' lead times, the escalation); ``tick_users``: whose each
+  Heinzelmännchen is (its contract's ``owner``) and how its unanswered questions end;
+  ``tick_approved`` (above) gives a fallback its input's last approval; ``tick_flow``: the
+  flow's notices with their message (`heinzel.index.flow`);
 - ``tick_superseded``: the superseded drafts whose section the tick already read once
   (`heinzel.tick.superseded`); bookkeeping like ``tick_sources``, a rebuild reads them again.
 
@@ -45,7 +50,7 @@ from ledger.event import Event, format_ts, parse_ts
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["TICK_SCHEMA", "TickProjection", "read_asset"]
+__all__ = ["FLOW_REASONS", "TICK_SCHEMA", "TickProjection", "read_asset"]
 
 TICK_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS tick_origins (heinzel TEXT PRIMARY KEY, origin TEXT);
@@ -89,6 +94,18 @@ CREATE INDEX IF NOT EXISTS tick_notices_day ON tick_notices(reason, day);
 CREATE TABLE IF NOT EXISTS tick_sources (key TEXT PRIMARY KEY, next_check TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tick_superseded (key TEXT PRIMARY KEY, checked_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tick_sources_next ON tick_sources(next_check);
+CREATE TABLE IF NOT EXISTS tick_needs (
+    heinzel TEXT NOT NULL, input TEXT NOT NULL, asset TEXT NOT NULL, at TEXT NOT NULL,
+    timezone TEXT, nudge TEXT NOT NULL, escalate_after_s INTEGER, escalate_to TEXT,
+    PRIMARY KEY (heinzel, input)
+);
+CREATE INDEX IF NOT EXISTS tick_needs_asset ON tick_needs(asset);
+CREATE TABLE IF NOT EXISTS tick_users (heinzel TEXT PRIMARY KEY, user TEXT, unanswered TEXT);
+CREATE TABLE IF NOT EXISTS tick_flow (
+    key TEXT PRIMARY KEY, heinzel TEXT NOT NULL, reason TEXT, message TEXT, at TEXT,
+    until TEXT
+);
+CREATE INDEX IF NOT EXISTS tick_flow_heinzel ON tick_flow(heinzel, reason);
 """
 
 TABLES: Final = (
@@ -102,11 +119,19 @@ TABLES: Final = (
     "tick_drafts",
     "tick_answers",
     "tick_notices",
+    "tick_needs",
+    "tick_users",
+    "tick_flow",
 )
+
+FLOW_REASONS: Final = ("needed-by", "fell-back", "escalated")
+"""The flow's notices (`heinzel.index.flow`), kept with their message and how long they
+hold (``tick_flow``), so every surface shows them from the index."""
 
 
 def read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:
-    """The asset an input reads, for a document or a file (args already absolute)."""
+    """The asset an input reads (``documents.read``'s doc, ``files.read``'s path), None
+    for a source that is no asset."""
     if (capability, method) == ("documents", "read") and args.get("doc"):
         return str(args["doc"])
     if (capability, method) == ("files", "read") and args.get("path"):
@@ -166,6 +191,11 @@ class TickProjection:
         db.execute("DELETE FROM tick_inputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_outputs WHERE heinzel = ?", [source])
         db.execute("DELETE FROM tick_reads WHERE heinzel = ?", [source])
+        db.execute("DELETE FROM tick_needs WHERE heinzel = ?", [source])
+        db.execute(
+            "INSERT OR REPLACE INTO tick_users VALUES (?, ?, ?)",
+            [source, hz.get("owner"), hz.get("unanswered") or "fall-back"],
+        )
         for name, spec in hz.get("inputs", {}).items():
             capability, _, method = str(spec["from"]).partition(".")
             args = absolute_args(capability, method, spec.get("args") or {}, base)
@@ -193,6 +223,23 @@ class TickProjection:
                 )
             # a source not polled yet is due at once; the tick moves next_check on
             db.execute("INSERT OR IGNORE INTO tick_sources VALUES (?, '')", [key])
+            need = spec.get("needed_by")
+            asset = read_asset(capability, method, args)
+            if need and asset:
+                escalate = need.get("escalate") or {}
+                db.execute(
+                    "INSERT INTO tick_needs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        source,
+                        name,
+                        asset,
+                        need["at"],
+                        hz.get("timezone") or "UTC",
+                        json.dumps([_seconds(n) for n in need.get("nudge") or []]),
+                        _seconds(escalate.get("after")),
+                        escalate.get("to"),
+                    ],
+                )
         for name, spec in hz.get("outputs", {}).items():
             db.execute(
                 "INSERT INTO tick_outputs VALUES (?, ?, ?, ?)",
@@ -257,7 +304,7 @@ class TickProjection:
             "INSERT OR REPLACE INTO tick_decisions VALUES (?, ?, ?, ?, ?, ?)",
             [key, source, output, "rejected" if rejected else "approved", event.ts, until],
         )
-        approved_fp = event.data.get("approved_fp") or event.data.get("output_fp")
+        approved_fp = event.data.get("output_fp") or event.data.get("approved_fp")
         if output and not rejected and approved_fp:
             db.execute(
                 "INSERT OR REPLACE INTO tick_approved VALUES (?, ?, ?, ?)",
@@ -273,3 +320,15 @@ class TickProjection:
             "INSERT OR IGNORE INTO tick_notices VALUES (?, ?, ?, ?, ?)",
             [event.key, source, event.data.get("reason"), event.data.get("day"), event.ts],
         )
+        if event.data.get("reason") in FLOW_REASONS:
+            db.execute(
+                "INSERT OR IGNORE INTO tick_flow VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    event.key,
+                    source,
+                    event.data.get("reason"),
+                    event.data.get("message"),
+                    event.ts,
+                    event.data.get("until"),
+                ],
+            )

@@ -10,7 +10,12 @@ message and the one command (or setting) that moves it:
   chat) that nobody answered yet; `show` prints the words and the command that answers;
 - ``superseded``: a newer draft replaced a section the user had already approved in the
   document by deleting its tag; that approval counts for nothing (`hz drafts` has the new
-  one).
+  one);
+- ``needed-by``: a reader needs its pending draft approved by a deadline (the latest
+  nudge per need, until the deadline or the approval);
+- ``fell-back``: its turn went on with an upstream's last approved version, stale (while
+  that turn's draft waits);
+- ``escalated``: it fell back and has placed no draft since, past the escalation.
 
 No spine is opened: a fixed handful of queries per listing, however many rows.
 """
@@ -19,9 +24,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-__all__ = ["notices"]
+__all__ = ["ASKING_TURN_OPEN", "notices"]
+
+ASKING_TURN_OPEN: Final = (
+    "NOT EXISTS (SELECT 1 FROM turns t WHERE t.heinzel = a.heinzel AND t.ended_at IS NOT "
+    "NULL AND a.key LIKE a.heinzel || '@question:' || t.id || ':%')"
+)
+"""SQL on a ``question.asked`` row ``a`` of the ``keys`` table: the turn that asked it has
+not ended. A question whose turn ended unanswered (past ``max_wait``, or stopped) waits
+on nobody: it is no longer listed, shown or answerable."""
 
 
 class Database(Protocol):
@@ -42,6 +55,7 @@ def notices(
         _failed(db, by_id, names)
         _superseded(db, by_id)
         _questions(db, by_id, names)
+        _flow(db, by_id, names, today)
     for row in rows:
         row["notices"] = by_id.get(str(row[id_field]), [])
 
@@ -122,7 +136,7 @@ def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict
         f"SELECT a.heinzel, COUNT(*) FROM keys a WHERE a.heinzel IN ({marks}) "  # noqa: S608
         "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
         "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
-        "GROUP BY a.heinzel",
+        f"AND {ASKING_TURN_OPEN} GROUP BY a.heinzel",
         ids,
     ).fetchall()
     for heinzel, count in rows:
@@ -135,4 +149,42 @@ def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict
                 else f"{count} questions wait for your answer",
                 "next": f"hz heinzel show {name} (its words, and how to answer)",
             }
+        )
+
+
+def _flow(
+    db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str], today: str
+) -> None:
+    """The flow's notices (`heinzel.index.flow`): one per need, however many nudges."""
+    marks, ids = _marks(by_id)
+    try:
+        rows = db.execute(
+            "SELECT f.heinzel, f.reason, f.key, f.message FROM tick_flow f "  # noqa: S608
+            f"WHERE f.heinzel IN ({marks}) AND ("
+            "(f.reason = 'needed-by' AND substr(f.until, 1, 10) >= ? AND EXISTS (SELECT 1 "
+            "FROM drafts d WHERE d.heinzel = f.heinzel AND d.state = 'pending')) OR "
+            "(f.reason = 'fell-back' AND EXISTS (SELECT 1 FROM drafts d WHERE "
+            "d.heinzel = f.heinzel AND d.state = 'pending' AND d.placed_at >= f.at)) OR "
+            "(f.reason = 'escalated' AND NOT EXISTS (SELECT 1 FROM drafts d WHERE "
+            "d.heinzel = f.heinzel AND d.placed_at > f.at))) ORDER BY f.at DESC",
+            [*ids, today],
+        ).fetchall()
+    except sqlite3.OperationalError:  # an index an older hz made, read before a writer opened it
+        return
+    shown: set[tuple[str, str]] = set()
+    for heinzel, reason, key, message in rows:
+        # a need's nudges differ in their lead only: the latest stands for them all
+        need = str(key).rsplit(":", 1)[0] if reason == "needed-by" else str(key)
+        if (str(heinzel), need) in shown:
+            continue
+        shown.add((str(heinzel), need))
+        name = names[str(heinzel)]
+        nexts = {
+            "needed-by": "approve its draft (hz drafts) before the deadline",
+            "fell-back": f"hz heinzel show {name}; approve the upstream's draft and "
+            f"hz heinzel wake {name} to draft again",
+            "escalated": f"hz heinzel show {name}; hz heinzel wake {name}",
+        }
+        by_id[str(heinzel)].append(
+            {"reason": str(reason), "message": str(message), "next": nexts[str(reason)]}
         )

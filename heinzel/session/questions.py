@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from heinzel.index.notices import ASKING_TURN_OPEN
 from heinzel.session.sessions import Sessions
 from ledger.event import Event
 from ledger.spine import read_events
@@ -27,10 +28,10 @@ def every_waiting_question(sessions: Sessions) -> list[dict[str, Any]]:
     them; only their spines are read), each with ``name``: what `hz drafts` lists beside
     the drafts, so it shows everything waiting on the user."""
     rows = sessions.read_db.execute(
-        "SELECT DISTINCT a.heinzel, h.name FROM keys a JOIN heinzel h ON h.id = a.heinzel "
+        "SELECT DISTINCT a.heinzel, h.name FROM keys a JOIN heinzel h ON h.id = a.heinzel "  # noqa: S608
         "WHERE a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
         "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
-        "ORDER BY h.name",
+        f"AND {ASKING_TURN_OPEN} ORDER BY h.name",
     ).fetchall()
     return [
         {"name": str(name), **question}
@@ -43,9 +44,9 @@ def _unanswered(sessions: Sessions, heinzel_id: str) -> list[Event]:
     """Every ``question.asked`` event with no ``question.answered`` under its key, oldest
     first (one index query; the events read at their offsets)."""
     rows = sessions.read_db.execute(
-        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "
+        "SELECT a.line_offset FROM keys a WHERE a.heinzel = ? AND a.kind = 'question.asked' "  # noqa: S608
         "AND NOT EXISTS (SELECT 1 FROM keys b WHERE b.heinzel = a.heinzel AND b.key = a.key "
-        "AND b.kind = 'question.answered') ORDER BY a.seq",
+        f"AND b.kind = 'question.answered') AND {ASKING_TURN_OPEN} ORDER BY a.seq",
         [heinzel_id],
     ).fetchall()
     path = sessions.home.spine_path(heinzel_id)

@@ -27,11 +27,13 @@ from typing import Any, Protocol, cast
 from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.index.flow import unanswered
 from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.session.spend import spent_today
 from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
 from heinzel.tick.discover import Discovery
+from heinzel.tick.flow import flow_notices
 from heinzel.tick.handing import hand, inbox_wakes
 from heinzel.tick.housekeeping import housekeep
 from heinzel.tick.isolate import isolated
@@ -171,6 +173,7 @@ class Tick:
         try:
             report = self._tick()
             report.notices += superseded_approvals(self.service, self.adapters, report.errors)
+            report.notices += flow_notices(self.service, report.errors)
             report.pruned = len(housekeep(self.service, self.service.clock(), report.errors))
             if self.team is not None:
                 self.team.after(report)
@@ -405,8 +408,12 @@ class Tick:
                 drafts=planner.latest_drafts(heinzel),
             )
             waits = [w for h, w in due.waits if h == heinzel]
+            questions = {w.turn for w in waits if (w.on or {}).get("kind") == "answer"}
             for found in due_waits(now, waits, facts):
-                plan.resume(heinzel, found.turn, found.woken_by, format_ts(now))
+                woken_by = found.woken_by
+                if woken_by == "timer" and found.turn in questions:
+                    woken_by = "unanswered"  # past max_wait: ends as the contract says
+                plan.resume(heinzel, found.turn, woken_by, format_ts(now))
 
     def _running(self, due: Due, plan: _Plan) -> None:
         """A turn the index shows running whose spine lock is free was left by a dead
@@ -439,12 +446,18 @@ class Tick:
             if wakes and self._over_cap(heinzel, planner, now):
                 self._skip_cap(heinzel, wakes, planner, now, report)
                 wakes = []
-            for turn, woken_by in plan.resumes.get(heinzel, []):
+            for turn, planned in plan.resumes.get(heinzel, []):
+                woken_by = planned
                 if woken_by == "superseded":
                     # chats queued for it keep their marks: the next tick wakes them
                     abandon_turn(self.service, heinzel, turn, "superseded")
                     report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
                     continue
+                if woken_by == "unanswered":
+                    if unanswered(self.service.index.db, heinzel) == "abandon":
+                        self._unanswered(heinzel, turn, now, report)
+                        continue
+                    woken_by = "timer"  # fall back: the turn goes on without the answer
                 state = self.runner.resume_turn(heinzel, turn, woken_by, adapters=self.adapters)
                 report.woken.append(
                     {"id": heinzel, "turn": turn, "woken_by": woken_by, "ended": _ended([state])}
@@ -480,6 +493,22 @@ class Tick:
                     for s in mine.staged
                     if s.fingerprint is not None
                 )
+
+    def _unanswered(self, heinzel: str, turn: str, now: datetime, report: TickReport) -> None:
+        """A question unanswered past ``max_wait`` of a contract that says ``unanswered:
+        abandon``: the turn ends ``abandoned (unanswered)``, never waits again, and its user
+        gets one ``notice.posted{reason: unanswered}`` keyed ``<id>@notice:unanswered:<turn>``."""
+        abandon_turn(self.service, heinzel, turn, "unanswered")
+        text = f"turn {turn} ended unanswered: its question waited max_wait without an answer"
+        with self.service.open_spine(heinzel) as spine:
+            spine.append(
+                "notice.posted",
+                {"reason": "unanswered", "day": format_ts(now)[:10], "message": text},
+                key=f"{heinzel}@notice:unanswered:{turn}",
+                short_text=("message",),
+            )
+        report.skipped.append({"id": heinzel, "turn": turn, "reason": "unanswered"})
+        report.notices.append(text)
 
     def _approval_ended(self, heinzel: str, key: str) -> dict[str, Any]:
         """How an approval wake that ran no turn ended, from the index: the draft read as

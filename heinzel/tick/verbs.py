@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
 from heinzel.session.open_turns import abandon_turn, lock_held
-from heinzel.session.questions import open_asks
+from heinzel.session.questions import open_asks, waiting_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.inbox import Inbox, Request
 from ledger.errors import HzError
@@ -280,14 +280,17 @@ class Verbs:
         )
         if turn is None:
             raise self._nothing_to_resume(row)
-        asked = [q for q in open_asks(self.service, str(row["id"])) if q.turn == turn]
+        name = str(row["name"])
+        asked = [
+            q for q in waiting_questions(self.service, str(row["id"]), name) if q["turn"] == turn
+        ]
         if asked:
-            # a question's wait ends with an answer, not with a resume (it would ask again)
+            # a question's wait ends with an answer, not with a resume (it would ask again,
+            # or take a proposed write as denied)
             raise HeinzelError(
                 "HZH360",
-                f"{row['name']}'s turn {turn} waits on your answer to: "
-                f"{asked[0].data.get('question') or 'its question'}",
-                f'answer it: hz heinzel answer {row["name"]} "..." --question {turn}',
+                f"{name}'s turn {turn} waits on your answer to: {asked[0]['text']}",
+                f"answer it: {asked[0]['answer']}",
             )
         state = self.runner.resume_turn(row["id"], turn, "asked", adapters=self.adapters)
         return {"name": row["name"], "turn": turn, "woken_by": "asked", **_ended(state)}

@@ -184,6 +184,11 @@ async def perform(env: TurnEnv, ctx: TurnContext, decided: Any) -> Acted | Wait 
             {"question": outcome.question[:200]},
             short=("question",),
         )
-        if ctx.woken_by != "answer":
+        if ctx.woken_by in (None, "recovery"):
             return Wait(on={"kind": "answer", "key": key})
+        if ctx.woken_by != "answer":
+            # past max_wait (the tick ended it already when the contract says abandon):
+            # the turn goes on without the answer and never waits again
+            report = f"{outcome.report} (unanswered: went on without an answer)"
+            return Acted(disposition, {"report": report[:200]})
     return Acted(disposition, {"report": outcome.report[:200]})

@@ -94,6 +94,12 @@ class TurnEnv:
     on_interrupt: Callable[[Callable[[], None]], Callable[[], None]] | None = None
     """Calls a function on a signal to this process; returns what undoes it
     (`heinzel.turns.interrupt.Interrupt.listen`)."""
+    pending_draft: Callable[[str], str | None] = lambda _output: None
+    """The key of an output's pending draft (None: none), for a wait on its approval."""
+    fallbacks: Sequence[Mapping[str, Any]] = ()
+    """The inputs whose upstream missed their ``needed_by`` deadline
+    (`heinzel.index.flow.fallbacks`): gather reads their last approved version and
+    records ``input.fell_back``."""
     hold_day: Hold | None = None
     """The home's spend lock with the day's spend (`heinzel.session.spend.hold_day`): each
     model request's reservation is made under it."""

@@ -27,6 +27,7 @@ from heinzel.engine.money import Price, Pricing
 from heinzel.engine.spec import InputSpec, Skill, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.index.flow import fallbacks, pending_draft
 from heinzel.index.seen import record_seen
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.spend import hold_day, spent_today
@@ -214,6 +215,10 @@ class TurnHost:
             requests=[]
             if approval or reused is not None
             else input_requests(heinzel_id, contract, origin),
+            pending_draft=lambda output: pending_draft(service.index.db, heinzel_id, output),
+            fallbacks=[]
+            if approval or reused is not None or past_think
+            else fallbacks(service.index.db, heinzel_id, service.clock()),
             reused=reused,
             cache=SourceCache.of(service.home),
             body=SessionBody(bodies),

@@ -26,8 +26,10 @@ from heinzel.turns.act import perform, write_summary
 from heinzel.turns.chat import question_key, read_tools, settle, write_tools
 from heinzel.turns.env import TurnEnv
 from heinzel.turns.failure import keep_failure, refusal
+from heinzel.turns.flow import fall_back
 from heinzel.turns.inputs import read_staged
 from heinzel.turns.record import EngineRecorder
+from heinzel.turns.waits import hold
 from machines import Acted, Fail, OutOfTime, Skip, TurnContext, Wait
 
 __all__ = ["HeinzelSteps", "TurnEnv", "watching_stop"]
@@ -96,6 +98,7 @@ class HeinzelSteps:
             {"name": i.name, "source": i.source, "content": i.content}
             for i in self.env.extra_inputs
         ]
+        extra += fall_back(self.env, ctx, staged)
         return {"inputs": [*staged, *extra], "started_at": self.env.clock().isoformat()}
 
     async def think(self, ctx: TurnContext, gathered: Any) -> Any:
@@ -249,6 +252,9 @@ class HeinzelSteps:
         disposition = thought["disposition"]
         if ctx.cause == "approval":
             return thought
+        held = hold(self.env, ctx, Outcome.model_validate(thought["outcome"]))
+        if held is not None:
+            return held
         if disposition["disposition"] == "skipped":
             await write_summary(self.env, ctx, Outcome.model_validate(thought["outcome"]))
             reason = disposition.get("reason")

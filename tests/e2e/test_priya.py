@@ -29,7 +29,7 @@ class TestPriyasWeek:
         clean.play(until=2)
         week = Week(tmp_path / "home")
         week.setup()
-        week.play()
+        week.play(until=6)
         created, friday, monday, tuesday, later, wednesday = week.steps
 
         assert kinds(created.lines) == ["heinzel.created", "contract.proposed", "contract.approved"]
@@ -96,3 +96,19 @@ class TestPriyasWeek:
         ]
         [proposed] = [e for e in wednesday.lines if e["kind"] == "amendment.proposed"]
         assert (proposed["data"]["by"], proposed["data"]["widens"]) == ("heinzel", False)
+
+        # Theo's Friday (the flow): his row unapproved at noon, nudged twice, the report
+        # proceeds stale and says so, and only the two of them are told
+        week.play(start=6)
+        theo = week.steps[-1]
+        assert theo.exits == [0] * 10
+        [fell] = [e for e in theo.lines if e["kind"] == "input.fell_back"]
+        assert fell["data"]["input"] == "rows" and fell["data"]["stale_s"] == 28 * 3600 + 5 * 60
+        told = [e for e in theo.lines if e["kind"] == "notice.posted"]
+        nudged = [e for e in theo.others["my-row"] if e["kind"] == "notice.posted"]
+        assert [e["data"]["reason"] for e in told] == ["fell-back"]
+        assert [e["data"]["reason"] for e in nudged] == ["needed-by", "needed-by"]
+        assert {e["data"]["to"] for e in nudged} == {"theo"}
+        assert "### stale" in week.report()
+        sessions = list((week.home / "heinzel").glob("hz-*/session.jsonl"))
+        assert len(sessions) == 2  # nobody else to tell

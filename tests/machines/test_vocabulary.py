@@ -72,7 +72,13 @@ class TestVocabulary:
             "cap",
             "throttled",
         )
-        assert v.ABANDON_REASONS == ("timeout", "max-resumes", "stopped", "superseded")
+        assert v.ABANDON_REASONS == (
+            "timeout",
+            "max-resumes",
+            "stopped",
+            "superseded",
+            "unanswered",
+        )
         assert v.WOKEN_BY == ("timer", "source", "approval", "answer", "asked", "recovery")
         assert v.CAUSES == (
             "schedule",

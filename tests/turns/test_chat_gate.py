@@ -190,3 +190,26 @@ class TestChatGateCrash:
         assert done.stdout.split()[-1] == "finished", done.stderr[-2000:]
         assert len(_kinds(service, heinzel_id, "heinzel.paused")) == 1
         assert _kinds(service, heinzel_id, "turn.waiting") == []
+
+
+def test_resume_of_a_proposal_wait_says_it_waits_on_the_answer(
+    make_service: Callable[..., Any],
+) -> None:
+    """`hz heinzel resume` of a turn waiting on a proposed write does not resume it (which
+    would take the write as denied): HZH360 names the proposal and the command that answers."""
+    service, heinzel_id, _, state = _asked(make_service)
+    env = {
+        "HZ_HOME": str(service.home.root),
+        "HZ_NOW": "2026-10-30T14:00:00Z",
+        "HZ_CONFIG": "",
+        "XDG_CONFIG_HOME": str(service.home.root / "xdg"),
+    }
+    result = CliRunner().invoke(hz, ["heinzel", "resume", "notes-digest"], env=env)
+    assert result.exit_code == 1
+    assert (
+        f"HZH360: notes-digest's turn {state.turn} waits on your answer to: may it run pause?"
+        in (result.output)
+    )
+    assert "hz heinzel answer notes-digest yes --proposal w1 (or no)" in result.output
+    assert _kinds(service, heinzel_id, "turn.resumed") == []
+    assert service.queries.row(heinzel_id)["state"] == "waiting"

@@ -25,7 +25,12 @@ class TestVocabulary:
 
     def test_turn_kinds_are_pinned(self) -> None:
         """What heinzel's turns add."""
-        assert TURN_KINDS == ("step.tool", "amendment.filed", "amendment.refused")
+        assert TURN_KINDS == (
+            "step.tool",
+            "amendment.filed",
+            "amendment.refused",
+            "input.fell_back",
+        )
 
     def test_no_kind_is_named_twice(self) -> None:
         """heinzel's kinds and the machine's never overlap."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from heinzel.app import App
+from heinzel.cli.demo import Week
 from heinzel.web.actions import spawn_verb
 from heinzel.web.background import spawn_chat_turn
 from heinzel.web.server import create_app
@@ -40,14 +41,12 @@ def demo_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Priya's week, played once per test session by the real ``hz demo``."""
+    """Priya's week up to Wednesday (`hz demo`'s moments before Theo's Friday, which adds
+    a second Heinzelmännchen), played once per test session, one real ``hz`` per moment."""
     home = tmp_path_factory.mktemp("week") / "home"
-    subprocess.run(
-        [sys.executable, "-m", "heinzel", "demo", "--home", str(home)],
-        check=True,
-        capture_output=True,
-        env=demo_env(home),
-    )
+    week = Week(home)
+    week.setup()
+    week.play(until=6)
     shutil.copytree(home / "priya", home.parent / "pristine")
     return home
 
@@ -105,6 +104,11 @@ def client(home: Path, children: list[subprocess.Popen[bytes]]) -> Iterator[Test
         yield test_client
 
 
-def heinzel_id(home: Path) -> str:
-    """The id of the week's one Heinzelmännchen."""
-    return next(p.name for p in (home / "heinzel").iterdir() if p.name.startswith("hz-"))
+def heinzel_id(home: Path, name: str = "weekly-report") -> str:
+    """The id of the week's Heinzelmännchen ``name`` (Priya's report by default; Theo's
+    ``my-row`` joins it on his Friday)."""
+    for session in sorted((home / "heinzel").glob("hz-*/session.jsonl")):
+        with session.open(encoding="utf-8") as lines:
+            if json.loads(next(lines))["data"].get("name") == name:
+                return session.parent.name
+    raise LookupError(name)

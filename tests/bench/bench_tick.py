@@ -300,6 +300,8 @@ def tick_process(root: Path, at: datetime, strace: Path | None = None) -> tuple[
         "HZ_CONFIG": str(root / "hz.toml"),
         "HZ_NOW": format_ts(at),
     }
+    if os.environ.get("PYTHONPATH"):  # another checkout's code: an older commit's figures
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     argv = [HZ, "system", "daemon", "tick", "--json"]
     if strace is not None:
         argv = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(strace), *argv]

@@ -101,7 +101,12 @@ def wake_env(root: Path, now: str, **extra: str) -> dict[str, str]:
         "HZ_FIXTURE_SOURCES": str(root),
         "HZ_NOW": now,
         **extra,
-    }
+    } | _pythonpath()
+
+
+def _pythonpath() -> dict[str, str]:
+    """``PYTHONPATH=<another checkout>`` runs that checkout's code (an older commit's figures)."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def startup(template: Path, base: Path, provider: Provider) -> None:

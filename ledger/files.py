@@ -160,11 +160,14 @@ def is_private_dir(path: Path) -> bool:
     return not _nearest(path)[2]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, sync: bool = True, sync_dir: bool = True) -> None:
     """Replace ``path`` with ``data`` as one step: a reader sees the old or the new file.
 
     A temporary 0600 file in the same directory is written and fsynced, renamed
     over ``path``, and the directory fsynced. A symlink at ``path`` is refused.
+    ``sync_dir=False`` leaves the directory's fsync to the caller (one for a batch of
+    files); ``sync=False`` fsyncs nothing, for a rewrite a crash may lose (a cache's
+    ``as_of`` moved on, its content the same).
     """
     path = as_path(path)
     try:
@@ -184,11 +187,13 @@ def write_atomic(path: Path, data: bytes) -> None:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, path)
-        fsync_dir(path.parent)
+        if sync and sync_dir:
+            fsync_dir(path.parent)
     except OSError as error:
         temporary.unlink(missing_ok=True)
         raise _io_failed(path, error) from error

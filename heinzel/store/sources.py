@@ -41,7 +41,7 @@ from heinzel.fingerprint import fingerprint
 from heinzel.store.home import Home
 from ledger.errors import HzError
 from ledger.event import canonical, format_ts, parse_ts
-from ledger.files import ensure_private_dir, write_atomic
+from ledger.files import ensure_private_dir, fsync_dir, write_atomic
 
 __all__ = [
     "PATH_ARGS",
@@ -53,6 +53,7 @@ __all__ = [
     "backoff",
     "fetch_once",
     "prune_kept",
+    "restage",
     "source_key",
 ]
 
@@ -185,12 +186,36 @@ class SourceCache:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def put(self, key: str, fetched: Fetched, *, source: Mapping[str, Any] | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        fetched: Fetched,
+        *,
+        source: Mapping[str, Any] | None = None,
+        sync: bool = True,
+        sync_dir: bool = True,
+    ) -> None:
         """Stage ``fetched`` under ``key``: atomic, fsynced, 0600 in a 0700 directory.
-        ``source`` (capability, method, args, window) is kept beside it for people."""
+        ``source`` (capability, method, args, window) is kept beside it for people.
+        ``sync_dir=False`` leaves the directory's fsync to the caller (`fetch_once`: one
+        for all it staged); ``sync=False`` fsyncs nothing (an ``as_of`` moved on over the
+        same content: a crash that loses it costs at most one refetch)."""
         entry = {"v": 1, "key": key, "source": dict(source or {}), "fetched": fetched.to_json()}
         ensure_private_dir(self.directory)
-        write_atomic(self.path(key), (canonical(entry) + "\n").encode("utf-8"))
+        data = (canonical(entry) + "\n").encode("utf-8")
+        write_atomic(self.path(key), data, sync=sync, sync_dir=sync_dir)
+
+    def synced(self) -> None:
+        """Make the names of the entries staged since the last call durable (one fsync
+        of the directory for a batch of `put` calls with ``sync_dir=False``)."""
+        try:
+            fsync_dir(self.directory)
+        except OSError as error:
+            raise CapabilityError(
+                "HZH373",
+                f"cannot make the source cache {self.directory} durable: {error.strerror or error}",
+                "check the disk and the folder's permissions; the next tick stages again",
+            ) from None
 
     def failure(self, key: str) -> dict[str, Any] | None:
         """The failure kept for ``key`` (code, message, hint, at, retry_at, attempts), or
@@ -392,6 +417,7 @@ def fetch_once(
         groups.setdefault(request.key, []).append(request)
     answers: dict[str, tuple[Fetched | None, HzError | None, bool]] = {}
     fetches = 0
+    synced = False  # whether an entry was staged durably: the directory's fsync, once
     for key, group in groups.items():
         first = group[0]
         cached = cache.get(key)
@@ -431,14 +457,31 @@ def fetch_once(
             )
             answers[key] = (None, _kept(cache, key, coded, now, source), False)
             continue
+        same = cached is not None and _same_content(cached, fresh)
         try:
-            cache.put(key, fresh, source=source)
+            cache.put(key, fresh, source=source, sync=not same, sync_dir=False)
         except HzError as error:
             answers[key] = (None, error, False)
             continue
+        synced = synced or not same
         answers[key] = (fresh, None, False)
+    if synced:
+        cache.synced()
     staged = [_staged(request, *answers[request.key]) for request in requests]
     return TickFetch(staged=staged, fetches=fetches)
+
+
+def _same_content(cached: Fetched, fresh: Fetched) -> bool:
+    """Whether a fresh fetch says what the staged one said (only ``as_of`` moved on)."""
+    return canonical({**cached.to_json(), "as_of": None}) == canonical(
+        {**fresh.to_json(), "as_of": None}
+    )
+
+
+def restage(source: Staged, request: SourceRequest) -> Staged:
+    """``source``'s answer (one watcher's, or a source polled for all) as ``request``'s,
+    another watcher of the same source: its own facet and what it last saw."""
+    return _staged(request, source.fetched, source.error, source.from_cache)
 
 
 def _no_adapter(capability: str) -> CapabilityError:

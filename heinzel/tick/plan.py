@@ -3,16 +3,18 @@
 `Planner.due(now)` answers with a handful of queries whatever the number of
 Heinzelmännchen: schedule slots whose ``next_due`` passed, waiting turns, placed
 drafts (whose state the documents adapter then reads), approved outputs past their
-``valid_until``, turns left running by a dead process, and the watched inputs whose
-recheck is due (or whose owner is due anyway, so gather reads them staged). Retired and
-paused ones (``hold``) are never asked for. The follow-up queries (keys already taken,
+``valid_until``, turns left running by a dead process, the sources whose recheck is due
+(one row each, grouped in SQL, however many Heinzelmännchen watch them), and the inputs
+of those due anyway (so gather reads them staged). After a poll, `Planner.watchers`
+names only the watchers a source's answer concerns: those it wakes and those it failed.
+Retired and paused ones (``hold``) are never asked for. The follow-up queries (keys already taken,
 spend today, graph height) run only when something is due.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -27,7 +29,7 @@ from machines.waits import PendingWait
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-__all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "latest_slot"]
+__all__ = ["TICK_STATE", "Due", "InputRow", "Planner", "SourceRow", "latest_slot"]
 
 TICK_STATE = SEEN_STATE
 """The tick's own bookkeeping beside the derived tables: the fingerprint each watcher's
@@ -53,6 +55,19 @@ class InputRow:
     scheduled: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """One source whose recheck is due, once however many watch it: what to ask, and
+    the shortest recheck among its watchers."""
+
+    key: str
+    capability: str
+    method: str
+    args: dict[str, Any]
+    window_s: int | None
+    recheck_s: int
+
+
 @dataclass(slots=True)
 class Due:
     """Everything the index says is due at one tick."""
@@ -63,6 +78,7 @@ class Due:
     stale: list[dict[str, Any]] = field(default_factory=list)
     running: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[InputRow] = field(default_factory=list)
+    sources: list[SourceRow] = field(default_factory=list)
 
 
 def latest_slot(schedule: str, timezone: str | None, due: datetime, now: datetime) -> datetime:
@@ -138,7 +154,40 @@ class Planner:
             "ON h.id = t.heinzel WHERE t.state = 'running' AND "
             "h.hold IS NULL AND h.contract_version IS NOT NULL"
         )
-        found.inputs = [
+        found.sources = [
+            SourceRow(
+                key=r["source_key"],
+                capability=r["capability"],
+                method=r["method"],
+                args=json.loads(r["args"]),
+                window_s=r["window_s"],
+                recheck_s=int(r["recheck"] or 0),
+            )
+            for r in self._rows(
+                # one row per source whose recheck is due, however many watch it
+                "SELECT i.source_key, i.capability, i.method, i.args, i.window_s, "
+                "MIN(i.recheck_s) AS recheck FROM tick_sources c "
+                "JOIN tick_inputs i ON i.source_key = c.key "
+                "JOIN heinzel h ON h.id = i.heinzel WHERE c.next_check <= ? AND "
+                "h.hold IS NULL AND h.contract_version IS NOT NULL GROUP BY i.source_key",
+                [at],
+            )
+        ]
+        found.inputs = self._inputs(
+            # the inputs of those due anyway (a slot, a wait), so gather reads them staged
+            "WITH due(heinzel) AS (SELECT h.id FROM heinzel h WHERE h.next_due <= ? "
+            "UNION SELECT w.heinzel FROM waits w) "
+            "SELECT i.*, h.schedule, s.fingerprint FROM due "
+            "JOIN tick_inputs i ON i.heinzel = due.heinzel "
+            "JOIN heinzel h ON h.id = i.heinzel "
+            "LEFT JOIN tick_seen s ON s.heinzel = i.heinzel AND s.input = i.input "
+            "WHERE h.hold IS NULL AND h.contract_version IS NOT NULL",
+            [at],
+        )
+        return found
+
+    def _inputs(self, sql: str, params: Sequence[Any]) -> list[InputRow]:
+        return [
             InputRow(
                 heinzel=r["heinzel"],
                 input=r["input"],
@@ -152,26 +201,34 @@ class Planner:
                 last_seen=r["fingerprint"],
                 scheduled=bool(r["schedule"]),
             )
-            for r in self._rows(
-                # three index lookups, so nothing due costs the same over 10 or 10,000
-                "WITH due(heinzel, input) AS ("
-                "SELECT i.heinzel, i.input FROM tick_sources c "
-                "JOIN tick_inputs i ON i.source_key = c.key WHERE c.next_check <= ? "
-                "UNION SELECT i.heinzel, i.input FROM heinzel h "
-                "JOIN tick_inputs i ON i.heinzel = h.id WHERE h.next_due <= ? "
-                "UNION SELECT i.heinzel, i.input FROM waits w "
-                "JOIN tick_inputs i ON i.heinzel = w.heinzel) "
-                "SELECT i.*, h.schedule, s.fingerprint FROM due "
-                "JOIN tick_inputs i ON i.heinzel = due.heinzel AND i.input = due.input "
-                "JOIN heinzel h ON h.id = i.heinzel "
-                "LEFT JOIN tick_seen s ON s.heinzel = i.heinzel AND s.input = i.input "
-                "WHERE h.hold IS NULL AND h.contract_version IS NOT NULL",
-                [at, at],
-            )
+            for r in self._rows(sql, params)
         ]
-        return found
 
     # -- follow-ups, only when something is due ------------------------------------
+
+    def watchers(
+        self, key: str, fingerprints: Mapping[str, str] | None, whole: str | None
+    ) -> list[InputRow]:
+        """The watchers of source ``key`` the tick must hear of after polling it: with
+        ``fingerprints`` (its fresh or staged facets and ``whole`` fingerprint), those it
+        wakes (no schedule, and what they last saw differs) and those watching a facet it
+        does not have (their error); without (the source failed), every watcher."""
+        sql = (
+            "SELECT i.*, h.schedule, s.fingerprint FROM tick_inputs i "
+            "JOIN heinzel h ON h.id = i.heinzel "
+            "LEFT JOIN tick_seen s ON s.heinzel = i.heinzel AND s.input = i.input "
+            "WHERE i.source_key = ? AND h.hold IS NULL AND h.contract_version IS NOT NULL"
+        )
+        if fingerprints is None:
+            return self._inputs(sql, [key])
+        facets = json.dumps(dict(fingerprints))
+        facet = "json_extract(?, '$.' || json_quote(i.facet))"
+        current = f"CASE WHEN i.facet IS NULL THEN ? ELSE {facet} END"
+        return self._inputs(
+            f"{sql} AND ((i.facet IS NOT NULL AND {facet} IS NULL) OR "
+            f"(COALESCE(h.schedule, '') = '' AND s.fingerprint IS NOT {current}))",
+            [key, facets, whole, facets],
+        )
 
     def taken(self, keys: Iterable[str]) -> dict[str, str]:
         """The state of the turn each key already has (``running``, ``waiting``,

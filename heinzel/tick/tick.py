@@ -31,13 +31,13 @@ from heinzel.index.flow import unanswered
 from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.session.spend import spent_today
-from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once
+from heinzel.store.sources import SourceCache, SourceRequest, TickFetch, fetch_once, restage
 from heinzel.tick.discover import Discovery
 from heinzel.tick.flow import flow_notices
 from heinzel.tick.handing import hand, inbox_wakes
 from heinzel.tick.housekeeping import housekeep
 from heinzel.tick.isolate import isolated
-from heinzel.tick.plan import Due, Planner, latest_slot
+from heinzel.tick.plan import Due, InputRow, Planner, latest_slot
 from heinzel.tick.superseded import superseded_approvals
 from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
@@ -300,38 +300,51 @@ class Tick:
 
     def _stage(self, due: Due, planner: Planner, now: datetime, report: TickReport) -> TickFetch:
         """Fetch every source whose recheck is due once, staged before any turn starts.
-        Each source fails alone (`fetch_once`: its error is its readers', kept with when
-        to ask again); the whole staging runs `isolated` in `_tick`, so not even a bug here
+        A due source is one request whoever watches it; after the poll the index names
+        the watchers its answer concerns (`Planner.watchers`: those it wakes, those it
+        failed), so a tick where nothing moved builds nothing per watcher. The inputs of
+        those due anyway (a slot, a wait) are staged for their turns as before. Each
+        source fails alone (`fetch_once`: its error is its readers', kept with when to
+        ask again); the whole staging runs `isolated` in `_tick`, so not even a bug here
         stops the turns of those whose inputs were not due."""
-        if not due.inputs:
+        if not due.inputs and not due.sources:
             return TickFetch(staged=[], fetches=0)
-        requests = [
+        polled = [
             SourceRequest(
-                watcher=row.heinzel,
-                input=row.input,
+                watcher="",
+                input="",
                 capability=row.capability,
                 method=row.method,
                 args=row.args,
                 window=None if row.window_s is None else timedelta(seconds=row.window_s),
                 recheck=timedelta(seconds=row.recheck_s),
-                facet=row.facet,
-                last_seen=row.last_seen,
             )
-            for row in due.inputs
+            for row in due.sources
         ]
-        readers = cast(Mapping[str, ReadCapability], self.adapters)
-        cache = SourceCache.of(self.service.home)
-        fetched = fetch_once(requests, readers, now, cache=cache, respect_backoff=True)
-        report.fetches = fetched.fetches
-        shortest: dict[str, int] = {}
+        owned = [_request(row) for row in due.inputs]
+        shortest = {row.key: row.recheck_s for row in due.sources}
         for row in due.inputs:
             shortest[row.source_key] = min(
                 shortest.get(row.source_key, row.recheck_s), row.recheck_s
             )
+        readers = cast(Mapping[str, ReadCapability], self.adapters)
+        cache = SourceCache.of(self.service.home)
+        fetched = fetch_once([*polled, *owned], readers, now, cache=cache, respect_backoff=True)
+        report.fetches = fetched.fetches
+        staged = fetched.staged[len(polled) :]
+        mine = {(s.request.watcher, s.request.input) for s in staged}
+        for source in fetched.staged[: len(polled)]:
+            known = source.fetched
+            prints = None if source.error is not None or known is None else known.fingerprints
+            whole = None if prints is None or known is None else known.fingerprint
+            for row in planner.watchers(source.key, prints, whole):
+                if (row.heinzel, row.input) not in mine:
+                    due.inputs.append(row)  # `_moved` reads who is scheduled from here
+                    staged.append(restage(source, _request(row)))
         planner.checked(
             (key, format_ts(now + timedelta(seconds=seconds))) for key, seconds in shortest.items()
         )
-        for item in fetched.staged:
+        for item in staged:
             if item.error is not None:
                 report.errors.append(
                     {
@@ -342,7 +355,7 @@ class Tick:
                         "hint": item.error.hint,
                     }
                 )
-        return fetched
+        return TickFetch(staged=staged, fetches=fetched.fetches)
 
     def _slots(self, due: Due, plan: _Plan, now: datetime) -> None:
         for row in due.slots:
@@ -562,6 +575,21 @@ class Tick:
                     short_text=("message",),
                 )
                 report.notices.append(text)
+
+
+def _request(row: InputRow) -> SourceRequest:
+    """One watcher's input as `fetch_once` takes it."""
+    return SourceRequest(
+        watcher=row.heinzel,
+        input=row.input,
+        capability=row.capability,
+        method=row.method,
+        args=row.args,
+        window=None if row.window_s is None else timedelta(seconds=row.window_s),
+        recheck=timedelta(seconds=row.recheck_s),
+        facet=row.facet,
+        last_seen=row.last_seen,
+    )
 
 
 def _ended(states: Sequence[object | None]) -> list[dict[str, Any]]:

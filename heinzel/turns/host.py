@@ -30,6 +30,7 @@ from heinzel.ids import new_id
 from heinzel.index.flow import fallbacks, pending_draft
 from heinzel.index.seen import record_seen
 from heinzel.session.amendments import propose_amendment
+from heinzel.session.open_turns import lock_held
 from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
 from heinzel.store.sources import SourceCache, TickFetch
@@ -573,13 +574,18 @@ class TurnHost:
     def wake(
         self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
     ) -> dict[str, Any]:
-        """A turn of cause asked: the message into the inbox first, then the turn."""
+        """A turn of cause asked: the message into the inbox first, then the turn. A wake
+        with no message writes its request only while another process holds the spine's
+        lock (this one then waits for it, and may be killed waiting): with the lock free
+        the turn's own ``turn.started`` is the request's first and only record, and
+        gather has nothing to read from an empty one (two fsyncs a wake saved)."""
         service = self.service
         request = "rq-" + new_id(service.clock)[3:]
-        inbox = service.home.inbox_dir(heinzel_id)
-        ensure_private_dir(inbox)
-        record = {"request": request, "message": message, "at": service.clock().isoformat()}
-        write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
+        if message is not None or lock_held(service.home.session_dir(heinzel_id) / "lock"):
+            inbox = service.home.inbox_dir(heinzel_id)
+            ensure_private_dir(inbox)
+            record = {"request": request, "message": message, "at": service.clock().isoformat()}
+            write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
         done = summary(states, service.home.session_dir(heinzel_id))

@@ -46,8 +46,9 @@ class Crashing(SourceCache):
         super().__init__(directory)
         self.crash = crash
 
-    def put(self, key: str, fetched: Fetched, *, source: Mapping[str, Any] | None = None) -> None:
-        super().put(key, fetched, source=source)
+    def synced(self) -> None:
+        """The staged entries made durable (`fetch_once` stages a batch, then this)."""
+        super().synced()
         if self.crash == "after-put":
             os._exit(137)
 

@@ -9,12 +9,25 @@
    applies the host's rule (a slot where no staged input moved is one ``turn.skipped``
    and no model call) and folds its lines straight into the index.
 
+3. A tick over 10,000 asleep Heinzelmännchen against one over 10, each a real
+   ``hz system daemon tick`` process: all watch one file whose recheck (10 minutes) is due
+   at every measured tick and which did not move, and no slot is due. The CPU time and
+   the peak memory of the process (best of five), as a ratio (targets: 1.5x each), and
+   the fsyncs of such a tick over 1,000 by strace (target: 2 or fewer).
+
 Rows are built cheaply, as tests/bench/bench_heinzel.py does: contract files and events
-folded into the index, no spines.
+folded into the index, no spines; the 10,000 are ten such, their rows and folders copied
+under new ids.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -30,7 +43,7 @@ from heinzel.ids import new_id
 from heinzel.service import Service
 from heinzel.store.contracts import store_version
 from heinzel.store.home import Home
-from heinzel.store.sources import TickFetch
+from heinzel.store.sources import TickFetch, source_key
 from heinzel.tick import Tick
 from ledger.event import format_ts, make_event
 from machines.keys import Wake
@@ -218,9 +231,139 @@ def month(base: Path, render: str, count: int = 200, days: int = 30) -> tuple[in
     return host.model_calls, count * days
 
 
+HZ = str(Path(sys.executable).with_name("hz"))
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+CLONED = ("heinzel", "tick_origins", "tick_inputs", "_watermarks")
+"""The index tables that hold a row per Heinzelmännchen in these homes."""
+
+
+def shared_fleet(base: Path, count: int) -> Path:
+    """A home of ``count`` approved ones that all watch ``shared.txt`` (recheck 10m, a
+    daily slot at 15:00 Berlin), polled once at `START`: ten built, the rest copies."""
+    root = base / f"fleet{count}"
+    clock = Now()
+    service = make_service(root, clock, 10)
+    shared = root / "shared.txt"
+    shared.write_text("v0\n", encoding="utf-8")
+    folder = root / "contracts"
+    made = populate(service, folder, min(count, 10), "always", ", recheck: 10m")
+    for path in folder.glob("c*/notes-*.prose.md"):
+        text = path.read_text(encoding="utf-8").replace("path: notes.txt", f"path: {shared}")
+        path.write_text(text, encoding="utf-8")
+    service.index.db.conn.execute(  # the contracts' input, as if they had named the file
+        "UPDATE tick_inputs SET args = ?, source_key = ?",
+        [
+            json.dumps({"path": str(shared)}),
+            source_key("files", "read", {"path": str(shared)}, None),
+        ],
+    )
+    service.index.db.conn.execute("DELETE FROM tick_sources")
+    service.index.db.conn.execute(
+        "INSERT INTO tick_sources SELECT DISTINCT source_key, '' FROM tick_inputs"
+    )
+    service.index.db.conn.commit()
+    service.index.close()
+    templates = sorted(made)
+    db = sqlite3.connect(root / "home" / "heinzel" / "index.sqlite")
+    with db:
+        for n in range(count - len(templates)):
+            template = templates[n % len(templates)]
+            clone = template[:-6] + "".join(CROCKFORD[(n >> (5 * k)) & 31] for k in range(6))
+            for table in CLONED:
+                column = "source" if table == "_watermarks" else "heinzel"
+                column = "id" if table == "heinzel" else column
+                rows = db.execute(
+                    f"SELECT * FROM {table} WHERE {column} = ?",
+                    [template],
+                ).fetchall()
+                names = [d[0] for d in db.execute(f"SELECT * FROM {table} LIMIT 0").description]
+                at = names.index(column)
+                marks = ", ".join("?" for _ in names)
+                db.executemany(
+                    f"INSERT INTO {table} VALUES ({marks})",
+                    [[clone if i == at else v for i, v in enumerate(r)] for r in rows],
+                )
+            folders = root / "home" / "heinzel"
+            shutil.copytree(folders / template, folders / clone, symlinks=True)
+    db.close()
+    tick_process(root, START)  # the first poll of the file
+    return root
+
+
+def tick_process(root: Path, at: datetime, strace: Path | None = None) -> tuple[float, int]:
+    """One ``hz system daemon tick`` over the home at ``at``: its CPU seconds and peak
+    memory (KiB), from the child's own rusage."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "HZ_HOME": str(root / "home"),
+        "HZ_CONFIG": str(root / "hz.toml"),
+        "HZ_NOW": format_ts(at),
+    }
+    if os.environ.get("PYTHONPATH"):  # another checkout's code: an older commit's figures
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    argv = [HZ, "system", "daemon", "tick", "--json"]
+    if strace is not None:
+        argv = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(strace), *argv]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        assert child.returncode == 0, err.read()[-400:]
+        report = json.loads(out.read())
+    assert not report["woken"] and not report["errors"] and report["fetches"] == 1, report
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def verdict(name: str, figure: float, target: float, text: str, unit: str = "x") -> None:
+    word = "PASS" if figure <= target else "MISS"
+    print(f"{word} {name}: {text} (target {target:g}{unit})")
+
+
+def flat(base: Path) -> None:
+    """Item 3 of the module's list: a tick's CPU and peak memory, 10 against 10,000."""
+    small, large = shared_fleet(base, 10), shared_fleet(base, 10_000)
+    cpu: dict[Path, list[float]] = {small: [], large: []}
+    peak: dict[Path, list[int]] = {small: [], large: []}
+    for k in range(1, 6):  # 09:20 ... 10:40: the file's recheck due each time, no slot
+        for root in (small, large):
+            seconds, kib = tick_process(root, START + timedelta(minutes=20 * k))
+            cpu[root].append(seconds)
+            peak[root].append(kib)
+    c10, c10k = min(cpu[small]), min(cpu[large])
+    m10, m10k = min(peak[small]), min(peak[large])
+    print(f"tick process, nothing due, over     10 asleep: {c10:6.3f} s CPU {m10 / 1024:6.1f} MiB")
+    print(
+        f"tick process, nothing due, over 10,000 asleep: {c10k:6.3f} s CPU {m10k / 1024:6.1f} MiB"
+    )
+    verdict("tick CPU 10,000 / 10 asleep", c10k / c10, 1.5, f"{c10k / c10:.2f}x")
+    verdict("tick peak memory 10,000 / 10 asleep", m10k / m10, 1.5, f"{m10k / m10:.2f}x")
+    if shutil.which("strace") is None:
+        print("MISS tick fsyncs over 1,000 asleep: strace is not installed (target 2)")
+        return
+    thousand = shared_fleet(base, 1000)
+    log = base / "strace-tick.txt"
+    tick_process(thousand, START + timedelta(minutes=20), strace=log)
+    calls = _strace_calls(log)
+    verdict("tick fsyncs over 1,000 asleep, nothing due", calls, 2, f"{calls}", unit="")
+
+
+def _strace_calls(log: Path) -> int:
+    """The fsync and fdatasync calls a ``strace -c`` summary counts."""
+    total = 0
+    for line in log.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if parts and parts[-1] in ("fsync", "fdatasync"):
+            total += int(parts[3])
+    return total
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
+        flat(base)
         small_ms, small_sql = asleep(base, 10)
         large_ms, large_sql = asleep(base, 1000)
         print(

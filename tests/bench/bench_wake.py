@@ -1,0 +1,191 @@
+"""A person's `hz heinzel wake`: its CPU against ``python -c pass``, and its fsyncs.
+
+1. A drafted wake as a whole process, on the built-in ``offline`` model and on a loopback
+   OpenAI server (`tests/models/fake_providers.py`, the real client), each as a ratio of
+   CPU time (the child's own rusage, median of several, interleaved with ``python -c
+   pass`` in the same run). Targets: offline 8x, OpenAI 12x. Beside each, the share of
+   the process that is imports (``python -X importtime``: the sum of every module's own
+   time against the same process's wall time).
+2. The fsyncs of a drafted wake by strace: the first wake in a home whose Heinzelmännchen
+   has never run (its folders not there yet: target 10) and a later one (target 8).
+
+Each round runs in a fresh copy of the home, so every wake drafts the same turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from heinzel.logs import configure_logging
+from tests.models.fake_providers import Call, Outcome, Provider
+from tests.tick.homes import CREATED, HZ, make_home
+
+ROUNDS = 7
+FRIDAY = "2026-11-06T17:00:00Z"
+LATER = "2026-11-06T18:00:00Z"
+DONE = (
+    "every pull request merged this week appears in exactly one bullet",
+    "every issue that moved to Done this week is covered",
+    "the section has at most eight bullets",
+)
+OUTCOME = {
+    "report": "drafted the section",
+    "draft": {
+        "text": "## report-0\n\n- Express checkout: address autofill (#409)\n",
+        "output": "section",
+        "contract_version": 1,
+        "done_when": [{"item": item, "met": True, "note": "checked"} for item in DONE],
+    },
+}
+_IMPORT = re.compile(r"^import time:\s+(\d+) \|")
+
+
+def script(body: dict[str, Any], n: int) -> Any:
+    """One tool call (``report``), then the outcome, for every turn."""
+    last = body["messages"][-1]
+    if last.get("role") == "tool":
+        return Outcome(OUTCOME)
+    return Call("report", {"verb": "read", "target": "inputs", "description": "read them"})
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """CPU seconds and wall seconds of one child process, and its stderr."""
+    import time
+
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    assert child.returncode == 0, (argv, text[-600:])
+    return usage.ru_utime + usage.ru_stime, wall, text
+
+
+def verdict(name: str, figure: float, target: float, text: str, unit: str = "x") -> None:
+    word = "PASS" if figure <= target else "MISS"
+    print(f"{word} {name}: {text} (target {target:g}{unit})")
+
+
+def homes(base: Path) -> Path:
+    """The worked example's home with one approved Heinzelmännchen, ``report-0``."""
+    configure_logging("cli", stream=sys.stderr, clock=lambda: CREATED, level="warning")
+    root, _ = make_home(base, 1)
+    return root
+
+
+def fresh(template: Path, to: Path) -> Path:
+    shutil.rmtree(to, ignore_errors=True)
+    shutil.copytree(template, to, symlinks=True)
+    return to
+
+
+def wake_env(root: Path, now: str, **extra: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "HZ_HOME": str(root / "home"),
+        "HZ_FIXTURE_SOURCES": str(root),
+        "HZ_NOW": now,
+        **extra,
+    } | _pythonpath()
+
+
+def _pythonpath() -> dict[str, str]:
+    """``PYTHONPATH=<another checkout>`` runs that checkout's code (an older commit's figures)."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+
+
+def startup(template: Path, base: Path, provider: Provider) -> None:
+    """Item 1 of the module's list."""
+    work = base / "round" / "priya"
+    online = {
+        "HZ_MODEL": "openai-chat:gpt-4o-mini",
+        "HZ_BASE_URL": provider.base_url,
+        "OPENAI_API_KEY": "sk-bench",
+    }
+    wake = [HZ, "heinzel", "wake", "report-0"]
+    cases: dict[str, tuple[dict[str, str], float]] = {
+        "offline": ({}, 8),
+        "OpenAI (loopback)": (online, 12),
+    }
+    bare: list[float] = []
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(ROUNDS):
+        bare.append(run([sys.executable, "-c", "pass"], wake_env(base, FRIDAY), base)[0])
+        for name, (extra, _) in cases.items():
+            fresh(template, work)
+            cpu[name].append(run(wake, wake_env(work, FRIDAY, **extra), work)[0])
+    floor = statistics.median(bare)
+    print(f"python -c pass (baseline): {floor * 1000:7.1f} ms CPU")
+    for name, (extra, target) in cases.items():
+        took = statistics.median(cpu[name])
+        share = imports_share(template, work, extra)
+        verdict(
+            f"drafted hz heinzel wake, {name}",
+            took / floor,
+            target,
+            f"{took / floor:.1f}x ({took * 1000:.0f} ms CPU; imports {share:.0%} of it)",
+        )
+
+
+def imports_share(template: Path, work: Path, extra: dict[str, str]) -> float:
+    """The share of one wake's wall time spent importing (``-X importtime``)."""
+    fresh(template, work)
+    argv = [sys.executable, "-X", "importtime", "-m", "heinzel", "heinzel", "wake", "report-0"]
+    _, wall, err = run(argv, wake_env(work, FRIDAY, **extra), work)
+    own = sum(int(m.group(1)) for line in err.splitlines() if (m := _IMPORT.match(line)))
+    return own / 1e6 / wall
+
+
+def fsyncs(template: Path, base: Path) -> None:
+    """Item 2 of the module's list."""
+    if shutil.which("strace") is None:
+        print("MISS fsyncs of a drafted hz heinzel wake: strace is not installed (target 8)")
+        return
+    work = fresh(template, base / "fsync" / "priya")
+    log = base / "strace.txt"
+    counted: Callable[[str], int] = lambda now: _counted(work, now, log)  # noqa: E731
+    first, later = counted(FRIDAY), counted(LATER)
+    verdict("fsyncs of a first drafted hz heinzel wake", first, 10, f"{first}", unit="")
+    verdict("fsyncs of a later drafted hz heinzel wake", later, 8, f"{later}", unit="")
+
+
+def _counted(work: Path, now: str, log: Path) -> int:
+    trace = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(log)]
+    run([*trace, HZ, "heinzel", "wake", "report-0"], wake_env(work, now), work)
+    total = 0
+    for line in log.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if parts and parts[-1] in ("fsync", "fdatasync"):
+            total += int(parts[3])
+    return total
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        template = homes(base / "template")
+        provider = Provider("openai", script)
+        try:
+            startup(template, base, provider)
+        finally:
+            provider.close()
+        fsyncs(template, base)
+
+
+if __name__ == "__main__":
+    main()

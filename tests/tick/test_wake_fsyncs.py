@@ -1,0 +1,70 @@
+"""The fsyncs a person's `hz heinzel wake` makes: the inputs staged only when they moved,
+the request in the inbox only when it carries a message or another process holds the lock.
+
+Counted on the real `hz` executable with strace (skipped where strace cannot trace).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.tick.homes import HZ, env, make_home
+
+STRACE = shutil.which("strace")
+
+
+def fsyncs(root: Path, now: str, *args: str) -> list[str]:
+    """The files and folders one real `hz heinzel wake report-0` fsynced, in order."""
+    log = root / "strace.log"
+    trace = [STRACE or "strace", "-f", "-y", "-e", "trace=fsync,fdatasync", "-o", str(log)]
+    done = subprocess.run(
+        [*trace, HZ, "heinzel", "wake", "report-0", *args],
+        cwd=root,
+        env=env(root, now=now),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if "fsync(" in line and "<" in line:
+            found.append(line.split("<", 1)[1].split(">", 1)[0])
+    return found
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    if STRACE is None:
+        pytest.skip("strace is not installed")
+    probe = subprocess.run([STRACE, "-o", "/dev/null", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("strace cannot trace here")
+    root, _ = make_home(tmp_path, 1)
+    return root
+
+
+def test_second_wake_restages_nothing_and_writes_no_request(home: Path) -> None:
+    """A wake whose inputs did not move fsyncs no source cache entry and, with no message
+    and the lock free, no inbox request: the spine, the draft and the body alone (the
+    fixture sources answer the same at 17:00 and 18:00; only ``as_of`` moves on)."""
+    fsyncs(home, "2026-11-06T17:00:00Z")
+    second = fsyncs(home, "2026-11-06T18:00:00Z")
+    assert [p for p in second if "/sources" in p] == []
+    assert [p for p in second if "/inbox" in p] == []
+    assert len(second) <= 8, second
+
+
+def test_a_message_still_goes_to_the_inbox_first(home: Path) -> None:
+    """A wake with a message writes it to the inbox (durable before the turn names it),
+    and the turn reads it from there."""
+    fsyncs(home, "2026-11-06T17:00:00Z")
+    second = fsyncs(home, "2026-11-06T18:00:00Z", "--message", "mention the launch")
+    assert any(p.endswith("/inbox") for p in second)
+    (request,) = (home / "home" / "heinzel").glob("hz-*/inbox/rq-*.json")
+    assert json.loads(request.read_text(encoding="utf-8"))["message"] == "mention the launch"

@@ -163,11 +163,12 @@ def _posted(db: Database, key: str) -> bool:
     return db.execute("SELECT 1 FROM tick_notices WHERE key = ?", [key]).fetchone() is not None
 
 
-def due_nudges(db: Database, now: datetime) -> list[Nudge]:
+def due_nudges(db: Database, now: datetime, known: list[Need] | None = None) -> list[Nudge]:
     """The nudges to post at ``now``: for each need whose next deadline is within its
-    longest lead, each upstream with a pending draft gets the latest lead passed, once."""
+    longest lead, each upstream with a pending draft gets the latest lead passed, once.
+    ``known``: the needs already read this tick (one query for nudges and escalations)."""
     found: list[Nudge] = []
-    for need in needs(db):
+    for need in needs(db) if known is None else known:
         if not need.nudge:
             continue
         deadline = deadline_after(need.at, need.timezone, now)
@@ -199,11 +200,11 @@ def due_nudges(db: Database, now: datetime) -> list[Nudge]:
     return found
 
 
-def due_escalations(db: Database, now: datetime) -> list[Nudge]:
+def due_escalations(db: Database, now: datetime, known: list[Need] | None = None) -> list[Nudge]:
     """The escalations to post at ``now``: a need with an escalation whose last deadline
     an upstream missed, and whose reader has placed no draft since, ``after`` it."""
     found: list[Nudge] = []
-    for need in needs(db):
+    for need in needs(db) if known is None else known:
         if need.escalate_after is None:
             continue
         deadline = deadline_before(need.at, need.timezone, now)

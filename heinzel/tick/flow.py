@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from heinzel.index.flow import due_escalations, due_nudges
+from heinzel.index.flow import due_escalations, due_nudges, needs
 from heinzel.session.sessions import Sessions
 from heinzel.tick.isolate import isolated
 
@@ -25,7 +25,8 @@ def flow_notices(service: Sessions, errors: list[dict[str, Any]]) -> list[str]:
     now = service.clock()
     db = service.index.db
     posted: list[str] = []
-    for notice in [*due_nudges(db, now), *due_escalations(db, now)]:
+    known = needs(db)  # one query for both
+    for notice in [*due_nudges(db, now, known), *due_escalations(db, now, known)]:
         with isolated(service, notice.heinzel, errors, "flow"):
             with service.open_spine(notice.heinzel) as spine:
                 spine.append("notice.posted", notice.data, key=notice.key, short_text=("message",))

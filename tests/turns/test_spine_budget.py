@@ -32,10 +32,11 @@ SLOT = "2026-10-30T15:00"
 """A real schedule slot (`machines.keys.schedule`), as long as the tick writes it."""
 DRAFTED_BUDGET = 2048
 SKIP_BUDGET = 300
-DRAFTED_NOW = 2421
+DRAFTED_NOW = 2434
 """What a drafted turn costs now, the folder counted as ``/w``: 7 lines (3,332 B in 11
 lines when each step start had a line of its own and the payloads repeated a zero spend,
-act's disposition and the draft's version)."""
+act's disposition and the draft's version; 13 B of it are ``turn.finished``'s ``tokens``,
+the sum its requests' lines carry, which ADR 0049 statement 20 asks for)."""
 
 CONTRACT = """---
 name: weekly-report

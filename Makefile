@@ -100,13 +100,16 @@ unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
-## make bench-peers: hz beside DBOS and LangGraph on one workload, interleaved, with the fsync
-## floor (tests/bench/peers/run.py). The peers live in their own venv, never in the lock. Then
+## make bench-peers: hz (turn host and embedder) beside DBOS (SQLite WAL, Postgres) and
+## LangGraph (durability="sync" on SQLite and Postgres) on one workload, interleaved, with the
+## fsync floor and each mode's fsyncs by strace (tests/bench/peers/run.py; Postgres a temporary
+## cluster from the machine's initdb). The peers live in their own venv, never in the lock. Then
 ## hz's own targets in the same run: start-up by need as ratios to `python -c pass`, and turn
 ## 1,000 of a session beside turn 1 (bench_startup, bench_age).
 PEERS_VENV  := .bench-peers-venv
 PEERS_STAMP := $(PEERS_VENV)/.installed
-PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
+PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2 \
+               langgraph-checkpoint-postgres==3.2.0 "psycopg[binary]==3.3.9" psycopg-pool==3.3.3
 
 $(PEERS_STAMP):
 	$(PYTHON) -m venv $(PEERS_VENV)

@@ -182,8 +182,9 @@ def main() -> None:
         Turns(service).run_wakes(heinzel_id, [wake], adapters=default_adapters(service.settings))
         total, count, kinds, think = turn_bytes(service, heinzel_id)
         print(f"drafted turn spine bytes:  {total:7d} B for {count} lines ({', '.join(kinds)})")
-        verdict = "ok" if total <= 2048 else "OVER"
-        print(f"  target 2048 B -> {verdict}; the think step's lines alone: {think} B")
+        print(f"  the think step's lines alone: {think} B")
+        verdict = "PASS" if total <= 2048 else "MISS"
+        print(f"{verdict} drafted turn spine bytes: {total} B (target 2048 B)")
         print_kinds(service.home.spine_path(heinzel_id), last_turn(service, heinzel_id))
         service, heinzel_id = setup(Path(tmp) / "c", render="if-moved")
         Turns(service).run_wakes(
@@ -193,8 +194,9 @@ def main() -> None:
             staged=TickFetch(staged=[], fetches=0),
         )
         total, count, kinds, _ = turn_bytes(service, heinzel_id)
-        verdict = "ok" if total <= 300 else "OVER"
-        print(f"nothing-moved skip bytes:  {total:7d} B for {count} line ({kinds[0]}) -> {verdict}")
+        print(f"nothing-moved skip bytes:  {total:7d} B for {count} line ({kinds[0]})")
+        verdict = "PASS" if total <= 300 else "MISS"
+        print(f"{verdict} nothing-moved skip spine bytes: {total} B (target 300 B)")
 
 
 if __name__ == "__main__":

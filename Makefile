@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
+.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -94,6 +94,27 @@ typecheck: $(STAMP)
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
 
 unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
+	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
+
+# Debian's stress-ng for make test-loaded. Without apt it prints a note and test-loaded stops.
+STRESS_NG := /usr/bin/stress-ng
+
+$(STRESS_NG):
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -q stress-ng >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q stress-ng >/dev/null 2>&1)) || \
+	  echo "note: stress-ng did not install"; \
+	else \
+	  echo "note: apt-get not found; install stress-ng to run make test-loaded"; \
+	fi
+
+## make test-loaded: make test's suite on a busy machine: lint and type-check, then the tests
+## beside `stress-ng --cpu 4` (four workers spinning on the CPU), stopped when the tests end,
+## whatever their result (and after two hours at most, should this shell die first).
+test-loaded: lint typecheck $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) $(STRESS_NG)
+	@command -v stress-ng >/dev/null 2>&1 || { echo "stress-ng is not installed"; exit 1; }
+	stress-ng --cpu 4 --timeout 2h --quiet & load=$$!; \
+	trap 'kill $$load 2>/dev/null; wait $$load 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 ## make bench: performance figures, each against a baseline measured in the same run.

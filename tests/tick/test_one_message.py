@@ -32,6 +32,7 @@ from ledger.reading import read_events
 from tests import forkhz
 from tests.hz_mcp.client import session
 from tests.turns.test_delivery import _waiting_for_lock
+from tests.waits import HANG
 
 from .homes import FRIDAY, HZ, chat_claims, env, hz, make_home, tick
 
@@ -242,10 +243,10 @@ def test_a_chat_killed_after_its_inbox_write_is_delivered_once_by_the_next_tick(
             chat = _chat(root, later, "mention the rollout")
             _waiting_for_lock(chat, _lock(root, heinzel))
             chat.send_signal(signal.SIGKILL)
-            chat.communicate(timeout=60)
+            chat.communicate(timeout=HANG)
     else:
         chat = _chat(root, later, "mention the rollout", HZ_CRASH_AT="after:turn.started")
-        chat.communicate(timeout=60)
+        chat.communicate(timeout=HANG)
         assert chat.returncode == 137
     [rid] = Inbox(Home(root / "home"), heinzel).pending("chat")
     for _ in range(2):

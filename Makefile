@@ -141,14 +141,17 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
 	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
-## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet)
-## and the model-based one (a state machine of hz processes, kills and a charging provider,
-## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run).
+## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet),
+## the tick-and-chat race and the concurrent-index run at full length (make test runs them
+## short), and the model-based one (a state machine of hz processes, kills and a charging
+## provider, SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run).
 SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
+	  tests/tick/test_one_message.py tests/heinzel/test_concurrent_index.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 

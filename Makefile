@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
+.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -96,17 +96,41 @@ WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) +
 unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
+# Debian's stress-ng for make test-loaded. Without apt it prints a note and test-loaded stops.
+STRESS_NG := /usr/bin/stress-ng
+
+$(STRESS_NG):
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -q stress-ng >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q stress-ng >/dev/null 2>&1)) || \
+	  echo "note: stress-ng did not install"; \
+	else \
+	  echo "note: apt-get not found; install stress-ng to run make test-loaded"; \
+	fi
+
+## make test-loaded: make test's suite on a busy machine: lint and type-check, then the tests
+## beside `stress-ng --cpu 4` (four workers spinning on the CPU), stopped when the tests end,
+## whatever their result (and after two hours at most, should this shell die first).
+test-loaded: lint typecheck $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) $(STRESS_NG)
+	@command -v stress-ng >/dev/null 2>&1 || { echo "stress-ng is not installed"; exit 1; }
+	stress-ng --cpu 4 --timeout 2h --quiet & load=$$!; \
+	trap 'kill $$load 2>/dev/null; wait $$load 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
+
 ## make bench: performance figures, each against a baseline measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
-## make bench-peers: hz beside DBOS and LangGraph on one workload, interleaved, with the fsync
-## floor (tests/bench/peers/run.py). The peers live in their own venv, never in the lock. Then
+## make bench-peers: hz (turn host and embedder) beside DBOS (SQLite WAL, Postgres) and
+## LangGraph (durability="sync" on SQLite and Postgres) on one workload, interleaved, with the
+## fsync floor and each mode's fsyncs by strace (tests/bench/peers/run.py; Postgres a temporary
+## cluster from the machine's initdb). The peers live in their own venv, never in the lock. Then
 ## hz's own targets in the same run: start-up by need as ratios to `python -c pass`, and turn
 ## 1,000 of a session beside turn 1 (bench_startup, bench_age).
 PEERS_VENV  := .bench-peers-venv
 PEERS_STAMP := $(PEERS_VENV)/.installed
-PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
+PEERS_PKGS  := dbos==3.4.0 langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2 \
+               langgraph-checkpoint-postgres==3.2.0 "psycopg[binary]==3.3.9" psycopg-pool==3.3.3
 
 $(PEERS_STAMP):
 	$(PYTHON) -m venv $(PEERS_VENV)
@@ -117,16 +141,20 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python tests/bench/peers/run.py --peers-python $(PEERS_VENV)/bin/python
 	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
-## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet)
-## and the model-based one (a state machine of hz processes, kills and a charging provider,
-## SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the held-out
-## embedding host SIGKILLed SOAK_KILLS times at seeded points (tests/machines/test_heldout_host.py).
+## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet),
+## the tick-and-chat race and the concurrent-index run at full length (make test runs them
+## short), the model-based one (a state machine of hz processes, kills and a charging
+## provider, SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the
+## held-out embedding host SIGKILLed SOAK_KILLS times at seeded points
+## (tests/machines/test_heldout_host.py).
 SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
 SOAK_KILLS ?= 300
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
+	  tests/tick/test_one_message.py tests/heinzel/test_concurrent_index.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 	HZ_SOAK_KILLS=$(SOAK_KILLS) $(BIN)/pytest -q -s tests/machines/test_heldout_host.py -k sigkill

@@ -42,6 +42,13 @@ _setsignal: Callable[[int, Any], object] = _raw.signal
 _DEFAULT = signal.default_int_handler
 
 
+def _self_pipe(loop: asyncio.AbstractEventLoop) -> int:
+    """The write end of the loop's self-pipe (what ``add_signal_handler`` hands to
+    ``signal.set_wakeup_fd``); -1 (no wakeup fd) for a loop without one."""
+    sock = getattr(loop, "_csock", None)
+    return sock.fileno() if sock is not None else -1
+
+
 class _Held:
     """This thread's runner, closed with its loop when the thread lets go of it."""
 
@@ -61,15 +68,19 @@ class _Held:
         if not asyncio.iscoroutine(coro):
             raise ValueError(f"a coroutine was expected, got {coro!r}")
         task = self.loop.create_task(coro, context=context)
-        handler = None
-        if threading.current_thread() is threading.main_thread() and (
-            _getsignal(signal.SIGINT) is _DEFAULT
-        ):
-            handler = self.on_sigint
+        handler, wakeup = None, None
+        if threading.current_thread() is threading.main_thread():
+            # A signal's C handler writes to the loop's self-pipe while the run lasts, so a
+            # signal that lands on another thread (a host's fsync worker, a client library's
+            # own) or just before the loop blocks in select() still wakes it to run the
+            # Python handler, this one or a host's (as `loop.add_signal_handler` arranges).
             try:
-                _setsignal(signal.SIGINT, handler)
+                wakeup = signal.set_wakeup_fd(_self_pipe(self.loop), warn_on_full_buffer=False)
             except ValueError:  # the main thread of an interpreter without signals
-                handler = None
+                wakeup = None
+            if wakeup is not None and _getsignal(signal.SIGINT) is _DEFAULT:
+                handler = self.on_sigint
+                _setsignal(signal.SIGINT, handler)
         self.task, self.interrupts = task, 0
         try:
             return self.loop.run_until_complete(task)
@@ -79,6 +90,8 @@ class _Held:
             raise
         finally:
             self.task = None
+            if wakeup is not None:
+                signal.set_wakeup_fd(wakeup)
             if handler is not None and _getsignal(signal.SIGINT) is handler:
                 _setsignal(signal.SIGINT, _DEFAULT)
 

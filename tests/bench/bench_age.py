@@ -111,9 +111,13 @@ def main() -> None:
             print(f"  {label + ':':<28}{cpu:7.1f} ({wall:6.1f}){note}")
         print(
             f"turn {AGE} against turn 1: {aged[0] / one[0]:.2f}x CPU "
-            f"({aged[1] / one[1]:.2f}x wall), target {TARGET}x; "
+            f"({aged[1] / one[1]:.2f}x wall); "
             f"against turns 1-5 {aged[0] / base[0]:.2f}x; "
             f"against age {FULL} {aged[0] / full[0]:.2f}x (what grows with age alone)"
+        )
+        verdict = "PASS" if aged[0] / one[0] <= TARGET else "MISS"
+        print(
+            f"{verdict} turn {AGE} against turn 1: {aged[0] / one[0]:.2f}x CPU (target {TARGET}x)"
         )
         service, heinzel_id = old.service, old.heinzel_id
         path = service.home.spine_path(heinzel_id)

@@ -93,8 +93,8 @@ def main() -> None:
     size = spine_bytes(recorder.lines, SPEC.turn, AT)
     kinds = ", ".join(kind for kind, _ in recorder.lines)
     print(f"checkpoint spine bytes:  {size:7d} B for {len(recorder.lines)} lines ({kinds})")
-    verdict = "ok" if size <= 1024 else "OVER"
-    print(f"target:                  {1024:7d} B (drafted turn) -> {verdict}")
+    verdict = "PASS" if size <= 1024 else "MISS"
+    print(f"{verdict} engine checkpoint spine bytes of a drafted turn: {size} B (target 1024 B)")
     vendor = [
         (k, {**d, "id": "toolu_01A09q90qw90lq917835lq9"} if "id" in d else d)
         for k, d in recorder.lines

@@ -112,5 +112,6 @@ def main() -> None:
         verdict = "PASS" if hz_ms < 1000 else "MISS"
         print(
             f"hz mcp start to initialize answered: {hz_ms:7.1f} ms; the SDK's one-tool server"
-            f" {sdk_ms:7.1f} ms (ratio {hz_ms / sdk_ms:.2f}); target under 1,000 ms: {verdict}"
+            f" {sdk_ms:7.1f} ms (ratio {hz_ms / sdk_ms:.2f})"
         )
+        print(f"{verdict} hz mcp start to initialize answered: {hz_ms:.1f} ms (target < 1000 ms)")

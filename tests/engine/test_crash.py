@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import forkhz
+from tests.waits import HANG
 
 SCRIPT = Path(__file__).with_name("crash_turn.py")
 
@@ -17,7 +18,7 @@ def run(directory: Path, kill_after: int, mode: str = "draft") -> int:
     done = forkhz.run(
         [sys.executable, str(SCRIPT), str(directory), mode, str(kill_after)],
         capture_output=True,
-        timeout=60,
+        timeout=HANG,
         check=False,
     )
     assert done.returncode in (0, 137), done.stderr.decode()[-2000:]

@@ -2,7 +2,8 @@
 
 Four Heinzelmännchen on the worked example's files; each round starts twelve real
 `hz` processes together (a wake and a chat of each, `list`, `show`, a tick), and
-waits for all of them. The count of rounds is bounded, nothing waits for luck: a
+waits for all of them (2 rounds in `make test`, ``HZ_SOAK_INDEX_ROUNDS`` in `make soak`).
+The count of rounds is bounded, nothing waits for luck: a
 process either succeeds or prints a coded error, never a traceback, and at the end
 the index holds exactly the rows a rebuild from the spines gives.
 """
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PRIYA = ROOT / "fixtures" / "priya"
 HZ = str(Path(sys.executable).with_name("hz"))
 NAMES = [f"report-{k}" for k in range(4)]
-ROUNDS = 3
+ROUNDS = int(os.environ.get("HZ_SOAK_INDEX_ROUNDS", "2"))
+"""Rounds of twelve processes: 2 in `make test`, more in `make soak`."""
 CODED = re.compile(r"^HZ[LMCHER]\d{3}: ", re.MULTILINE)
 # the tick's own bookkeeping (when a source is next due, what a watcher saw) is not
 # folded from the spines, so a rebuild does not restore it
@@ -78,7 +80,7 @@ def _rows(index: Path) -> dict[str, list[tuple[object, ...]]]:
 
 @pytest.mark.slow
 def test_processes_at_once_never_trace_and_the_index_equals_a_rebuild(tmp_path: Path) -> None:
-    """Twelve hz processes at a time, three rounds: each succeeds or is coded; index == rebuild."""
+    """Twelve hz processes at a time, ROUNDS rounds: each succeeds or is coded; index == rebuild."""
     root = _home(tmp_path)
     outcomes: list[tuple[list[str], int, str]] = []
     for round_ in range(ROUNDS):

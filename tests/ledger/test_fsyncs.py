@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from ledger import fsyncs
+from tests.waits import HANG
 
 
 def _workers() -> int:
@@ -52,7 +53,7 @@ print(os.waitstatus_to_exitcode(status))
             [sys.executable, "-c", script],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
             check=False,
             env={**os.environ, "PYTHONPATH": os.getcwd()},
         )

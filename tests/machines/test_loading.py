@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from tests.waits import HANG
+
 SCRIPT = """
 import gc, json
 from machines.loading import loading
@@ -32,7 +34,7 @@ def test_loading_pauses_the_collector_and_freezes_only_when_modules_load() -> No
     module froze what existed, one that imported nothing froze nothing, and a collector the
     caller had switched off stays off (run in its own process: freezing is per process)."""
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=HANG
     )
     seen = json.loads(done.stdout)
     assert seen == {

@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from machines.loop import run_sync
+from tests.waits import HANG
 
 SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
 
@@ -113,8 +114,23 @@ class TestRunSync:
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
         child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=60)
+        out, _ = child.communicate(timeout=HANG)
         assert out.split() == ["cancelled", "interrupted", "default", "7"]
+        assert child.returncode == 0
+
+    def test_a_sigint_another_thread_receives_still_wakes_the_loop(self) -> None:
+        """A process-wide SIGINT may land on any thread (a host has its fsync worker, a
+        client library its own): its handler runs only in the main thread, which is asleep
+        in select() and must be woken. Here the signal goes to a second thread once the
+        main one sleeps (its /proc state), and the run is still cancelled at once."""
+        child = subprocess.Popen(
+            [sys.executable, "-c", _OTHER_THREAD_CHILD],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+        out, _ = child.communicate(timeout=HANG)
+        assert out.split() == ["cancelled", "interrupted"]
         assert child.returncode == 0
 
 
@@ -139,4 +155,36 @@ except KeyboardInterrupt:
     print("interrupted")
 print("default" if signal.getsignal(signal.SIGINT) is signal.default_int_handler else "other")
 print(run_sync(seven()))
+"""
+
+
+_OTHER_THREAD_CHILD = """
+import asyncio, signal, threading
+from pathlib import Path
+from machines.loop import run_sync
+
+main = threading.main_thread().native_id
+go = threading.Event()
+
+def other():
+    go.wait()
+    stat = Path(f"/proc/self/task/{main}/stat")
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "S":
+        pass  # until the main thread sleeps in select()
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+threading.Thread(target=other, daemon=True).start()
+
+async def wait_long():
+    try:
+        go.set()
+        await asyncio.Event().wait()  # forever, unless cancelled
+    except asyncio.CancelledError:
+        print("cancelled", flush=True)
+        raise
+
+try:
+    run_sync(wait_long())
+except KeyboardInterrupt:
+    print("interrupted")
 """

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from typing import Any
 
+from tests.waits import HANG
+
 from .conftest import CONTRACT, CREATED, User
 from .fake_providers import Hang, Http, Outcome, closed_port
 
@@ -110,9 +112,9 @@ class TestAFailedCreationNamesItsCause:
             text=True,
         )
         try:
-            assert provider.received.wait(timeout=60), "the request never reached the provider"
+            assert provider.received.wait(timeout=HANG), "the request never reached the provider"
             made.send_signal(signal.SIGINT)
-            _out, err = made.communicate(timeout=30)
+            _out, err = made.communicate(timeout=HANG)
         finally:
             made.kill()
         assert made.returncode != 0, err

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from tests.waits import HANG
 
 from .conftest import CREATED, User
 from .fake_providers import Filtered, Hang, Http, Outcome, Page, Raw, closed_port
@@ -185,9 +186,9 @@ class TestBoundedInTime:
         provider = _held(user)
         woke = _popen(user, "heinzel", "wake", "notes-digest")
         try:
-            assert provider.received.wait(timeout=60), "the request never reached the provider"
+            assert provider.received.wait(timeout=HANG), "the request never reached the provider"
             woke.send_signal(signal.SIGINT)
-            _out, err = woke.communicate(timeout=30)
+            _out, err = woke.communicate(timeout=HANG)
         finally:
             woke.kill()
         assert woke.returncode == 1, err
@@ -204,10 +205,10 @@ class TestBoundedInTime:
         provider = _held(user)
         woke = _popen(user, "heinzel", "wake", "notes-digest", "--json")
         try:
-            assert provider.received.wait(timeout=60), "the request never reached the provider"
+            assert provider.received.wait(timeout=HANG), "the request never reached the provider"
             stop = user.hz("heinzel", "stop", "notes-digest")
             assert stop.returncode == 0, stop.stderr
-            out, err = woke.communicate(timeout=30)
+            out, err = woke.communicate(timeout=HANG)
         finally:
             woke.kill()
         assert woke.returncode == 1, err

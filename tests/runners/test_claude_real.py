@@ -16,6 +16,7 @@ import pytest
 
 from heinzel.runners.claude_code import ClaudeCodeRunner
 from heinzel.runners.settings import ClaudeCodeSettings, parse_runner_settings
+from tests.waits import HANG
 
 PROMPT = "What do the notes say?"
 CONTRACT = "CONTRACT-7f3a: answer in one sentence."
@@ -86,7 +87,7 @@ class TestRealClaudeCode:
         with fake_api.Server(read_then(fake_api, workdir, ("Glob", {"pattern": "*.txt"}))) as api:
             runner = make_runner(claude_executable, home, api.url, scratch)
             result = runner.run(
-                PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0, working_dir=workdir
+                PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=1.0, working_dir=workdir
             )
             requests = api.state.message_requests()
         assert (result.status, result.reason) == ("completed", None)
@@ -116,7 +117,7 @@ class TestRealClaudeCode:
                 PROMPT,
                 contract=CONTRACT,
                 tools=["Read"],
-                timeout=60,
+                timeout=HANG,
                 budget=1.0,
                 working_dir=workdir,
             )
@@ -132,7 +133,7 @@ class TestRealClaudeCode:
         home, scratch = dirs
         with fake_api.Server(read_then(fake_api, workdir, ("Glob", {"pattern": "*"}))) as api:
             result = make_runner(claude_executable, home, api.url, scratch).run(
-                PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=0.001, working_dir=workdir
+                PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=0.001, working_dir=workdir
             )
             calls = len(api.state.message_requests())
         assert (result.status, result.reason) == ("budget", "Reached maximum budget ($0.001)")
@@ -147,7 +148,7 @@ class TestRealClaudeCode:
         home, scratch = dirs
         with fake_api.Server(read_then(fake_api, workdir, ("Glob", {"pattern": "*"}))) as api:
             result = make_runner(claude_executable, home, api.url, scratch, max_turns=1).run(
-                PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0, working_dir=workdir
+                PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=1.0, working_dir=workdir
             )
         assert result.status == "budget"
         assert result.reason == "Reached maximum number of turns (1)"
@@ -159,7 +160,7 @@ class TestRealClaudeCode:
         """Nothing listens on the port: failed, with the CLI's error text, never an exception."""
         home, scratch = dirs
         runner = make_runner(claude_executable, home, f"http://127.0.0.1:{closed_port}", scratch)
-        result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0)
+        result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=1.0)
         assert result.status == "failed" and result.report == ""
         assert result.reason == "API Error: Unable to connect to API (ConnectionRefused)"
 
@@ -170,7 +171,7 @@ class TestRealClaudeCode:
         home, scratch = dirs
         with fake_api.Server(lambda _: ([fake_api.text("plain answer")], "end_turn")) as api:
             runner = make_runner(claude_executable, home, api.url, scratch, tools=[])
-            result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=None)
+            result = runner.run(PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=None)
             [request] = api.state.message_requests()
         assert (result.status, result.report) == ("completed", "plain answer")
         assert request.get("tools", []) == []
@@ -218,7 +219,7 @@ class TestRealClaudeCode:
 
         with fake_api.Server(script) as api:
             result = make_runner(claude_executable, home, api.url, scratch).run(
-                PROMPT, contract=CONTRACT, tools=[], timeout=60, budget=1.0, working_dir=workdir
+                PROMPT, contract=CONTRACT, tools=[], timeout=HANG, budget=1.0, working_dir=workdir
             )
             requests = api.state.message_requests()
         sent = json.dumps(requests)

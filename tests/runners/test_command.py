@@ -13,6 +13,7 @@ import pytest
 from heinzel.runners.command import CommandRunner
 from heinzel.runners.errors import RunnerError
 from heinzel.runners.settings import CommandSettings, parse_runner_settings
+from tests.waits import HANG
 
 Command = Callable[..., list[str]]
 
@@ -38,7 +39,7 @@ def go(r: CommandRunner, prompt: str = "check the notes", **kw: object):
     args: dict[str, object] = {
         "contract": "be read-only",
         "tools": [],
-        "timeout": 30.0,
+        "timeout": HANG,
         "budget": 0.5,
     }
     args.update(kw)
@@ -136,9 +137,10 @@ class TestRun:
             "{{x}}",
         ]
         r = runner(command, model="a model", output_format="json", output_key="cwd")
-        result = go(r, tools=["grep", "read"], timeout=2.5, working_dir=tmp_path)
+        # a fraction rounds up; the agent must finish, so the timeout is the hang ceiling
+        result = go(r, tools=["grep", "read"], timeout=HANG - 0.5, working_dir=tmp_path)
         argv = json.loads(result.transcript)["argv"]
-        assert argv[-4:] == ["m=a model", "tools=grep,read", "t=3s", "{x}"]
+        assert argv[-4:] == ["m=a model", "tools=grep,read", f"t={int(HANG)}s", "{x}"]
         assert result.report == str(tmp_path)
 
     def test_the_private_files_are_gone_afterwards(

@@ -12,6 +12,7 @@ import pytest
 from heinzel.runners.command import CommandRunner
 from heinzel.runners.pi import PI_RUNNER_TOML, parse_pi_events
 from heinzel.runners.settings import CommandSettings, parse_runners_table
+from tests.waits import HANG
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "runners"
@@ -99,7 +100,7 @@ class TestDocumentedConfiguration:
         """The documented table runs pi read-only, prompt on stdin, contract as a file."""
         record = fake_pi(tmp_path / "bin", FIXTURES / "pi-success.jsonl")
         result = pi_runner(tmp_path / "bin", tmp_path).run(
-            "What do the notes say?", contract="Be brief.", tools=[], timeout=30, budget=0.2
+            "What do the notes say?", contract="Be brief.", tools=[], timeout=HANG, budget=0.2
         )
         assert result.status == "completed"
         assert result.report == "The directory holds notes.txt; it says hello."
@@ -119,7 +120,11 @@ class TestDocumentedConfiguration:
         """pi exits 0 after its model call failed; the result is failed with pi's error."""
         fake_pi(tmp_path / "bin", FIXTURES / "pi-unreachable.jsonl")
         result = pi_runner(tmp_path / "bin", tmp_path).run(
-            "What do the notes say?", contract="Be brief.", tools=["read"], timeout=30, budget=None
+            "What do the notes say?",
+            contract="Be brief.",
+            tools=["read"],
+            timeout=HANG,
+            budget=None,
         )
         assert result.status == "failed" and result.report == ""
         assert result.reason == "pi's model call failed: Connection error."

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
 
 
@@ -59,7 +61,7 @@ class TestDaemonCommands:
             first = process.stdout.readline()
             assert first.startswith("tick at 2026-10-30T14:05:00.000Z")
             process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=30) == 0
+            assert process.wait(timeout=HANG) == 0
 
     @pytest.mark.kill
     def test_run_prints_each_tick_by_name_as_tick_does(self, tmp_path: Path) -> None:
@@ -91,7 +93,7 @@ class TestDaemonCommands:
             assert process.stdout.readline().startswith("tick at 2026-11-06T14:05:00.000Z: 1 woken")
             woken = process.stdout.readline()
             process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=60) == 0
+            assert process.wait(timeout=HANG) == 0
         assert woken == "  weekly-report: schedule -> drafted\n"
 
 

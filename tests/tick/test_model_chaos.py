@@ -441,7 +441,7 @@ def _settings(examples: int, steps: int) -> settings:
 
 
 Chaos.TestCase.settings = _settings(
-    SOAK or int(os.environ.get("HZ_CHAOS_EXAMPLES", "5")),
-    int(os.environ.get("HZ_SOAK_STEPS", "40" if SOAK else "25")),
+    SOAK or int(os.environ.get("HZ_CHAOS_EXAMPLES", "3")),
+    int(os.environ.get("HZ_SOAK_STEPS", "40" if SOAK else "20")),
 )
 TestChaos = Chaos.TestCase

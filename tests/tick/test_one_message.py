@@ -32,8 +32,12 @@ from ledger.reading import read_events
 from tests import forkhz
 from tests.hz_mcp.client import session
 from tests.turns.test_delivery import _waiting_for_lock
+from tests.waits import HANG
 
 from .homes import FRIDAY, HZ, chat_claims, env, hz, make_home, tick
+
+CHAT_ROUNDS = int(os.environ.get("HZ_SOAK_CHAT_ROUNDS", "4"))
+"""Rounds of the tick-and-chat race: both kinds twice in `make test`, 20 in `make soak`."""
 
 PAUSED = Path(__file__).parent / "paused_tick.py"
 
@@ -194,14 +198,15 @@ def test_a_chat_that_cannot_get_the_lock_is_queued_never_to_be_sent_again(
 def test_a_tick_at_a_due_slot_with_a_chat_a_moment_later_delivers_each_chat_once(
     tmp_path: Path,
 ) -> None:
-    """Twenty rounds: a tick at the next due slot, paused with the lock held (before its
+    """Rounds (4 in `make test`, ``HZ_SOAK_CHAT_ROUNDS``, 20 in `make soak`), each of both
+    kinds in turn: a tick at the next due slot, paused with the lock held (before its
     turn, or before its outcome step, after its model requests), and a chat 1.5 s later.
     Each chat has exactly one claim on the spine (steered into the tick's turn, or a turn
     of its own, never both) and each answer says where it went."""
     root, (heinzel,) = make_home(tmp_path, 1)
     start = datetime.fromisoformat(FRIDAY.replace("Z", "+00:00"))
     sent = []
-    for round_ in range(20):
+    for round_ in range(CHAT_ROUNDS):
         now = (start + timedelta(days=7 * round_)).strftime("%Y-%m-%dT%H:%M:%SZ")
         where = ("start", "outcome")[round_ % 2]
         paused = PausedTick(root, tmp_path / f"sync-{round_}", now, where)
@@ -242,10 +247,10 @@ def test_a_chat_killed_after_its_inbox_write_is_delivered_once_by_the_next_tick(
             chat = _chat(root, later, "mention the rollout")
             _waiting_for_lock(chat, _lock(root, heinzel))
             chat.send_signal(signal.SIGKILL)
-            chat.communicate(timeout=60)
+            chat.communicate(timeout=HANG)
     else:
         chat = _chat(root, later, "mention the rollout", HZ_CRASH_AT="after:turn.started")
-        chat.communicate(timeout=60)
+        chat.communicate(timeout=HANG)
         assert chat.returncode == 137
     [rid] = Inbox(Home(root / "home"), heinzel).pending("chat")
     for _ in range(2):

@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.waits import HANG
+
 _path = Path(__file__).resolve().parents[1] / "models" / "fake_providers.py"
 _spec = importlib.util.spec_from_file_location("hz_fake_providers", _path)
 assert _spec is not None and _spec.loader is not None
@@ -40,7 +42,7 @@ class PausingModel:
             said = str(last.get("content", ""))[:120]
             return fake.Outcome({"report": f"pause answered: {said}"})
         self.reached.set()
-        self.gate.wait(timeout=60)
+        self.gate.wait(timeout=HANG)
         return fake.Call("pause", {"reason": REASON})
 
     def env(self, base: dict[str, str]) -> dict[str, str]:

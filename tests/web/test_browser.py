@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from heinzel.app import App
+from tests.waits import HANG, HANG_MS
 
 from .conftest import demo_env, heinzel_id
 from .test_serve_cli import free_port, wait_listening
@@ -37,6 +38,15 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(),
     reason="no /usr/bin/chromium (apt-get install chromium; `make unit` installs it)",
 )
+
+
+def _page(browser: Any, **options: Any) -> Any:
+    """A new page whose every action and navigation waits up to the hang ceiling, not
+    Playwright's 30 s: an element the test expects is waited for until it is there."""
+    page = browser.new_page(**options)
+    page.set_default_timeout(HANG_MS)
+    page.set_default_navigation_timeout(HANG_MS)
+    return page
 
 
 def start_serving(
@@ -61,7 +71,7 @@ def start_serving(
 
 def stop_serving(process: subprocess.Popen[str]) -> None:
     process.terminate()
-    process.wait(timeout=30)
+    process.wait(timeout=HANG)
     if process.stdout is not None:
         process.stdout.close()
 
@@ -89,7 +99,7 @@ def test_a_user_looks_chats_and_approves(served: str, home: Path) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
-            wide = browser.new_page(viewport={"width": 1280, "height": 900})
+            wide = _page(browser, viewport={"width": 1280, "height": 900})
             wide.goto(served)
             assert wide.url.endswith("/")
             assert wide.locator("a.name", has_text="weekly-report").count() == 1
@@ -103,55 +113,55 @@ def test_a_user_looks_chats_and_approves(served: str, home: Path) -> None:
 
             wide.fill("#chat-text", "keep it under ten lines")
             wide.keyboard.press("Control+Enter")
-            wide.locator("#live li", has_text="turn.started").first.wait_for(timeout=60_000)
-            wide.locator("#live li", has_text="sent: a new turn").wait_for(timeout=60_000)
+            wide.locator("#live li", has_text="turn.started").first.wait_for(timeout=HANG_MS)
+            wide.locator("#live li", has_text="sent: a new turn").wait_for(timeout=HANG_MS)
             assert "keep it under ten lines" in wide.text_content("#messages")
             wide.screenshot(path=str(SHOTS / "chat-wide.png"), full_page=True)
 
             # the chat's turn ends and the page follows it: no reload from here on
-            wide.locator("#messages li.them").first.wait_for(timeout=60_000)
+            wide.locator("#messages li.them").first.wait_for(timeout=HANG_MS)
             wide.evaluate("window.hzKept = true")  # gone if the page ever reloads
-            lister = browser.new_page(viewport={"width": 1280, "height": 900})
+            lister = _page(browser, viewport={"width": 1280, "height": 900})
             lister.goto(served)
 
             wide.locator("#part-actions summary", has_text="Retry its last turn").click()
             wide.fill("#retry-hint", "shorter")
             wide.locator("#part-actions details button", has_text="Retry").click()
-            wide.locator("#said", has_text="retry: its turn runs now").wait_for(timeout=60_000)
-            wide.locator("#part-turns strong", has_text="retry").first.wait_for(timeout=60_000)
+            wide.locator("#said", has_text="retry: its turn runs now").wait_for(timeout=HANG_MS)
+            wide.locator("#part-turns strong", has_text="retry").first.wait_for(timeout=HANG_MS)
             wide.locator("#part-turns li", has_text="retry").filter(
                 has_not_text="running"
-            ).first.wait_for(timeout=60_000)
+            ).first.wait_for(timeout=HANG_MS)
 
             key = _card_shows_pending(wide, home, hid)
             document = Path(key.partition("@file:")[2])  # the played home's document
             tags = document.read_text(encoding="utf-8").count("🧝 DRAFT")
             wide.click("text=Approve draft")
-            wide.locator("#said", has_text="Approved the draft").wait_for(timeout=60_000)
+            wide.locator("#said", has_text="Approved the draft").wait_for(timeout=HANG_MS)
             assert document.read_text(encoding="utf-8").count("🧝 DRAFT") == tags - 1
-            wide.locator("#part-turns strong", has_text="approval").first.wait_for(timeout=60_000)
+            wide.locator("#part-turns strong", has_text="approval").first.wait_for(timeout=HANG_MS)
             wide.locator("#part-pending button", has_text="Approve draft").wait_for(
-                state="detached", timeout=60_000
+                state="detached", timeout=HANG_MS
             )
             lister.locator("ul.rows", has_text="draft waiting").wait_for(
-                state="detached", timeout=60_000
+                state="detached", timeout=HANG_MS
             )
 
             # from the keyboard: Pause, then Unpause; the list follows in its own tab
             wide.locator("#part-actions button", has_text="Pause").focus()
             wide.keyboard.press("Enter")
-            wide.locator("#state", has_text="paused").wait_for(timeout=60_000)
-            lister.locator("ul.rows .badge", has_text="paused").wait_for(timeout=60_000)
+            wide.locator("#state", has_text="paused").wait_for(timeout=HANG_MS)
+            lister.locator("ul.rows .badge", has_text="paused").wait_for(timeout=HANG_MS)
             wide.locator("#part-actions button", has_text="Unpause").focus()
             wide.keyboard.press("Enter")
-            wide.locator("#part-actions button", has_text="Pause").wait_for(timeout=60_000)
+            wide.locator("#part-actions button", has_text="Pause").wait_for(timeout=HANG_MS)
             lister.locator("ul.rows .badge", has_text="paused").wait_for(
-                state="detached", timeout=60_000
+                state="detached", timeout=HANG_MS
             )
             assert wide.evaluate("window.hzKept") is True
             wide.screenshot(path=str(SHOTS / "after-wide.png"), full_page=True)
 
-            narrow = browser.new_page(viewport={"width": 375, "height": 700})
+            narrow = _page(browser, viewport={"width": 375, "height": 700})
             narrow.goto(served)
             narrow.screenshot(path=str(SHOTS / "list-375.png"), full_page=True)
             narrow.goto(served.split("/auth", maxsplit=1)[0] + f"/h/{hid}")
@@ -181,7 +191,7 @@ def test_a_chat_refused_by_a_restarted_server_says_so_and_keeps_the_message(home
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
             try:
-                page = browser.new_page()
+                page = _page(browser)
                 page.goto(url)
                 page.click("a.name")
                 page.wait_for_url(f"**/h/{heinzel_id(home)}")
@@ -190,10 +200,10 @@ def test_a_chat_refused_by_a_restarted_server_says_so_and_keeps_the_message(home
                 page.fill("#chat-text", "keep it under ten lines")
                 page.keyboard.press("Control+Enter")
                 refused = page.locator("#live li.error", has_text="401")
-                refused.wait_for(timeout=60_000)
+                refused.wait_for(timeout=HANG_MS)
                 assert "hz system serve" in (refused.text_content() or "")
                 # and announced: the page's alert (role="alert") carries the refusal too
-                page.locator('#refused[role="alert"]', has_text="401").wait_for(timeout=10_000)
+                page.locator('#refused[role="alert"]', has_text="401").wait_for(timeout=HANG_MS)
                 assert page.locator("#messages li.me").last.text_content() == (
                     "keep it under ten linesnot sent"
                 )
@@ -231,7 +241,7 @@ def test_axe_core_finds_no_violation_on_any_page(served: str, home: Path) -> Non
         found = {}
         try:
             for width in (1280, 375):
-                page = browser.new_page(viewport={"width": width, "height": 900})
+                page = _page(browser, viewport={"width": width, "height": 900})
                 page.goto(served)
                 for path in ("/", f"/h/{hid}", f"/h/{hid}/turn/{turn}", "/h/nobody", "/graph"):
                     page.goto(base + path)
@@ -257,7 +267,7 @@ def test_a_proposed_write_is_answered_from_the_page_by_keyboard(home: Path) -> N
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page = _page(browser, viewport={"width": 1280, "height": 900})
                 page.goto(url)
                 page.click("a.name")
                 page.wait_for_url(f"**/h/{heinzel_id(home)}")
@@ -265,15 +275,15 @@ def test_a_proposed_write_is_answered_from_the_page_by_keyboard(home: Path) -> N
                 page.fill("#chat-text", "pause it please")
                 page.keyboard.press("Control+Enter")
                 approve = page.locator("#part-pending button", has_text="Approve pause")
-                approve.wait_for(timeout=60_000)
+                approve.wait_for(timeout=HANG_MS)
                 if AXE.exists():
                     assert axe_violations(page) == []
                 approve.focus()
                 page.keyboard.press("Enter")
-                page.locator("#said", has_text="Answered yes").wait_for(timeout=60_000)
-                page.locator("#state", has_text="paused").wait_for(timeout=60_000)
+                page.locator("#said", has_text="Answered yes").wait_for(timeout=HANG_MS)
+                page.locator("#state", has_text="paused").wait_for(timeout=HANG_MS)
                 page.locator("#part-pending", has_text="It asks before a write").wait_for(
-                    state="detached", timeout=60_000
+                    state="detached", timeout=HANG_MS
                 )
                 assert page.evaluate("window.hzKept") is True
             finally:

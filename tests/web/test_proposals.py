@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from heinzel.app import App
 from ledger.spine import read_events
+from tests.waits import HANG
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
 from .scripted import PausingModel
@@ -64,7 +65,7 @@ def test_a_chat_returns_while_its_turn_runs_and_a_second_is_queued(
         sent = _post(client, f"/h/{hid}/chat", {"text": "pause it please"}, json=True)
         assert sent.status_code == 200, sent.text  # type: ignore[attr-defined]
         assert sent.json()["delivered"] == "a new turn"  # type: ignore[attr-defined]
-        assert model.reached.wait(timeout=60), "the child never reached the model"
+        assert model.reached.wait(timeout=HANG), "the child never reached the model"
         assert not model.gate.is_set()
         assert len(_running(home, hid, env)) == 1
         again = _post(client, f"/h/{hid}/chat", {"text": "and say why"}, json=True)
@@ -214,7 +215,7 @@ class SlowAnswerModel(PausingModel):
     def script(self, body: dict[str, Any], n: int) -> Any:
         if body["messages"][-1].get("role") == "tool":
             self.resumed.set()
-            self.answered.wait(timeout=60)
+            self.answered.wait(timeout=HANG)
         return super().script(body, n)
 
 
@@ -236,7 +237,7 @@ def test_approving_a_proposed_write_returns_while_its_turn_goes_on(
             answered = _post(client, f"/h/{hid}/answer", {"said": "yes"}, json=True)
             assert answered.status_code == 200, answered.text  # type: ignore[attr-defined]
             assert answered.json()["started"] is True  # type: ignore[attr-defined]
-            assert model.resumed.wait(timeout=60), "the answered turn never went on"
+            assert model.resumed.wait(timeout=HANG), "the answered turn never went on"
             assert not model.answered.is_set()
             assert len(_running(home, hid, env)) == 1  # the turn goes on after the POST
             assert "question.answered" in _kinds(home, hid)

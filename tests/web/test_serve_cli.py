@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tests.waits import HANG
+
 from .conftest import demo_env, heinzel_id
 
 
@@ -24,7 +26,7 @@ def free_port() -> int:
 
 def ask(port: int, path: str, cookie: str = "") -> tuple[int, str, str]:
     """GET ``path``: the status, the Set-Cookie header and the body."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG)
     try:
         connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
         answer = connection.getresponse()
@@ -35,7 +37,7 @@ def ask(port: int, path: str, cookie: str = "") -> tuple[int, str, str]:
 
 def wait_listening(port: int, process: subprocess.Popen[str]) -> None:
     """Until the port accepts (the process printed its URL before uvicorn binds)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline and process.poll() is None:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -93,7 +95,7 @@ def test_hz_system_serve_prints_the_url_and_guards_every_page(home: Path) -> Non
         assert status == 200
         assert "weekly-report" in page
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=HANG)
 
 
 def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Path) -> None:
@@ -110,7 +112,7 @@ def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Pa
                 capture_output=True,
                 text=True,
                 env=demo_env(home),
-                timeout=60,
+                timeout=HANG,
             )
             assert second.returncode == 1
             assert second.stderr.startswith(f"HZH310: can't listen on 127.0.0.1:{port}")
@@ -121,7 +123,7 @@ def test_a_second_serve_on_a_taken_port_is_refused_and_leaves_the_token(home: Pa
             assert ask(port, f"{login.path}?{login.query}")[0] == 303
         finally:
             first.terminate()
-            first.wait(timeout=30)
+            first.wait(timeout=HANG)
 
 
 def test_sigterm_ends_the_open_event_streams_and_the_server(home: Path) -> None:
@@ -140,7 +142,7 @@ def test_sigterm_ends_the_open_event_streams_and_the_server(home: Path) -> None:
         try:
             login = urlsplit(opened(process, port))
             cookie = ask(port, f"{login.path}?{login.query}")[1].split(";")[0]
-            stream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            stream = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG)
             stream.request("GET", f"/h/{heinzel_id(home)}/events", headers={"Cookie": cookie})
             answer = stream.getresponse()
             assert answer.status == 200
@@ -149,7 +151,7 @@ def test_sigterm_ends_the_open_event_streams_and_the_server(home: Path) -> None:
             rest = answer.read()  # to the stream's end; a socket timeout fails the test
             assert b"event: row" in rest
             stream.close()
-            assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+            assert process.wait(timeout=HANG) in (0, -signal.SIGTERM)
             assert process.stderr is not None
             assert process.stderr.read() == ""
         finally:

@@ -9,6 +9,8 @@ import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
 
+from tests.waits import HANG
+
 from .test_serve_cli import free_port
 from .test_two_homes import serving
 
@@ -20,7 +22,7 @@ def test_a_chat_to_no_such_one_answers_404_with_its_code_message_and_hint(home: 
     jar = CookieJar()
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     with serving(home, port) as login:
-        page = browser.open(login, timeout=30).read().decode("utf-8")
+        page = browser.open(login, timeout=HANG).read().decode("utf-8")
         csrf = page.split('name="csrf" content="')[1].split('"')[0]
         origin = f"http://127.0.0.1:{port}"
         sent = urllib.request.Request(
@@ -35,12 +37,12 @@ def test_a_chat_to_no_such_one_answers_404_with_its_code_message_and_hint(home: 
             },
         )
         try:
-            browser.open(sent, timeout=30)
+            browser.open(sent, timeout=HANG)
             raise AssertionError("the chat to no such one was accepted")
         except urllib.error.HTTPError as refused:
             status, body = refused.code, json.loads(refused.read().decode("utf-8"))
         try:
-            browser.open(f"{origin}/h/nobody", timeout=30)
+            browser.open(f"{origin}/h/nobody", timeout=HANG)
             raise AssertionError("the page of no such one was served")
         except urllib.error.HTTPError as missing:
             page_status = missing.code

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from heinzel.web.auth import Keys
+from tests.waits import HANG
 
 from .conftest import heinzel_id
 from .test_serve_cli import ask, free_port, opened, serve
@@ -33,7 +34,7 @@ class Served:
         self, method: str, path: str, body: bytes | None = None, **headers: str
     ) -> tuple[int, str]:
         """The status and the body of one request (``path`` sent as given)."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HANG)
         try:
             connection.putrequest(method, path, skip_accept_encoding=True)
             sent = {"Cookie": self.cookie, **{k.replace("_", "-"): v for k, v in headers.items()}}
@@ -62,7 +63,7 @@ class Served:
     def stop(self) -> str:
         """End the server; its stderr."""
         self.process.terminate()
-        _, err = self.process.communicate(timeout=60)
+        _, err = self.process.communicate(timeout=HANG)
         return err
 
 

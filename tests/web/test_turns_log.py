@@ -17,6 +17,8 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 from typing import Any
 
+from tests.waits import HANG
+
 from .conftest import demo_env, heinzel_id
 from .test_serve_cli import free_port
 from .test_two_homes import HZ
@@ -42,12 +44,12 @@ def browser_at(home: Path) -> Iterator[tuple[urllib.request.OpenerDirector, str,
                 line = process.stdout.readline()
                 assert line, "hz system serve ended before printing its URL"
             browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
-            page = browser.open(line.split("open: ", 1)[1].strip(), timeout=30).read().decode()
+            page = browser.open(line.split("open: ", 1)[1].strip(), timeout=HANG).read().decode()
             csrf = page.split('name="csrf" content="')[1].split('"')[0]
             yield browser, f"http://127.0.0.1:{port}", csrf
         finally:
             process.terminate()
-            process.wait(timeout=30)
+            process.wait(timeout=HANG)
 
 
 def chat(
@@ -66,7 +68,7 @@ def chat(
         },
     )
     try:
-        with browser.open(sent, timeout=60) as answer:
+        with browser.open(sent, timeout=HANG) as answer:
             return int(answer.status), json.loads(answer.read().decode("utf-8"))
     except urllib.error.HTTPError as refused:
         return int(refused.code), json.loads(refused.read().decode("utf-8"))
@@ -87,7 +89,7 @@ def test_turns_log_is_0600_under_umask_000(home: Path) -> None:
         assert status == 200, answer
         log = home / "web" / "turns.log"
         assert stat.S_IMODE(log.lstat().st_mode) == 0o600
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG
         while ended_turns(home) == before and time.monotonic() < deadline:
             time.sleep(0.1)  # the child's turn ends before the home is left behind
     assert ended_turns(home) == before + 1, log.read_text("utf-8")

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from http.cookiejar import CookieJar
 from pathlib import Path
 
+from tests.waits import HANG
+
 from .conftest import demo_env
 from .test_serve_cli import ask, free_port
 
@@ -40,13 +42,13 @@ def serving(home: Path, port: int) -> Iterator[str]:
             yield line.split("open: ", 1)[1].strip()
         finally:
             process.terminate()
-            process.wait(timeout=30)
+            process.wait(timeout=HANG)
 
 
 def status(browser: urllib.request.OpenerDirector, url: str) -> int:
     """The status of GET ``url`` in ``browser`` (redirects followed, cookies kept)."""
     try:
-        with browser.open(url, timeout=30) as answer:
+        with browser.open(url, timeout=HANG) as answer:
             return int(answer.status)
     except urllib.error.HTTPError as error:
         return int(error.code)

@@ -167,6 +167,8 @@ def main() -> None:
         cpu = {"cpu_per_step_us": (cpu_full - cpu_empty) / n * 1e6, "cpu_run_us": cpu_full * 1e6}
         counted = {"fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}
         print(json.dumps({**per_step, **kernel, **cpu, **counted, "fsync_run_us": full_in * 1e6}))
+    elif mode == "once":
+        turn(directory, n, "once")
     elif mode == "crash":
         turn(directory, n, "crashed", crash_after=n // 2)
     else:

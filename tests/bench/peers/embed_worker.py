@@ -5,8 +5,9 @@ The same workload as ``hz_worker.py`` (N replay-safe tool calls, then a draft pl
 through the fake world, effect ledger and all), written the way the page tells an
 embedder to: ``Spine.open(directory, clock=..., on_durable=[crash_hook()])``,
 ``SpineJournal.open(spine, index=held)`` with the index kept from the last turn,
-``DiskBody(directory)`` closed when a turn ends, one `Session` per journal driving
-``Session.start`` through `machines.run_sync`, and ``Session.resume`` after a crash.
+``DiskBody(directory, spine=spine)`` (one fsync per step) closed when a turn ends, one
+`Session` per journal driving ``Session.start`` through `machines.run_sync`, and
+``Session.resume`` after a crash.
 Nothing of hz's turn host (its lazy writer, its heinzel index) is used. Modes and the
 JSON line each prints are those of ``hz_worker.py``.
 """
@@ -47,7 +48,7 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0, resume: bool 
     directory.mkdir(parents=True, exist_ok=True)
     with Spine.open(directory, clock=clock, on_durable=[crash_hook(), crash]) as spine:
         journal = SpineJournal.open(spine, index=HELD.get(directory))
-        body = DiskBody(directory)
+        body = DiskBody(directory, spine=spine)
         session = Session(journal, body, steps(n, name), settings)
         start = time.perf_counter()
         try:

@@ -18,6 +18,7 @@ from heinzel.turns import TurnHost, default_adapters
 from ledger.event import Event, format_ts
 from ledger.spine import read_events
 from machines import Wake, keys
+from machines.journal import without_steps
 from tests.turns.test_acts import answering
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -96,7 +97,11 @@ class TestOutcomeWaits:
         state = home.wake()
         assert state.state == "waiting"
         [waiting] = home.events("turn.waiting")
-        assert waiting.data == {"step": "outcome", "until": until, "output": "section"}
+        assert without_steps(waiting).data == {
+            "step": "outcome",
+            "until": until,
+            "output": "section",
+        }
         assert home.events("draft.placed") == []
         home.tick(minutes=30)
         assert home.events("turn.resumed") == []

@@ -180,3 +180,33 @@ class TestTokensInAnOlderIndex:
         assert run(home, "heinzel", "reindex").returncode == 0
         after = json.loads(run(home, "heinzel", "show", "notes-digest", "--json").stdout)
         assert len(after["turns"]) == 2
+
+
+class TestThePage:
+    def test_the_page_shows_what_it_knows_and_the_months_cost_by_cause(
+        self, home: dict[str, Any]
+    ) -> None:
+        """The web head's page of one (the server the person opens) shows its latest
+        summary's fields under "What it knows", the same record `show` gives, and the
+        month's cost by cause; before the first summary it says there is none."""
+        from starlette.testclient import TestClient
+
+        from tests.web.conftest import TOKEN, web_app
+
+        root = home["cwd"] / "home"
+        env = dict(home["env"], HZ_NOW="2026-11-05T09:00:00Z")
+        children: list[Any] = []
+        [hid] = [p.parent.name for p in (root / "heinzel").glob("hz-*/session.jsonl")]
+        with TestClient(web_app(root, children, env), follow_redirects=False) as client:
+            assert client.get(f"/auth?token={TOKEN}").status_code == 303
+            before = client.get(f"/h/{hid}").text
+            assert "What it knows" in before and "No summary yet" in before
+            for day in (2, 3, 4):
+                wake(home, day)
+            shown = json.loads(run(home, "heinzel", "show", "notes-digest", "--json").stdout)
+            page = client.get(f"/h/{hid}").text
+        summary = shown["summary"]
+        assert f"Its latest summary (#{summary['seq']}" in page
+        assert f"<dd>{summary['asset']}</dd>" in page
+        assert "No summary yet" not in page
+        assert "this month</dt><dd>0.00 USD (0.00 asked)" in page

@@ -62,9 +62,11 @@ class HeinzelProjection:
 
     def create(self, db: Database) -> None:
         db.executescript(SCHEMA)
+        have: dict[str, set[str]] = {}
         for table, column, kind in ADDED_COLUMNS:
-            have = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
+            if table not in have:  # one look per table
+                have[table] = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+            if column not in have[table]:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def clear(self, db: Database, source: str) -> None:

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
+from ledger.event import make_event
 from ledger.files import ensure_private_dir
+from machines.journal import expand_carried
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
@@ -284,6 +286,27 @@ class Week:
         ]
         for when, title, story, play in moments[start:until]:
             out(self.moment(when, title, story, play))
+
+
+def expanded(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lines`` with what each carries written out before it, as lines of their own
+    (`machines.journal.expand_carried`): the stream an older spine holds."""
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        event = make_event(
+            seq=line["seq"],
+            ts=line["ts"],
+            prev=line["prev"],
+            kind=line["kind"],
+            data=line["data"],
+            turn=line["turn"],
+            key=line["key"],
+        )
+        out.extend(
+            {**line, "kind": e.kind, "key": e.key, "data": dict(e.data)}
+            for e in expand_carried((event,))
+        )
+    return out
 
 
 def _placed(lines: list[dict[str, Any]]) -> set[str]:

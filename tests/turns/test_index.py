@@ -6,8 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from heinzel.turns import IndexedJournal, Turns, default_adapters
+from ledger.spine import read_events
 from machines import SpineIndex
 from machines.journal import expand_carried, keys_of
+from machines.spine_journal import done_in_file
 
 
 class TestIndexedJournal:
@@ -35,3 +37,64 @@ class TestIndexedJournal:
         service.reindex()
         assert [dict(r) for r in service.index.db.query(query)] == before
         assert before
+
+
+class TestCarriedEffectEnd:
+    """`IndexedJournal` holds an effect's ``effect.done`` and ``draft.placed`` for the turn's
+    next line (docs/spine.md, "An effect's end carried by the next line")."""
+
+    @staticmethod
+    def _start(journal: IndexedJournal, turn: str, key: str) -> None:
+        journal.append("turn.started", {"cause": "asked"}, turn=turn, key=f"{turn}@wake")
+        journal.append("effect.started", {"effect": "place_draft"}, turn=turn, key=key)
+        journal.append("effect.done", {"hash": "sha256:aa"}, turn=turn, key=key)
+        placed = {"asset": "file:/w/r.md", "output": "s", "hash": "sha256:aa"}
+        journal.append("draft.placed", placed, turn=turn, key=key)
+
+    def test_the_next_line_carries_it_and_every_lookup_finds_it(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        service, heinzel_id, _ = make_service()
+        key = f"{heinzel_id}@v1@slot@file:/w/r.md"
+        with service.hold_spine(heinzel_id) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            self._start(journal, "tn-1", key)
+            held = ["effect.started", "effect.done", "draft.placed"]
+            assert journal.recorded_done(key) == "sha256:aa"  # held: from memory
+            assert [e.kind for e in journal.key_events(key)] == held
+            finished = {"disposition": "drafted", "duration_ms": 0}
+            journal.append("turn.finished", finished, turn="tn-1")
+            lines = [e for e in read_events(spine.path) if e.turn == "tn-1"]
+            assert [e.kind for e in lines] == ["turn.started", "effect.started", "turn.finished"]
+            assert lines[-1].data["done"] == {
+                key: {"hash": "sha256:aa", "draft.placed": {"asset": "file:/w/r.md", "output": "s"}}
+            }
+            assert journal.recorded_done(key) == "sha256:aa"  # the byte search
+            assert done_in_file(spine.path, key) == "sha256:aa"
+            assert [e.kind for e in journal.key_events(key)] == held  # the keys table
+        [row] = service.index.db.query("SELECT asset, output, hash FROM drafts")
+        assert row == {"asset": "file:/w/r.md", "output": "s", "hash": "sha256:aa"}
+
+    def test_a_line_of_no_turn_or_a_turn_that_raised_writes_it_out_first(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """Another line comes first (``heinzel.paused``, of no turn), or nothing does:
+        the held end is written as its own lines, in its place, as before."""
+        service, heinzel_id, _ = make_service()
+        key = f"{heinzel_id}@v1@slot@file:/w/r.md"
+        with service.hold_spine(heinzel_id) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            self._start(journal, "tn-1", key)
+            journal.append("heinzel.paused", {})
+            self._start(journal, "tn-2", key + "2")
+            journal.write_held()
+            kinds = [e.kind for e in read_events(spine.path)][-7:]
+        assert kinds == [
+            "effect.done",
+            "draft.placed",
+            "heinzel.paused",
+            "turn.started",
+            "effect.started",
+            "effect.done",
+            "draft.placed",
+        ]

@@ -18,6 +18,7 @@ from machines.errors import MachineError
 from machines.fold import fold
 from machines.journal import expand_carried, expand_steps, keys_of, without_carried, without_steps
 from machines.spine_journal import done_in_file
+from machines.values import acted_data
 
 TS = "2026-10-30T15:00:00.000Z"
 KEY = "hz-x@v1@slot@file:/w/report.md"
@@ -186,3 +187,12 @@ class TestCarriedEffectEnds:
         carrier = sum(len(e.line()) for e in CARRIED_END[:3])  # where turn.finished starts
         assert done_in_file(path, KEY, start=carrier) == "sha256:d1"
         assert done_in_file(path, "hz-x@v1@slot@file:/w/other.md") is None
+
+
+@pytest.mark.parametrize("name", ["steps", "done"])
+def test_acted_data_may_not_name_what_a_line_carries(name: str) -> None:
+    """``turn.finished`` carries steps and an effect's end under these names: a host's
+    `Acted` data that used one would be read as carried events (HZM073 instead)."""
+    with pytest.raises(MachineError) as caught:
+        acted_data({name: {"finish": "e1"}, "report": "ok"})
+    assert caught.value.code == "HZM073"

@@ -53,6 +53,9 @@ __all__ = [
 """`write_lazily` and its kinds live in `machines.disk_body` (every host's one fsync per
 step); hz's turn host takes them from here."""
 
+_NO_CARRIER = frozenset({"effect.done", *CARRIED_OWN})
+"""Kinds whose lines carry no effect's end (`machines.journal.carried_effects`)."""
+
 STEP = frozenset({"step", "input"})
 """The fields of a step start that can ride on the next line (all the machine writes)."""
 
@@ -95,12 +98,16 @@ class IndexedJournal(SpineJournal):
         key: str | None = None,
         short_text: Sequence[str] = (),
     ) -> Event:
-        """Append a line; a plain step start is held for the turn's next line, which
-        carries it (the event returned is the line as asked for, without ``steps``)."""
+        """Append a line; a plain step start and an effect's end (``effect.done``, then
+        ``draft.placed``) are held for the turn's next line, which carries them (the event
+        returned is the line as asked for, without ``steps`` or ``done``)."""
         data = dict(data or {})
         if turn is not None and self._hold_end(kind, data, turn, key, short_text):
             return self._held_event(turn, data, kind, key)
-        self._write_ends(turn, key)
+        self._write_ends(turn, key, kind)
+        ended_now = turn is not None and kind == "effect.done"  # another end written out
+        if ended_now and self._hold_end(kind, data, str(turn), key, short_text):
+            return self._held_event(str(turn), data, kind, key)
         if (
             turn is not None
             and kind == "step.started"
@@ -158,11 +165,12 @@ class IndexedJournal(SpineJournal):
         self.ended[turn] = (key, {**held[1], kind: own}, (*held[2], *short_text))
         return True
 
-    def _write_ends(self, turn: str | None, key: str | None) -> None:
+    def _write_ends(self, turn: str | None, key: str | None, kind: str | None) -> None:
         """Write out, as lines of their own, the held effects' ends the next line (of
-        ``turn``, keyed ``key``) may not carry: another turn's, or one of the same key."""
+        ``turn``, keyed ``key``, of ``kind``) may not carry: another turn's, one of the same
+        key, or any before an effect's end or own event (such a line carries none)."""
         for other, (held_key, end, texts) in list(self.ended.items()):
-            if other == turn and held_key != key:
+            if other == turn and held_key != key and kind not in _NO_CARRIER:
                 continue
             del self.ended[other]
             for one in carried_effects(self._carrier(other, held_key, end)):
@@ -175,7 +183,7 @@ class IndexedJournal(SpineJournal):
         with no line of its turn after it: a turn left by an exception); nothing held,
         or a spine that can no longer write, writes nothing."""
         if self.ended and not self.spine.closed:
-            self._write_ends(None, None)
+            self._write_ends(None, None, None)
             self.spine.sync()
 
     def _carrier(self, turn: str, key: str, end: Mapping[str, Any]) -> Event:

@@ -98,3 +98,68 @@ class TestCarriedEffectEnd:
             "effect.done",
             "draft.placed",
         ]
+
+    def test_two_ends_in_a_row_keep_their_order(self, make_service: Callable[..., Any]) -> None:
+        """Two effects ended with no line between them (a settling act probes each): the
+        first is written out as its own lines, the second rides on the turn's end; read
+        back, both are there, in order."""
+        service, heinzel_id, _ = make_service()
+        one, two = (f"{heinzel_id}@v1@slot@file:/w/{n}.md" for n in ("a", "b"))
+        with service.hold_spine(heinzel_id) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            self._start(journal, "tn-1", one)
+            journal.append("effect.started", {"effect": "place_draft"}, turn="tn-1", key=two)
+            journal.append("effect.done", {"hash": "sha256:bb"}, turn="tn-1", key=two)
+            placed = {"asset": "file:/w/b.md", "output": "s", "hash": "sha256:bb"}
+            journal.append("draft.placed", placed, turn="tn-1", key=two)
+            journal.append("turn.finished", {"disposition": "drafted"}, turn="tn-1")
+            lines = list(read_events(spine.path))
+            assert journal.recorded_done(one) == "sha256:aa"
+            assert journal.recorded_done(two) == "sha256:bb"
+        read = [(e.kind, e.key) for e in expand_carried(lines) if e.turn == "tn-1"]
+        assert read[1:] == [
+            ("effect.started", one),
+            ("effect.done", one),
+            ("draft.placed", one),
+            ("effect.started", two),
+            ("effect.done", two),
+            ("draft.placed", two),
+            ("turn.finished", None),
+        ]
+
+    def test_two_ends_with_no_line_between_keep_their_order(
+        self, make_service: Callable[..., Any]
+    ) -> None:
+        """Two effects started, then both ended (a settling act): the first end is written
+        as its own lines before the second, which rides on the turn's end."""
+        service, heinzel_id, _ = make_service()
+        one, two = (f"{heinzel_id}@v1@slot@file:/w/{n}.md" for n in ("a", "b"))
+        with service.hold_spine(heinzel_id) as spine:
+            journal = IndexedJournal(spine, service.index.db, heinzel_id)
+            journal.append("turn.started", {"cause": "asked"}, turn="tn-1", key="tn-1@wake")
+            for key in (one, two):
+                journal.append("effect.started", {"effect": "place_draft"}, turn="tn-1", key=key)
+            for key, digest in ((one, "sha256:aa"), (two, "sha256:bb")):
+                journal.append(
+                    "effect.done", {"hash": digest, "probed": True}, turn="tn-1", key=key
+                )
+                placed = {"asset": key[-9:], "output": "s", "hash": digest}
+                journal.append("draft.placed", placed, turn="tn-1", key=key)
+            journal.append("turn.finished", {"disposition": "abandoned"}, turn="tn-1")
+            lines = [e for e in read_events(spine.path) if e.turn == "tn-1"]
+        assert [e.kind for e in lines] == [
+            "turn.started",
+            "effect.started",
+            "effect.started",
+            "effect.done",
+            "draft.placed",
+            "turn.finished",  # carries the second end
+        ]
+        read = [(e.kind, e.key, e.data.get("hash")) for e in expand_carried(lines)]
+        assert read[3:] == [
+            ("effect.done", one, "sha256:aa"),
+            ("draft.placed", one, "sha256:aa"),
+            ("effect.done", two, "sha256:bb"),
+            ("draft.placed", two, "sha256:bb"),
+            ("turn.finished", None, None),
+        ]

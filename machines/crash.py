@@ -1,7 +1,7 @@
 """Crash points for tests: ``HZ_CRASH_AT`` makes the process ``os._exit(137)``.
 
 ``after:<kind>``: right after the first event of that kind is durable (a ``step.started``
-  a line carries, docs/spine.md, is durable with that line).
+  or an effect's end a line carries, docs/spine.md, is durable with that line).
 ``append:<n>``: right after the n-th append of this process.
 ``before-index:<kind>``: right after that kind is durable in the spine and before the
 index has seen it (the host installs ``crash_hook(early=True)`` before its index hook).
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ledger.event import Event
 from machines.errors import MachineError
-from machines.journal import carried_steps
+from machines.journal import expand_carried
 
 CRASH_EXIT = 137
 """The exit status of a crash point (as a SIGKILL would give)."""
@@ -106,8 +106,8 @@ def crash_hook(
     def hook(event: Event) -> None:
         nonlocal count
         count += 1
-        carried = ("step.started",) if carried_steps(event) else ()  # a step it carries
-        if point.n == count or point.kind in (event.kind, *carried):
+        kinds = {one.kind for one in expand_carried((event,))}  # and what it carries
+        if point.n == count or point.kind in kinds:
             exit_(CRASH_EXIT)
 
     return hook

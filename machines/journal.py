@@ -78,25 +78,79 @@ def without_steps(event: Event) -> Event:
     return replace(event, data={k: v for k, v in event.data.items() if k != CARRIED})
 
 
-def expand_steps(events: Iterable[Event]) -> Iterator[Event]:
-    """``events`` with every carried step written out as its own ``step.started`` before
-    its carrier: the stream a spine of one line per step gives (older spines pass as
-    they are), so a reader of ``step.started`` reads both forms alike."""
+DONE = "done"
+"""The field in which a line carries the end of an effect of its turn that came just
+before it: ``{key: {"hash": ..., <own kind>: {...}}}``, the ``effect.done`` line's data
+and, under its kind, the effect's own event when that is lazy too (``draft.placed``),
+without the ``hash`` the two share (docs/spine.md, "An effect's end carried by the next
+line")."""
+
+CARRIED_OWN = frozenset({"draft.placed"})
+"""Own events of an effect that ride with its ``effect.done`` (lazy lines no reader waits
+for); every other own event is a line of its own, as before."""
+
+
+def carried_effects(event: Event) -> list[Event]:
+    """The ``effect.done`` events ``event`` carries in its `DONE` field, each followed by
+    the effect's own event it carries, with the carrier's seq, time and place and the
+    effect's key; none for a line that carries none."""
+    done = event.data.get(DONE) if event.kind not in ("effect.done", *CARRIED_OWN) else None
+    if not isinstance(done, Mapping) or not done:
+        return []
+    events: list[Event] = []
+    for key, end in done.items():
+        if not isinstance(end, Mapping):
+            continue
+        own = {kind: data for kind, data in end.items() if kind in CARRIED_OWN}
+        data = {name: value for name, value in end.items() if name not in own}
+        events.append(replace(event, kind="effect.done", key=str(key), data=data))
+        for kind, given in own.items():
+            payload = dict(given) if isinstance(given, Mapping) else {}
+            if "hash" in end:
+                payload.setdefault("hash", end["hash"])
+            events.append(replace(event, kind=kind, key=str(key), data=payload))
+    return events
+
+
+def without_carried(event: Event) -> Event:
+    """``event`` as if it carried nothing: the line's own kind and data."""
+    if CARRIED not in event.data and not carried_effects(event):
+        return event
+    plain = without_steps(event)
+    if DONE in plain.data and carried_effects(plain):
+        plain = replace(plain, data={k: v for k, v in plain.data.items() if k != DONE})
+    return plain
+
+
+def expand_carried(events: Iterable[Event]) -> Iterator[Event]:
+    """``events`` with every carried line written out before its carrier: first the
+    effects' ends it carries (``effect.done``, then the effect's own event), then its
+    steps (``step.started``, in step order), then the carrier as it would read alone.
+    That is the stream a spine of one line per event gives (older spines pass as they
+    are), so a reader of those kinds reads every form alike."""
     for event in events:
-        carried = carried_steps(event)
-        if carried:
-            yield from carried
-            yield without_steps(event)
+        effects = carried_effects(event)
+        steps = carried_steps(event)
+        if effects or steps:
+            yield from effects
+            yield from steps
+            yield without_carried(event)
         else:
             yield event
 
 
+expand_steps = expand_carried
+"""The name `expand_carried` had when only steps were carried."""
+
+
 def keys_of(event: Event) -> list[str]:
-    """Every idempotency key an event speaks for: its envelope key and ``data.keys``."""
+    """Every idempotency key an event speaks for: its envelope key, ``data.keys`` and the
+    keys of the effects whose end it carries (`carried_effects`)."""
     keys = [event.key] if event.key else []
     extra = event.data.get("keys")
     if isinstance(extra, list):
         keys.extend(k for k in extra if isinstance(k, str) and k not in keys)
+    keys.extend(e.key for e in carried_effects(event) if e.key and e.key not in keys)
     return keys
 
 

@@ -41,7 +41,7 @@ from ledger.event import Event, canonical, sha256_hex
 from ledger.reading import iter_lines, parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
-from machines.journal import keys_of
+from machines.journal import DONE, expand_carried, keys_of
 from machines.vocabulary import TERMINAL_KINDS
 
 
@@ -87,8 +87,9 @@ class SpineIndex:
                 self.turn_ends.setdefault(event.turn, event.seq)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
-        if event.kind == "effect.done" and event.key is not None:
-            self.taken_done[event.key] = str(event.data.get("hash"))
+        for one in expand_carried((event,)):  # an effect's end the line carries, too
+            if one.kind == "effect.done" and one.key is not None:
+                self.taken_done[one.key] = str(one.data.get("hash"))
         self.last_seq, self.last_hash, self.last_offset = event.seq, event.hash, event.offset
 
     def _read_to_last(self) -> None:
@@ -336,8 +337,9 @@ class SpineJournal:
             )
 
     def key_events(self, key: str) -> list[Event]:
-        """Every event that speaks for ``key``, from the index."""
-        return list(self.index.keyed.get(key, ()))
+        """Every event that speaks for ``key``, from the index (what a line carries for
+        the key written out, `machines.journal.expand_carried`)."""
+        return _speaking_for(key, self.index.keyed.get(key, ()))
 
     def turn_ended(self, turn: str) -> bool | None:
         """Whether ``turn`` has ended, from the index (the key rule's question,
@@ -349,7 +351,7 @@ class SpineJournal:
 
     def pending_key_events(self, key: str) -> list[Event]:
         """The events for ``key`` among the spine's held-back lazy lines (`Spine.defer`)."""
-        return [e for e in self.spine.pending if key in keys_of(e)]
+        return _speaking_for(key, self.spine.pending)
 
     def recorded_done(self, key: str) -> str | None:
         """The hash of the last ``effect.done`` for ``key``, whatever the index's keys
@@ -358,7 +360,7 @@ class SpineJournal:
         when this journal was built) what it read there, for the bytes after them a byte
         search for the key (only matching lines parsed). Without a scanned index the whole
         file is searched."""
-        for event in reversed(self.spine.pending):
+        for event in reversed(list(expand_carried(self.spine.pending))):
             if event.kind == "effect.done" and event.key == key:
                 return str(event.data.get("hash"))
         start = self.index.scanned_to
@@ -366,10 +368,17 @@ class SpineJournal:
         return after if after is not None else self.index.scanned_done.get(key)
 
 
+def _speaking_for(key: str, lines: Sequence[Event]) -> list[Event]:
+    """The events of ``lines`` that speak for ``key``, carried ones written out."""
+    return [e for e in expand_carried(lines) if key in keys_of(e)]
+
+
 def done_in_file(path: Path, key: str, *, start: int = 0) -> str | None:
     """The last ``effect.done`` hash recorded for ``key`` in the spine at ``path``, in
-    the lines that start at ``start`` or later (a line's start offset)."""
-    needle = b'"key":' + canonical(key).encode("utf-8")
+    the lines that start at ``start`` or later (a line's start offset): a line of its
+    own (the key is its envelope's) or carried by the next line (the key is in its
+    ``done``)."""
+    needle = canonical(key).encode("utf-8")
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size <= start:
@@ -396,9 +405,10 @@ def _last_done(
         end = view.find(b"\n", at)
         if end < 0:
             break
-        event = parse_event(view[start:end], base + start)
-        if event is not None and event.kind == "effect.done" and event.key == key:
-            found = str(event.data.get("hash"))
+        line = parse_event(view[start:end], base + start)
+        for event in expand_carried([line] if line is not None else []):
+            if event.kind == "effect.done" and event.key == key:
+                found = str(event.data.get("hash"))
         at = view.find(needle, end)
     return found
 
@@ -413,6 +423,8 @@ _PLAIN_TAIL = re.compile(
 """The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
 ``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
 _TAIL_BYTES = 512
+_DONE = canonical(DONE).encode("ascii") + b":"
+"""A line that may carry an effect's end (`machines.journal.DONE`) speaks for its key."""
 _TERMINAL = frozenset(kind.encode("ascii") for kind in TERMINAL_KINDS)
 
 
@@ -420,7 +432,7 @@ def _plain(body: bytes, upgrades: Upgrades | None) -> tuple[str | None, str | No
     """``(turn, prev, seq)`` of a line the index keeps nothing of but its turn's first
     offset (no key, no ``data.keys``, not a turn's end, a kind no upgrade renames),
     read from its envelope's end; None for any other line (it is parsed)."""
-    if not body.startswith(b'{"data":{') or b'"keys":' in body:
+    if not body.startswith(b'{"data":{') or b'"keys":' in body or _DONE in body:
         return None
     match = _PLAIN_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
     if match is None:

@@ -21,8 +21,11 @@ from ledger.errors import LedgerError
 from ledger.guard import checked_data
 from machines.errors import MachineError
 
-FINISHED_OWN = frozenset({"disposition", "usd", "duration_ms", "reason", "step", "error"})
-"""The names of ``turn.finished`` data the machine writes itself: `Acted` data may not."""
+FINISHED_OWN = frozenset(
+    {"disposition", "usd", "duration_ms", "reason", "step", "error", "steps", "done"}
+)
+"""The names of ``turn.finished`` data the machine writes itself: `Acted` data may not
+(``steps`` and ``done`` are what a line carries, `machines.journal.CARRIED` and ``DONE``)."""
 
 
 class ValueRefused(MachineError):

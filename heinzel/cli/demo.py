@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
+from ledger.event import make_event
 from ledger.files import ensure_private_dir
+from machines.journal import expand_carried
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
@@ -286,6 +288,40 @@ class Week:
             out(self.moment(when, title, story, play))
 
 
+def expanded(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lines`` with what each carries written out before it, as lines of their own
+    (`machines.journal.expand_carried`): the stream an older spine holds."""
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        event = make_event(
+            seq=line["seq"],
+            ts=line["ts"],
+            prev=line["prev"],
+            kind=line["kind"],
+            data=line["data"],
+            turn=line["turn"],
+            key=line["key"],
+        )
+        out.extend(
+            {**line, "kind": e.kind, "key": e.key, "data": dict(e.data)}
+            for e in expand_carried((event,))
+        )
+    return out
+
+
+def _placed(lines: list[dict[str, Any]]) -> set[str]:
+    """The keys of the drafts placed in ``lines``: a ``draft.placed`` line's, or one a
+    line carries with its effect's end (docs/spine.md)."""
+    keys = {str(e["key"]) for e in lines if e["kind"] == "draft.placed"}
+    for event in lines:
+        done = event["data"].get("done")
+        if isinstance(done, dict) and event["kind"] != "effect.done":
+            keys.update(
+                k for k, end in done.items() if isinstance(end, dict) and "draft.placed" in end
+            )
+    return keys
+
+
 def _line(event: dict[str, Any]) -> str:
     """One spine line, short: seq, kind, and the fields a newcomer cares about."""
     data = event["data"]
@@ -314,8 +350,15 @@ def _line(event: dict[str, Any]) -> str:
         shown.append(f"pinned to v{pins.get('contract_version')}")
         seq = pins.get("lessons_seq")
         shown.append("and no lessons yet" if seq is None else f"and the lessons up to seq {seq}")
-    parts = str(event.get("key") or "").split("@")
-    if event["kind"] in ("effect.started", "draft.placed") and parts[1:2] and parts[1][:1] == "v":
+    carried = _placed([event]) - {event.get("key")}
+    if carried:  # the draft's effect.done and draft.placed, carried by this line
+        shown.append("with effect.done and draft.placed")
+        parts = str(next(iter(carried))).split("@")
+    else:
+        parts = str(event.get("key") or "").split("@")
+    if (event["kind"] in ("effect.started", "draft.placed") or carried) and (
+        parts[1:2] and parts[1][:1] == "v"
+    ):
         shown.append(f"draft key <id>@{parts[1]}@{parts[2]}@<file>")
     return f"    {event['seq']:>3} {event['kind']:<18} {' '.join(shown)}".rstrip()
 
@@ -342,7 +385,7 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     week.setup()
     echo(f"hz demo: Priya's weekly report (ADR 0049), in {home}")
     week.play(lambda step: echo(render_step(step)))
-    placed = {e["key"] for e in week.spine() if e["kind"] == "draft.placed"}
+    placed = _placed(week.spine())
     pending = week.report().count(MARK)
     tags = [line for line in week.report().splitlines() if line.startswith("🧝 DRAFT")]
     echo("\nThe tags waiting in the report now:")

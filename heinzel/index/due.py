@@ -46,6 +46,7 @@ from heinzel.contract.types import parse_duration
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args, source_key
 from ledger.event import Event, format_ts, parse_ts
+from machines.journal import expand_carried
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -171,9 +172,10 @@ class TickProjection:
             db.execute(f"DELETE FROM {table} WHERE heinzel = ?", [source])  # noqa: S608
 
     def apply(self, db: Database, source: str, event: Event) -> None:
-        handler = self._handlers.get(event.kind)
-        if handler is not None:
-            handler(db, source, event)
+        for one in expand_carried((event,)):  # a draft placed a line carries, too
+            handler = self._handlers.get(one.kind)
+            if handler is not None:
+                handler(db, source, one)
 
     # -- handlers ----------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
-from machines.journal import keys_of, wake_causes, wake_keys
+from machines.journal import expand_carried, keys_of, wake_causes, wake_keys
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -75,11 +75,22 @@ class HeinzelProjection:
             db.execute(f"DELETE FROM {table} WHERE heinzel = ?", [source])  # noqa: S608
 
     def apply(self, db: Database, source: str, event: Event) -> None:
-        for key in keys_of(event):
+        """Fold one line: each event it carries (an effect's end, a step's start) first,
+        as if it were a line of its own (`machines.journal.expand_carried`); a key's row
+        names the first of them that speaks for it (``effect.done`` for a carried end)."""
+        rows: dict[str, str] = {}
+        for one in expand_carried((event,)):
+            for key in keys_of(one):
+                rows.setdefault(key, one.kind)
+        for key, kind in rows.items():
             db.execute(
                 "INSERT OR REPLACE INTO keys VALUES (?, ?, ?, ?, ?)",
-                [source, key, event.seq, event.offset, event.kind],
+                [source, key, event.seq, event.offset, kind],
             )
+        for one in expand_carried((event,)):
+            self._apply_one(db, source, one)
+
+    def _apply_one(self, db: Database, source: str, event: Event) -> None:
         if event.kind in MARKED:
             db.execute(
                 "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",

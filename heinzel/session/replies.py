@@ -16,6 +16,7 @@ from typing import Any
 from heinzel.session.sessions import Sessions
 from ledger.bodies import Bodies
 from ledger.spine import read_events
+from machines.journal import expand_carried
 
 __all__ = ["PREVIEW_LINES", "turn_reply"]
 
@@ -38,7 +39,7 @@ def turn_reply(sessions: Sessions, heinzel_id: str, turn: str) -> dict[str, Any]
     if reason:
         reply["reason"] = reason
     path = sessions.home.spine_path(heinzel_id)
-    for event in read_events(path, from_offset=int(offset or 0)):
+    for event in expand_carried(read_events(path, from_offset=int(offset or 0))):
         data = event.data
         if event.kind == "amendment.proposed" and data.get("by") == "heinzel":
             # written by the turn's act through the service, without the turn's id

@@ -100,12 +100,15 @@ def from_event(
     started: Mapping[str, Any] | None = None,
     contract_fp: str | None = None,
     draft_hash: str | None = None,
+    carried: bool = False,
 ) -> dict[str, Any] | None:
     """The receipt of one spine event, or None when the event is not receipt-grade.
 
     ``started`` is the turn's ``turn.started`` data (its cause and keys) for a final
-    turn event; ``draft_hash`` the hash of a draft the turn placed."""
-    digest = hashlib.sha256(f"{local_id}:{event.seq}".encode()).hexdigest()[:24]
+    turn event; ``draft_hash`` the hash of a draft the turn placed. A ``carried`` event
+    (one another line carries, with that line's seq) is named by its kind as well."""
+    place = f"{local_id}:{event.seq}:{event.kind}" if carried else f"{local_id}:{event.seq}"
+    digest = hashlib.sha256(place.encode()).hexdigest()[:24]
     base: dict[str, Any] = {
         "id": f"rc-{digest}",
         "at": format_ts(parse_ts(event.ts)),

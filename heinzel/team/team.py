@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,12 +42,12 @@ from heinzel.team.state import (
 )
 from ledger.bodies import Bodies
 from ledger.errors import LedgerError
-from ledger.event import format_ts, parse_ts
+from ledger.event import Event, format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
 from machines.crash import crash_at
 from machines.disk_body import DiskBody
-from machines.journal import expand_steps
+from machines.journal import expand_carried
 from machines.keys import Wake
 
 __all__ = ["Member", "Team", "machine_id"]
@@ -457,7 +457,7 @@ class Team:
             started: dict[str, dict[str, Any]] = {}
             drafts: dict[str, str] = {}
             versions: dict[int, str] = {}
-            for event in expand_steps(read_events(path)):  # any line may carry a step
+            for event, carried in _expanded(read_events(path)):  # a line may carry events
                 if event.kind not in _RECEIPT_KINDS:
                     continue
                 if event.kind == "turn.started" and event.turn:
@@ -492,6 +492,7 @@ class Team:
                     started=begun,
                     contract_fp=_ran_under(begun, versions) or member.fingerprint,
                     draft_hash=drafts.get(event.turn or "") or None,
+                    carried=carried,
                 )
                 if record is not None and not (
                     record["kind"] == "turn.finished" and begun.get("cause") == "created"
@@ -761,3 +762,13 @@ def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:
     pins = started.get("pins")
     version = pins.get("contract_version") if isinstance(pins, dict) else None
     return versions.get(int(version)) or None if isinstance(version, int) else None
+
+
+def _expanded(lines: Iterable[Event]) -> Iterator[tuple[Event, bool]]:
+    """Each event of ``lines`` with what a line carries written out before it
+    (`machines.journal.expand_carried`), and whether it is such a carried event (it
+    shares its carrier's seq, so its receipt is named by its kind too)."""
+    for line in lines:
+        events = list(expand_carried((line,)))
+        for n, event in enumerate(events):
+            yield event, n < len(events) - 1

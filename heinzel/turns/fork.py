@@ -17,6 +17,7 @@ from ledger.errors import LedgerError
 from ledger.spine import read_events
 from machines import Wake
 from machines.disk_body import DiskBody
+from machines.journal import expand_carried
 
 __all__ = ["FROM_STEP", "fork_data", "parent_inputs", "retry_parent"]
 
@@ -37,7 +38,7 @@ def parent_inputs(spine_path: Path, session_dir: Path, parent: str) -> list[dict
     """The inputs the parent's gather recorded in its body, without its own hint; None
     when the parent never finished gathering (the fork stages its inputs as usual)."""
     digest = None
-    for event in read_events(spine_path):
+    for event in expand_carried(read_events(spine_path)):  # a carried step start too
         data = event.data
         if event.turn == parent and data.get("step") == FROM_STEP and data.get("input"):
             digest = data["input"]

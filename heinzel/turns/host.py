@@ -486,6 +486,7 @@ class TurnHost:
                 if state.state in ENDED_BADLY and steps.failure is not None:
                     keep_failure(env.body, state.turn, steps.failure)
         finally:
+            journal.write_held()  # an effect's end no line carried (the turn raised)
             env.body.close()  # the turn's open body handles, what is unsynced fsynced
         return states, delivery.follow_ups(states)
 

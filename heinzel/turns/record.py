@@ -21,12 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.bodies import Bodies
 from ledger.event import Event, make_event, sha256_hex
+from ledger.guard import checked_data
 from ledger.index import WATERMARKS
 from ledger.reading import iter_lines
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
 from machines.disk_body import BODY_SYNC_KINDS, LAZY_KINDS, UNSYNCED_KINDS, write_lazily
-from machines.journal import CARRIED, without_steps
+from machines.journal import (
+    CARRIED,
+    CARRIED_OWN,
+    DONE,
+    carried_effects,
+    expand_carried,
+    keys_of,
+    without_carried,
+)
 from machines.spine_journal import done_in_file
 
 if TYPE_CHECKING:
@@ -44,20 +53,30 @@ __all__ = [
 """`write_lazily` and its kinds live in `machines.disk_body` (every host's one fsync per
 step); hz's turn host takes them from here."""
 
+_NO_CARRIER = frozenset({"effect.done", *CARRIED_OWN})
+"""Kinds whose lines carry no effect's end (`machines.journal.carried_effects`)."""
+
 STEP = frozenset({"step", "input"})
 """The fields of a step start that can ride on the next line (all the machine writes)."""
 
 
 class IndexedJournal(SpineJournal):
     """A `SpineJournal` whose index is the heinzel index (no spine scan), and whose
-    ``step.started`` checkpoints ride on the turn's next line.
+    ``step.started`` checkpoints and effects' ends ride on the turn's next line.
 
     A step's start is held (a lazy line anyway: written only with the next line, see
     `LAZY_KINDS`) and the next line of its turn carries it, ``{"steps": {step: input}}``
     (`machines.journal.CARRIED`), instead of a line of its own: the drafted turn's four
     step lines cost about 60 bytes instead of about 970 (docs/spine.md, "Steps carried by
-    the next line"). Readers write them out again (`machines.journal.expand_steps`; the
+    the next line"). Readers write them out again (`machines.journal.expand_carried`; the
     fold does), so a spine of either form reads alike.
+
+    An effect's ``effect.done`` (lazy too) and its own event when that is lazy
+    (``draft.placed``, `machines.journal.CARRIED_OWN`) are held the same way and the
+    turn's next line carries them, ``{"done": {key: {"hash", "draft.placed": {...}}}}``
+    (`machines.journal.DONE`): the effect's key is written once more, not twice, and two
+    envelopes are saved. Any other line (another turn's, or an own event that is a line
+    of its own) first writes a held end out as its own lines, as before.
     """
 
     def __init__(self, spine: Spine, db: Database, heinzel_id: str) -> None:
@@ -66,6 +85,9 @@ class IndexedJournal(SpineJournal):
         self.heinzel_id = heinzel_id
         self.held: dict[str, dict[str, Any]] = {}
         """Per turn, the steps started since its last line: ``{step: input}``."""
+        self.ended: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {}
+        """Per turn, the effect whose end no line carries yet: its key, what the next line
+        carries of it (``{"hash", <own kind>: {...}}``) and the own event's short texts."""
 
     def append(
         self,
@@ -76,9 +98,16 @@ class IndexedJournal(SpineJournal):
         key: str | None = None,
         short_text: Sequence[str] = (),
     ) -> Event:
-        """Append a line; a plain step start is held for the turn's next line, which
-        carries it (the event returned is the line as asked for, without ``steps``)."""
+        """Append a line; a plain step start and an effect's end (``effect.done``, then
+        ``draft.placed``) are held for the turn's next line, which carries them (the event
+        returned is the line as asked for, without ``steps`` or ``done``)."""
         data = dict(data or {})
+        if turn is not None and self._hold_end(kind, data, turn, key, short_text):
+            return self._held_event(turn, data, kind, key)
+        self._write_ends(turn, key, kind)
+        ended_now = turn is not None and kind == "effect.done"  # another end written out
+        if ended_now and self._hold_end(kind, data, str(turn), key, short_text):
+            return self._held_event(str(turn), data, kind, key)
         if (
             turn is not None
             and kind == "step.started"
@@ -89,35 +118,115 @@ class IndexedJournal(SpineJournal):
             self.held.setdefault(turn, {})[str(data["step"])] = data["input"]
             return self._held_event(turn, data)
         carried = self.held.pop(turn, None) if turn is not None else None
-        if turn is None or not carried:
+        ended = self.ended.pop(turn, None) if turn is not None else None
+        if turn is None or not (carried or ended):
             return super().append(kind, data, turn=turn, key=key, short_text=short_text)
+        extra: dict[str, Any] = {}
+        if carried:
+            extra[CARRIED] = carried
+        if ended:
+            extra[DONE] = {ended[0]: ended[1]}
+            short_text = (*short_text, *ended[2])
         try:
             event = super().append(
-                kind, {**data, CARRIED: carried}, turn=turn, key=key, short_text=short_text
+                kind, {**data, **extra}, turn=turn, key=key, short_text=short_text
             )
         except BaseException:
-            self.held[turn] = carried  # nothing was written: the next line carries them
+            if carried:  # nothing was written: the next line carries them
+                self.held[turn] = carried
+            if ended:
+                self.ended[turn] = ended
             raise
-        return without_steps(event)
+        return without_carried(event)
+
+    def _hold_end(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        turn: str,
+        key: str | None,
+        short_text: Sequence[str],
+    ) -> bool:
+        """Hold an ``effect.done`` (no step waits to be carried before it, no other end
+        is held), or the lazy own event of the effect held; True when held. The own
+        event passes the content guard now, where its line would have."""
+        if kind == "effect.done" and key is not None and not self.ended and not self.held:
+            if self._last() is None:
+                return False
+            checked = checked_data(data)
+            self.ended[turn] = (key, checked, ())
+            return True
+        held = self.ended.get(turn)
+        if kind not in CARRIED_OWN or held is None or held[0] != key or kind in held[1]:
+            return False
+        own = checked_data(data, short_text)
+        if own.get("hash") == held[1].get("hash"):
+            own.pop("hash")
+        self.ended[turn] = (key, {**held[1], kind: own}, (*held[2], *short_text))
+        return True
+
+    def _write_ends(self, turn: str | None, key: str | None, kind: str | None) -> None:
+        """Write out, as lines of their own, the held effects' ends the next line (of
+        ``turn``, keyed ``key``, of ``kind``) may not carry: another turn's, one of the same
+        key, or any before an effect's end or own event (such a line carries none)."""
+        for other, (held_key, end, texts) in list(self.ended.items()):
+            if other == turn and held_key != key and kind not in _NO_CARRIER:
+                continue
+            del self.ended[other]
+            for one in carried_effects(self._carrier(other, held_key, end)):
+                SpineJournal.append(
+                    self, one.kind, one.data, turn=other, key=held_key, short_text=texts
+                )
+
+    def write_held(self) -> None:
+        """Write out a held effect's end as lines of its own (before the spine closes
+        with no line of its turn after it: a turn left by an exception); nothing held,
+        or a spine that can no longer write, writes nothing."""
+        if self.ended and not self.spine.closed:
+            self._write_ends(None, None, None)
+            self.spine.sync()
+
+    def _carrier(self, turn: str, key: str, end: Mapping[str, Any]) -> Event:
+        """An event that carries only ``end`` (to write it out again)."""
+        return make_event(
+            seq=0,
+            ts="",
+            prev=None,
+            kind="turn.carried",
+            data={DONE: {key: dict(end)}},
+            turn=turn,
+            key=None,
+        )
 
     def _last(self) -> Event | None:
         """The spine's last line, written or held back to be written."""
         return self.spine.pending[-1] if self.spine.pending else self.spine.last
 
-    def _held_event(self, turn: str, data: Mapping[str, Any]) -> Event:
-        """A held step start as an event (the machine folds it now): numbered and timed
-        as the line that will carry it is, at the latest."""
+    def _held_event(
+        self,
+        turn: str,
+        data: Mapping[str, Any],
+        kind: str = "step.started",
+        key: str | None = None,
+    ) -> Event:
+        """A held line as an event (the machine folds it now): numbered and timed as
+        the line that will carry it is, at the latest."""
         last = self._last()
         assert last is not None  # held only after a line
         return make_event(
-            seq=last.seq + 1,
-            ts=last.ts,
-            prev=None,
-            kind="step.started",
-            data=dict(data),
-            turn=turn,
-            key=None,
+            seq=last.seq + 1, ts=last.ts, prev=None, kind=kind, data=dict(data), turn=turn, key=key
         )
+
+    def _held_ends(self, turn: str | None = None) -> list[Event]:
+        """The effects' ends no line carries yet (of ``turn``, or of every turn)."""
+        events: list[Event] = []
+        for other, (key, end, _) in self.ended.items():
+            if turn is None or other == turn:
+                events.extend(
+                    self._held_event(other, e.data, e.kind, key)
+                    for e in carried_effects(self._carrier(other, key, end))
+                )
+        return events
 
     def turn_offset(self, turn: str) -> int | None:
         """The turn's first offset, from what this process appended or the index."""
@@ -141,10 +250,15 @@ class IndexedJournal(SpineJournal):
         for a turn the index does not know (it is caught up with the spine)."""
         if self.turn_offset(turn) is None:
             return []
-        held = self.held.get(turn, {})  # steps no line carries yet
-        return super().turn_events(turn) + [
-            self._held_event(turn, {"step": step, "input": digest}) for step, digest in held.items()
-        ]
+        held = self.held.get(turn, {})  # steps and effects' ends no line carries yet
+        return (
+            super().turn_events(turn)
+            + self._held_ends(turn)
+            + [
+                self._held_event(turn, {"step": step, "input": digest})
+                for step, digest in held.items()
+            ]
+        )
 
     def turn_ended(self, turn: str) -> bool | None:
         """Whether ``turn`` has ended, from what this process appended or the ``turns``
@@ -163,12 +277,13 @@ class IndexedJournal(SpineJournal):
             "SELECT line_offset FROM keys WHERE heinzel = ? AND key = ? ORDER BY seq",
             [self.heinzel_id, key],
         )
-        events = []
+        events: list[Event] = []
         for row in rows:
-            for event in read_events(self.spine.path, from_offset=int(row["line_offset"])):
-                events.append(event)
+            for line in read_events(self.spine.path, from_offset=int(row["line_offset"])):
+                events.extend(e for e in expand_carried([line]) if key in keys_of(e))
                 break
-        return events + self.pending_key_events(key)
+        held = [e for e in self._held_ends() if e.key == key]
+        return events + self.pending_key_events(key) + held
 
     def recorded_done(self, key: str) -> str | None:
         """The hash of the last ``effect.done`` for ``key`` the spine holds, found without
@@ -176,7 +291,7 @@ class IndexedJournal(SpineJournal):
         after the index's watermark line (checked in the file by its hash), else from the
         ``effect.done`` rows of the ``keys`` table, each read back from the spine at its
         offset. A watermark the file does not hold searches the whole file."""
-        for held in reversed(self.spine.pending):
+        for held in reversed([*expand_carried(self.spine.pending), *self._held_ends()]):
             if held.kind == "effect.done" and held.key == key:
                 return str(held.data.get("hash"))
         indexed = self.indexed_to()
@@ -189,9 +304,10 @@ class IndexedJournal(SpineJournal):
             [self.heinzel_id, key, indexed],
         ).fetchall()
         for (offset,) in rows:
-            event = next(read_events(self.spine.path, from_offset=int(offset)), None)
-            if event is not None and event.kind == "effect.done" and event.key == key:
-                return str(event.data.get("hash"))
+            line = next(read_events(self.spine.path, from_offset=int(offset)), None)
+            for event in reversed(list(expand_carried([line] if line is not None else []))):
+                if event.kind == "effect.done" and event.key == key:
+                    return str(event.data.get("hash"))
         return None
 
     def indexed_to(self) -> int:

@@ -26,6 +26,7 @@ from heinzel.engine import SpineRecord, SpineView
 from heinzel.vocabulary import HOST_HIDDEN
 from ledger.event import Event
 from ledger.spine import read_events
+from machines.journal import expand_carried
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -74,7 +75,9 @@ def spine_view(db: Database, heinzel_id: str, path: Path, keep: int) -> SpineVie
 
 def _records(events: Iterable[Event]) -> tuple[SpineRecord, ...]:
     return tuple(
-        SpineRecord(e.seq, e.turn, e.kind, e.data) for e in events if e.kind not in HOST_HIDDEN
+        SpineRecord(e.seq, e.turn, e.kind, e.data)
+        for e in expand_carried(events)  # what a line carries, as lines of their own
+        if e.kind not in HOST_HIDDEN
     )
 
 

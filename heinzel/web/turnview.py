@@ -13,6 +13,7 @@ from heinzel.session.causes import cause_of
 from heinzel.session.questions import open_questions as asked_questions
 from ledger.bodies import Bodies
 from ledger.reading import read_events
+from machines.journal import expand_carried
 
 __all__ = ["open_questions", "turn_detail"]
 
@@ -98,7 +99,7 @@ def turn_detail(app: App, heinzel_id: str, turn: str) -> dict[str, Any] | None:
     path = app.service.home.spine_path(heinzel_id)
     lines = [
         {"seq": e.seq, "ts": e.ts, "kind": e.kind, "data": e.data}
-        for e in read_events(path)
+        for e in expand_carried(read_events(path))  # what a line carries, as lines
         if e.turn == turn
     ]
     if not lines:

@@ -15,7 +15,7 @@ from mcp import ClientSession
 from starlette.testclient import TestClient
 
 from heinzel.app import App
-from heinzel.cli.demo import FIXTURES
+from heinzel.cli.demo import FIXTURES, expanded
 from heinzel.web.server import create_app
 from tests import forkhz
 from tests.hz_mcp.client import session, text
@@ -185,7 +185,7 @@ class TestTheosFriday:
             "stale_s": 28 * 3600 + 5 * 60,  # Thu 10:00 to Fri 14:05
         }
         assert fell["data"]["upstream"].startswith("hz-")
-        [placed] = [e for e in priya if e["kind"] == "draft.placed"]
+        [placed] = [e for e in expanded(priya) if e["kind"] == "draft.placed"]
         report = (home.work / "weekly-report.md").read_text("utf-8")
         section = report[report.index(f"key={placed['key']}") :]
         assert "### stale" in section

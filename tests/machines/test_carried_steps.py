@@ -7,6 +7,7 @@ crash point read such a spine as the same turn written one line per step.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,9 @@ from ledger.event import Event, make_event
 from machines.crash import crash_hook
 from machines.errors import MachineError
 from machines.fold import fold
-from machines.journal import expand_steps, without_steps
+from machines.journal import expand_carried, expand_steps, keys_of, without_carried, without_steps
+from machines.spine_journal import done_in_file
+from machines.values import acted_data
 
 TS = "2026-10-30T15:00:00.000Z"
 KEY = "hz-x@v1@slot@file:/w/report.md"
@@ -116,3 +119,80 @@ class TestCarriedSteps:
         assert exits == []
         hook(CARRIED[1])
         assert exits == [137]
+
+
+CARRIED_END = _events(
+    [
+        ("turn.started", {"cause": "schedule"}, "hz-x@slot"),
+        ("model.request", {"n": 1, "hash": "b1", "tokens": 3, "steps": {"think": "a1"}}, None),
+        ("effect.started", {"effect": "place_draft", "steps": {"outcome": "c1", "act": "c1"}}, KEY),
+        (
+            "turn.finished",
+            {
+                "disposition": "drafted",
+                "usd": 0.0,
+                "duration_ms": 0,
+                "steps": {"finish": "e1"},
+                "done": {
+                    KEY: {
+                        "hash": "sha256:d1",
+                        "draft.placed": {"asset": "file:/w/report.md", "output": "s"},
+                    }
+                },
+            },
+            None,
+        ),
+    ]
+)
+"""The same turn as hz writes it now: the effect's end rides on ``turn.finished``."""
+
+
+class TestCarriedEffectEnds:
+    """An effect's ``effect.done`` and ``draft.placed`` carried by the turn's next line
+    (``data.done``) read as the lines of their own an older spine holds."""
+
+    def test_expanding_gives_the_one_line_per_event_stream(self) -> None:
+        assert _plain(expand_carried(CARRIED_END)) == _plain(ONE_LINE_PER_STEP)
+        assert _plain(expand_carried(CARRIED)) == _plain(ONE_LINE_PER_STEP)  # older forms
+
+    def test_the_fold_is_the_same(self) -> None:
+        old, new = fold("t", ONE_LINE_PER_STEP), fold("t", CARRIED_END)
+        assert new.disposition == old.disposition == "drafted"
+        assert new.effects == old.effects
+        assert new.effects[KEY].event_seen and new.effects[KEY].outcome == "done"
+
+    def test_the_carrier_speaks_for_the_effects_key(self) -> None:
+        assert keys_of(CARRIED_END[3]) == [KEY]
+        assert without_carried(CARRIED_END[3]).data == {
+            "disposition": "drafted",
+            "usd": 0.0,
+            "duration_ms": 0,
+        }
+
+    @pytest.mark.parametrize("kind", ["effect.done", "draft.placed", "turn.finished"])
+    def test_after_a_carried_kind_crashes_after_its_carrier(self, kind: str) -> None:
+        exits: list[int] = []
+        hook = crash_hook({"HZ_CRASH_AT": f"after:{kind}"}, exit_=exits.append)
+        for event in CARRIED_END[:3]:
+            hook(event)
+        assert exits == []
+        hook(CARRIED_END[3])
+        assert exits == [137]
+
+    def test_the_done_is_found_in_the_file_by_its_key(self, tmp_path: Path) -> None:
+        """The effect ledger's byte search (`recorded_done`) finds a carried end."""
+        path = tmp_path / "session.jsonl"
+        path.write_bytes(b"".join(e.line() for e in CARRIED_END))
+        assert done_in_file(path, KEY) == "sha256:d1"
+        carrier = sum(len(e.line()) for e in CARRIED_END[:3])  # where turn.finished starts
+        assert done_in_file(path, KEY, start=carrier) == "sha256:d1"
+        assert done_in_file(path, "hz-x@v1@slot@file:/w/other.md") is None
+
+
+@pytest.mark.parametrize("name", ["steps", "done"])
+def test_acted_data_may_not_name_what_a_line_carries(name: str) -> None:
+    """``turn.finished`` carries steps and an effect's end under these names: a host's
+    `Acted` data that used one would be read as carried events (HZM073 instead)."""
+    with pytest.raises(MachineError) as caught:
+        acted_data({name: {"finish": "e1"}, "report": "ok"})
+    assert caught.value.code == "HZM073"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 from heinzel.team.lease import Lease, decide
-from heinzel.team.receipts import lint_record, lint_records, team_id, team_key
+from heinzel.team.receipts import from_event, lint_record, lint_records, team_id, team_key
+from heinzel.team.team import _expanded
+from ledger.event import make_event
 
 NOW = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -273,3 +276,32 @@ def test_an_approval_leaves_its_output_fp_and_no_text() -> None:
     )
     assert "draft_key" not in record
     assert lint_record(record, {"ana"}) == []
+
+
+def test_a_draft_carried_by_its_turns_end_gets_a_receipt_of_its_own() -> None:
+    """``draft.placed`` carried by ``turn.finished`` (docs/spine.md) shares its seq: the
+    two receipts still have different ids, and a line of its own keeps its old id."""
+    key = "hz-01J@v1@slot@file:/w/r.md"
+    end = {"hash": "sha256:aa", "draft.placed": {"asset": "file:/w/r.md", "output": "s"}}
+    carrier = make_event(
+        seq=8,
+        ts="2026-10-30T15:00:00.000Z",
+        prev=None,
+        kind="turn.finished",
+        data={"disposition": "drafted", "usd": 0.0, "duration_ms": 0, "done": {key: end}},
+        turn="tn-1",
+        key=None,
+    )
+    made = {
+        event.kind: from_event(
+            event, local_id="hz-01J", team="t", by="me", token=1, carried=carried
+        )
+        for event, carried in _expanded([carrier])
+    }
+    assert made["effect.done"] is None  # not receipt-grade
+    placed, finished = made["draft.placed"], made["turn.finished"]
+    assert placed is not None and finished is not None
+    assert placed["key"] == team_key(key, "hz-01J", "t") and placed["hash"]
+    assert placed["id"] != finished["id"]
+    old = "rc-" + hashlib.sha256(b"hz-01J:8").hexdigest()[:24]  # a line of its own's id
+    assert finished["id"] == old

@@ -229,9 +229,9 @@ class Spines:
                 day = str(line["ts"])[:10]
                 usd = Decimal(str(data.get("usd") or 0))  # a free request writes none
                 self.spent[day] = self.spent.get(day, Decimal(0)) + usd
-            elif kind == "draft.placed":
+            if kind == "draft.placed" or _carries_a_draft(data):
                 self.drafts.update(k for k in keys_of.get(turn, []) if SLOT.match(k))
-            elif kind == "question.answered" and str(data.get("id", "")).startswith("answer-"):
+            if kind == "question.answered" and str(data.get("id", "")).startswith("answer-"):
                 answered = spine.parent / "inbox" / f"{data['id']}.json"
                 request = json.loads(answered.read_text(encoding="utf-8")).get("request")
                 if request:
@@ -340,3 +340,11 @@ def violations(
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
         say("turns-end", [f"{t} is still open" for t in facts.open])
     return broken
+
+
+def _carries_a_draft(data: dict[str, Any]) -> bool:
+    """A line that carries a placed draft with its effect's end (docs/spine.md)."""
+    done = data.get("done")
+    return isinstance(done, dict) and any(
+        isinstance(end, dict) and "draft.placed" in end for end in done.values()
+    )

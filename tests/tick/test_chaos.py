@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from ledger.reading import read_events
+from machines.journal import expand_carried
 from tests import forkhz
 from tests.tick.homes import CODED, FRIDAY, HZ, claims_in, env, hz, make_home, tick
 
@@ -150,7 +151,7 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
     for heinzel_id, name in zip(ids, NAMES, strict=True):
         placed = [
             str(e.key)
-            for e in read_events(home / heinzel_id / "session.jsonl")
+            for e in expand_carried(read_events(home / heinzel_id / "session.jsonl"))
             if e.kind == "draft.placed"
         ]
         assert [k for k, n in Counter(placed).items() if n > 1] == []  # no double draft

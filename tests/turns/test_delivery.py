@@ -20,7 +20,7 @@ from heinzel.tick.verbs import Verbs
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import wake_causes, wake_keys
+from machines.journal import expand_carried, wake_causes, wake_keys
 from tests import forkhz
 
 from .conftest import NOW, hz_env
@@ -66,7 +66,8 @@ class Child:
 
 
 def _events(service: Service, heinzel_id: str, kind: str) -> list[Any]:
-    return [e for e in read_events(service.home.spine_path(heinzel_id)) if e.kind == kind]
+    path = service.home.spine_path(heinzel_id)
+    return [e for e in expand_carried(read_events(path)) if e.kind == kind]
 
 
 def _verbs(service: Service) -> Verbs:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from machines.journal import expand_carried
 from tests import forkhz
 from tests.turns.conftest import CONTRACT
 
@@ -43,7 +44,7 @@ def _hz(tmp: Path, *args: str, crash_at: str | None = None) -> subprocess.Comple
 
 def _spine(tmp: Path) -> list[Any]:
     (spine,) = (tmp / "home" / "heinzel").glob("*/session.jsonl")
-    return list(read_events(spine))
+    return list(expand_carried(read_events(spine)))
 
 
 def _setup(tmp: Path) -> Path:

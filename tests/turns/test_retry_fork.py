@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from heinzel.turns import Turns, default_adapters
+from heinzel.turns.fork import parent_inputs
 from ledger.spine import read_events
 from tests.turns.conftest import CONTRACT
 
@@ -85,3 +88,17 @@ class TestRetryFork:
         assert turns[fork.turn]["parent_turn"] == parent
         drafts = json.loads(_hz(tmp_path, "drafts", "--json").stdout)
         assert [d["turn"] for d in drafts] == [fork.turn], drafts
+
+
+def test_the_parents_gathered_inputs_are_found_when_its_think_start_is_carried(
+    make_service: Callable[..., Any],
+) -> None:
+    """A turn written now carries its think step's start on its first model request
+    (docs/spine.md): the fork still finds the gather's result there and reuses it."""
+    service, heinzel_id, _ = make_service()
+    result = Turns(service).wake(heinzel_id, "now", adapters=default_adapters(service.settings))
+    spine = service.home.spine_path(heinzel_id)
+    assert "step.started" not in [e.kind for e in read_events(spine)]  # carried, not a line
+    inputs = parent_inputs(spine, spine.parent, str(result["turn"]))
+    assert inputs is not None
+    assert "ship the rounding fix" in json.dumps(inputs)

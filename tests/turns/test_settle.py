@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from machines.journal import expand_carried
 
 SCRIPT = Path(__file__).parent / "slow_act_turn.py"
 RESUME = Path(__file__).parent / "resume_turn.py"
@@ -39,7 +40,7 @@ def test_a_draft_written_before_a_kill_past_the_timeout_is_recorded(
     resume = [sys.executable, str(RESUME), str(service.home.root), heinzel_id]
     recovered = subprocess.run(resume, capture_output=True, text=True, check=False)
     assert "result abandoned abandoned" in recovered.stdout, recovered.stderr
-    events = list(read_events(service.home.spine_path(heinzel_id)))
+    events = list(expand_carried(read_events(service.home.spine_path(heinzel_id))))
     first = next(e.turn for e in events if e.kind == "turn.started")
     [finished] = [e for e in events if e.kind == "turn.finished" and e.turn == first]
     assert (finished.data["disposition"], finished.data["reason"]) == ("abandoned", "timeout")

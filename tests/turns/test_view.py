@@ -25,6 +25,7 @@ from heinzel.vocabulary import HOST_HIDDEN
 from ledger.event import Event
 from ledger.spine import read_events
 from machines import Wake, keys
+from machines.journal import expand_carried
 from tests.turns.test_acts import answering
 
 SPEC = TurnSpec(
@@ -41,7 +42,7 @@ def _whole(path: Any) -> SpineView:
     return SpineView(
         tuple(
             SpineRecord(e.seq, e.turn, e.kind, e.data)
-            for e in read_events(path)
+            for e in expand_carried(read_events(path))
             if e.kind not in HOST_HIDDEN
         )
     )

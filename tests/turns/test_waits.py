@@ -18,7 +18,7 @@ from heinzel.turns import TurnHost, default_adapters
 from ledger.event import Event, format_ts
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import without_steps
+from machines.journal import expand_carried, without_steps
 from tests.turns.test_acts import answering
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -82,7 +82,8 @@ class Home_:
         return Tick(self.service, self.host, self.adapters, sleep=lambda _s: None).run()
 
     def events(self, kind: str) -> list[Event]:
-        return [e for e in read_events(self.service.home.spine_path(self.id)) if e.kind == kind]
+        path = self.service.home.spine_path(self.id)
+        return [e for e in expand_carried(read_events(path)) if e.kind == kind]
 
 
 class TestOutcomeWaits:

@@ -11,6 +11,7 @@ from heinzel.capabilities.documents import TAG_PREFIX
 from heinzel.turns import Turns, default_adapters
 from ledger.errors import HzError
 from ledger.spine import read_events
+from machines.journal import expand_carried
 
 
 class TestWake:
@@ -27,7 +28,7 @@ class TestWake:
         assert text.count("<!-- hz:draft key=") == 1
         assert TAG_PREFIX in text
         assert "ship the rounding fix" in text
-        kinds = [e.kind for e in read_events(service.home.spine_path(heinzel_id))]
+        kinds = [e.kind for e in expand_carried(read_events(service.home.spine_path(heinzel_id)))]
         assert "draft.placed" in kinds and kinds[-1] == "turn.finished"
         assert "step.model" not in kinds and "model.request" in kinds
         assert service.verify(heinzel_id)[0]["ok"]

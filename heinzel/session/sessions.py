@@ -135,6 +135,8 @@ class Sessions:
             # the read connection closes with the last `Queries` still holding it
             self._reader = None
             ensure_private_dir(self.home.heinzel_dir)
+            # the source cache's folder with the home's: a first wake creates no folder
+            ensure_private_dir(self.home.sources_dir)
             self._index = Index(
                 self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
             )

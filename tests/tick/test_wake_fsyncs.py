@@ -66,6 +66,28 @@ def test_second_wake_restages_nothing_and_writes_no_request(home: Path) -> None:
     assert len(second) <= 8, second
 
 
+def test_a_first_wake_fsyncs_what_a_later_one_does(home: Path) -> None:
+    """The first wake of a Heinzelmännchen creates no folder (its ``turns/`` and the home's
+    ``sources/`` were made when it was created, the record of its document's path when it
+    was approved) and stages its inputs without an fsync (a power cut that takes an entry
+    costs a refetch): the same 8 as any later wake, by file. It made 19."""
+    first = fsyncs(home, "2026-11-06T17:00:00Z")
+    heinzel = home / "home" / "heinzel"
+    (folder,) = heinzel.glob("hz-*")
+    kinds = {
+        str(folder / "session.jsonl"): "spine",
+        str(folder / "turns"): "turns/",
+        str(home): "its folder",
+    }
+    named = [
+        kinds.get(path)
+        or ("body" if path.startswith(str(folder / "turns" / "tn-")) else None)
+        or ("draft" if path.startswith(str(home / ".report-0.md.tmp-")) else path)
+        for path in first
+    ]
+    assert sorted(named) == sorted(["spine"] * 4 + ["body", "turns/", "draft", "its folder"]), first
+
+
 def test_a_message_still_goes_to_the_inbox_first(home: Path) -> None:
     """A wake with a message writes it to the inbox (durable before the turn names it),
     and the turn reads it from there."""

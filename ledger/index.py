@@ -93,7 +93,9 @@ def close_keeping_wal(path: Path, *connections: sqlite3.Connection) -> None:
         keeper = None
     try:
         for conn in connections:
-            conn.close()
+            # one made in another thread can only be closed there (it then closes as before)
+            with contextlib.suppress(sqlite3.ProgrammingError):
+                conn.close()
     finally:
         if keeper is not None:
             keeper.close()

@@ -79,6 +79,7 @@ __all__ = [
     "draft_tag",
     "neutralise_markers",
     "normalise_text",
+    "remember_asset",
     "text_hash",
     "without_pending",
 ]
@@ -115,6 +116,21 @@ def absolute_asset(asset: str, base: Path) -> str:
     if scheme != "file" or not written or Path(written).expanduser().is_absolute():
         return asset
     return f"file:{base / written}"
+
+
+def remember_asset(names: Path, asset: str) -> None:
+    """Record ``asset`` in the folder ``names`` (``<home>/heinzel/assets``) under its short
+    form's hash, fsynced, unless that record is there already: the draft keys that shorten
+    it (``machines.keys.short_asset``) then name a document any process finds again. `hz
+    approve` records every output of the version it approves (before the approval's line),
+    so the turns' `LocalDocuments.place_draft` finds the record and writes nothing."""
+    digest = _SHORT_RE.match(short_asset(asset))
+    assert digest is not None
+    path = names / digest.group(1)
+    if path.is_file() and path.read_text(encoding="utf-8") == asset:
+        return
+    ensure_private_dir(names)
+    write_atomic(path, asset.encode("utf-8"))
 
 
 def asset_of_key(key: str) -> str:
@@ -220,16 +236,10 @@ class LocalDocuments:
         self._protected = protected or Protected()
 
     def remember(self, asset: str) -> None:
-        """Record ``asset`` under its short form's hash (before a key naming it is used)."""
-        if self._names is None:
-            return
-        digest = _SHORT_RE.match(short_asset(asset))
-        assert digest is not None
-        path = self._names / digest.group(1)
-        if path.is_file() and path.read_text(encoding="utf-8") == asset:
-            return
-        ensure_private_dir(self._names)
-        write_atomic(path, asset.encode("utf-8"))
+        """Record ``asset`` under its short form's hash (before a key naming it is used):
+        already done when its contract version was approved, so a wake writes nothing."""
+        if self._names is not None:
+            remember_asset(self._names, asset)
 
     def _asset_of(self, key: str) -> str:
         """The asset a draft key names, a shortened one read back from ``names``."""

@@ -47,11 +47,14 @@ def open_app(home: str | None) -> App:
     environment."""
     from heinzel.app import App
 
+    context = click.get_current_context(silent=True)
     if home is None:
-        context = click.get_current_context(silent=True)
         root = context.find_root().obj if context is not None else None
         home = root.get("home") if isinstance(root, dict) else None
-    return App.from_environment(home, dict(os.environ))
+    app = App.from_environment(home, dict(os.environ))
+    if context is not None:  # the index closed keeping its WAL when the command ends
+        context.call_on_close(app.service.close)
+    return app
 
 
 def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:

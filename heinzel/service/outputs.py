@@ -18,14 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from heinzel.capabilities.documents import absolute_asset
+from heinzel.capabilities.documents import absolute_asset, remember_asset
 from heinzel.capabilities.targets import Protected
 from heinzel.contract import CompiledContract, compile_contract
 from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from heinzel.store.targets import check_targets, created_origin
 
-__all__ = ["check_outputs", "check_stored_outputs", "grant"]
+__all__ = ["check_outputs", "check_stored_outputs", "grant", "remember_outputs"]
 
 
 def check_outputs(contract: CompiledContract, origin: Path, protected: Protected) -> list[str]:
@@ -63,6 +63,18 @@ def check_stored_outputs(
     text = home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
     origin = created_origin(home, heinzel_id)
     return check_outputs(compile_contract(text, source=f"v{version}"), origin, protected)
+
+
+def remember_outputs(home: Home, heinzel_id: str, version: int) -> None:
+    """Record each ``file:`` output of a stored version, made absolute against the folder it
+    was created from, in ``<home>/heinzel/assets`` (`remember_asset`): done when the version
+    is approved, before its line, so its turns' drafts write no record of their own."""
+    text = home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+    origin = created_origin(home, heinzel_id)
+    for output in compile_contract(text, source=f"v{version}").hz.outputs.values():
+        asset = absolute_asset(output.asset, origin)
+        if asset.partition(":")[0] == "file":
+            remember_asset(home.heinzel_dir / "assets", asset)
 
 
 def grant(path: Path) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
 from ledger.errors import HzError
 from ledger.event import format_ts
+from ledger.files import ensure_private_dir
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
@@ -103,6 +104,9 @@ class Service(Sessions):
     ) -> dict[str, Any]:
         heinzel_id = new_id(self.clock)
         facts = store_version(self.home, heinzel_id, 1, text, contract)
+        # the folder of its turns' bodies, made now: a first wake creates no folder (each
+        # new one costs its parent's fsync; the home's source cache is made with the index)
+        ensure_private_dir(self.home.turns_dir(heinzel_id))
         with self.open_spine(heinzel_id) as spine:
             spine.append(
                 "heinzel.created",
@@ -166,7 +170,7 @@ class Service(Sessions):
                     f"`hz heinzel retire {row['name']}`, then `hz heinzel new` again",
                 )
             version = int(row["proposed_version"])
-            from heinzel.service.outputs import check_stored_outputs
+            from heinzel.service.outputs import check_stored_outputs, remember_outputs
             from heinzel.session.graph import refuse_cycle
 
             refuse_cycle(self, row["id"], version)
@@ -174,6 +178,7 @@ class Service(Sessions):
             warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
             facts = load_facts(self.home, row["id"], version, self._fingerprint(row, version))
+            remember_outputs(self.home, row["id"], version)
             self.append(
                 row["id"],
                 "contract.approved",
@@ -183,7 +188,7 @@ class Service(Sessions):
             return {**done, "warnings": warnings} if warnings else done
         amendment = self.queries.pending_amendment(row["id"])
         if amendment:
-            from heinzel.service.outputs import check_stored_outputs
+            from heinzel.service.outputs import check_stored_outputs, remember_outputs
 
             version = int(amendment["version"])
             from heinzel.session.graph import refuse_cycle
@@ -191,6 +196,7 @@ class Service(Sessions):
             refuse_cycle(self, row["id"], version)
             warnings = check_stored_outputs(self.home, row["id"], version, self.protected)
             warnings += self._unserved_stored(row["id"], version)
+            remember_outputs(self.home, row["id"], version)
             self.append(
                 row["id"],
                 "contract.amended",

@@ -9,8 +9,12 @@ returns (so before any ``turn.started``), and reports which inputs moved against
 fingerprints their watchers last saw. A crash between fetch and wake therefore never
 fetches again: the re-run finds the staged result (the same tick, or any tick before the
 recheck is due) and still sees the input as moved. The cache is not authoritative: an
-entry that is missing or unreadable costs a refetch. `SourceCache.prune` deletes only the
-files it writes, never follows a link, and is idempotent.
+entry that is missing, unreadable or fails its hash (``sha256`` of its fetch, checked on
+read) costs a refetch. So entries are written without an fsync: only a power cut can take
+one, and what it takes is fetched again (a turn past gather whose body lost gather's
+record regains it by fetching again, `heinzel.turns.inputs.read_staged`).
+`SourceCache.prune` deletes only the files it writes, never follows a link, and is
+idempotent.
 
 A source fails alone (ADR 0049, statement 20): whatever its adapter raises, coded or not
 (an uncoded exception is `HZH164`, naming its type), is that source's error on each of its
@@ -40,8 +44,8 @@ from heinzel.capabilities.protocols import Fetched, ReadCapability, Window
 from heinzel.fingerprint import fingerprint
 from heinzel.store.home import Home
 from ledger.errors import HzError
-from ledger.event import canonical, format_ts, parse_ts
-from ledger.files import ensure_private_dir, fsync_dir, write_atomic
+from ledger.event import canonical, format_ts, parse_ts, sha256_hex
+from ledger.files import ensure_private_dir, write_atomic
 
 __all__ = [
     "PATH_ARGS",
@@ -177,9 +181,10 @@ class SourceCache:
 
     def get(self, key: str) -> Fetched | None:
         """The staged fetch of ``key``, or None when missing or unreadable (a link, a bad
-        file): the cache is not authoritative, so such an entry only costs a refetch."""
+        file, a fetch whose ``sha256`` does not match it: torn by a power cut): the cache
+        is not authoritative, so such an entry only costs a refetch."""
         entry = self._entry(self.path(key).name)
-        if entry is None or entry.get("key") != key:
+        if entry is None or entry.get("key") != key or not _intact(entry):
             return None
         try:
             return Fetched.from_json(entry["fetched"])
@@ -192,30 +197,23 @@ class SourceCache:
         fetched: Fetched,
         *,
         source: Mapping[str, Any] | None = None,
-        sync: bool = True,
-        sync_dir: bool = True,
     ) -> None:
-        """Stage ``fetched`` under ``key``: atomic, fsynced, 0600 in a 0700 directory.
-        ``source`` (capability, method, args, window) is kept beside it for people.
-        ``sync_dir=False`` leaves the directory's fsync to the caller (`fetch_once`: one
-        for all it staged); ``sync=False`` fsyncs nothing (an ``as_of`` moved on over the
-        same content: a crash that loses it costs at most one refetch)."""
-        entry = {"v": 1, "key": key, "source": dict(source or {}), "fetched": fetched.to_json()}
+        """Stage ``fetched`` under ``key``: atomic (a reader sees the old entry or the new),
+        0600 in a 0700 directory, with the ``sha256`` of the fetch, and not fsynced: a
+        killed process loses nothing it wrote, and what a power cut takes (the entry, or
+        its bytes under its name) is found missing or torn on read and fetched again.
+        ``source`` (capability, method, args, window) is kept beside it for people."""
+        shown = fetched.to_json()
+        entry = {
+            "v": 1,
+            "key": key,
+            "source": dict(source or {}),
+            "fetched": shown,
+            "sha256": sha256_hex(canonical(shown).encode("utf-8")),
+        }
         ensure_private_dir(self.directory)
         data = (canonical(entry) + "\n").encode("utf-8")
-        write_atomic(self.path(key), data, sync=sync, sync_dir=sync_dir)
-
-    def synced(self) -> None:
-        """Make the names of the entries staged since the last call durable (one fsync
-        of the directory for a batch of `put` calls with ``sync_dir=False``)."""
-        try:
-            fsync_dir(self.directory)
-        except OSError as error:
-            raise CapabilityError(
-                "HZH373",
-                f"cannot make the source cache {self.directory} durable: {error.strerror or error}",
-                "check the disk and the folder's permissions; the next tick stages again",
-            ) from None
+        write_atomic(self.path(key), data, sync=False)
 
     def failure(self, key: str) -> dict[str, Any] | None:
         """The failure kept for ``key`` (code, message, hint, at, retry_at, attempts), or
@@ -254,8 +252,10 @@ class SourceCache:
             "attempts": attempts,
         }
         kept = {"v": 1, "key": key, "source": dict(source or entry.get("source") or {})}
-        if "fetched" in entry:
+        if "fetched" in entry and _intact(entry):
             kept["fetched"] = entry["fetched"]
+            if "sha256" in entry:
+                kept["sha256"] = entry["sha256"]
         ensure_private_dir(self.directory)
         write_atomic(self.path(key), (canonical({**kept, "failed": failed}) + "\n").encode())
         return failed
@@ -417,7 +417,6 @@ def fetch_once(
         groups.setdefault(request.key, []).append(request)
     answers: dict[str, tuple[Fetched | None, HzError | None, bool]] = {}
     fetches = 0
-    synced = False  # whether an entry was staged durably: the directory's fsync, once
     for key, group in groups.items():
         first = group[0]
         cached = cache.get(key)
@@ -457,25 +456,23 @@ def fetch_once(
             )
             answers[key] = (None, _kept(cache, key, coded, now, source), False)
             continue
-        same = cached is not None and _same_content(cached, fresh)
         try:
-            cache.put(key, fresh, source=source, sync=not same, sync_dir=False)
+            cache.put(key, fresh, source=source)
         except HzError as error:
             answers[key] = (None, error, False)
             continue
-        synced = synced or not same
         answers[key] = (fresh, None, False)
-    if synced:
-        cache.synced()
     staged = [_staged(request, *answers[request.key]) for request in requests]
     return TickFetch(staged=staged, fetches=fetches)
 
 
-def _same_content(cached: Fetched, fresh: Fetched) -> bool:
-    """Whether a fresh fetch says what the staged one said (only ``as_of`` moved on)."""
-    return canonical({**cached.to_json(), "as_of": None}) == canonical(
-        {**fresh.to_json(), "as_of": None}
-    )
+def _intact(entry: Mapping[str, Any]) -> bool:
+    """Whether an entry's fetch is the one it was written with: its ``sha256`` matches (an
+    entry written before the hash was kept has none, and is taken as it is)."""
+    kept = entry.get("sha256")
+    if kept is None:
+        return True
+    return bool(kept == sha256_hex(canonical(entry.get("fetched")).encode("utf-8")))
 
 
 def restage(source: Staged, request: SourceRequest) -> Staged:

@@ -22,7 +22,7 @@ from heinzel.engine import (
     Skill,
     SpineView,
 )
-from heinzel.store.sources import SourceCache, SourceRequest
+from heinzel.store.sources import SourceCache, SourceRequest, TickFetch
 from heinzel.turns.chat import ChatReads, ChatWrites
 from heinzel.turns.handoff import BoundHandoff
 from heinzel.turns.record import SessionBody
@@ -100,6 +100,9 @@ class TurnEnv:
     """The inputs whose upstream missed their ``needed_by`` deadline
     (`heinzel.index.flow.fallbacks`): gather reads their last approved version and
     records ``input.fell_back``."""
+    restage: Callable[[Sequence[SourceRequest]], TickFetch] | None = None
+    """Fetches inputs again into the cache (`heinzel.turns.inputs.stage` with the turn's
+    adapters), for gather when a power cut took their entries (None: it cannot)."""
     hold_day: Hold | None = None
     """The home's spend lock with the day's spend (`heinzel.session.spend.hold_day`): each
     model request's reservation is made under it."""

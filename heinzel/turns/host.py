@@ -222,6 +222,12 @@ class TurnHost:
             else fallbacks(service.index.db, heinzel_id, service.clock()),
             reused=reused,
             cache=SourceCache.of(service.home),
+            restage=lambda gone: stage(
+                gone,
+                adapters,  # type: ignore[arg-type]
+                service.clock(),
+                SourceCache.of(service.home),
+            ),
             body=SessionBody(bodies),
             sync=durable,
             make_model=make_model,

@@ -3,7 +3,9 @@
 Inputs are fetched through the adapters into the source cache (`heinzel.store.sources`)
 before ``turn.started`` is written, with local paths made absolute against the
 contract's origin folder (``heinzel.created``'s ``origin``). The gather step then only
-reads the cache, so a resumed turn never fetches again. The rest of what a turn reads
+reads the cache, so a resumed turn does not fetch again, unless a power cut took an entry
+(entries are not fsynced): then gather fetches it again (`read_staged`), and the resume
+records the input it regained. The rest of what a turn reads
 is here too: the default adapters, an asked turn's messages from the inbox, the settled
 messages of recent turns, and the last approved draft as the document has it.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,8 +214,20 @@ def render_input(result: Any) -> str:
     return json.dumps(result, sort_keys=True, ensure_ascii=False)
 
 
-def read_staged(requests: Sequence[SourceRequest], cache: SourceCache) -> list[dict[str, str]]:
-    """The staged inputs, read from the cache only (HZH200 when one is missing)."""
+def read_staged(
+    requests: Sequence[SourceRequest],
+    cache: SourceCache,
+    restage: Callable[[Sequence[SourceRequest]], TickFetch] | None = None,
+) -> list[dict[str, str]]:
+    """The staged inputs, read from the cache. An entry that is missing or torn (a power
+    cut took it: the cache is written without fsyncs) is fetched again with ``restage``
+    (`stage` with the turn's adapters): the source's error if that fails, HZH200 when
+    there is no ``restage`` or it still is not there."""
+    gone = [request for request in requests if cache.get(request.key) is None]
+    if gone and restage is not None:
+        for item in restage(gone).staged:
+            if item.fetched is None and item.error is not None:
+                raise item.error
     out = []
     for request in requests:
         fetched = cache.get(request.key)

@@ -93,7 +93,7 @@ class HeinzelSteps:
         if self.env.reused is not None:
             staged = [dict(i) for i in self.env.reused]
         else:
-            staged = read_staged(self.env.requests, self.env.cache)
+            staged = read_staged(self.env.requests, self.env.cache, self.env.restage)
         extra = [
             {"name": i.name, "source": i.source, "content": i.content}
             for i in self.env.extra_inputs

@@ -2,7 +2,7 @@
 
 Usage: ``python crashing_tick.py HOME NOW CALLS CRASH``. Every adapter call appends a line
 to CALLS; with CRASH ``after-put`` the process dies (``os._exit(137)``) right after the
-cache entry is durable, i.e. between fetch and wake. It prints the fetch count, the
+cache entry is written, i.e. between fetch and wake. It prints the fetch count, the
 watchers whose input moved, and whether every answer came from the cache.
 """
 
@@ -46,9 +46,9 @@ class Crashing(SourceCache):
         super().__init__(directory)
         self.crash = crash
 
-    def synced(self) -> None:
-        """The staged entries made durable (`fetch_once` stages a batch, then this)."""
-        super().synced()
+    def put(self, key: str, fetched: Fetched, *, source: Mapping[str, Any] | None = None) -> None:
+        """The entry staged (written, as a killed process leaves it), then the crash."""
+        super().put(key, fetched, source=source)
         if self.crash == "after-put":
             os._exit(137)
 

@@ -116,6 +116,22 @@ class TestSourceCache:
         cache.path(key).symlink_to(target)
         assert cache.get(key) is None
 
+    def test_an_entry_whose_fetch_fails_its_hash_is_a_miss(self, cache: SourceCache) -> None:
+        """Entries are not fsynced: one whose bytes are not those it was written with (a
+        power cut's leftovers that still parse) fails its ``sha256`` and is refetched; an
+        entry written before the hash was kept is read as it is."""
+        key = source_key("x", "y", {}, None)
+        value = fetched([1], {"items": [1]}, cursor=None, now=NOW)
+        cache.put(key, value)
+        entry = json.loads(cache.path(key).read_text(encoding="utf-8"))
+        assert cache.get(key) == value and len(entry["sha256"]) == 64
+        entry["fetched"]["result"] = [2]
+        cache.path(key).write_text(json.dumps(entry), encoding="utf-8")
+        assert cache.get(key) is None
+        del entry["sha256"]
+        cache.path(key).write_text(json.dumps(entry), encoding="utf-8")
+        assert cache.get(key) is not None
+
     def test_staged_matches_only_the_recorded_fingerprint(self, cache: SourceCache) -> None:
         """Gather reads the cached input when its fingerprint matches, else refetches."""
         key = source_key("x", "y", {}, None)

@@ -7,7 +7,7 @@
    the process that is imports (``python -X importtime``: the sum of every module's own
    time against the same process's wall time).
 2. The fsyncs of a drafted wake by strace: the first wake in a home whose Heinzelmännchen
-   has never run (its folders not there yet: target 10) and a later one (target 8).
+   has never run (nothing staged yet: target 10) and a later one (target 8).
 
 Each round runs in a fresh copy of the home, so every wake drafts the same turn.
 """

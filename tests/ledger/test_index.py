@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sqlite3
 import stat
 import tempfile
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from sqlite_utils import Database
 
 from ledger.errors import LedgerError
 from ledger.event import Event
-from ledger.index import WATERMARKS, Index
+from ledger.index import WATERMARKS, Index, close_keeping_wal
 from ledger.reading import Upgrades
 from ledger.spine import Spine
 
@@ -237,3 +240,34 @@ class TestIndexErrors:
         with pytest.raises(LedgerError) as caught:
             Index(tmp_path / "index.sqlite", [Toy()])
         assert caught.value.code == "HZL051"
+
+
+class TestCloseKeepingWal:
+    """`close_keeping_wal`: no checkpoint on close, so the WAL and what it holds stay."""
+
+    def test_the_wal_stays_and_holds_the_rows(self, tmp_path: Path) -> None:
+        """A write, then the close: the WAL is still there with the row in it (a plain
+        close, the last one, checkpoints and deletes it), and the next reader sees the row."""
+        path = tmp_path / "db.sqlite"
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.commit()
+        close_keeping_wal(path, conn)
+        assert Path(f"{path}-wal").stat().st_size > 0
+        with contextlib.closing(sqlite3.connect(path)) as again:
+            assert again.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+    def test_a_connection_of_another_thread_is_left_to_it(self, tmp_path: Path) -> None:
+        """One made in another thread cannot be closed here: it is left open, and the
+        others close."""
+        path = tmp_path / "db.sqlite"
+        made: list[sqlite3.Connection] = []
+        worker = threading.Thread(target=lambda: made.append(sqlite3.connect(path)))
+        worker.start()
+        worker.join()
+        mine = sqlite3.connect(path)
+        close_keeping_wal(path, made[0], mine)
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            mine.execute("SELECT 1")

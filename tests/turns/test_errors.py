@@ -20,13 +20,15 @@ from .conftest import CONTRACT, NOW
 
 
 class TestErrors:
-    """HZH200 to HZH203, and the lifecycle's HZH050 for wake."""
+    """HZH201 to HZH203, and the lifecycle's HZH050 for wake."""
 
-    def test_an_input_missing_from_the_cache_fails_the_turn(
+    def test_an_input_missing_from_the_cache_is_fetched_again(
         self, make_service: Callable[..., Any]
     ) -> None:
-        """Staged by a tick that did not stage it: the turn fails with HZH200."""
-        service, heinzel_id, _ = make_service()
+        """Staged by a tick that did not stage it (or a power cut took the entry, which is
+        written without an fsync): gather fetches it again and the turn goes on; when that
+        fetch fails, the turn fails with the source's own code."""
+        service, heinzel_id, folder = make_service()
         wake = Wake("schedule", keys.schedule(heinzel_id, "s1"))
         (state,) = Turns(service).run_wakes(
             heinzel_id,
@@ -34,7 +36,18 @@ class TestErrors:
             adapters=default_adapters(service.settings),
             staged=TickFetch(staged=[], fetches=0),
         )
-        assert (state.state, state.error) == ("failed", "HZH200")
+        assert (state.state, state.disposition) == ("finished", "drafted")
+        assert len(list(service.home.sources_dir.glob("*.json"))) == 1
+        for entry in service.home.sources_dir.glob("*.json"):
+            entry.unlink()
+        (folder / "notes.txt").unlink()
+        (state,) = Turns(service).run_wakes(
+            heinzel_id,
+            [Wake("schedule", keys.schedule(heinzel_id, "s2"))],
+            adapters=default_adapters(service.settings),
+            staged=TickFetch(staged=[], fetches=0),
+        )
+        assert (state.state, state.error) == ("failed", "HZH110")  # files.read: no such file
 
     def test_no_documents_adapter_fails_the_turn(self, make_service: Callable[..., Any]) -> None:
         """A draft with nowhere to place it: the turn fails with HZH201."""

@@ -145,6 +145,11 @@ class TeamSettings(_Table):
     orphan_grace: Duration = Field(default_factory=lambda: timedelta(days=1))
     """How long past its expiry a lease with unsettled claims waits for its holder."""
 
+    @property
+    def joined(self) -> bool:
+        """Whether this home takes part in a team: ``repository`` and ``handle`` both set."""
+        return bool(self.repository and self.handle)
+
 
 class Settings(_Table):
     """All of hz's configuration. ``runners`` stays raw: the runners package types it."""

@@ -33,3 +33,40 @@ def test_an_offline_wake_imports_no_providers_client(tmp_path: Path) -> None:
     imported = set(IMPORTED.findall(done.stderr))
     assert "heinzel.engine.offline" in imported  # the listing is the wake's own
     assert sorted(imported & set(CLIENTS)) == []
+
+
+NOT_NEEDED = ("structlog", "heinzel.team")
+"""What a wake in a home without ``[team]``, at the default log level (warning), never
+loads: the logging library (no line reaches the level) and the team's modules."""
+
+
+def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "heinzel", "heinzel", "wake", "report-0"],
+        cwd=root,
+        env=env(root, **extra),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    assert "drafted" in done.stdout
+    return done, set(IMPORTED.findall(done.stderr))
+
+
+def test_a_wake_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """Start-up by need: structlog loads with the first line at the log level, the team's
+    modules only in a home that takes part in a team."""
+    root, _ = make_home(tmp_path, 1)
+    _, imported = _wake_imports(root)
+    assert "heinzel.engine.offline" in imported
+    assert sorted(imported & set(NOT_NEEDED)) == []
+
+
+def test_a_wake_at_level_info_logs_its_events(tmp_path: Path) -> None:
+    """At ``HZ_LOG_LEVEL=info`` the same wake logs each appended event (kind and seq,
+    never content) on stderr: the level, not the start-up, decides what is written."""
+    root, _ = make_home(tmp_path, 1)
+    done, imported = _wake_imports(root, HZ_LOG_LEVEL="info")
+    assert "structlog" in imported
+    assert "appended" in done.stderr and "kind=turn.started" in done.stderr

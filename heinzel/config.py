@@ -79,7 +79,7 @@ Positive = Annotated[int, Field(ge=1)]
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Price(_Table):

@@ -24,7 +24,6 @@ from typing import Annotated, Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from heinzel.capabilities.configured import parse_adapter_tables
 from heinzel.contract.types import Duration, parse_duration
 from heinzel.errors import HeinzelError
 
@@ -255,6 +254,9 @@ def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
                 if not isinstance(item, dict):
                     raise _unknown(name, path, f"write each as a table [{table}.<name>]")
                 if table == "adapters":
+                    # the adapters' tables load with the first file that sets one
+                    from heinzel.capabilities.configured import parse_adapter_tables
+
                     parse_adapter_tables({key: item}, str(path))
                 flat[name] = item
             elif key == "prices" and isinstance(item, dict):

@@ -8,15 +8,17 @@
    time against the same process's wall time).
 
    Every model step runs through pydantic-ai (the offline model too: it stands in for a
-   real provider), so no wake costs less than importing it: its floor. The same rounds
-   measure the floors as processes of their own, imported as hz imports them (the
-   collector paused, `machines.loading`): ``import pydantic_ai`` for the offline wake,
-   ``import pydantic_ai.models.openai`` (pydantic-ai and the official ``openai`` client)
-   for the OpenAI one; ``import openai`` alone is printed beside them. Each wake's CPU
-   beyond its floor is hz's share: the turn itself, the spine and the index, hz's own
-   imports. Its target is the issue's 8x for a whole offline wake, applied to the part
-   hz controls, for both wakes (the OpenAI wake's extra 4x paid for its client, which the
-   floor now holds).
+   real provider), so no wake costs less than importing the pydantic-ai model it runs
+   on: its floor. The same rounds measure the floors as processes of their own, imported
+   as hz imports them (the collector paused, `machines.loading`):
+   ``import pydantic_ai.models.function`` for the offline wake (the offline model is a
+   pydantic-ai ``FunctionModel``), ``import pydantic_ai.models.openai`` (pydantic-ai and
+   the official ``openai`` client) for the OpenAI one; ``import pydantic_ai`` and
+   ``import openai`` alone are printed beside them. Each wake's CPU beyond its floor is
+   hz's share: the turn itself (pydantic-ai's run included), the spine and the index,
+   hz's own imports. Its target is the issue's 8x for a whole offline wake, applied to
+   the part beyond the floor, for both wakes (the OpenAI wake's extra 4x paid for its
+   client, which its floor now holds).
 2. The fsyncs of a drafted wake by strace: the first wake in a home whose Heinzelmännchen
    has never run (its folders not there yet: target 10) and a later one (target 8).
 
@@ -125,9 +127,13 @@ SHARE = 8
 PAUSED = "import gc; gc.disable(); import {}"
 """A floor imported as hz imports it: the collector paused (`machines.loading`)."""
 FLOORS = {
-    "pydantic_ai": PAUSED.format("pydantic_ai"),
-    "pydantic_ai.models.openai": PAUSED.format("pydantic_ai.models.openai"),
-    "openai": PAUSED.format("openai"),
+    name: PAUSED.format(name)
+    for name in (
+        "pydantic_ai",
+        "pydantic_ai.models.function",
+        "pydantic_ai.models.openai",
+        "openai",
+    )
 }
 
 
@@ -141,7 +147,7 @@ def startup(template: Path, base: Path, provider: Provider) -> None:
     }
     wake = [HZ, "heinzel", "wake", "report-0"]
     cases: dict[str, tuple[dict[str, str], float, str]] = {
-        "offline": ({}, 8, "pydantic_ai"),
+        "offline": ({}, 8, "pydantic_ai.models.function"),
         "OpenAI (loopback)": (online, 12, "pydantic_ai.models.openai"),
     }
     bare: list[float] = []

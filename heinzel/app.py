@@ -76,10 +76,13 @@ class App:
         return Tick(self.service, self.turns, self.adapters, sleep=sleep, team=team)
 
     def team(self) -> Team | None:
-        """The home's part in the team repository, or None when ``[team]`` is not set."""
+        """The home's part in the team repository, or None when ``[team]`` is not set (and
+        the team's modules are not loaded)."""
+        if not self.service.settings.team.joined:
+            return None
         from heinzel.team import Team
 
-        return Team.configured(self.service)
+        return Team(self.service)
 
 
 class _Deferred(Mapping[str, object]):

@@ -24,7 +24,6 @@ from typing import Annotated, Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from heinzel.capabilities.configured import parse_adapter_tables
 from heinzel.contract.types import Duration, parse_duration
 from heinzel.errors import HeinzelError
 
@@ -79,7 +78,7 @@ Positive = Annotated[int, Field(ge=1)]
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Price(_Table):
@@ -144,6 +143,11 @@ class TeamSettings(_Table):
     push_retries: Positive = 5
     orphan_grace: Duration = Field(default_factory=lambda: timedelta(days=1))
     """How long past its expiry a lease with unsettled claims waits for its holder."""
+
+    @property
+    def joined(self) -> bool:
+        """Whether this home takes part in a team: ``repository`` and ``handle`` both set."""
+        return bool(self.repository and self.handle)
 
 
 class Settings(_Table):
@@ -250,6 +254,9 @@ def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
                 if not isinstance(item, dict):
                     raise _unknown(name, path, f"write each as a table [{table}.<name>]")
                 if table == "adapters":
+                    # the adapters' tables load with the first file that sets one
+                    from heinzel.capabilities.configured import parse_adapter_tables
+
                     parse_adapter_tables({key: item}, str(path))
                 flat[name] = item
             elif key == "prices" and isinstance(item, dict):

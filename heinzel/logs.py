@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -21,9 +22,10 @@ from ledger.event import Clock, format_ts
 if TYPE_CHECKING:
     from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-# structlog loads with the first logger (`get_logger`): a command that only reads never
-# logs, so it never pays for it (start-up by need).
-_pending: list[Callable[[], None]] = []
+# structlog loads with the first logger (`get_logger`), and a caller that would only log
+# below the level asks `enabled` first: a command that writes no log line never pays for it
+# (start-up by need). The waiting configuration: its level and how to apply it.
+_pending: list[tuple[int, Callable[[], None]]] = []
 
 __all__ = [
     "CONTENT_KEYS",
@@ -31,7 +33,9 @@ __all__ = [
     "bind_turn",
     "configure_logging",
     "drop_content",
+    "enabled",
     "get_logger",
+    "log_machines",
 ]
 
 CONTENT_KEYS = frozenset(
@@ -82,9 +86,42 @@ def configure_logging(
         )
     _pending.clear()
     if later:
-        _pending.append(lambda: _configure(mode, stream, clock, numeric))
+        _pending.append((numeric, lambda: _configure(mode, stream, clock, numeric)))
     else:
         _configure(mode, stream, clock, numeric)
+
+
+def _configured() -> bool:
+    """Whether structlog was configured (never, if nothing imported it yet)."""
+    structlog = sys.modules.get("structlog")
+    return structlog is not None and bool(structlog.is_configured())
+
+
+def _settle() -> None:
+    """Apply the waiting configuration, unless structlog was configured meanwhile by
+    someone else (a test's capture): theirs stands."""
+    if _pending and not _configured():
+        _pending[0][1]()
+    _pending.clear()
+
+
+def enabled(level: str) -> bool:
+    """Whether a line at ``level`` would be written, answered without loading structlog
+    while the configuration waits (`configure_logging` ``later``): a caller that would log
+    only below the level makes no logger at all. A configured structlog filters by itself."""
+    if _configured() or not _pending:
+        return True
+    return logging.getLevelNamesMapping()[level.upper()] >= _pending[0][0]
+
+
+def log_machines() -> None:
+    """Let `machines` write its lines (an effect's, a hook's) through this configuration
+    while it waits: its first line at or above the level applies it, as hz's own would
+    (`machines.logs.configure_later`). Called where a turn's machinery runs."""
+    from machines import logs
+
+    if _pending:
+        logs.configure_later(_pending[0][0], _settle)
 
 
 def _configure(mode: LogMode, stream: TextIO, clock: Clock, numeric: int) -> None:
@@ -114,9 +151,7 @@ def get_logger(**bound: Any) -> FilteringBoundLogger:
     logging as `configure_logging` was asked to."""
     import structlog
 
-    if _pending and not structlog.is_configured():
-        _pending.pop()()
-    _pending.clear()  # configured meanwhile by someone else (a test's capture): theirs stands
+    _settle()
     log: FilteringBoundLogger = structlog.get_logger()
     return log.bind(**bound)
 

@@ -264,7 +264,10 @@ class Index:
             ) from error
         from sqlite_utils import Database  # only a writer needs it (start-up by need)
 
-        self.db = Database(sqlite3.connect(self.path, timeout=BUSY_SECONDS))
+        # no sqlite-utils plugins: none may change hz's index connection, and looking
+        # for them reads every installed package's entry points on each open
+        connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
+        self.db = Database(connection, execute_plugins=False)
         try:
             self.db.enable_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -72,7 +72,7 @@ def _none(_provider: str) -> str | None:
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class GitHubTable(_Table):

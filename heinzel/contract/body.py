@@ -30,7 +30,7 @@ _KNOWN |= {"continuity": "continuity", "done when": "done_when"}
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class Item(_Frozen):

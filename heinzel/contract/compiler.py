@@ -55,7 +55,7 @@ class CompiledContract(BaseModel):
     the exact text, so a stored version can be checked against its file.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     frontmatter: Frontmatter
     body: Body

@@ -112,7 +112,9 @@ def _skills(values: list[str]) -> list[str]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, populate_by_name=True, defer_build=True
+    )
 
 
 def _deadline(value: Any) -> Any:

@@ -70,7 +70,7 @@ GRANT_KEYS = frozenset(
 class Applies(BaseModel):
     """Where a skill applies by itself, without a contract naming it."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     asset_types: list[str] = []
     roles: list[str] = []
@@ -84,7 +84,7 @@ class Skill(BaseModel):
     file's bytes, as a turn records it in ``turn.started``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str
     description: str
@@ -225,7 +225,7 @@ class Turn(BaseModel):
     """What a turn touches, for ``applies``: its outputs' asset types (``doc`` of
     ``doc:team/report``) and the capabilities it reads, writes or publishes to."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     asset_types: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()

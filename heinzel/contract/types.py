@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
 from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 from pydantic_core import PydanticCustomError
 
@@ -90,6 +89,8 @@ def cron_expression(value: Any) -> str:
 
 
 def _croniter_accepts(text: str) -> bool:
+    from croniter import croniter  # with the first cron checked, not with every settings load
+
     try:
         return bool(croniter.is_valid(text, strict=True))
     except (ValueError, TypeError, KeyError, OverflowError):

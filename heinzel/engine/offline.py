@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 from html import unescape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -34,9 +34,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from heinzel.engine.offline_amend import Addition, addition, amended
-from heinzel.engine.offline_create import fill_contract
-from heinzel.engine.offline_discover import discovered_outcome
+# a created turn's, a chat's amendment and a discovery's rules load with the turn that
+# uses them: a scheduled or asked wake drafts without them (start-up by need)
+if TYPE_CHECKING:
+    from heinzel.engine.offline_amend import Addition
 
 __all__ = ["NOT_AI", "ParsedTurn", "draft_items", "offline_model", "parse_turn"]
 
@@ -235,6 +236,8 @@ def _hunks(a: list[str], b: list[str]) -> list[list[str]]:
 
 
 def _created_outcome(turn: ParsedTurn, attempt: int) -> dict[str, Any]:
+    from heinzel.engine.offline_create import fill_contract
+
     filled = fill_contract(turn.inputs.get("sentence", ""), attempt)
     assumed = f"; assumed {', '.join(filled.assumed)}" if filled.assumed else ""
     return {
@@ -246,11 +249,22 @@ def _created_outcome(turn: ParsedTurn, attempt: int) -> dict[str, Any]:
     }
 
 
+def _discovered(turn: ParsedTurn) -> dict[str, Any] | None:
+    from heinzel.engine.offline_discover import discovered_outcome
+
+    return discovered_outcome(turn.inputs, NOT_AI)
+
+
 def _asked_addition(turn: ParsedTurn) -> tuple[str, Addition] | None:
     """The last message input that asks to "also mention X from S", and what it asks."""
+    said = [(name, content) for name, content in turn.inputs.items() if _MESSAGE.match(name)]
+    if not said:
+        return None
+    from heinzel.engine.offline_amend import addition
+
     found = None
-    for name, content in turn.inputs.items():
-        if _MESSAGE.match(name) and (add := addition(content)) is not None:
+    for name, content in said:
+        if (add := addition(content)) is not None:
             found = (name, add)
     return found
 
@@ -262,6 +276,8 @@ def _amendment_outcome(
     citing that message (None: nothing asked, or the text has no place for it)."""
     if asks is None:
         return None
+    from heinzel.engine.offline_amend import amended
+
     returned = [
         str(p.content)
         for m in messages
@@ -342,7 +358,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         outcome = _created_outcome(turn, _retries(messages))
     elif turn.cause == "approval" and "approved" in turn.inputs:
         outcome = _lessons_outcome(turn)
-    elif turn.cause == "discovered" and (found := discovered_outcome(turn.inputs, NOT_AI)):
+    elif turn.cause == "discovered" and (found := _discovered(turn)):
         outcome = found
     else:
         outcome = _amendment_outcome(messages, asks) or _draft_outcome(turn)

@@ -36,7 +36,7 @@ Text = Annotated[str, StringConstraints(min_length=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class DoneWhenCheck(_Strict):

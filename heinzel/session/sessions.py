@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Self
 from heinzel.clock import Clock, clock_from_env
 from heinzel.index.queries import Queries
 from heinzel.index.schema import ADDED_COLUMNS, SCHEMA
-from heinzel.logs import bind_heinzel, configure_logging, get_logger
+from heinzel.logs import bind_heinzel, configure_logging, enabled, get_logger, log_machines
 from heinzel.store.home import Home
 from ledger.event import Event
 from ledger.files import ensure_private_dir, is_private_dir
@@ -266,7 +266,11 @@ def _env_home(value: str, cwd: Path, env: Mapping[str, str]) -> Path:
 
 
 def _log_event(heinzel_id: str) -> Callable[[Event], None]:
-    """Log every durable event by kind and seq, bound to the id (never its data)."""
+    """Log every durable event by kind and seq, bound to the id (never its data); at a
+    level above info, nothing (and structlog is not loaded for it)."""
+    log_machines()
+    if not enabled("info"):
+        return _unlogged
     log = bind_heinzel(get_logger(), heinzel_id)
 
     def logged(event: Event) -> None:
@@ -274,3 +278,7 @@ def _log_event(heinzel_id: str) -> Callable[[Event], None]:
         bound.info("appended", kind=event.kind, seq=event.seq)
 
     return logged
+
+
+def _unlogged(_event: Event) -> None:
+    """An event below the log level: not logged."""

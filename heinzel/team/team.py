@@ -120,10 +120,7 @@ class Team:
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
         """The team hook when ``[team] repository`` and ``handle`` are set, else None."""
-        settings = sessions.settings.team
-        if not settings.repository or not settings.handle:
-            return None
-        return cls(sessions)
+        return cls(sessions) if sessions.settings.team.joined else None
 
     @property
     def me(self) -> str:

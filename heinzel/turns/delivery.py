@@ -37,9 +37,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import structlog
-
 from heinzel.errors import HeinzelError
+from heinzel.logs import get_logger
 from heinzel.store.home import Home
 from heinzel.store.inbox import Inbox, Request, handed
 from heinzel.turns.failure import root_cause
@@ -51,8 +50,6 @@ from machines.keys import order
 from machines.steps import Acted, Fail, Steps, Wait
 
 __all__ = ["DeliveringSteps", "Delivery", "batches", "undelivered"]
-
-_log = structlog.get_logger("heinzel.turns.delivery")
 
 TURN_KINDS = frozenset({"turn.started", "turn.skipped"})
 """A key with one of these has a turn."""
@@ -94,7 +91,7 @@ class Delivery:
             answers = self.inbox.answered_chats()  # the tick runs their answers' follow-ups
             return [r for r in pending if not (r.kind == "chat" and r.request_id in answers)]
         except HeinzelError as error:
-            _log.warning("inbox.unreadable", heinzel=self.heinzel, code=error.code)
+            get_logger().warning("inbox.unreadable", heinzel=self.heinzel, code=error.code)
             return []
 
     def _take(self, request: Request) -> None:

@@ -246,3 +246,39 @@ class TestErrors:
         with pytest.raises(HeinzelError) as refused:
             load(dirs)
         assert refused.value.code == "HZH010"
+
+
+_LOADS = """
+import sys
+from pathlib import Path
+from heinzel.config import load_settings
+root = Path(sys.argv[1])
+loaded = load_settings(env={}, cwd=root, site=None, user=root / "config.toml", data_dir=root)
+assert loaded.settings.heinzel.max_wait.days == 7
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "loads"),
+    [
+        ('[heinzel]\nmodel = "offline"\n', False),
+        ('[adapters.calendar]\nbackend = "ics"\npath = "cal.ics"\n', True),
+    ],
+)
+def test_settings_load_the_adapters_tables_only_when_a_file_sets_one(
+    tmp_path: Path, text: str, *, loads: bool
+) -> None:
+    """Reading the configuration loads neither the adapters' tables nor croniter unless
+    a file sets an ``[adapters.*]`` table (start-up by need: every command reads it)."""
+    import subprocess
+    import sys
+
+    write(tmp_path / "config.toml", text)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADS, str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-600:]
+    loaded = set(done.stdout.split())
+    assert "croniter" not in loaded
+    assert ("heinzel.capabilities.configured" in loaded) is loads

@@ -18,8 +18,11 @@ from heinzel.logs import (
     bind_turn,
     configure_logging,
     drop_content,
+    enabled,
     get_logger,
+    log_machines,
 )
+from machines import logs as machines_logs
 
 HZ_ID = "hz-01JBCDEFGHJKMNPQRSTVWXYZ01"
 FRIDAY = datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
@@ -30,6 +33,7 @@ def reset_structlog() -> Iterator[None]:
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
+    machines_logs.configure_later(None)
 
 
 class TestBinding:
@@ -109,3 +113,46 @@ class TestRendering:
         with pytest.raises(HeinzelError) as refused:
             configure_logging("cli", stream=io.StringIO(), clock=lambda: FRIDAY, level="loud")
         assert refused.value.code == "HZH020"
+
+
+class TestLater:
+    """``later``: structlog is configured by the first line at the level, hz's or machines'."""
+
+    def test_a_level_below_is_not_enabled_while_waiting(self) -> None:
+        """`enabled` answers from the waiting level (so a caller skips making a logger)."""
+        stream = io.StringIO()
+        configure_logging("cli", stream=stream, clock=lambda: FRIDAY, level="warning", later=True)
+        assert not structlog.is_configured()
+        assert (enabled("info"), enabled("warning"), enabled("error")) == (False, True, True)
+        assert not structlog.is_configured()
+
+    def test_machines_lines_follow_the_waiting_configuration(self) -> None:
+        """After `log_machines`, a `machines` warning configures logging and is written
+        to hz's stream; an info line below the level is dropped without configuring it."""
+        stream = io.StringIO()
+        configure_logging("cli", stream=stream, clock=lambda: FRIDAY, level="warning", later=True)
+        log_machines()
+        machines_logs.info("effect.settled", key="k1")
+        assert not structlog.is_configured()
+        machines_logs.warning("effect.failed", key="k2")
+        assert structlog.is_configured()
+        assert "effect.failed" in stream.getvalue() and "key=k2" in stream.getvalue()
+        assert "effect.settled" not in stream.getvalue()
+
+    def test_machines_are_silent_without_a_host_configuration(self) -> None:
+        """A host that configured nothing gets no line from `machines` (and no structlog
+        configured on its behalf)."""
+        machines_logs.warning("effect.failed", key="k2")
+        assert not structlog.is_configured()
+
+    def test_a_capture_configured_meanwhile_stands(self) -> None:
+        """A configuration made by someone else before the first line (a test's capture)
+        is kept: the waiting one is dropped, and the line goes to the capture."""
+        stream = io.StringIO()
+        configure_logging("cli", stream=stream, clock=lambda: FRIDAY, level="warning", later=True)
+        log_machines()
+        with capture_logs() as logs:
+            assert enabled("info")
+            machines_logs.warning("effect.failed", key="k3")
+        assert [entry["event"] for entry in logs] == ["effect.failed"]
+        assert stream.getvalue() == ""

@@ -88,6 +88,28 @@ class TestIndex:
         assert set(modes.values()) == {0o600}
         assert stat.S_IMODE(os.stat(tmp_path / "idx").st_mode) == 0o700
 
+    def test_no_sqlite_utils_plugin_touches_the_index_connection(self, tmp_path: Path) -> None:
+        """An installed sqlite-utils plugin's ``prepare_connection`` never runs on the
+        index's connection (and opening the index looks for none)."""
+        from sqlite_utils import hookimpl
+        from sqlite_utils.plugins import pm
+
+        prepared: list[object] = []
+
+        class Plugin:
+            @hookimpl
+            def prepare_connection(self, conn: object) -> None:
+                prepared.append(conn)
+
+        plugin = Plugin()
+        pm.register(plugin)
+        try:
+            with Index(tmp_path / "index.sqlite", [Toy()]) as index:
+                append(tmp_path / "s", index, "s", ("a.b", 1))
+        finally:
+            pm.unregister(plugin)
+        assert prepared == []
+
     def test_on_durable_keeps_rows_and_watermark_current(self, tmp_path: Path) -> None:
         """Each durable line updates rows and the watermark together."""
         with Index(tmp_path / "index.sqlite", [Toy()]) as index:

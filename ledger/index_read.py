@@ -11,21 +11,26 @@ and the caller opens the `ledger.index.Index`, which catches up first.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from ledger.event import sha256_hex
 from ledger.index import BUSY_SECONDS, WATERMARKS, behind
 
 __all__ = ["open_current"]
 
 _MADE_SQL = "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_BLOCK = 65536
+"""What is read of a spine from its watermark's line on; a longer tail goes to `behind`."""
 
 
 def open_current(
     path: Path,
-    sources: Mapping[str, Path],
+    sources: Mapping[str, str | Path],
     tables: Collection[str],
     columns: Collection[tuple[str, str]] = (),
 ) -> sqlite3.Connection | None:
@@ -44,15 +49,58 @@ def open_current(
             conn.close()
             return None
         marks = {
-            str(source): (int(seq), str(line_hash))
-            for source, seq, line_hash in conn.execute(
-                f"SELECT source, seq, hash FROM {WATERMARKS}"  # noqa: S608
+            str(source): (int(seq), str(line_hash), at)
+            for source, seq, line_hash, at in conn.execute(
+                f"SELECT source, seq, hash, at FROM {WATERMARKS}"  # noqa: S608
             )
         }
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
-    if behind(marks, sources):
+    unsure = _unsure(marks, sources)
+    if unsure and behind({s: (m[0], m[1]) for s, m in marks.items()}, unsure):
         conn.close()
         return None
     return conn
+
+
+def _unsure(
+    marks: Mapping[str, tuple[int, str, object]], sources: Mapping[str, str | Path]
+) -> dict[str, Path]:
+    """The sources `ledger.index.behind` must look at: all but those with no spine and
+    those whose spine ends in its watermark's line, seen with one open and one read (the
+    bytes from the line's offset, read from just before it: a newline, then that line and
+    the end of the file, its hash the watermark's). Anything else, or anything odd about
+    the file, is left to `behind`, which answers exactly as before."""
+    unsure: dict[str, Path] = {}
+    for source, spine in sources.items():
+        mark = marks.get(source)
+        at = mark[2] if mark is not None and isinstance(mark[2], int) and mark[2] >= 0 else -1
+        try:
+            fd = os.open(spine, _READ)
+        except FileNotFoundError:
+            continue  # no spine: never behind
+        except OSError:
+            if os.path.isfile(spine):  # a link or the like: `behind` refuses it, coded
+                unsure[source] = Path(spine)
+            continue
+        try:
+            data = os.pread(fd, _BLOCK, at - 1) if at > 0 else os.pread(fd, _BLOCK, 0)
+        except OSError:  # a directory or the like
+            if os.path.isfile(spine):
+                unsure[source] = Path(spine)
+            continue
+        finally:
+            os.close(fd)
+        line = data[1:] if at > 0 else data
+        if (
+            mark is None
+            or at < 0
+            or (at > 0 and data[:1] != b"\n")
+            or len(data) >= _BLOCK
+            or not line.endswith(b"\n")
+            or line.count(b"\n") != 1
+            or sha256_hex(line[:-1]) != mark[1]
+        ):
+            unsure[source] = Path(spine)
+    return unsure

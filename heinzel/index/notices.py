@@ -23,10 +23,10 @@ No spine is opened: a fixed handful of queries per listing, however many rows.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-__all__ = ["ASKING_TURN_OPEN", "notices"]
+__all__ = ["ASKING_TURN_OPEN", "notices", "notices_by_id"]
 
 ASKING_TURN_OPEN: Final = (
     "NOT EXISTS (SELECT 1 FROM turns t WHERE t.heinzel = a.heinzel AND t.ended_at IS NOT "
@@ -48,16 +48,25 @@ def notices(
 ) -> None:
     """Set ``notices`` on each row (its id in ``id_field``, and ``name``), a list of
     ``{reason, message, next}``; rows with nothing to say get ``[]``."""
-    by_id: dict[str, list[dict[str, str]]] = {str(r[id_field]): [] for r in rows}
     names = {str(r[id_field]): str(r.get("name") or r[id_field]) for r in rows}
+    by_id = notices_by_id(db, names, today=today)
+    for row in rows:
+        row["notices"] = by_id.get(str(row[id_field]), [])
+
+
+def notices_by_id(
+    db: Database, names: Mapping[str, str], *, today: str
+) -> dict[str, list[dict[str, str]]]:
+    """Each id's notices (``names``: id -> the name its commands use); ``[]`` for one
+    with nothing to say. The listing asks this with plain tuples, not a dict per row."""
+    by_id: dict[str, list[dict[str, str]]] = {heinzel_id: [] for heinzel_id in names}
     if by_id:
         _cap(db, by_id, today)
         _failed(db, by_id, names)
         _superseded(db, by_id)
         _questions(db, by_id, names)
         _flow(db, by_id, names, today)
-    for row in rows:
-        row["notices"] = by_id.get(str(row[id_field]), [])
+    return by_id
 
 
 def _marks(ids: dict[str, Any]) -> tuple[str, list[str]]:
@@ -83,7 +92,7 @@ def _cap(db: Database, by_id: dict[str, list[dict[str, str]]], today: str) -> No
         )
 
 
-def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
+def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: Mapping[str, str]) -> None:
     marks, ids = _marks(by_id)
     rows = db.execute(
         "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
@@ -129,7 +138,9 @@ def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
         )
 
 
-def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
+def _questions(
+    db: Database, by_id: dict[str, list[dict[str, str]]], names: Mapping[str, str]
+) -> None:
     """Questions asked and not answered (the keys table: one query for every row)."""
     marks, ids = _marks(by_id)
     rows = db.execute(
@@ -153,7 +164,7 @@ def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict
 
 
 def _flow(
-    db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str], today: str
+    db: Database, by_id: dict[str, list[dict[str, str]]], names: Mapping[str, str], today: str
 ) -> None:
     """The flow's notices (`heinzel.index.flow`): one per need, however many nudges."""
     marks, ids = _marks(by_id)

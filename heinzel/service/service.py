@@ -370,7 +370,8 @@ class Service(Sessions):
         ``hz heinzel list`` prints from, without a dict per row."""
         listed = self.queries.listed(artifact=artifact, state=state, contract=contract)
         names = listed.names()
-        listed.notices = notices_by_id(self.read_db, names, today=self._today())
+        every = not artifact and not state and not contract  # as `Queries.listed` filters
+        listed.notices = notices_by_id(self.read_db, names, today=self._today(), every=every)
         self._asked_in_words(
             (heinzel_id, names[heinzel_id], said)
             for heinzel_id, said in listed.notices.items()

@@ -49,16 +49,16 @@ def open_current(
             conn.close()
             return None
         marks = {
-            str(source): (int(seq), str(line_hash), at)
-            for source, seq, line_hash, at in conn.execute(
-                f"SELECT source, seq, hash, at FROM {WATERMARKS}"  # noqa: S608
-            )
+            row[0]: row[1:]  # (seq, hash, at) as stored
+            for row in conn.execute(f"SELECT source, seq, hash, at FROM {WATERMARKS}")  # noqa: S608
         }
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
     unsure = _unsure(marks, sources)
-    if unsure and behind({s: (m[0], m[1]) for s, m in marks.items()}, unsure):
+    if unsure and behind(
+        {s: (int(marks[s][0]), str(marks[s][1])) for s in unsure if s in marks}, unsure
+    ):
         conn.close()
         return None
     return conn

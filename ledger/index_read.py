@@ -16,6 +16,7 @@ import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from ledger.event import sha256_hex
 from ledger.index import BUSY_SECONDS, WATERMARKS, behind
@@ -48,14 +49,11 @@ def open_current(
         ):
             conn.close()
             return None
-        marks = {
-            row[0]: row[1:]  # (seq, hash, at) as stored
-            for row in conn.execute(f"SELECT source, seq, hash, at FROM {WATERMARKS}")  # noqa: S608
-        }
+        marks = _Marks(conn)
+        unsure = _unsure(marks, sources)
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
-    unsure = _unsure(marks, sources)
     if unsure and behind(
         {s: (int(marks[s][0]), str(marks[s][1])) for s in unsure if s in marks}, unsure
     ):
@@ -64,8 +62,35 @@ def open_current(
     return conn
 
 
+class _Marks(dict[str, tuple[Any, ...]]):
+    """The watermarks, ``(seq, hash, at)`` as stored, read when the first is looked up: a
+    home whose sessions have no spine yet reads none."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__()
+        self._conn: sqlite3.Connection | None = conn
+
+    def _read(self) -> None:
+        if self._conn is not None:
+            query = f"SELECT source, seq, hash, at FROM {WATERMARKS}"  # noqa: S608
+            self.update((row[0], row[1:]) for row in self._conn.execute(query))
+            self._conn = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._read()
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._read()
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> tuple[Any, ...]:
+        self._read()
+        return super().__getitem__(key)
+
+
 def _unsure(
-    marks: Mapping[str, tuple[int, str, object]], sources: Mapping[str, str | Path]
+    marks: Mapping[str, tuple[Any, ...]], sources: Mapping[str, str | Path]
 ) -> dict[str, Path]:
     """The sources `ledger.index.behind` must look at: all but those with no spine and
     those whose spine ends in its watermark's line, seen with one open and one read (the
@@ -74,8 +99,6 @@ def _unsure(
     the file, is left to `behind`, which answers exactly as before."""
     unsure: dict[str, Path] = {}
     for source, spine in sources.items():
-        mark = marks.get(source)
-        at = mark[2] if mark is not None and isinstance(mark[2], int) and mark[2] >= 0 else -1
         try:
             fd = os.open(spine, _READ)
         except FileNotFoundError:
@@ -84,6 +107,8 @@ def _unsure(
             if os.path.isfile(spine):  # a link or the like: `behind` refuses it, coded
                 unsure[source] = Path(spine)
             continue
+        mark = marks.get(source)
+        at = mark[2] if mark is not None and isinstance(mark[2], int) and mark[2] >= 0 else -1
         try:
             data = os.pread(fd, _BLOCK, at - 1) if at > 0 else os.pread(fd, _BLOCK, 0)
         except OSError:  # a directory or the like

@@ -80,15 +80,18 @@ class Home:
     def spine_files(self) -> dict[str, str]:
         """Each session directory's spine file, id -> plain path, whether or not the spine
         is there yet: what a read checks the index against (`ledger.index_read`). One
-        listing of ``heinzel/``, in id order, and no stat per session (a missing spine is
-        never behind, and opening it says so)."""
+        listing of ``heinzel/``, in the directory's order, and no stat per session (a
+        missing spine is never behind, and opening it says so)."""
         top = str(self.heinzel_dir)
         try:
             with os.scandir(top) as entries:  # plain strings: a home of 10,000 is one listing
-                names = sorted(e.name for e in entries if is_id(e.name) and e.is_dir())
+                return {
+                    e.name: f"{top}/{e.name}/session.jsonl"
+                    for e in entries
+                    if is_id(e.name) and e.is_dir()
+                }
         except (FileNotFoundError, NotADirectoryError):
             return {}
-        return {name: f"{top}/{name}/session.jsonl" for name in names}
 
     def session_ids(self) -> Iterator[str]:
         """Every session directory under this home (for reindex and verify)."""

@@ -158,13 +158,34 @@ class TestListingJson:
     ) -> None:
         """A state, a namespace (more and fewer than one a line): the same as the dicts."""
         service = make_service()
-        for args, rows in (
+        cases = (
             (("--state", "asleep"), service.listing(state="asleep")),
             (("--namespace", "team"), [r for r in service.listing() if r["namespace"] == "team"]),
             (("--state", "retired"), service.listing(state="retired")),
             (("--contract", "weekly-report"), service.listing(contract="weekly-report")),
-        ):
+            (
+                ("--state", "retired", "--namespace", "team"),  # a few: indented
+                [r for r in service.listing(state="retired") if r["namespace"] == "team"],
+            ),
+        )
+        for args, rows in cases:
             assert _hz(home, "--json", *args) == _reference(rows), args
+        assert 0 < len(cases[-1][1]) <= ONE_A_LINE < len(cases[0][1])
+
+    def test_many_print_with_no_dict_per_row(
+        self, home: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A guard, not a fix: more than one a line, no row goes through a dict (neither
+        `Queries._public` nor the fallback of a value the fast form does not know)."""
+        from heinzel.index.listing import Listing
+        from heinzel.index.queries import Queries
+
+        def refuse(*args: object) -> None:
+            pytest.fail("a dict per row")
+
+        monkeypatch.setattr(Listing, "_dict", refuse)
+        monkeypatch.setattr(Queries, "_public", refuse)
+        assert len(json.loads(_hz(home, "--json"))) == 240
 
     def test_the_rows_as_dicts_are_the_listing(self, make_service: Callable[[], Service]) -> None:
         """`Service.listed().dicts()` (what the table prints from) is `Service.listing()`."""

@@ -11,21 +11,27 @@ and the caller opens the `ledger.index.Index`, which catches up first.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
+from ledger.event import sha256_hex
 from ledger.index import BUSY_SECONDS, WATERMARKS, behind
 
 __all__ = ["open_current"]
 
 _MADE_SQL = "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_BLOCK = 65536
+"""What is read of a spine from its watermark's line on; a longer tail goes to `behind`."""
 
 
 def open_current(
     path: Path,
-    sources: Mapping[str, Path],
+    sources: Mapping[str, str | Path],
     tables: Collection[str],
     columns: Collection[tuple[str, str]] = (),
 ) -> sqlite3.Connection | None:
@@ -43,16 +49,83 @@ def open_current(
         ):
             conn.close()
             return None
-        marks = {
-            str(source): (int(seq), str(line_hash))
-            for source, seq, line_hash in conn.execute(
-                f"SELECT source, seq, hash FROM {WATERMARKS}"  # noqa: S608
-            )
-        }
+        marks = _Marks(conn)
+        unsure = _unsure(marks, sources)
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
-    if behind(marks, sources):
+    if unsure and behind(
+        {s: (int(marks[s][0]), str(marks[s][1])) for s in unsure if s in marks}, unsure
+    ):
         conn.close()
         return None
     return conn
+
+
+class _Marks(dict[str, tuple[Any, ...]]):
+    """The watermarks, ``(seq, hash, at)`` as stored, read when the first is looked up: a
+    home whose sessions have no spine yet reads none."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__()
+        self._conn: sqlite3.Connection | None = conn
+
+    def _read(self) -> None:
+        if self._conn is not None:
+            query = f"SELECT source, seq, hash, at FROM {WATERMARKS}"  # noqa: S608
+            self.update((row[0], row[1:]) for row in self._conn.execute(query))
+            self._conn = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._read()
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._read()
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> tuple[Any, ...]:
+        self._read()
+        return super().__getitem__(key)
+
+
+def _unsure(
+    marks: Mapping[str, tuple[Any, ...]], sources: Mapping[str, str | Path]
+) -> dict[str, Path]:
+    """The sources `ledger.index.behind` must look at: all but those with no spine and
+    those whose spine ends in its watermark's line, seen with one open and one read (the
+    bytes from the line's offset, read from just before it: a newline, then that line and
+    the end of the file, its hash the watermark's). Anything else, or anything odd about
+    the file, is left to `behind`, which answers exactly as before."""
+    unsure: dict[str, Path] = {}
+    for source, spine in sources.items():
+        try:
+            fd = os.open(spine, _READ)
+        except FileNotFoundError:
+            continue  # no spine: never behind
+        except OSError:
+            if os.path.isfile(spine):  # a link or the like: `behind` refuses it, coded
+                unsure[source] = Path(spine)
+            continue
+        mark = marks.get(source)
+        at = mark[2] if mark is not None and isinstance(mark[2], int) and mark[2] >= 0 else -1
+        try:
+            data = os.pread(fd, _BLOCK, at - 1) if at > 0 else os.pread(fd, _BLOCK, 0)
+        except OSError:  # a directory or the like
+            if os.path.isfile(spine):
+                unsure[source] = Path(spine)
+            continue
+        finally:
+            os.close(fd)
+        line = data[1:] if at > 0 else data
+        if (
+            mark is None
+            or at < 0
+            or (at > 0 and data[:1] != b"\n")
+            or len(data) >= _BLOCK
+            or not line.endswith(b"\n")
+            or line.count(b"\n") != 1
+            or sha256_hex(line[:-1]) != mark[1]
+        ):
+            unsure[source] = Path(spine)
+    return unsure

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -23,7 +23,19 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["emit", "exit_if_ended_badly", "home_option", "hz", "json_option", "open_app"]
+ONE_A_LINE = 20
+"""A JSON list longer than this prints one item a line (`emit_lines`), else indented."""
+
+__all__ = [
+    "ONE_A_LINE",
+    "emit",
+    "emit_lines",
+    "exit_if_ended_badly",
+    "home_option",
+    "hz",
+    "json_option",
+    "open_app",
+]
 
 
 def home_option(func: F) -> F:
@@ -62,15 +74,19 @@ def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     if as_json:
         # Indented output only for a few items: a long listing goes one item a line, through
         # json's C encoder (``indent`` forces the pure-Python one), still one JSON document.
-        if isinstance(payload, list) and len(payload) > 20:
-            items = (json.dumps(item, ensure_ascii=False, sort_keys=True) for item in payload)
-            click.echo("[\n" + ",\n".join(items) + "\n]")
+        if isinstance(payload, list) and len(payload) > ONE_A_LINE:
+            emit_lines(json.dumps(item, ensure_ascii=False, sort_keys=True) for item in payload)
         else:
             click.echo(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True))
     else:
         text = render(payload)
         if text:
             click.echo(text)
+
+
+def emit_lines(items: Iterable[str]) -> None:
+    """A JSON list of more than `ONE_A_LINE` items, each item's JSON given: one a line."""
+    click.echo("[\n" + ",\n".join(items) + "\n]")
 
 
 def exit_if_ended_badly(data: dict[str, Any]) -> None:

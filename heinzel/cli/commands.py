@@ -7,7 +7,16 @@ from typing import Any
 import click
 
 from heinzel.cli import render
-from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
+from heinzel.cli.base import (
+    ONE_A_LINE,
+    emit,
+    emit_lines,
+    exit_if_ended_badly,
+    home_option,
+    hz,
+    json_option,
+    open_app,
+)
 from heinzel.cli.forms import artifact_forms, plain_rows
 
 
@@ -101,22 +110,25 @@ def list_(
       hz heinzel list --artifact doc:checkout/weekly-report --json
       hz heinzel list --namespace team
     """
+    from heinzel.index.listing import Listing
+
     app = open_app(home)
     service = app.service
     exists = service.home_exists  # HZL001 when a file sits where the home should be
     if not exists:
         # read-only: a home that is not there yet is not created by looking at it
-        rows: list[dict[str, Any]] = []
+        listed = Listing([])
     else:
-        rows = service.listing(artifact=artifact_forms(artifact), state=state, contract=contract)
+        listed = service.listed(artifact=artifact_forms(artifact), state=state, contract=contract)
     if namespace is not None:
-        rows = [r for r in rows if r.get("namespace") == namespace]
-    team = app.team() if any(r.get("namespace") == "team" for r in rows) else None
+        listed = listed.only(namespace)
+    team = app.team() if listed.has_team() else None
     if team is not None:
-        shared = team.overview()
-        for row in rows:
-            if row["id"] in shared:
-                row["team"] = shared[row["id"]]
+        listed.team = team.overview()
+    if as_json and len(listed) > ONE_A_LINE:  # thousands: no dict per row (heinzel.index.listing)
+        emit_lines(listed.json_items())
+        return
+    rows = listed.dicts()
     filtered = any(f is not None for f in (artifact, state, contract, namespace))
     if rows or as_json:
         emit(rows, as_json, render.listing)

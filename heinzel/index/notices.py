@@ -23,10 +23,10 @@ No spine is opened: a fixed handful of queries per listing, however many rows.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-__all__ = ["ASKING_TURN_OPEN", "notices"]
+__all__ = ["ASKING_TURN_OPEN", "notices", "notices_by_id"]
 
 ASKING_TURN_OPEN: Final = (
     "NOT EXISTS (SELECT 1 FROM turns t WHERE t.heinzel = a.heinzel AND t.ended_at IS NOT "
@@ -48,32 +48,53 @@ def notices(
 ) -> None:
     """Set ``notices`` on each row (its id in ``id_field``, and ``name``), a list of
     ``{reason, message, next}``; rows with nothing to say get ``[]``."""
-    by_id: dict[str, list[dict[str, str]]] = {str(r[id_field]): [] for r in rows}
     names = {str(r[id_field]): str(r.get("name") or r[id_field]) for r in rows}
-    if by_id:
-        _cap(db, by_id, today)
-        _failed(db, by_id, names)
-        _superseded(db, by_id)
-        _questions(db, by_id, names)
-        _flow(db, by_id, names, today)
+    by_id = notices_by_id(db, names, today=today)
     for row in rows:
         row["notices"] = by_id.get(str(row[id_field]), [])
 
 
-def _marks(ids: dict[str, Any]) -> tuple[str, list[str]]:
+def notices_by_id(
+    db: Database, names: Mapping[str, str], *, today: str, every: bool = False
+) -> dict[str, list[dict[str, str]]]:
+    """Each id's notices (``names``: id -> the name its commands use); ``[]`` for one
+    with nothing to say. The listing asks this with plain tuples, not a dict per row;
+    ``every``: ``names`` holds every Heinzelmännchen of the index (an unfiltered listing),
+    so the queries name none of them (thousands of parameters cost more than the rows of
+    others they skip)."""
+    by_id: dict[str, list[dict[str, str]]] = {heinzel_id: [] for heinzel_id in names}
+    if by_id:
+        _cap(db, by_id, today, every)
+        _failed(db, by_id, names, every)
+        _superseded(db, by_id, every)
+        _questions(db, by_id, names, every)
+        _flow(db, by_id, names, today, every)
+    return by_id
+
+
+def _among(column: str, ids: dict[str, Any], every: bool) -> tuple[str, list[str]]:
+    """SQL keeping the rows whose ``column`` is one of ``ids``, and its parameters; when
+    ``ids`` are every Heinzelmännchen, the index's own ids (the rows of others, if any, are skipped
+    all the same), with the same plan and no parameter."""
+    if every:
+        return f"{column} IN (SELECT id FROM heinzel)", []  # noqa: S608
     keys = sorted(ids)
-    return ", ".join("?" for _ in keys), keys
+    return f"{column} IN ({', '.join('?' for _ in keys)})", keys
 
 
-def _cap(db: Database, by_id: dict[str, list[dict[str, str]]], today: str) -> None:
-    marks, ids = _marks(by_id)
+def _cap(
+    db: Database, by_id: dict[str, list[dict[str, str]]], today: str, every: bool = False
+) -> None:
+    among, ids = _among("heinzel", by_id, every)
     rows = db.execute(
-        f"SELECT heinzel, COUNT(*) FROM turns WHERE heinzel IN ({marks}) "  # noqa: S608
+        f"SELECT heinzel, COUNT(*) FROM turns WHERE {among} "  # noqa: S608
         "AND state = 'skipped' AND reason = 'cap' AND substr(started_at, 1, 10) = ? "
         "GROUP BY heinzel",
         [*ids, today],
     ).fetchall()
     for heinzel, count in rows:
+        if str(heinzel) not in by_id:
+            continue
         by_id[str(heinzel)].append(
             {
                 "reason": "cap",
@@ -83,16 +104,23 @@ def _cap(db: Database, by_id: dict[str, list[dict[str, str]]], today: str) -> No
         )
 
 
-def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
-    marks, ids = _marks(by_id)
+def _failed(
+    db: Database,
+    by_id: dict[str, list[dict[str, str]]],
+    names: Mapping[str, str],
+    every: bool = False,
+) -> None:
+    among, ids = _among("t.heinzel", by_id, every)
     rows = db.execute(
         "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
-        f"WHERE t.heinzel IN ({marks}) AND t.id = (SELECT u.id FROM turns u "
+        f"WHERE {among} AND t.id = (SELECT u.id FROM turns u "
         "WHERE u.heinzel = t.heinzel AND u.state != 'skipped' "
         "ORDER BY u.started_at DESC, u.start_seq DESC, u.id DESC LIMIT 1)",
         ids,
     ).fetchall()
     for heinzel, disposition, state, reason in rows:
+        if str(heinzel) not in by_id:
+            continue
         how = disposition if disposition in ("failed", "abandoned") else state
         if how not in ("failed", "abandoned"):
             continue
@@ -106,12 +134,12 @@ def _failed(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[st
         )
 
 
-def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
+def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]], every: bool = False) -> None:
     """The tick's superseded notices (`heinzel.tick.superseded`), while a newer draft waits."""
-    marks, ids = _marks(by_id)
+    among, ids = _among("n.heinzel", by_id, every)
     try:
         rows = db.execute(
-            f"SELECT n.heinzel, n.key FROM tick_notices n WHERE n.heinzel IN ({marks}) "  # noqa: S608
+            f"SELECT n.heinzel, n.key FROM tick_notices n WHERE {among} "  # noqa: S608
             "AND n.reason = 'superseded' AND EXISTS (SELECT 1 FROM drafts d "
             "WHERE d.heinzel = n.heinzel AND d.state = 'pending') ORDER BY n.at",
             ids,
@@ -119,6 +147,8 @@ def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
     except sqlite3.OperationalError:  # an index an older hz made, read before a writer opened it
         return
     for heinzel, _ in rows:
+        if str(heinzel) not in by_id:
+            continue
         by_id[str(heinzel)].append(
             {
                 "reason": "superseded",
@@ -129,17 +159,24 @@ def _superseded(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
         )
 
 
-def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str]) -> None:
+def _questions(
+    db: Database,
+    by_id: dict[str, list[dict[str, str]]],
+    names: Mapping[str, str],
+    every: bool = False,
+) -> None:
     """Questions asked and not answered (the keys table: one query for every row)."""
-    marks, ids = _marks(by_id)
+    among, ids = _among("a.heinzel", by_id, every)
     rows = db.execute(
-        f"SELECT a.heinzel, COUNT(*) FROM keys a WHERE a.heinzel IN ({marks}) "  # noqa: S608
+        f"SELECT a.heinzel, COUNT(*) FROM keys a WHERE {among} "  # noqa: S608
         "AND a.kind = 'question.asked' AND NOT EXISTS (SELECT 1 FROM keys b "
         "WHERE b.heinzel = a.heinzel AND b.key = a.key AND b.kind = 'question.answered') "
         f"AND {ASKING_TURN_OPEN} GROUP BY a.heinzel",
         ids,
     ).fetchall()
     for heinzel, count in rows:
+        if str(heinzel) not in by_id:
+            continue
         name = names[str(heinzel)]
         by_id[str(heinzel)].append(
             {
@@ -153,14 +190,18 @@ def _questions(db: Database, by_id: dict[str, list[dict[str, str]]], names: dict
 
 
 def _flow(
-    db: Database, by_id: dict[str, list[dict[str, str]]], names: dict[str, str], today: str
+    db: Database,
+    by_id: dict[str, list[dict[str, str]]],
+    names: Mapping[str, str],
+    today: str,
+    every: bool = False,
 ) -> None:
     """The flow's notices (`heinzel.index.flow`): one per need, however many nudges."""
-    marks, ids = _marks(by_id)
+    among, ids = _among("f.heinzel", by_id, every)
     try:
         rows = db.execute(
             "SELECT f.heinzel, f.reason, f.key, f.message FROM tick_flow f "  # noqa: S608
-            f"WHERE f.heinzel IN ({marks}) AND ("
+            f"WHERE {among} AND ("
             "(f.reason = 'needed-by' AND substr(f.until, 1, 10) >= ? AND EXISTS (SELECT 1 "
             "FROM drafts d WHERE d.heinzel = f.heinzel AND d.state = 'pending')) OR "
             "(f.reason = 'fell-back' AND EXISTS (SELECT 1 FROM drafts d WHERE "
@@ -173,6 +214,8 @@ def _flow(
         return
     shown: set[tuple[str, str]] = set()
     for heinzel, reason, key, message in rows:
+        if str(heinzel) not in by_id:
+            continue
         # a need's nudges differ in their lead only: the latest stands for them all
         need = str(key).rsplit(":", 1)[0] if reason == "needed-by" else str(key)
         if (str(heinzel), need) in shown:

@@ -14,6 +14,7 @@ from typing import Any
 from heinzel.clock import Clock
 from heinzel.errors import HeinzelError
 from heinzel.ids import is_id
+from heinzel.index.listing import LIST_SELECT, Listing
 from ledger.event import format_ts, parse_ts
 
 __all__ = ["LIST_COLUMNS", "Queries"]
@@ -159,6 +160,32 @@ class Queries:
         ``artifact`` is one asset ref or several forms of one (any matches): the form the
         contract wrote (``file:report.md``) or the absolute file it names, resolved against
         the contract's folder (``file:/home/me/notes/report.md``)."""
+        where, params = self._list_where(artifact, state, contract)
+        sql = f"SELECT {LIST_COLUMNS} FROM heinzel{where}"  # noqa: S608
+        today = self._today()
+        rows = self._rows(sql + " ORDER BY namespace, name", params)
+        return [self._public(r, today) for r in rows]
+
+    def listed(
+        self,
+        *,
+        artifact: str | tuple[str, ...] | None = None,
+        state: str | None = None,
+        contract: str | None = None,
+    ) -> Listing:
+        """The rows `listing` gives, as tuples (`heinzel.index.listing`): no dict per row,
+        the JSON columns still text. Its notices are the caller's to set."""
+        where, params = self._list_where(artifact, state, contract)
+        sql = f"SELECT {LIST_SELECT} FROM heinzel{where} ORDER BY namespace, name"  # noqa: S608
+        return Listing(self.db.execute(sql, [self._today(), *params]).fetchall())
+
+    def _list_where(
+        self,
+        artifact: str | tuple[str, ...] | None,
+        state: str | None,
+        contract: str | None,
+    ) -> tuple[str, list[Any]]:
+        """A listing's ``WHERE`` clause (or nothing) and its parameters."""
         where: list[str] = []
         params: list[Any] = []
         if artifact:
@@ -176,12 +203,7 @@ class Queries:
             clause, values = _contract_filter(contract)
             where.append(clause)
             params += values
-        sql = f"SELECT {LIST_COLUMNS} FROM heinzel"  # noqa: S608
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        today = self._today()
-        rows = self._rows(sql + " ORDER BY namespace, name", params)
-        return [self._public(r, today) for r in rows]
+        return (" WHERE " + " AND ".join(where) if where else ""), params
 
     def _holding(self, forms: tuple[str, ...]) -> list[str]:
         """The ids whose outputs keep the asset any of ``forms`` names."""

@@ -11,13 +11,13 @@ from `heinzel.app.App`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id, validate_name
-from heinzel.index.notices import notices
+from heinzel.index.notices import notices, notices_by_id
 from heinzel.session.questions import waiting_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
@@ -27,6 +27,7 @@ from ledger.files import ensure_private_dir
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
+    from heinzel.index.listing import Listing
 
 # The compiler (pydantic, YAML), the lifecycle machine, amendments and drafts load inside the
 # operations that use them: listing and showing need none of them (start-up by need).
@@ -361,15 +362,40 @@ class Service(Sessions):
     ) -> list[dict[str, Any]]:
         rows = self.queries.listing(artifact=artifact, state=state, contract=contract)
         notices(self.read_db, rows, today=self._today())
-        for row in rows:  # a question in its words: only the rows that have one read a spine
-            for notice in row["notices"]:
+        self._asked_in_words((str(row["id"]), str(row["name"]), row["notices"]) for row in rows)
+        return rows
+
+    def listed(
+        self,
+        *,
+        artifact: str | tuple[str, ...] | None = None,
+        state: str | None = None,
+        contract: str | None = None,
+    ) -> Listing:
+        """`listing` as tuples (`heinzel.index.listing.Listing`), its notices set: what
+        ``hz heinzel list`` prints from, without a dict per row."""
+        listed = self.queries.listed(artifact=artifact, state=state, contract=contract)
+        names = listed.names()
+        every = not artifact and not state and not contract  # as `Queries.listed` filters
+        listed.notices = notices_by_id(self.read_db, names, today=self._today(), every=every)
+        self._asked_in_words(
+            (heinzel_id, names[heinzel_id], said)
+            for heinzel_id, said in listed.notices.items()
+            if said
+        )
+        return listed
+
+    def _asked_in_words(self, rows: Iterable[tuple[str, str, list[dict[str, str]]]]) -> None:
+        """A question's notice in its words (id, name, notices of each row): only the rows
+        that have one read a spine."""
+        for heinzel_id, name, said in rows:
+            for notice in said:
                 if notice["reason"] == "question":
-                    asked = waiting_questions(self, str(row["id"]), str(row["name"]))
+                    asked = waiting_questions(self, heinzel_id, name)
                     if asked:
                         more = f" (and {len(asked) - 1} more)" if len(asked) > 1 else ""
                         notice["message"] = f"asks: {asked[0]['text']}{more}"
                         notice["next"] = asked[0]["answer"]
-        return rows
 
     def show(self, ref: str) -> dict[str, Any]:
         """The index's view of one, and whether its approved contract file still is the

@@ -165,9 +165,11 @@ class Sessions:
         if self._reader is None:
             from ledger.index_read import open_current
 
-            spines = {i: self.home.spine_path(i) for i in self.home.session_ids()}
             self._reader = open_current(
-                self.home.index_path, spines, _READ_TABLES, [(t, c) for t, c, _ in ADDED_COLUMNS]
+                self.home.index_path,
+                self.home.spine_files(),
+                _READ_TABLES,
+                [(t, c) for t, c, _ in ADDED_COLUMNS],
             )
             if self._reader is None:
                 return self.index.db.conn

@@ -77,6 +77,22 @@ class Home:
     def contract_json_path(self, heinzel_id: str, version: int) -> Path:
         return self.contract_dir(heinzel_id) / f"v{version}.json"
 
+    def spine_files(self) -> dict[str, str]:
+        """Each session directory's spine file, id -> plain path, whether or not the spine
+        is there yet: what a read checks the index against (`ledger.index_read`). One
+        listing of ``heinzel/``, in the directory's order, and no stat per session (a
+        missing spine is never behind, and opening it says so)."""
+        top = str(self.heinzel_dir)
+        try:
+            with os.scandir(top) as entries:  # plain strings: a home of 10,000 is one listing
+                return {
+                    e.name: f"{top}/{e.name}/session.jsonl"
+                    for e in entries
+                    if is_id(e.name) and e.is_dir()
+                }
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+
     def session_ids(self) -> Iterator[str]:
         """Every session directory under this home (for reindex and verify)."""
         if not self.heinzel_dir.is_dir():

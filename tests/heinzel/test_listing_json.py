@@ -1,0 +1,292 @@
+"""`hz heinzel list --json` over many: the lines made from the SQL rows (`heinzel.index.listing`)
+are byte for byte what ``json.dumps`` of `Service.listing`'s dicts gives, over every kind of
+column value the index holds; and the read path's quick look at each spine's tail
+(`ledger.index_read`) finds behind exactly the spines `ledger.index.behind` finds."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from heinzel.cli import group
+from heinzel.cli.base import ONE_A_LINE
+from heinzel.contract import load_contract
+from heinzel.ids import new_id
+from heinzel.service import Service
+from heinzel.store.contracts import store_version
+from ledger.event import make_event
+from ledger.index import behind
+from ledger.index_read import _unsure, open_current
+from tests.heinzel.conftest import GOOD, SteppingClock
+
+CONTRACT = GOOD / "weekly-report.prose.md"
+NAMES = ["report", "bericht-über-den-tag", 'say-"hi"', "tab\tand\\slash", "naïve\u2028line"]
+
+
+def _populate(service: Service, clock: SteppingClock, count: int) -> list[str]:
+    """``count`` Heinzelmännchen whose rows the real projection makes, each with its spine."""
+    compiled = load_contract(CONTRACT)
+    text = CONTRACT.read_text()
+    ids = []
+    for i in range(count):
+        heinzel_id = new_id(clock)
+        ids.append(heinzel_id)
+        facts = store_version(service.home, heinzel_id, 1, text, compiled)
+        namespace = "team" if i % 7 == 3 else "me"
+        events = [
+            ("heinzel.created", {"name": f"{NAMES[i % 5]}-{i:04d}", "namespace": namespace}),
+            ("contract.proposed", {"version": 1, "fingerprint": facts.fingerprint, "by": "user"}),
+        ]
+        if i % 11 != 5:  # some stay proposed: no version, no fingerprint
+            events.append(("contract.approved", {"version": 1, "fingerprint": facts.fingerprint}))
+        prev, offset = None, 0
+        spine = service.home.spine_path(heinzel_id)
+        for seq, (kind, data) in enumerate(events, start=1):
+            event = make_event(
+                seq=seq, ts="2026-10-26T09:00:00.000Z", prev=prev, kind=kind, data=data,
+                offset=offset,
+            )  # fmt: skip
+            with spine.open("ab") as out:
+                out.write(event.line())
+            offset += len(event.line())
+            service.index.apply(heinzel_id, event)
+            prev = event.hash
+    return ids
+
+
+def _vary(db: sqlite3.Connection, ids: list[str]) -> None:
+    """Every kind of value a listed column holds: JSON columns with escapes, unsorted keys
+    and non-ASCII; costs of today and of another day; retired ones with a due slot; notices
+    of a cap reached and of a failed turn."""
+    for i, heinzel_id in enumerate(ids):
+        sets: dict[str, object] = {}
+        if i % 3 == 0:
+            sets["assets"] = json.dumps([f"doc:über/{i}", 'file:a "b".md', "x\\y"])
+        elif i % 3 == 1:
+            sets["assets"] = json.dumps([f"doc:checkout/r{i}", "file:notes.md"], ensure_ascii=False)
+        else:
+            sets["assets"] = '["doc:a","doc:b"]'  # not json's own spacing: re-encoded
+        if i % 4 == 1:
+            sets["pending"] = json.dumps({"ref": f"k{i}", "kind": "draft", "ü": [3, None]})
+        if i % 5 == 2:
+            sets.update(cost_day="2026-10-26", cost_today=0.1 + 0.2 * i)
+        elif i % 5 == 3:
+            sets.update(cost_day="2026-10-25", cost_today=1.5)
+        if i % 9 == 4:
+            sets.update(state="retired", next_due="2026-10-30T14:00:00.000Z")
+        if i % 10 == 6:
+            sets["last_turn"] = f"turn-{i}"
+        if i % 13 == 7:
+            sets.update(contract_name=None, fingerprint=None)
+        assignments = ", ".join(f"{key} = ?" for key in sets)
+        db.execute(f"UPDATE heinzel SET {assignments} WHERE id = ?", [*sets.values(), heinzel_id])
+        if i % 6 == 2:
+            db.execute(
+                "INSERT INTO turns (id, heinzel, state, reason, started_at) "
+                "VALUES (?, ?, 'skipped', 'cap', '2026-10-26T08:00:00.000Z')",
+                [f"cap-{i}", heinzel_id],
+            )
+        if i % 8 == 2:
+            db.execute(
+                "INSERT INTO turns (id, heinzel, state, disposition, reason, started_at, ended_at)"
+                " VALUES (?, ?, 'finished', 'failed', 'model said no', "
+                "'2026-10-26T07:00:00.000Z', '2026-10-26T07:01:00.000Z')",
+                [f"failed-{i}", heinzel_id],
+            )
+    db.commit()
+
+
+@pytest.fixture
+def home(make_service: Callable[[], Service], clock: SteppingClock, tmp_path: Path) -> Path:
+    service = make_service()
+    ids = _populate(service, clock, 240)
+    _vary(service.index.db.conn, ids)
+    service.index.db.conn.close()
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def small_home(make_service: Callable[[], Service], clock: SteppingClock, tmp_path: Path) -> Path:
+    service = make_service()
+    _populate(service, clock, 24)
+    service.index.db.conn.close()
+    return tmp_path / "home"
+
+
+def _hz(home: Path, *args: str) -> str:
+    env = {"HZ_NOW": "2026-10-26T09:00:00Z", "HZ_CONFIG": "", "XDG_CONFIG_HOME": "/nonexistent"}
+    result = CliRunner().invoke(
+        group(), ["heinzel", "list", "--home", str(home), *args], env=env, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _reference(rows: list[dict[str, object]]) -> str:
+    """What `hz heinzel list --json` printed before: json.dumps of each dict."""
+    if len(rows) > ONE_A_LINE:
+        items = (json.dumps(row, ensure_ascii=False, sort_keys=True) for row in rows)
+        return "[\n" + ",\n".join(items) + "\n]\n"
+    return json.dumps(rows, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+class TestListingJson:
+    def test_the_json_is_byte_for_byte_the_dicts(
+        self, home: Path, make_service: Callable[[], Service]
+    ) -> None:
+        """240 rows with escapes, non-ASCII, unsorted JSON columns, nulls, costs of today
+        and before, retired ones, notices: the same text as json.dumps of the dicts."""
+        rows = make_service().listing()
+        printed = _hz(home, "--json")
+        assert printed == _reference(rows)
+        assert len(json.loads(printed)) == 240
+        kinds = {key: {type(row[key]).__name__ for row in rows} for key in rows[0]}
+        assert kinds["pending"] == {"NoneType", "dict"}
+        assert kinds["contract_version"] == {"NoneType", "int"}
+        assert kinds["next_due"] == {"NoneType", "str"}
+        assert {len(row["notices"]) for row in rows} >= {0, 1, 2}  # type: ignore[arg-type]
+        assert {row["cost_today"] for row in rows} > {0.0}
+
+    def test_filters_and_namespaces_print_the_same(
+        self, home: Path, make_service: Callable[[], Service]
+    ) -> None:
+        """A state, a namespace (more and fewer than one a line): the same as the dicts."""
+        service = make_service()
+        cases = (
+            (("--state", "asleep"), service.listing(state="asleep")),
+            (("--namespace", "team"), [r for r in service.listing() if r["namespace"] == "team"]),
+            (("--state", "retired"), service.listing(state="retired")),
+            (("--contract", "weekly-report"), service.listing(contract="weekly-report")),
+            (
+                ("--state", "retired", "--namespace", "team"),  # a few: indented
+                [r for r in service.listing(state="retired") if r["namespace"] == "team"],
+            ),
+        )
+        for args, rows in cases:
+            assert _hz(home, "--json", *args) == _reference(rows), args
+        assert 0 < len(cases[-1][1]) <= ONE_A_LINE < len(cases[0][1])
+
+    def test_many_print_with_no_dict_per_row(
+        self, home: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A guard, not a fix: more than one a line, no row goes through a dict (neither
+        `Queries._public` nor the fallback of a value the fast form does not know)."""
+        from heinzel.index.listing import Listing
+        from heinzel.index.queries import Queries
+
+        def refuse(*args: object) -> None:
+            pytest.fail("a dict per row")
+
+        monkeypatch.setattr(Listing, "_dict", refuse)
+        monkeypatch.setattr(Queries, "_public", refuse)
+        assert len(json.loads(_hz(home, "--json"))) == 240
+
+    def test_the_rows_as_dicts_are_the_listing(self, make_service: Callable[[], Service]) -> None:
+        """`Service.listed().dicts()` (what the table prints from) is `Service.listing()`."""
+        service = make_service()
+        assert service.listed().dicts() == service.listing()
+
+    def test_the_table_is_unchanged(self, home: Path, make_service: Callable[[], Service]) -> None:
+        from heinzel.cli.render import listing
+
+        assert _hz(home) == listing(make_service().listing()) + "\n"
+
+
+class TestQuickTail:
+    """The read path opens each spine once: `_unsure` keeps every source `behind` finds."""
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            "none",
+            "appended",
+            "torn",
+            "same-length",
+            "cut",
+            "emptied",
+            "removed",
+            "directory",
+            "link",
+            "dangling",
+            "no-watermark",
+        ],
+    )
+    def test_same_answer_as_behind(self, small_home: Path, change: str) -> None:
+        home = small_home
+        top = home / "heinzel"
+        index = top / "index.sqlite"
+        db = sqlite3.connect(index)
+        source = sorted(db.execute("SELECT source FROM _watermarks").fetchall())[10][0]
+        spine = top / source / "session.jsonl"
+        lines = spine.read_bytes().splitlines(keepends=True)
+        if change == "appended":
+            spine.write_bytes(b"".join(lines) + lines[-1].replace(b'"seq":', b'"seq":9'))
+        elif change == "torn":
+            spine.write_bytes(b"".join(lines) + b'{"seq":')
+        elif change == "same-length":
+            spine.write_bytes(b"".join(lines[:-1]) + lines[-1].replace(b"2026", b"2027"))
+        elif change == "cut":
+            spine.write_bytes(b"".join(lines[:-1]))
+        elif change == "emptied":
+            spine.write_bytes(b"")
+        elif change == "removed":
+            spine.unlink()
+        elif change == "directory":
+            spine.unlink()
+            spine.mkdir()
+        elif change in ("link", "dangling"):
+            target = top / "elsewhere.jsonl"
+            target.write_bytes(b"".join(lines))
+            spine.unlink()
+            spine.symlink_to(target)
+            if change == "dangling":
+                target.unlink()
+        elif change == "no-watermark":
+            db.execute("DELETE FROM _watermarks WHERE source = ?", [source])
+            db.commit()
+        from heinzel.store.home import Home
+
+        sources = Home(home).spine_files()
+        before = {i: Home(home).spine_path(i) for i in Home(home).session_ids()}  # the old way
+        marks = {
+            str(s): (int(q), str(h), at)
+            for s, q, h, at in db.execute("SELECT source, seq, hash, at FROM _watermarks")
+        }
+        plain = {s: (m[0], m[1]) for s, m in marks.items()}
+        expected = {"appended", "cut", "same-length", "no-watermark"}
+        if change == "link":  # refused, coded, both ways
+            for spines in (sources, before):
+                with pytest.raises(Exception, match="HZL001"):
+                    open_current(index, spines, ["heinzel"])
+            return
+        assert behind(plain, _unsure(marks, sources)) == behind(plain, before)
+        assert (behind(plain, before) == [source]) == (change in expected)
+        for spines in (sources, before):
+            reader = open_current(index, spines, ["heinzel"])
+            assert (reader is None) == (change in expected)
+
+    def test_every_spine_is_opened_once(
+        self, small_home: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A current index over 24 spines: each opened once, none parsed, none behind."""
+        home = small_home
+        from heinzel.store.home import Home
+
+        opened: list[str] = []
+        real_open = os.open
+
+        def counting(path: str, *args: object, **kwargs: object) -> int:
+            opened.append(str(path))
+            return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "open", counting)
+        monkeypatch.setattr("ledger.index.spine_tail", lambda path: pytest.fail(str(path)))
+        reader = open_current(home / "heinzel" / "index.sqlite", Home(home).spine_files(), ())
+        assert reader is not None
+        assert sorted(opened) == sorted(set(opened)) and len(opened) == 24

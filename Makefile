@@ -78,7 +78,10 @@ chromium: $(CHROMIUM)
 claude: $(CLAUDE_STAMP)
 
 ## make test: set up (venv, exact dependencies from the lock), then lint, type-check and test.
-test: lint typecheck unit
+## The type check (one mypy process, one core) runs beside the tests, which fill the cores
+## around it; either failing fails `make test`, once both have finished.
+test: lint
+	$(MAKE) --no-print-directory -j2 typecheck unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check ledger machines heinzel tests

@@ -31,6 +31,7 @@ LONGEST = (
     "tests/loop/test_notices.py::",
     "tests/loop/test_drafts.py::",
     "tests/tick/test_discovery.py::",
+    "tests/graph/test_diamond.py::",  # one approved diamond per module: its tests together
     "tests/adapters/test_calendars.py::",
     "tests/loop/test_interrupt.py::",
     "tests/tick/test_model_chaos.py::",

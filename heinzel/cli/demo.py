@@ -72,11 +72,20 @@ class Step:
 class Week:
     """Priya's week in ``home``, one ``hz`` process per command."""
 
-    def __init__(self, home: Path, *, crashes: bool = True, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        crashes: bool = True,
+        python: str = sys.executable,
+        run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+    ) -> None:
         self.home = home
         self.crashes = crashes
         self.work = home / "priya"
         self.python = python
+        self.run = run
+        """How each command's process starts (`subprocess.run`'s arguments and result)."""
         self.steps: list[Step] = []
 
     # -- plumbing ------------------------------------------------------------------
@@ -118,7 +127,7 @@ class Week:
 
     def hz(self, step: Step, now: str, *args: str, crash: str | None = None) -> str:
         """Run ``hz ARGS`` at ``now`` (killed at ``crash``); its output."""
-        done = subprocess.run(
+        done = self.run(
             [self.python, "-m", "heinzel", *args],
             env=self.env(now, crash),
             cwd=self.work,

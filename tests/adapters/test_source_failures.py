@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests import inprocess
 from tests.adapters.github_server import FakeGitHub, pull
 from tests.adapters.ics_server import ICSServer
 
@@ -79,8 +80,8 @@ def calendar(*events: str) -> str:
     return text.replace("\n", "\r\n")
 
 
-def hz(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.CompletedProcess[str]:
-    env = {
+def _env(tmp_path: Path, now: str) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
         "HZ_HOME": str(tmp_path / "home"),
@@ -90,17 +91,28 @@ def hz(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.CompletedProces
         "GH_TOKEN": "ghp_loopback",
         "HZ_TESTING": "1",
     }
+
+
+def hz(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(HZ), *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [str(HZ), *args],
+        env=_env(tmp_path, now),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def approved(tmp_path: Path, name: str, text: str) -> None:
+    """``name`` created and approved: set-up, in this process (tests/inprocess.py); the
+    ticks, doctor and wakes under test run the real ``hz``."""
     (tmp_path / f"{name}.md").write_text("# Report\n")
     (tmp_path / f"{name}.prose.md").write_text(text)
-    made = hz(tmp_path, "heinzel", "new", "--from", f"{name}.prose.md")
+    env = _env(tmp_path, NOW)
+    made = inprocess.hz(["heinzel", "new", "--from", f"{name}.prose.md"], env, tmp_path)
     assert made.returncode == 0, made.stderr
-    assert hz(tmp_path, "approve", name).returncode == 0
+    assert inprocess.hz(["approve", name], env, tmp_path).returncode == 0
 
 
 def tick(tmp_path: Path, *more: str, now: str = NOW) -> tuple[int, dict[str, Any], str]:

@@ -53,7 +53,7 @@ class Home:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.work = root / "work"
-        self.work.mkdir(parents=True)
+        self.work.mkdir(parents=True, exist_ok=True)
 
     def hz(self, now: str, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}

@@ -7,6 +7,7 @@ at approve (HZC100), and the graph names D by its alias. All through the real ``
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,12 @@ from tests.graph.diamond import Home, contract, woken
 T0 = "2026-11-02T08:00:00Z"
 
 
-@pytest.fixture
-def diamond(tmp_path: Path) -> Home:
-    home = Home(tmp_path)
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The four contracts created and approved through the real ``hz``, once per module;
+    kept as played beside the folder the tests use (``pristine``)."""
+    root = tmp_path_factory.mktemp("diamond") / "root"
+    home = Home(root)
     (home.work / "a-in.md").write_text("# notes\n\n- the first note\n", encoding="utf-8")
     contract(home.work, "a", {"notes": "a-in.md"}, "a.md")
     contract(home.work, "b", {"a": "a.md"}, "b.md")
@@ -27,7 +31,17 @@ def diamond(tmp_path: Path) -> Home:
     for name in "abcd":
         home.ok(T0, "heinzel", "new", "--from", f"{name}.prose.md")
         home.ok(T0, "approve", name)
-    return home
+    shutil.copytree(root, root.parent / "pristine", symlinks=True)
+    return root
+
+
+@pytest.fixture
+def diamond(approved: Path) -> Home:
+    """The approved diamond, put back as it was approved (a home names its documents by
+    their paths, so each test gets it at the same place, not a copy elsewhere)."""
+    shutil.rmtree(approved)
+    shutil.copytree(approved.parent / "pristine", approved, symlinks=True)
+    return Home(approved)
 
 
 @pytest.mark.slow

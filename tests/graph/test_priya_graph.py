@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from heinzel.cli.demo import Week
+from tests import forkhz
 
 GOLDEN = Path(__file__).parent / "golden" / "priya-graph.json"
 HZ = Path(sys.executable).parent / "hz"
@@ -37,7 +38,8 @@ def normal(text: str, week: Week) -> Any:
 
 @pytest.fixture(scope="module")
 def week(tmp_path_factory: pytest.TempPathFactory) -> Week:
-    played = Week(tmp_path_factory.mktemp("priya") / "home", crashes=False)
+    # set-up, its processes forked (tests/forkhz.py); `hz graph` under test is the real hz
+    played = Week(tmp_path_factory.mktemp("priya") / "home", crashes=False, run=forkhz.run)
     played.setup()
     played.play(until=4)  # created, Friday's draft, Monday's approval, Tuesday's v2
     return played

@@ -15,16 +15,28 @@ PRIYA = ROOT / "fixtures" / "priya"
 HZ = str(Path(sys.executable).with_name("hz"))
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "priya"
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Priya's folder with weekly-report created and approved by the real ``hz``, once per
+    module, kept as approved beside it (``pristine``)."""
+    root = tmp_path_factory.mktemp("bad-input") / "priya"
     shutil.copytree(PRIYA, root)
     for args in (
         ["heinzel", "new", "--from", "weekly-report.prose.md"],
         ["approve", "weekly-report"],
     ):
         assert _hz(root, *args).returncode == 0
+    shutil.copytree(root, root.parent / "pristine", symlinks=True)
     return root
+
+
+@pytest.fixture
+def root(approved: Path) -> Path:
+    """The approved folder put back as approved, in its place (its home names the
+    documents by their paths)."""
+    shutil.rmtree(approved)
+    shutil.copytree(approved.parent / "pristine", approved, symlinks=True)
+    return approved
 
 
 def _hz(

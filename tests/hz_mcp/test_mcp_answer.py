@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
+from tests import inprocess
+
 from .client import HZ, priya, session, text
 
 _path = Path(__file__).resolve().parents[1] / "web" / "scripted.py"
@@ -26,6 +28,14 @@ def _hz(env: dict[str, str], cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+def _here(env: dict[str, str], cwd: Path, *args: str) -> str:
+    """Set-up, and what `show` reads back from the index: in this process
+    (tests/inprocess.py); the chat and `hz mcp` under test are real processes."""
+    done = inprocess.hz(list(args), env, cwd)
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout
+
+
 @pytest.mark.parametrize(("approve", "state"), [(True, "paused"), (False, "asleep")])
 def test_heinzel_answer_approves_or_denies_a_proposed_write(
     tmp_path: Path, approve: bool, state: str
@@ -36,10 +46,10 @@ def test_heinzel_answer_approves_or_denies_a_proposed_write(
     model.gate.set()
     try:
         env = model.env(priya(tmp_path))
-        _hz(env, tmp_path, "heinzel", "new", "--from", "weekly-report.prose.md")
-        _hz(env, tmp_path, "approve", "weekly-report")
+        _here(env, tmp_path, "heinzel", "new", "--from", "weekly-report.prose.md")
+        _here(env, tmp_path, "approve", "weekly-report")
         _hz(env, tmp_path, "heinzel", "chat", "weekly-report", "pause it please")
-        assert '"kind": "proposal"' in _hz(
+        assert '"kind": "proposal"' in _here(
             env, tmp_path, "heinzel", "show", "weekly-report", "--json"
         )
 
@@ -58,7 +68,7 @@ def test_heinzel_answer_approves_or_denies_a_proposed_write(
         model.close()
     assert shown.structured_content["pending"]["kind"] == "question"
     assert not answered.is_error, text(answered)
-    after = _hz(env, tmp_path, "heinzel", "show", "weekly-report", "--json")
+    after = _here(env, tmp_path, "heinzel", "show", "weekly-report", "--json")
     assert f'"state": "{state}"' in after and '"kind": "proposal"' not in after
     assert again.is_error and "HZH210" in text(again)
 
@@ -92,8 +102,8 @@ def test_a_question_shows_in_heinzel_show_and_heinzel_answer_answers_it_in_words
             "HZ_BASE_URL": provider.base_url,
             "OPENAI_API_KEY": "sk-test",
         }
-        _hz(env, tmp_path, "heinzel", "new", "--from", "weekly-report.prose.md")
-        _hz(env, tmp_path, "approve", "weekly-report")
+        _here(env, tmp_path, "heinzel", "new", "--from", "weekly-report.prose.md")
+        _here(env, tmp_path, "approve", "weekly-report")
 
         async def body(s: ClientSession) -> tuple[Any, Any, Any, Any]:
             woke = await s.call_tool("heinzel_wake", {"name": "weekly-report"})
@@ -114,5 +124,5 @@ def test_a_question_shows_in_heinzel_show_and_heinzel_answer_answers_it_in_words
     assert neither.is_error and "HZH351" in text(neither)
     assert not answered.is_error, text(answered)
     assert "questions" not in answered.structured_content
-    after = _hz(env, tmp_path, "heinzel", "show", "weekly-report", "--json")
+    after = _here(env, tmp_path, "heinzel", "show", "weekly-report", "--json")
     assert QUESTION not in after

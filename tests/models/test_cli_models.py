@@ -174,7 +174,8 @@ class TestTokens:
         assert requests and all(r["cached"] == 400 for r in requests), requests
         assert finished["tokens"] == sum(r["tokens"] for r in requests) > 0
         assert finished["tokens_cached"] == 400 * len(requests)
-        shown = json.loads(user.hz("heinzel", "show", "notes-digest", "--json").stdout)
+        # what `show` reads back from the index (its logic, not the process): in this process
+        shown = json.loads(user.in_process("heinzel", "show", "notes-digest", "--json").stdout)
         month = shown["cost_month"]
         assert month["tokens_by_cause"]["asked"] == {
             "tokens": finished["tokens"],
@@ -182,6 +183,6 @@ class TestTokens:
         }
         [row] = [t for t in shown["turns"] if t["id"] == turn]
         assert (row["tokens"], row["tokens_cached"]) == (finished["tokens"], 400 * len(requests))
-        text = user.hz("heinzel", "show", "notes-digest").stdout
+        text = user.in_process("heinzel", "show", "notes-digest").stdout
         assert f"{finished['tokens']:,} asked" in text
         assert f"{finished['tokens_cached']:,} of them cached" in text

@@ -48,17 +48,19 @@ class TestCreatedContracts:
         assert made.returncode == 1 and "HZH293" in made.stderr, made.stderr
         assert "Traceback" not in made.stderr
         assert _sessions(user) == []
-        listed = user.hz("heinzel", "list", "--json")
+        listed = user.in_process("heinzel", "list", "--json")  # the index's rows: in this process
         assert json.loads(listed.stdout) == []
 
     def test_a_taken_name_is_a_coded_error(self, user: User) -> None:
         """The same contract name twice: HZH292, exit 1, and only the first remains."""
         user.serve(lambda body, n: Outcome(CREATED))
-        assert user.hz("heinzel", "new", SENTENCE).returncode == 0
+        # the first contract is set-up (in this process); the second `new` is the point
+        assert user.in_process("heinzel", "new", SENTENCE).returncode == 0
         again = user.hz("heinzel", "new", SENTENCE)
         assert again.returncode == 1 and "HZH292" in again.stderr, again.stderr
         assert len(_sessions(user)) == 1
-        names = [r["name"] for r in json.loads(user.hz("heinzel", "list", "--json").stdout)]
+        listed = user.in_process("heinzel", "list", "--json")
+        names = [r["name"] for r in json.loads(listed.stdout)]
         assert names == ["notes-digest"]
 
 
@@ -67,8 +69,9 @@ class TestAFailedCreationNamesItsCause:
     no folder, whatever failed."""
 
     def _nothing_left(self, user: User) -> None:
+        """No folder, and no row in the index (read by `list`'s logic, in this process)."""
         assert _sessions(user) == []
-        listed = user.hz("heinzel", "list", "--json")
+        listed = user.in_process("heinzel", "list", "--json")
         assert json.loads(listed.stdout) == [], listed.stdout
 
     def test_a_provider_500_is_the_providers_code(self, user: User) -> None:

@@ -113,6 +113,14 @@ FAULTS: dict[str, tuple[Any, str, str, str, int | None]] = {
 }
 
 
+EXECD_FAULTS = {"refused", "tls", "timeout"}
+"""The faults whose wake is the real executable (a fresh interpreter that imports the
+provider's client after its environment is set, and exits with a connection that never
+answered or never opened still about). The others' wakes are `hz` processes forked from
+the fork server (tests/forkhz.py): the same command, client and loopback provider, its own
+process, exit status and streams; only what the reply was differs, which is hz's logic."""
+
+
 class TestEveryFaultHasItsCode:
     """wake, show and the spine name the fault: never invalid-outcome, a Python name or a
     traceback."""
@@ -125,6 +133,7 @@ class TestEveryFaultHasItsCode:
         setup, spine, code, words, requests = FAULTS[fault]
         _created(user)
         setup(user)
+        user.execd = fault in EXECD_FAULTS
         woke = user.hz("heinzel", "wake", "notes-digest", "--json")
         assert woke.returncode == 1, woke.stderr
         shown = json.loads(woke.stdout)
@@ -138,7 +147,8 @@ class TestEveryFaultHasItsCode:
             assert user.provider is not None and len(user.provider.seen) == requests
         if requests == 3 or fault == "refused":
             assert "3 attempts" in shown["cause"]["message"], shown
-        show = json.loads(user.hz("heinzel", "show", "notes-digest", "--json").stdout)
+        # what `show` reads back from the index (its logic): in this process
+        show = json.loads(user.in_process("heinzel", "show", "notes-digest", "--json").stdout)
         assert show["turns"][-1]["reason"] == spine
         assert show["failure"]["code"] == code, show.get("failure")
 

@@ -14,6 +14,7 @@ import pytest
 from heinzel.contract import check_amendment, compile_contract, widenings
 from heinzel.engine.offline_discover import amended_text
 from heinzel.errors import ContractError
+from tests import inprocess
 from tests.tick.homes import HZ
 
 WED, THU, FRI = "2026-11-04T08:00:00Z", "2026-11-05T08:00:00Z", "2026-11-06T08:00:00Z"
@@ -48,9 +49,8 @@ Every Friday, a digest of the week's incidents.
 """
 
 
-def run(folder: Path, now: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``hz ARGS`` at ``now`` in ``folder``'s home, the way a person runs it."""
-    env = {
+def _env(folder: Path, now: str) -> dict[str, str]:
+    return {
         "PATH": "/usr/bin:/bin",
         "HZ_HOME": str(folder / "home"),
         "HZ_NOW": now,
@@ -60,8 +60,12 @@ def run(folder: Path, now: str, *args: str) -> subprocess.CompletedProcess[str]:
         "HZ_LOG_LEVEL": "error",
         "XDG_CONFIG_HOME": str(folder / "config"),
     }
+
+
+def run(folder: Path, now: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hz ARGS`` at ``now`` in ``folder``'s home, the way a person runs it."""
     done = subprocess.run(
-        [HZ, *args], cwd=folder, env=env, capture_output=True, text=True, check=False
+        [HZ, *args], cwd=folder, env=_env(folder, now), capture_output=True, text=True, check=False
     )
     assert "Traceback" not in done.stderr, done.stderr
     return done
@@ -94,10 +98,11 @@ def folder(tmp_path: Path) -> Path:
     (tmp_path / "incident-digest.prose.md").write_text(CONTRACT, encoding="utf-8")
     (tmp_path / "notes.md").write_text("- nothing paged\n", encoding="utf-8")
     (tmp_path / "digest.md").write_text("# Digest\n", encoding="utf-8")
-    assert (
-        run(tmp_path, WED, "heinzel", "new", "--from", "incident-digest.prose.md").returncode == 0
-    )
-    assert run(tmp_path, WED, "approve", "incident-digest").returncode == 0
+    # set-up, in this process (tests/inprocess.py); the ticks and approvals under test run hz
+    env = _env(tmp_path, WED)
+    made = inprocess.hz(["heinzel", "new", "--from", "incident-digest.prose.md"], env, tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert inprocess.hz(["approve", "incident-digest"], env, tmp_path).returncode == 0
     return tmp_path
 
 

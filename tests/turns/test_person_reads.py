@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,12 @@ from tests.hz_mcp.client import session
 from tests.turns.conftest import CONTRACT
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> dict[str, Any]:
-    """An approved notes-digest whose summary budget is one turn, in a home of its own."""
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """An approved notes-digest whose summary budget is one turn, in a home of its own,
+    made once per module and kept as approved beside it (``pristine``)."""
+    tmp_path = tmp_path_factory.mktemp("person-reads") / "folder"
+    tmp_path.mkdir()
     (tmp_path / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
     (tmp_path / "report.md").write_text("# Report\n", encoding="utf-8")
     (tmp_path / "hz.toml").write_text("[heinzel]\nsummary_after_turns = 1\n", encoding="utf-8")
@@ -34,7 +38,18 @@ def home(tmp_path: Path) -> dict[str, Any]:
     }
     assert hz(["heinzel", "new", "--from", str(contract)], env, tmp_path).returncode == 0
     assert hz(["approve", "notes-digest"], env, tmp_path).returncode == 0
+    shutil.copytree(tmp_path, tmp_path.parent / "pristine", symlinks=True)
     return {"env": env, "cwd": tmp_path}
+
+
+@pytest.fixture
+def home(approved: dict[str, Any]) -> dict[str, Any]:
+    """The approved home put back as approved, in its place (a home names its documents
+    by their paths), for each test."""
+    folder: Path = approved["cwd"]
+    shutil.rmtree(folder)
+    shutil.copytree(folder.parent / "pristine", folder, symlinks=True)
+    return {"env": dict(approved["env"]), "cwd": folder}
 
 
 def run(home: dict[str, Any], *args: str, now: str | None = None) -> Any:

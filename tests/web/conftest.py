@@ -18,6 +18,7 @@ from heinzel.cli.demo import Week
 from heinzel.web.actions import spawn_verb
 from heinzel.web.background import spawn_chat_turn
 from heinzel.web.server import create_app
+from tests import forkhz
 
 TOKEN = "test-token-0123456789"
 ORIGIN = "http://testserver"
@@ -42,9 +43,11 @@ def demo_env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Priya's week up to Wednesday (`hz demo`'s moments before Theo's Friday, which adds
-    a second Heinzelmännchen), played once per test session, one real ``hz`` per moment."""
+    a second Heinzelmännchen), played once per test session, one ``hz`` process per
+    command, forked (tests/forkhz.py): set-up, which tests/e2e/test_priya.py proves on the
+    real executable."""
     home = tmp_path_factory.mktemp("week") / "home"
-    week = Week(home)
+    week = Week(home, run=forkhz.run)
     week.setup()
     week.play(until=6)
     shutil.copytree(home / "priya", home.parent / "pristine")

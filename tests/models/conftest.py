@@ -75,6 +75,11 @@ EXECD = {
 """The files whose `hz` is the real executable: every path a key takes from the user's
 shell, keyring or credential store to the provider (the suite once missed that the
 command never passed the key), and the doctor; the other model tests fork theirs."""
+FORKED = {"TestProviderFailures", "TestTokens", "TestCreatedContracts"}
+"""Classes of `EXECD` files that prove what hz does with a provider's answers (its retries,
+its failures' codes, its token counts, a created contract's checks), not a key's path:
+their `hz` is forked, with the same command, environment, client and loopback provider
+(a provider's SDK then loads once per worker, not once per command)."""
 FRIDAY = "2026-10-30T14:00:00.000Z"
 
 
@@ -155,7 +160,8 @@ class User:
 def user(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[User]:
     """A user with the provider's key in its usual variable and a work folder."""
     api = str(request.param)
-    person = User(tmp_path, api, execd=request.path.name in EXECD)
+    execd = request.path.name in EXECD and getattr(request.cls, "__name__", "") not in FORKED
+    person = User(tmp_path, api, execd=execd)
     person.folder.mkdir()
     (person.folder / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
     (person.folder / "report.md").write_text("# Report\n\n## Earlier\n\n- done\n", encoding="utf-8")

@@ -120,7 +120,10 @@ class Tools:
                 "home": str(root),
                 "home_exists": (root / "heinzel").is_dir(),
             }
-            return body(app)
+            try:
+                return body(app)
+            finally:  # as a command ends: the index closed keeping its WAL (no fsync)
+                app.service.close()
         except HzError as exc:
             raise ToolError(exc.render()) from exc
 

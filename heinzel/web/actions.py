@@ -127,6 +127,8 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
     except HzError as error:
         print(error.render(), file=sys.stderr)
         return 1
+    finally:  # as a command ends: the index closed keeping its WAL (no fsync)
+        app.service.close()
     return 0
 
 

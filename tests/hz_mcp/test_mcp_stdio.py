@@ -273,3 +273,22 @@ def test_the_lifecycle_through_the_tools(tmp_path: Path) -> None:
     assert seen["heinzel_resume"][0] and "HZH236" in seen["heinzel_resume"][2]
     assert seen["heinzel_retire"][1]["state"] == "retired"
     assert seen["heinzel_unretire"][1]["state"] == "waiting"  # its draft waits on you
+
+
+def test_each_tool_call_closes_the_index_keeping_its_wal(tmp_path: Path) -> None:
+    """A tool call reads through an app of its own and closes it as a command does
+    (`ledger.index.close_keeping_wal`): the index's WAL stays, so no close checkpoints it
+    (an fsync of the WAL and of the database each) and the next write starts no new WAL
+    (its header and its folder). Left to the garbage collector, the call's reader was the
+    last connection and its close checkpointed and removed the WAL."""
+    env = priya(tmp_path)
+    wal = tmp_path / "home" / "heinzel" / "index.sqlite-wal"
+
+    async def body(s: ClientSession) -> list[bool]:
+        await s.call_tool("heinzel_new", {"files": ["weekly-report.prose.md"]})
+        after_new = wal.is_file()
+        await s.call_tool("heinzel_list", {})
+        return [after_new, wal.is_file()]
+
+    assert session(env, tmp_path, body) == [True, True]
+    assert wal.is_file()

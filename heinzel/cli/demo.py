@@ -321,14 +321,7 @@ def expanded(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _placed(lines: list[dict[str, Any]]) -> set[str]:
     """The keys of the drafts placed in ``lines``: a ``draft.placed`` line's, or one a
     line carries with its effect's end (docs/spine.md)."""
-    keys = {str(e["key"]) for e in lines if e["kind"] == "draft.placed"}
-    for event in lines:
-        done = event["data"].get("done")
-        if isinstance(done, dict) and event["kind"] != "effect.done":
-            keys.update(
-                k for k, end in done.items() if isinstance(end, dict) and "draft.placed" in end
-            )
-    return keys
+    return {str(e["key"]) for e in expanded(lines) if e["kind"] == "draft.placed"}
 
 
 def _line(event: dict[str, Any]) -> str:

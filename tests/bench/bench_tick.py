@@ -346,11 +346,11 @@ def flat(base: Path) -> None:
     thousand = shared_fleet(base, 1000)
     log = base / "strace-tick.txt"
     tick_process(thousand, START + timedelta(minutes=20), strace=log)
-    calls = _strace_calls(log)
+    calls = strace_calls(log)
     verdict("tick fsyncs over 1,000 asleep, nothing due", calls, 2, f"{calls}", unit="")
 
 
-def _strace_calls(log: Path) -> int:
+def strace_calls(log: Path) -> int:
     """The fsync and fdatasync calls a ``strace -c`` summary counts."""
     total = 0
     for line in log.read_text(encoding="utf-8").splitlines():

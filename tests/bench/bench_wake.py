@@ -41,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from heinzel.logs import configure_logging
+from tests.bench.bench_tick import strace_calls
 from tests.models.fake_providers import Call, Outcome, Provider
 from tests.tick.homes import CREATED, HZ, make_home
 
@@ -209,12 +210,7 @@ def fsyncs(template: Path, base: Path) -> None:
 def _counted(work: Path, now: str, log: Path) -> int:
     trace = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(log)]
     run([*trace, HZ, "heinzel", "wake", "report-0"], wake_env(work, now), work)
-    total = 0
-    for line in log.read_text(encoding="utf-8").splitlines():
-        parts = line.split()
-        if parts and parts[-1] in ("fsync", "fdatasync"):
-            total += int(parts[3])
-    return total
+    return strace_calls(log)
 
 
 def main() -> None:

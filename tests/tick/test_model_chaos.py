@@ -5,7 +5,8 @@ once: ``hz heinzel wake``, ``hz heinzel chat`` (with and without ``--request-id`
 chat sent again with its id), ``hz system daemon tick`` with ``HZ_NOW`` moved forward to
 and past the schedule's slots, a draft approved in its document (its ``🧝 DRAFT`` line
 deleted) and by ``hz approve``, ``hz heinzel answer``, ``retry``, ``stop``, and kills: a
-real ``SIGKILL`` of a running process, or an ``HZ_CRASH_AT`` point. The provider is a
+real ``SIGKILL`` of a running process, an ``HZ_CRASH_AT`` point, or a power cut (every
+process killed, a source-cache entry lost or torn). The provider is a
 loopback OpenAI-compatible server (tests/tick/chaos_world.py) that the real client talks
 to; the machine makes it slow (a closed gate), failing (500) or asking a question, and it
 charges every answer, so the day's spend is real money against ``max_usd_per_day``.
@@ -322,6 +323,25 @@ class Chaos(RuleBasedStateMachine):
             run.killed = True
             with contextlib.suppress(ProcessLookupError):  # it ended in between
                 os.kill(run.process.pid, signal.SIGKILL)
+
+    @rule(pick=st.integers(min_value=0, max_value=1 << 16), torn=st.booleans())
+    def power_cut(self, pick: int, torn: bool) -> None:
+        """A power cut: every running process dies, and the source cache (written without
+        an fsync, docs/spine.md) loses an entry or keeps its name over bytes that are not
+        its own. A turn that needs the entry fetches it again; no promise may break."""
+        for run in list(self.running):
+            if run.process.poll() is None:
+                run.killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.process.pid, signal.SIGKILL)
+            self._wait(run)
+        entries = sorted((self.root / "home" / "heinzel" / "sources").glob("*.json"))
+        if entries:
+            entry = entries[pick % len(entries)]
+            if torn:
+                entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+            else:
+                entry.unlink()
 
     @rule(weather=st.sampled_from(["fair", "fail", "ask", "slow", "answers"]))
     def weather(self, weather: str) -> None:

@@ -82,6 +82,9 @@ class Event:
     v: int = ENVELOPE_VERSION
     hash: str = field(default="", compare=False)
     offset: int = field(default=0, compare=False)
+    size: int = field(default=0, compare=False)
+    """The line's length in bytes, newline included (0 when not known): ``offset + size``
+    is where the next line starts, the spine's size when this line is its last."""
 
     def envelope(self) -> dict[str, Any]:
         """The line's object, in the fixed key set."""

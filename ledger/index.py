@@ -64,8 +64,9 @@ __all__ = [
 WATERMARKS = "_watermarks"
 _MARK_SQL = "SELECT seq, hash, at FROM _watermarks WHERE source = ?"
 _SET_MARK_SQL = (
-    "INSERT INTO _watermarks (source, seq, hash, at) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, at = excluded.at"
+    "INSERT INTO _watermarks (source, seq, hash, at, size) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+    "at = excluded.at, size = excluded.size"
 )
 BUSY_SECONDS = 60.0
 
@@ -102,11 +103,17 @@ def close_keeping_wal(path: Path, *connections: sqlite3.Connection) -> None:
 
 
 def create_watermarks(conn: sqlite3.Connection) -> None:
-    """The table of each source's watermark: its last applied seq, that line's hash, when."""
+    """The table of each source's watermark: its last applied seq, that line's hash, the
+    line's offset (``at``) and the offset just past it (``size``: the spine's size while
+    the watermark is its last line, NULL when not known), so a reader tells a current
+    spine by a ``stat``. An index made before ``size`` gets the column here."""
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {WATERMARKS} "
-        "(source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER)"
+        "(source TEXT PRIMARY KEY, seq INTEGER, hash TEXT, at INTEGER, size INTEGER)"
     )
+    columns = {str(row[1]) for row in conn.execute(f"PRAGMA table_info({WATERMARKS})")}
+    if "size" not in columns:
+        conn.execute(f"ALTER TABLE {WATERMARKS} ADD COLUMN size INTEGER")
 
 
 _BUSY = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED: their extended codes share the low byte
@@ -242,6 +249,9 @@ class Watermark(NamedTuple):
     seq: int
     hash: str
     offset: int
+    size: int | None = None
+    """Where the spine ends while this line is its last (``offset`` plus the line's
+    length), None when not known."""
 
 
 class Index:
@@ -336,7 +346,8 @@ class Index:
                     "call Index.catch_up for this source when its spine is opened",
                 )
             self._fold(source, event)
-            self._set_mark(source, Watermark(event.seq, event.hash, event.offset))
+            end = event.offset + event.size if event.size > 0 else None
+            self._set_mark(source, Watermark(event.seq, event.hash, event.offset, end))
 
     def catch_up(self, source: str, spine_path: Path) -> int:
         """Apply the lines of ``spine_path`` after the watermark; the number applied.
@@ -368,7 +379,7 @@ class Index:
                     self._fold(source, event)
                     seq = event.seq
                     applied += 1
-                    last = Watermark(seq, event.hash, offset)
+                    last = Watermark(seq, event.hash, offset, offset + len(raw))
             if last is not None:
                 self._set_mark(source, last)
         return applied
@@ -384,16 +395,40 @@ class Index:
         coded error its catch-up raised (one source's failure never stops the rest).
         """
         with self.reading():
-            query = f"SELECT source, seq, hash FROM {WATERMARKS}"  # noqa: S608 (a constant)
-            marks = {source: (seq, digest) for source, seq, digest in self.db.execute(query)}
+            query = f"SELECT source, seq, hash, at, size FROM {WATERMARKS}"  # noqa: S608
+            rows = {row[0]: Watermark(*row[1:]) for row in self.db.execute(query)}
+        marks = {source: (mark.seq, mark.hash) for source, mark in rows.items()}
         caught: dict[str, HzError | None] = {}
-        for source in behind(marks, sources):
+        late = behind(marks, sources)
+        for source in late:
             try:
                 self.catch_up(source, sources[source])
                 caught[source] = None
             except HzError as error:
                 caught[source] = error
+        self._size_marks({s: p for s, p in sources.items() if s not in late}, rows)
         return caught
+
+    def _size_marks(self, sources: Mapping[str, Path], marks: Mapping[str, Watermark]) -> None:
+        """Store where each current spine ends when its watermark does not say (an index
+        made before ``size``, a line applied by an older hz), so readers see it current by
+        a ``stat`` (`ledger.index_read.open_current`). A spine that does not end in its
+        watermark's line is left as it is."""
+        found: dict[str, Watermark] = {}
+        for source, spine_path in sources.items():
+            mark = marks.get(source)
+            if mark is None:
+                continue
+            try:
+                size = os.lstat(spine_path).st_size
+            except OSError:
+                continue
+            if mark.size != size and self._after(Path(spine_path), mark) == size:
+                found[source] = mark._replace(size=size)
+        if found:
+            with self.write():
+                for source, mark in found.items():
+                    self._set_mark(source, mark)
 
     def rebuild(self, sources: Mapping[str, Path]) -> None:
         """Refold every source from its spine; sources not named lose their rows."""
@@ -426,7 +461,7 @@ class Index:
         return None if row is None else Watermark(int(row[0]), str(row[1]), int(row[2]))
 
     def _set_mark(self, source: str, mark: Watermark) -> None:
-        self.db.conn.execute(_SET_MARK_SQL, (source, mark.seq, mark.hash, mark.offset))
+        self.db.conn.execute(_SET_MARK_SQL, (source, mark.seq, mark.hash, mark.offset, mark.size))
 
     @staticmethod
     def _after(spine_path: Path, mark: Watermark) -> int:

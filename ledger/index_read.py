@@ -16,6 +16,7 @@ import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from ledger.event import sha256_hex
@@ -50,10 +51,13 @@ def open_current(
             conn.close()
             return None
         marks = _Marks(conn)
-        unsure = _unsure(marks, sources)
+        unsure, unsized = _unsure(marks, sources)
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
+    if unsized:  # current, but seen by a read: the writer stores where those spines end
+        conn.close()
+        return None
     if unsure and behind(
         {s: (int(marks[s][0]), str(marks[s][1])) for s in unsure if s in marks}, unsure
     ):
@@ -63,7 +67,7 @@ def open_current(
 
 
 class _Marks(dict[str, tuple[Any, ...]]):
-    """The watermarks, ``(seq, hash, at)`` as stored, read when the first is looked up: a
+    """The watermarks, ``(seq, hash, at, size)`` as stored, read when the first is looked up: a
     home whose sessions have no spine yet reads none."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -72,7 +76,7 @@ class _Marks(dict[str, tuple[Any, ...]]):
 
     def _read(self) -> None:
         if self._conn is not None:
-            query = f"SELECT source, seq, hash, at FROM {WATERMARKS}"  # noqa: S608
+            query = f"SELECT source, seq, hash, at, size FROM {WATERMARKS}"  # noqa: S608
             self.update((row[0], row[1:]) for row in self._conn.execute(query))
             self._conn = None
 
@@ -91,14 +95,35 @@ class _Marks(dict[str, tuple[Any, ...]]):
 
 def _unsure(
     marks: Mapping[str, tuple[Any, ...]], sources: Mapping[str, str | Path]
-) -> dict[str, Path]:
+) -> tuple[dict[str, Path], bool]:
     """The sources `ledger.index.behind` must look at: all but those with no spine and
-    those whose spine ends in its watermark's line, seen with one open and one read (the
-    bytes from the line's offset, read from just before it: a newline, then that line and
-    the end of the file, its hash the watermark's). Anything else, or anything odd about
-    the file, is left to `behind`, which answers exactly as before."""
+    those whose spine ends in its watermark's line. That is seen by a ``stat`` when the
+    writer stored where the line ends (``size``: the spine's size is exactly that), else
+    with one open and one read (the bytes from the line's offset, read from just before
+    it: a newline, then that line and the end of the file, its hash the watermark's).
+    Anything else, or anything odd about the file, is left to `behind`, which answers
+    exactly as before. Also whether a spine seen current by a read has no ``size`` that
+    says so (an index made before ``size``, or a line applied by an older hz): the
+    writer's `ledger.index.Index.refresh` then stores it, so the next reader stats."""
     unsure: dict[str, Path] = {}
+    unsized = False
     for source, spine in sources.items():
+        try:
+            stat = os.lstat(spine)
+        except FileNotFoundError:
+            continue  # no spine: never behind
+        except OSError:
+            stat = None
+        mark = marks.get(source) if stat is not None else None
+        if (
+            stat is not None
+            and mark is not None
+            and S_ISREG(stat.st_mode)
+            and isinstance(mark[3], int)
+            and mark[3] > 0
+            and stat.st_size == mark[3]
+        ):
+            continue  # ends where its watermark's line ends: a stat, no open
         try:
             fd = os.open(spine, _READ)
         except FileNotFoundError:
@@ -128,4 +153,6 @@ def _unsure(
             or sha256_hex(line[:-1]) != mark[1]
         ):
             unsure[source] = Path(spine)
-    return unsure
+        else:
+            unsized = True
+    return unsure, unsized

@@ -122,11 +122,12 @@ def parse_event(body: bytes, offset: int) -> Event | None:
         return None
     if _envelope_problem(obj) is not None:
         return None
-    return event_from_object(obj, sha256_hex(body), offset)
+    return event_from_object(obj, sha256_hex(body), offset, len(body) + 1)
 
 
-def event_from_object(obj: Mapping[str, Any], digest: str, offset: int) -> Event:
-    """The `Event` of a parsed line whose envelope was checked."""
+def event_from_object(obj: Mapping[str, Any], digest: str, offset: int, size: int = 0) -> Event:
+    """The `Event` of a parsed line whose envelope was checked (``size``: the line's bytes,
+    newline included, 0 when not known)."""
     return Event(  # by position (the fields' order): a third cheaper than by name
         obj["seq"],
         obj["ts"],
@@ -138,6 +139,7 @@ def event_from_object(obj: Mapping[str, Any], digest: str, offset: int) -> Event
         obj["v"],
         digest,
         offset,
+        size,
     )
 
 

@@ -262,7 +262,16 @@ class Spine:
                 "keep large payloads in the turn body and record their hash",
             )
         event = Event(
-            seq, ts, prev, turn, kind, key, payload, hash=sha256_hex(line[:-1]), offset=offset
+            seq,
+            ts,
+            prev,
+            turn,
+            kind,
+            key,
+            payload,
+            hash=sha256_hex(line[:-1]),
+            offset=offset,
+            size=len(line),
         )
         self._seq, self._prev, self._size = event.seq, event.hash, self._size + len(line)
         self._last = event
@@ -490,5 +499,5 @@ class Spine:
         return reason is not None or previous is None or obj["seq"] == previous["seq"] + 1
 
     def _read_event(self, obj: Mapping[str, Any], body: bytes, offset: int) -> Event:
-        event = event_from_object(obj, sha256_hex(body), offset)
+        event = event_from_object(obj, sha256_hex(body), offset, len(body) + 1)
         return self._upgrades.upgrade(event) if self._upgrades else event

@@ -33,7 +33,9 @@ from machines.journal import expand_carried
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
+FIXTURES = Path(__file__).resolve().parent / "demo_fixtures"
+"""Priya's files, carried by the package (in the repository a link to ``fixtures/priya``,
+copied into the wheel), so an installed hz plays the demo from any folder."""
 NAME = "weekly-report"
 V3 = "weekly-report.v3.prose.md"
 MARK = "<!-- hz:draft key="
@@ -96,7 +98,7 @@ class Week:
             raise HeinzelError(
                 "HZH240",
                 f"the demo's fixtures are missing ({FIXTURES})",
-                "run hz demo from a clone of the repository (make demo)",
+                "reinstall hz (the package carries them), or run make demo in a clone",
             )
         if self.home.exists() and any(self.home.iterdir()):
             raise HeinzelError(

@@ -68,6 +68,35 @@ Item = Annotated[
     ),
 ]
 Filter = Annotated[str | None, Field(json_schema_extra={"maxLength": MAX_NAME})]
+State = Annotated[
+    Filter,
+    Field(
+        description="Only those in this state: proposed, asleep, awake, waiting, paused or retired."
+    ),
+]
+Artifact = Annotated[
+    Filter,
+    Field(
+        description="Only those that read or write this asset ref (`doc:checkout/weekly-report`)."
+    ),
+]
+ContractFilter = Annotated[
+    Filter,
+    Field(description="Only those under this contract: `NAME`, `NAME@VERSION` or `KEY=VALUE`."),
+]
+NewName = Annotated[
+    Filter,
+    Field(
+        description="The name to give it (one contract file only); else the contract's own name."
+    ),
+]
+Proposal = Annotated[
+    Filter,
+    Field(
+        description="Which proposed write is answered, when several wait "
+        "(its key, from heinzel_show).",
+    ),
+]
 RequestId = Annotated[
     str | None,
     Field(
@@ -83,7 +112,50 @@ TurnId = Annotated[
         pattern=TURN_PATTERN,
     ),
 ]
-Text = Annotated[str, Field(json_schema_extra={"maxLength": MAX_TEXT})]
+Message = Annotated[
+    str | None,
+    Field(
+        description="What you ask of it, in words: the turn's input, framed as data.",
+        json_schema_extra={"maxLength": MAX_TEXT},
+    ),
+]
+ChatText = Annotated[
+    str,
+    Field(
+        description="The message, in words: it steers a running turn, answers an open "
+        "question, or starts a turn.",
+        json_schema_extra={"maxLength": MAX_TEXT},
+    ),
+]
+AnswerText = Annotated[
+    str | None,
+    Field(
+        description="The answer to its question, in words (a question its outcome asked).",
+        json_schema_extra={"maxLength": MAX_TEXT},
+    ),
+]
+Sentence = Annotated[
+    str | None,
+    Field(
+        description="One sentence saying what it should keep true; the model drafts the "
+        "contract from it (instead of `files`).",
+        json_schema_extra={"maxLength": MAX_TEXT},
+    ),
+]
+Hint = Annotated[
+    str | None,
+    Field(
+        description="A hint for the model on the retried turn, in words.",
+        json_schema_extra={"maxLength": MAX_TEXT},
+    ),
+]
+File = Annotated[
+    str,
+    Field(
+        description="A contract file's path (`.prose.md`), read by the server.",
+        json_schema_extra={"maxLength": MAX_NAME},
+    ),
+]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
@@ -110,6 +182,7 @@ class Tools:
         """Check the arguments' lengths, run ``body`` on a fresh app, and turn a coded error
         into a tool error carrying ``CODE: message`` and the hint. The home it read is kept
         for `_out` (per thread: the SDK runs each call on a worker thread)."""
+        self._where.value = {}
         try:
             for what, value in bounded.items():
                 limit = MAX_TEXT if what in {"message", "text", "sentence", "hint"} else MAX_NAME
@@ -125,7 +198,17 @@ class Tools:
             finally:  # as a command ends: the index closed keeping its WAL (no fsync)
                 app.service.close()
         except HzError as exc:
-            raise ToolError(exc.render()) from exc
+            raise ToolError(refusal(exc, self._where.value or self.where())) from exc
+
+    def where(self) -> dict[str, Any]:
+        """The home a call reads (`home`, `home_exists`), or nothing when it cannot be told
+        (the configuration itself is refused)."""
+        try:
+            app = App.from_environment(self.home, self.env)
+            root = app.service.home.root
+        except HzError:
+            return {}
+        return {"home": str(root), "home_exists": (root / "heinzel").is_dir()}
 
     def _out(self, model: type[M], payload: dict[str, Any]) -> M:
         """``payload`` as ``model``, with the home the call read (`home`, `home_exists`)."""
@@ -133,7 +216,7 @@ class Tools:
         return model.model_validate({**payload, **where})
 
     def heinzel_list(
-        self, state: Filter = None, artifact: Filter = None, contract: Filter = None
+        self, state: State = None, artifact: Artifact = None, contract: ContractFilter = None
     ) -> Listing:
         """List Heinzelmännchen from the index, filtered by state (proposed, asleep, awake,
         waiting, paused, retired), artifact (an asset ref) or contract (NAME, NAME@VERSION or
@@ -153,10 +236,15 @@ class Tools:
 
     def heinzel_new(
         self,
-        files: list[Annotated[str, Field(json_schema_extra={"maxLength": MAX_NAME})]] | None = None,
-        sentence: Text | None = None,
-        name: Filter = None,
-        namespace: Literal["me", "team"] | None = None,
+        files: Annotated[
+            list[File] | None, Field(description="Contract files to create from (one each).")
+        ] = None,
+        sentence: Sentence = None,
+        name: NewName = None,
+        namespace: Annotated[
+            Literal["me", "team"] | None,
+            Field(description="`me` (yours alone, the default) or `team` (the team's)."),
+        ] = None,
     ) -> Created:
         """Create Heinzelmännchen (state: proposed) from contract files (.prose.md paths, read
         by the server) or from one sentence, like `hz heinzel new`. Approve with `approve`."""
@@ -174,7 +262,7 @@ class Tools:
         rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))
         return self._out(Created, {"created": rows})
 
-    def heinzel_wake(self, name: Name, message: Text | None = None) -> TurnRun:
+    def heinzel_wake(self, name: Name, message: Message = None) -> TurnRun:
         """Start a turn now (cause asked) and run it to its end or its wait, like
         `hz heinzel wake NAME --message TEXT`."""
         return self._out(
@@ -186,7 +274,7 @@ class Tools:
             ),
         )
 
-    def heinzel_chat(self, name: Name, text: Text, request_id: RequestId = None) -> ChatSent:
+    def heinzel_chat(self, name: Name, text: ChatText, request_id: RequestId = None) -> ChatSent:
         """Send a message to its session: it steers a running turn, else starts one, like
         `hz heinzel chat NAME TEXT`. Resending with the same request_id is idempotent."""
         return self._out(
@@ -204,9 +292,14 @@ class Tools:
     def heinzel_answer(
         self,
         name: Name,
-        approve: bool | None = None,
-        proposal: Filter = None,
-        text: Text | None = None,
+        approve: Annotated[
+            bool | None,
+            Field(
+                description="true approves the write it proposed in a chat turn, false declines it."
+            ),
+        ] = None,
+        proposal: Proposal = None,
+        text: AnswerText = None,
         question: TurnId = None,
     ) -> TurnRun:
         """Answer what it asked: a write it proposed in a chat turn (`approve` true or
@@ -261,9 +354,7 @@ class Tools:
         ends at its next step), like `hz heinzel stop NAME`."""
         return self._out(Stopped, self.call(lambda app: app.verbs().stop(name), name=name))
 
-    def heinzel_retry(
-        self, name: Name, hint: Text | None = None, request_id: RequestId = None
-    ) -> TurnRun:
+    def heinzel_retry(self, name: Name, hint: Hint = None, request_id: RequestId = None) -> TurnRun:
         """Fork its last ended turn from after its gather step, with `hint` for the model,
         and run it, like `hz heinzel retry NAME HINT`. Resending with the same request_id is
         idempotent."""
@@ -299,6 +390,17 @@ class Tools:
             lambda app: [app.service.approve(item) for item in items], **_each("item", items)
         )
         return self._out(Approved, {"approved": rows})
+
+
+def refusal(error: HzError, where: dict[str, Any]) -> str:
+    """A refusal's text: ``CODE: message``, the hint, and the home the call read (as every
+    answer names it: `home`), so an agent told "not found" sees where hz looked."""
+    text = error.render()
+    if "home" in where:
+        text += f"\nhome: {where['home']}" + (
+            "" if where.get("home_exists") else " (no home there yet)"
+        )
+    return text
 
 
 def _asked(app: App, name: str, message: str | None) -> dict[str, Any]:
@@ -341,25 +443,32 @@ def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServ
         "each. heinzel_list and heinzel_show read; the other tools act as the user would.",
         log_level="WARNING",
     )
+    coded: type[_CodedTool] = type("_CodedTool", (_CodedTool,), {"__module__": __name__})
+    coded.where = staticmethod(tools.where)
     for name, hints in TOOLS:
         server.tool(name=name, annotations=hints, structured_output=True)(getattr(tools, name))
-        _strict(server, name)
+        _strict(server, name, coded)
     return server
 
 
 class _CodedTool(Tool):
     """A tool whose arguments that do not fit its schema are refused with `HZH272` and a
-    hint, in hz's words, rather than pydantic's report."""
+    hint, in hz's words, rather than pydantic's report (and the home, as every refusal)."""
+
+    @staticmethod
+    def where() -> dict[str, Any]:
+        """The home the server's calls read (`Tools.where`, set per server)."""
+        return {}
 
     async def run(self, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         try:
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
-            raise ToolError(_schema_error(self.name, exc).render()) from None
+            raise ToolError(refusal(_schema_error(self.name, exc), self.where())) from None
         return await super().run(arguments, *args, **kwargs)
 
 
-def _strict(server: MCPServer, name: str) -> None:
+def _strict(server: MCPServer, name: str, coded: type[_CodedTool]) -> None:
     """Tool ``name`` refuses arguments it does not name (`additionalProperties: false` in
     its schema) and answers a schema failure coded (`_CodedTool`). The SDK has no public
     hook for either, so this reaches its tool manager once, at start."""
@@ -372,7 +481,7 @@ def _strict(server: MCPServer, name: str) -> None:
     )
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)
-    tool.__class__ = _CodedTool
+    tool.__class__ = coded
 
 
 def _schema_error(tool: str, error: ValidationError) -> HeinzelError:

@@ -47,6 +47,14 @@ def test_the_tools_are_the_verbs_typed_and_read_only_where_they_only_read(
         assert tool.annotations is not None and tool.annotations.read_only_hint is read_only, name
         assert tool.output_schema is not None and tool.output_schema["type"] == "object", name
         assert tool.description, name
+    # every argument of every tool says what it is (docs/mcp.md), at the top of its schema
+    undescribed = [
+        (name, argument)
+        for name, tool in tools.items()
+        for argument, schema in tool.input_schema.get("properties", {}).items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []
     assert tools["heinzel_show"].input_schema["required"] == ["name"]
     assert tools["heinzel_show"].input_schema["properties"]["name"]["maxLength"] == 4096
 
@@ -118,6 +126,8 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
     for result, code in [(show, "HZH080"), (answer, "HZH080"), (listing, "HZH082")]:
         assert result.is_error
         assert f"{code}: " in text(result) and "\nhint: " in text(result)
+        # a refusal names the home it read, as every answer does
+        assert f"\nhome: {tmp_path / 'home'} (no home there yet)" in text(result)
     assert new.is_error and "HZH271: " in text(new)
     assert not after.is_error and after.structured_content["heinzelmaennchen"] == []
     # an empty answer says which home it read, and that no home is there yet
@@ -170,6 +180,7 @@ def test_hostile_arguments_are_refused_cleanly(tmp_path: Path) -> None:
     for refused in (traversal, namespaced, nul, wrong_type, extra, bad_id):
         assert refused.is_error and text(refused).startswith("HZH272: "), text(refused)
         assert "\nhint: " in text(refused) and "pydantic" not in text(refused)
+        assert f"\nhome: {tmp_path / 'home'}" in text(refused)
     assert "HZH270: " in text(long_text) and "HZH270: " in text(long_name)
     assert len(text(long_name)) < 500
     assert "`verbose`: Extra inputs are not permitted" in text(extra)

@@ -39,7 +39,11 @@ def heinzel() -> None:
     type=click.Path(dir_okay=False),
     help="A contract file (.prose.md); repeat for several.",
 )
-@click.option("--name", default=None, help="The name (a slug); only with one file.")
+@click.option(
+    "--name",
+    default=None,
+    help="The name (a slug): with one file, or a sentence (checked before the model runs).",
+)
 @click.option(
     "--namespace",
     type=click.Choice(["me", "team"]),
@@ -65,7 +69,9 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        created = open_app(home).turns.create_from_sentence(sentence, namespace=namespace)
+        created = open_app(home).turns.create_from_sentence(
+            sentence, namespace=namespace, name=name
+        )
         emit(plain_rows([created]), as_json, render.created)
         return
     if not files:

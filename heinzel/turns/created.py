@@ -263,24 +263,50 @@ def _created_model(service: Any) -> Any:
         return turn_model(service, "created")
 
 
-def run_created(service: Any, sentence: str, *, namespace: str = "me") -> dict[str, Any]:
-    """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn."""
+def run_created(
+    service: Any, sentence: str, *, namespace: str = "me", name: str | None = None
+) -> dict[str, Any]:
+    """Create a Heinzelmännchen from ``sentence`` with a created turn; its row and turn.
+    ``name`` (``--name``) is its name whatever the contract says, and is refused when
+    taken before the model runs (HZH292: nothing spent, nothing made)."""
     from heinzel.ids import new_id, validate_name
 
     origin = Path.cwd()
     refuse_named(sentence, origin, service.protected)
+    if name is not None:
+        name = validate_name(name)
+        if service.queries.find_by_name(namespace, name):
+            raise _taken(name, namespace, sentence)
     model = _created_model(service)  # no key (HZE003): refused before anything is made
     heinzel_id = new_id(service.clock)
     provisional = validate_name("new-" + heinzel_id[-8:].lower())
     try:
-        return _create(service, heinzel_id, provisional, sentence, namespace=namespace, model=model)
+        return _create(
+            service, heinzel_id, provisional, sentence, namespace=namespace, model=model, name=name
+        )
     except BaseException:
         discard(service, heinzel_id)  # whatever failed (Ctrl-C too): nothing left behind
         raise
 
 
+def _taken(name: str, namespace: str, sentence: str) -> HeinzelError:
+    return HeinzelError(
+        "HZH292",
+        f"a Heinzelmännchen named {name!r} already exists in namespace {namespace}",
+        f"give it another name: `hz heinzel new {json.dumps(sentence)} --name NEW` "
+        f"(or rename the one there: `hz heinzel rename {name} NEW`)",
+    )
+
+
 def _create(
-    service: Any, heinzel_id: str, provisional: str, sentence: str, *, namespace: str, model: Model
+    service: Any,
+    heinzel_id: str,
+    provisional: str,
+    sentence: str,
+    *,
+    namespace: str,
+    model: Model,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """`run_created`'s work under the new spine's lock; raises what failed (the caller
     removes what was made)."""
@@ -361,14 +387,9 @@ def _create(
                 "`hz heinzel new --from FILE`",
             )
         else:
-            wanted = validate_name(row["contract_name"])
+            wanted = validate_name(name or row["contract_name"])
             if service.queries.find_by_name(namespace, wanted):
-                failure = HeinzelError(
-                    "HZH292",
-                    f"a Heinzelmännchen named {wanted!r} already exists in namespace {namespace}",
-                    f"rename it (`hz heinzel rename {wanted} NEW`) or name another in the "
-                    "sentence, then run `hz heinzel new` again",
-                )
+                failure = _taken(wanted, namespace, sentence)
             else:
                 spine.append("heinzel.renamed", {"name": wanted})
     if failure is not None:

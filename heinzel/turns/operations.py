@@ -62,12 +62,13 @@ class Turns:
         return TurnHost(self.sessions).resume_turn(heinzel_id, turn, woken_by, adapters=adapters)
 
     def create_from_sentence(
-        self, sentence: str, *, namespace: str | None = None
+        self, sentence: str, *, namespace: str | None = None, name: str | None = None
     ) -> dict[str, Any]:
-        """A new Heinzelmännchen whose contract a created turn writes (state: proposed)."""
+        """A new Heinzelmännchen whose contract a created turn writes (state: proposed),
+        named ``name`` when given (checked before the model runs)."""
         from heinzel.turns.created import run_created
 
-        return run_created(self.sessions, sentence, namespace=namespace or "me")
+        return run_created(self.sessions, sentence, namespace=namespace or "me", name=name)
 
     def wake(
         self,

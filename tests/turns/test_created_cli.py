@@ -79,6 +79,23 @@ class TestCreatedOffline:
         names = [r["name"] for r in json.loads(hz("heinzel", "list", "--json").stdout)]
         assert names == ["today"]
 
+    def test_a_taken_name_given_is_refused_before_the_model_runs(
+        self, hz: Run, tmp_path: Path
+    ) -> None:
+        """`--name` with a sentence names the new one whatever its contract says; a taken
+        `--name` is HZH292 at once: no created turn, no session folder, no spend."""
+        made = hz("heinzel", "new", SENTENCE, "--name", "notes-digest")
+        assert made.returncode == 0, made.stderr
+        names = [r["name"] for r in json.loads(hz("heinzel", "list", "--json").stdout)]
+        assert names == ["notes-digest"]
+        # an unreachable provider proves no model runs: the offline rules are not asked
+        again = hz(
+            "heinzel", "new", "anything at all", "--name", "notes-digest", HZ_MODEL="openai:gpt-x"
+        )
+        assert again.returncode == 1 and "HZH292" in again.stderr, again.stderr
+        assert "--name NEW" in again.stderr
+        assert len(_sessions(tmp_path)) == 1
+
     @pytest.mark.kill
     def test_a_creation_killed_midway_is_not_approvable(self, hz: Run, tmp_path: Path) -> None:
         """Killed after turn.started, the provisional one refuses `hz approve` with HZH294

@@ -218,7 +218,11 @@ class CreatedSteps:
             )
             raise OutOfTime
         if result.failure is not None and result.fault != "invalid-outcome":
-            self.failure = result.failure
+            # nothing is kept to retry: the hint names the command that goes on
+            again = f"run `hz heinzel new {json.dumps(self.sentence)}` again"
+            failure = result.failure
+            failure.hint = failure.hint.replace("`hz heinzel retry new`", again)
+            self.failure = failure
         outcome = None if result.outcome is None else result.outcome.model_dump(mode="json")
         return {
             "status": result.status,

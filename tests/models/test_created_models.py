@@ -82,6 +82,9 @@ class TestAFailedCreationNamesItsCause:
         assert made.returncode == 1, made.stderr
         assert "HZE019: the provider answered HTTP 500" in made.stderr, made.stderr
         assert "HZH293" not in made.stderr and "Traceback" not in made.stderr
+        # nothing is kept, so the hint is to run the creation again, never `retry new`
+        assert "hz heinzel retry" not in made.stderr, made.stderr
+        assert "hz heinzel new " in made.stderr.split("hint:", 1)[1], made.stderr
         assert len(provider.seen) == 3
         self._nothing_left(user)
 

@@ -171,7 +171,7 @@ def skill_warnings(contract: CompiledContract, dirs: Sequence[Path]) -> list[str
 def _needed(service: Sessions, missing: set[str]) -> list[dict[str, Any]]:
     """HZH104 before it happens: each Heinzelmännchen (not retired) whose contract requires
     or reads a capability in ``missing`` (no adapter configured), with the fix."""
-    if not missing or not service.home.root.exists():
+    if not missing or not service.home_exists:
         return []
     rows = service.index.db.query(
         "SELECT name, frontmatter FROM heinzel WHERE state != 'retired' ORDER BY name", []

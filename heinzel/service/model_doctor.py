@@ -59,7 +59,17 @@ def model_checks(service: Sessions, *, online: bool = False) -> list[dict[str, A
     remote = [name for name in dict.fromkeys(named.values()) if name and name != "offline"]
     if online and remote and not all(check["ok"] for check in checks):
         # said, not silently left out: the request would only fail on what is listed above
-        checks.append(_check("online", True, "no request made: fix the checks above first"))
+        # not ok: nothing was asked of the provider, so nothing says it answers
+        failing = next(check for check in checks if not check["ok"])
+        checks.append(
+            _check(
+                "online",
+                False,
+                "no request made: fix the checks above first",
+                str(failing.get("code") or ""),
+                "fix the checks above, then run `hz system doctor --online` again",
+            )
+        )
     elif online:
         checks += [_online(service, name) for name in remote]
     return checks
@@ -75,7 +85,7 @@ def last_turns(service: Sessions) -> dict[str, Any]:
     from heinzel.engine.faults import INVALID_OUTCOME, code_of
     from heinzel.session.causes import cause_of
 
-    rows = service.index.db.execute(
+    rows = service.read_db.execute(  # a home not made yet reads an empty index, creating none
         "SELECT t.id, t.heinzel, h.name, t.disposition, t.reason, t.ended_at FROM turns t "
         "JOIN heinzel h ON h.id = t.heinzel WHERE t.state = 'finished' "
         "ORDER BY t.ended_at DESC, t.start_seq DESC LIMIT ?",

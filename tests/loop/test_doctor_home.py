@@ -60,3 +60,14 @@ def test_an_output_linked_into_the_home_is_named(approved: Hz, folder: Path) -> 
     done = approved("system", "doctor")
     assert done.code == 1
     assert "HZH342" in done.out and "its next draft would be refused" in done.out
+
+
+def test_the_doctor_of_a_home_not_made_yet_creates_nothing(hz: Hz, tmp_path: Path) -> None:
+    """`hz system doctor` reads: a home that is not there yet stays not there (no folder,
+    no index), and the first line says it is created on first use."""
+    home = tmp_path / "home"
+    assert not home.exists()
+    done = hz("system", "doctor")
+    assert done.code == 0, done.out
+    assert f"home: {home} (created on first use)" in done.out
+    assert not home.exists()

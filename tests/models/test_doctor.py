@@ -97,4 +97,6 @@ class TestModelDoctor:
         code, checks, out = _doctor(user, "--online")
         assert code == 1, out
         assert checks["online"]["detail"] == "no request made: fix the checks above first"
+        # not marked ok: no provider answered anything
+        assert checks["online"]["ok"] is False and checks["online"]["code"], out
         assert not any(name.startswith("online ") for name in checks)

@@ -371,16 +371,21 @@ def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = [str(part) for part in error["loc"]]
-        key = ".".join(loc[:3] if loc[1:2] == ["prices"] else loc[:2])
+        price = loc[1:2] == ["prices"]
+        key = ".".join(loc[:3] if price else loc[:2])
         source = provenance.get(key, "default")
+        field = ".".join(loc)  # the field itself: a price's `output`, not only the price
+        if price:
+            fix = (
+                f'a price has input and output in USD per million tokens: "{loc[2]}" = '
+                "{input = 3.0, output = 15.0} (cache_read and cache_write optional)"
+            )
+        else:
+            fix = "see docs/configuration.md for the key's type and range"
         if error["type"] == "extra_forbidden":
-            raise _error(
-                "HZH013",
-                f"unknown key {'.'.join(loc)} (from {source})",
-                "a price has input and output, in USD per million tokens",
-            ) from None
+            raise _error("HZH013", f"unknown key {field} (from {source})", fix) from None
+        if error["type"] == "missing":
+            raise _error("HZH014", f"{field} is missing (from {source})", fix) from None
         raise _error(
-            "HZH014",
-            f"bad value for {key} (from {source}): {error['msg']}",
-            "see docs/configuration.md for the key's type and range",
+            "HZH014", f"bad value for {field} (from {source}): {error['msg']}", fix
         ) from None

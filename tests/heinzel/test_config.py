@@ -227,6 +227,29 @@ class TestErrors:
         assert str(dirs["user"]) in refused.value.message
         assert refused.value.hint
 
+    def test_a_price_missing_a_field_names_it_through_hz(self, tmp_path: Path) -> None:
+        """A price without its output rate: `hz` names `output` itself (not only the
+        price) and shows a whole price in the hint; an unknown key outside prices is not
+        told about prices."""
+        import subprocess
+        import sys
+
+        config = write(tmp_path / "hz.toml", '[heinzel.prices]\n"openai:gpt-x" = {input = 3.0}\n')
+        env = {**os.environ, "HZ_CONFIG": str(config), "HZ_HOME": str(tmp_path / "home")}
+        hz = str(Path(sys.executable).with_name("hz"))
+        done = subprocess.run(
+            [hz, "system", "doctor"], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert "HZH014: heinzel.prices.openai:gpt-x.output is missing" in done.stderr
+        assert "{input = 3.0, output = 15.0}" in done.stderr
+        config.write_text("[heinzel]\nmax_usd = 'lots'\n", encoding="utf-8")
+        done = subprocess.run(
+            [hz, "system", "doctor"], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1 and "HZH014: bad value for heinzel.max_usd" in done.stderr
+        assert "a price has" not in done.stderr
+
     def test_a_bad_environment_value_names_the_variable(self, dirs: dict[str, Path]) -> None:
         """HZ_MAX_USD=lots is HZH014 naming env:HZ_MAX_USD."""
         with pytest.raises(HeinzelError) as refused:

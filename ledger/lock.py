@@ -5,6 +5,11 @@ releases it when the descriptor closes or the process dies (a SIGKILLed writer
 never leaves a stale lock). A second writer polls with ``LOCK_NB`` every
 `POLL_SECONDS` for at most ``timeout`` seconds, counting polls of an injected
 ``sleep`` rather than reading a clock, and then gets HZL010.
+
+The holder writes its process id and command line into the lock file once it has the
+lock (`holder` reads them), so HZL010 names what holds the spine: ``process 4711
+(uvicorn app:app --workers 2)``. The record is only a name for the message: the flock
+alone decides who writes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 from ledger.errors import LedgerError
 from ledger.files import FILE_MODE
 
-__all__ = ["POLL_SECONDS", "Sleep", "take_lock"]
+__all__ = ["POLL_SECONDS", "Sleep", "busy", "holder", "take_lock"]
 
 POLL_SECONDS = 0.05
 Sleep = Callable[[float], None]
@@ -52,10 +57,58 @@ def take_lock(path: Path, timeout: float, sleep: Sleep) -> int:
             if attempt < polls:
                 sleep(POLL_SECONDS)
             continue
+        _record_holder(fd)
         return fd
     os.close(fd)
-    raise LedgerError(
+    raise busy(path, timeout)
+
+
+def _command(pid: int) -> str:
+    """The command line of process ``pid`` (Linux's /proc), or "" when unknown."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    words = [
+        os.path.basename(w) if n == 0 else w
+        for n, w in enumerate(raw.decode(errors="replace").split("\0"))
+        if w
+    ]
+    return " ".join(" ".join(words).split())[:200]
+
+
+def _record_holder(fd: int) -> None:
+    """Write this process's id and command line into the lock file it now holds."""
+    pid = os.getpid()
+    line = f"{pid} {_command(pid)}".strip().replace("\n", " ") + "\n"
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, line.encode(), 0)
+    except OSError:
+        pass  # a name for a message only; the flock is the lock
+
+
+def holder(path: Path) -> str:
+    """What holds the lock at ``path``, as its holder recorded it: ``process 4711
+    (uvicorn app:app)``, or ``another process`` when nothing readable is recorded."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    pid, _, command = text.partition(" ")
+    if not pid.isdigit():
+        return "another process"
+    if int(pid) == os.getpid():
+        return f"this process ({pid}), through another open of the spine"
+    return f"process {pid} ({command})" if command else f"process {pid}"
+
+
+def busy(path: Path, waited: float) -> LedgerError:
+    """HZL010 for the lock at ``path``, not had within ``waited`` seconds, naming its holder."""
+    return LedgerError(
         "HZL010",
-        f"the spine in {path.parent} has another writer (waited {timeout:g} s for its lock)",
-        "another hz process is appending to it; retry when it is done, or raise lock_timeout",
+        f"the spine in {path.parent} has another writer: {holder(path)} holds its lock "
+        f"(waited {waited:g} s)",
+        "retry when that process is done, or raise lock_timeout; a killed holder frees "
+        "the lock at once",
     )

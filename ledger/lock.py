@@ -6,10 +6,10 @@ never leaves a stale lock). A second writer polls with ``LOCK_NB`` every
 `POLL_SECONDS` for at most ``timeout`` seconds, counting polls of an injected
 ``sleep`` rather than reading a clock, and then gets HZL010.
 
-The holder writes its process id and command line into the lock file once it has the
-lock (`holder` reads them), so HZL010 names what holds the spine: ``process 4711
-(uvicorn app:app --workers 2)``. The record is only a name for the message: the flock
-alone decides who writes.
+HZL010 names what holds the spine (`holder`): the process the kernel lists for the lock
+file's flock in ``/proc/locks``, with its command line: ``process 4711 (uvicorn app:app
+--workers 2)``. Nothing is written for it; where ``/proc`` is missing it says
+``another process``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ def take_lock(path: Path, timeout: float, sleep: Sleep) -> int:
             if attempt < polls:
                 sleep(POLL_SECONDS)
             continue
-        _record_holder(fd)
         return fd
     os.close(fd)
     raise busy(path, timeout)
@@ -77,29 +76,36 @@ def _command(pid: int) -> str:
     return " ".join(" ".join(words).split())[:200]
 
 
-def _record_holder(fd: int) -> None:
-    """Write this process's id and command line into the lock file it now holds."""
-    pid = os.getpid()
-    line = f"{pid} {_command(pid)}".strip().replace("\n", " ") + "\n"
+def _flock_pids(path: Path) -> list[int]:
+    """The pids ``/proc/locks`` lists for a flock on the file at ``path`` (none when it
+    cannot be read)."""
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, line.encode(), 0)
+        info = os.stat(path)
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
     except OSError:
-        pass  # a name for a message only; the flock is the lock
+        return []
+    pids = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or fields[4] == "->":
+            continue
+        device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        if fields[5] == device and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
 
 
 def holder(path: Path) -> str:
-    """What holds the lock at ``path``, as its holder recorded it: ``process 4711
-    (uvicorn app:app)``, or ``another process`` when nothing readable is recorded."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        text = ""
-    pid, _, command = text.partition(" ")
-    if not pid.isdigit():
+    """What holds the flock on ``path``: ``process 4711 (uvicorn app:app)``, ``this
+    process (...)`` for another open in this one, or ``another process`` when the
+    system does not say."""
+    pids = _flock_pids(path)
+    if not pids:
         return "another process"
-    if int(pid) == os.getpid():
+    pid = pids[0]
+    if pid == os.getpid():
         return f"this process ({pid}), through another open of the spine"
+    command = _command(pid)
     return f"process {pid} ({command})" if command else f"process {pid}"
 
 

@@ -33,6 +33,7 @@ import asyncio
 import concurrent.futures
 import functools
 import inspect
+import math
 import threading
 import types
 import typing
@@ -79,9 +80,12 @@ def _context(name: str) -> TurnContext:
 
 
 def _dumped(value: Any) -> Any:
-    """``value`` with Pydantic models (at any depth of dicts and lists) dumped as JSON."""
+    """``value`` with Pydantic models (at any depth of dicts and lists) dumped as JSON;
+    HZM071 for a model whose JSON would come back otherwise (`_faithful`)."""
     if hasattr(value, "model_dump") and hasattr(type(value), "model_fields"):
-        return value.model_dump(mode="json")
+        dumped = value.model_dump(mode="json")
+        _faithful(type(value).model_validate, dumped, value, f"a {type(value).__name__}")
+        return dumped
     if isinstance(value, dict):
         return {k: _dumped(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -130,10 +134,60 @@ def _validated(adapter: Any, value: Any, what: str) -> Any:
         ) from None
 
 
+def _lossy(value: Any) -> str | None:
+    """What in ``value`` JSON cannot carry as it is (a NaN or infinity, a set, a key that is
+    not a string), at any depth of dicts, lists and models, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the number {value}"
+    if isinstance(value, (set, frozenset)):
+        return "a set"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}"
+            found = _lossy(item)
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        return next((found for item in value if (found := _lossy(item))), None)
+    if hasattr(type(value), "model_fields"):
+        fields = type(value).model_fields
+        return next((f for name in fields if (f := _lossy(getattr(value, name, None)))), None)
+    return None
+
+
+def _faithful(validate: Callable[[Any], Any], dumped: Any, value: Any, what: str) -> None:
+    """HZM071 when ``value`` holds what JSON cannot carry (`_lossy`) and ``dumped`` (its
+    JSON dump) does not validate back to it: Pydantic's JSON dump turns NaN and infinity
+    into null, a set into a list and a key that is not a string into one. A type that
+    brings the value back (``set[int]``, ``dict[int, str]``) passes."""
+    from pydantic import ValidationError
+
+    lost = _lossy(value)
+    if lost is None:
+        return
+    try:
+        if validate(dumped) == value:
+            return
+    except ValidationError:
+        pass
+    raise ValueRefused(
+        "HZM071",
+        f"{what} is not plain JSON: it holds {lost}, which its JSON dump would change",
+        "return strings, finite numbers, booleans, null, lists and objects with string "
+        "keys, or annotate a type that brings the value back (set[int], dict[int, str])",
+    )
+
+
 def _as_json(adapter: Any, value: Any, what: str) -> Any:
-    """``value`` checked against ``adapter`` (if any) and dumped as plain JSON."""
+    """``value`` checked against ``adapter`` (if any) and dumped as plain JSON; HZM071,
+    never a silent coercion, for a value its JSON would not bring back (`_faithful`)."""
     if adapter is not None:
-        value = adapter.dump_python(_validated(adapter, value, what), mode="json")
+        checked = _validated(adapter, value, what)
+        value = adapter.dump_python(checked, mode="json")
+        _faithful(adapter.validate_python, value, checked, what)
+        return plain_json(value, what)
     return plain_json(_dumped(value), what)
 
 
@@ -184,14 +238,27 @@ def _probe(probe: Probe, owner: Any) -> WorldProbe | LocalProbe | None:
 
 
 def effect(
-    *, probe: Probe, event: str | None = None, name: str | None = None, attempts: int = 3
+    *,
+    probe: Probe,
+    event: str | None = None,
+    name: str | None = None,
+    attempts: int = 3,
+    probe_first: bool = False,
 ) -> Callable[[Callable[P, Awaitable[Any]]], Callable[P, Awaitable[str]]]:
     """Make an async ``f(key, ...)`` an effect of the ledger, once per key (see the
     module); the call returns the hash of its result. ``event``: the effect's own
-    event kind (``<name>.performed`` by default)."""
+    event kind (``<name>.performed`` by default). ``probe_first``: ask the probe
+    before the first perform of a key too (`Effect.probe_first`; HZM076 without a
+    probe), for a spine that may come back older."""
 
     def decorate(fn: Callable[P, Awaitable[Any]]) -> Callable[P, Awaitable[str]]:
         effect_name = _named(fn, name)
+        if probe_first and probe is None:
+            raise MachineError(
+                "HZM076",
+                f"the effect {effect_name} asks to probe first but has no probe",
+                "give it a probe, or leave probe_first False",
+            )
         kind = event or f"{effect_name}.performed"
         if kind in APPLY:
             raise MachineError(
@@ -221,7 +288,10 @@ def effect(
                 return _dumped(await fn(*bound.args, **bound.kwargs))
 
             key = str(bound.arguments["key"])
-            work = Effect(effect_name, key, perform, _probe(probe, owner), kind, attempts=attempts)
+            found = _probe(probe, owner)
+            work = Effect(
+                effect_name, key, perform, found, kind, attempts=attempts, probe_first=probe_first
+            )
             return await ctx.effect(work)
 
         setattr(call, "fn", fn)  # noqa: B010

@@ -451,6 +451,7 @@ class Host:
         from machines.disk_body import DiskBody
         from machines.spine_journal import SpineJournal
 
+        assert self.directory is not None
         try:
             journal = SpineJournal.open(spine, index=self._index)
         except BaseException:

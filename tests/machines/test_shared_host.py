@@ -200,3 +200,63 @@ def test_a_shared_host_lets_another_process_run_jobs_between_its_own(tmp_path: P
     assert (a.returncode, out) == (0, "a2 finished\n")
     world = Counter(line.split(" ")[0] for line in lines(tmp_path / "world.log"))
     assert world == Counter({f"shop@{e}:{o}": 1 for o in orders for e in ("mail", "pay")})
+
+
+UVICORN = [sys.executable, "-m", "uvicorn", "tests.machines.shared_web:app", "--workers", "2"]
+UVICORN += ["--log-level", "info", "--no-access-log"]  # its stderr is read only at the start
+
+
+def _post_until_answered(port: int, order: str) -> dict[str, str]:
+    """POST the order until a worker answers it (a worker killed mid-request drops the
+    connection; the next try reaches the other worker, or the one uvicorn started anew)."""
+    import httpx
+
+    for _ in range(500):
+        try:
+            reply = httpx.post(f"http://127.0.0.1:{port}/orders/{order}", timeout=120)
+        except httpx.TransportError:
+            continue
+        if reply.status_code == 200:
+            return dict(reply.json())
+    raise AssertionError(f"{order}: no worker answered")
+
+
+@pytest.mark.kill
+def test_uvicorn_with_two_workers_under_sigkills_acts_once_per_order(tmp_path: Path) -> None:
+    """uvicorn --workers 2 over one directory, each order posted twice at once, workers
+    SIGKILLed at seeded points (uvicorn starts a new one): every answer is the order's
+    own finished job, every e-mail and payment once."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    (tmp_path / "orders.json").write_text(json.dumps(ORDERS), encoding="utf-8")
+    (tmp_path / "customers.json").write_text(json.dumps(CUSTOMERS), encoding="utf-8")
+    rng = random.Random(SEED)
+    points = [rng.randint(1, len(ORDERS) * 9) for _ in range(6)]
+    (tmp_path / "kills.json").write_text(json.dumps(points), encoding="utf-8")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*UVICORN, "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "HZ_WEB_ROOT": str(tmp_path)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:  # the socket listens once the parent says so
+            if "Uvicorn running on" in line:
+                break
+        orders = [order for order in ORDERS for _ in range(2)]
+        with ThreadPoolExecutor(max_workers=len(orders)) as pool:
+            answers = list(pool.map(lambda o: _post_until_answered(port, o), orders))
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+    assert answers == [{"state": "finished", "disposition": "done"}] * len(orders)
+    assert broken_promises(tmp_path) == []
+    kills = lines(tmp_path / "kills.log")
+    print(f"uvicorn --workers 2: {len(kills)} SIGKILLs; {len(ORDERS)} orders, each once")
+    assert kills

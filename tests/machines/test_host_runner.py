@@ -277,3 +277,28 @@ def test_a_finished_job_is_answered_from_the_index_without_reading_the_spine(
     assert again is not None and first is not None
     for name in ("turn", "state", "disposition", "cause", "keys", "pins", "reason", "error"):
         assert getattr(again, name) == getattr(first, name), name
+
+
+def test_threads_each_with_their_own_loop_share_one_host(tmp_path: Path) -> None:
+    """12 threads, each asyncio.run(host.run(key)) on a loop of its own: a loop waits
+    while another runs the host's turns; every job finished, each e-mail once."""
+    steps = Mailer()
+    host = Host(steps, tmp_path, clock=clock, concurrency=4)
+    results: dict[str, Any] = {}
+    go = threading.Barrier(12)
+
+    def worker(key: str) -> None:
+        go.wait()
+        results[key] = asyncio.run(host.run(key))
+
+    keys = [f"bot@job:own{n:02d}" for n in range(12)]
+    threads = [threading.Thread(target=worker, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    host.close()
+    assert {key: (s.keys, s.state) for key, s in results.items()} == {
+        key: ([key], "finished") for key in keys
+    }
+    assert sorted(steps.sent) == sorted(f"bot@mail:own{n:02d}" for n in range(12))

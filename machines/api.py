@@ -19,6 +19,10 @@ It is a layer over the explicit API (`TurnContext.tool`, `TurnContext.effect`, `
   values must be JSON (HZM071); think and outcome pass their input on unless defined.
 - `Host`: the steps over a spine in a directory (or in memory), `JOBS` words and empty
   `Pins` by default, one `run(key)` per job: the key rule starts, resumes or leaves it.
+  A runner's object: any number of concurrent callers (tasks, and threads through
+  `run_sync`) each get their own job's state; distinct keys run at once up to
+  ``concurrency``, the same key once (single flight: a second caller gets the first's
+  result); ``shared=True`` lets several processes on one directory share its jobs.
 
 A decorated tool or effect called outside a step of a running turn is HZM070.
 """
@@ -26,23 +30,26 @@ A decorated tool or effect called outside a step of a running turn is HZM070.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
+import math
+import threading
 import types
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, cast
 
-from ledger.event import Clock
+from ledger.event import Clock, Event
 from machines.context import TurnContext, current
 from machines.effects import Effect, LocalProbe, Presence, WorldProbe
 from machines.errors import MachineError
 from machines.fold import APPLY, TurnState, fold
 from machines.host_vocabulary import Vocabulary
-from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal
-from machines.keys import Wake
-from machines.resume import Pins, new_turn_id
+from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, wake_causes, wake_keys
+from machines.keys import Wake, coalesce
+from machines.resume import Pins, new_turn_id, prepare_resume, prepare_turn
 from machines.runner import Settings
 from machines.session import Session
 from machines.steps import Acted, Fail, Skip, Wait
@@ -73,9 +80,12 @@ def _context(name: str) -> TurnContext:
 
 
 def _dumped(value: Any) -> Any:
-    """``value`` with Pydantic models (at any depth of dicts and lists) dumped as JSON."""
+    """``value`` with Pydantic models (at any depth of dicts and lists) dumped as JSON;
+    HZM071 for a model whose JSON would come back otherwise (`_faithful`)."""
     if hasattr(value, "model_dump") and hasattr(type(value), "model_fields"):
-        return value.model_dump(mode="json")
+        dumped = value.model_dump(mode="json")
+        _faithful(type(value).model_validate, dumped, value, f"a {type(value).__name__}")
+        return dumped
     if isinstance(value, dict):
         return {k: _dumped(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -124,10 +134,60 @@ def _validated(adapter: Any, value: Any, what: str) -> Any:
         ) from None
 
 
+def _lossy(value: Any) -> str | None:
+    """What in ``value`` JSON cannot carry as it is (a NaN or infinity, a set, a key that is
+    not a string), at any depth of dicts, lists and models, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the number {value}"
+    if isinstance(value, (set, frozenset)):
+        return "a set"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}"
+            found = _lossy(item)
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        return next((found for item in value if (found := _lossy(item))), None)
+    if hasattr(type(value), "model_fields"):
+        fields = type(value).model_fields
+        return next((f for name in fields if (f := _lossy(getattr(value, name, None)))), None)
+    return None
+
+
+def _faithful(validate: Callable[[Any], Any], dumped: Any, value: Any, what: str) -> None:
+    """HZM071 when ``value`` holds what JSON cannot carry (`_lossy`) and ``dumped`` (its
+    JSON dump) does not validate back to it: Pydantic's JSON dump turns NaN and infinity
+    into null, a set into a list and a key that is not a string into one. A type that
+    brings the value back (``set[int]``, ``dict[int, str]``) passes."""
+    from pydantic import ValidationError
+
+    lost = _lossy(value)
+    if lost is None:
+        return
+    try:
+        if validate(dumped) == value:
+            return
+    except ValidationError:
+        pass
+    raise ValueRefused(
+        "HZM071",
+        f"{what} is not plain JSON: it holds {lost}, which its JSON dump would change",
+        "return strings, finite numbers, booleans, null, lists and objects with string "
+        "keys, or annotate a type that brings the value back (set[int], dict[int, str])",
+    )
+
+
 def _as_json(adapter: Any, value: Any, what: str) -> Any:
-    """``value`` checked against ``adapter`` (if any) and dumped as plain JSON."""
+    """``value`` checked against ``adapter`` (if any) and dumped as plain JSON; HZM071,
+    never a silent coercion, for a value its JSON would not bring back (`_faithful`)."""
     if adapter is not None:
-        value = adapter.dump_python(_validated(adapter, value, what), mode="json")
+        checked = _validated(adapter, value, what)
+        value = adapter.dump_python(checked, mode="json")
+        _faithful(adapter.validate_python, value, checked, what)
+        return plain_json(value, what)
     return plain_json(_dumped(value), what)
 
 
@@ -178,14 +238,27 @@ def _probe(probe: Probe, owner: Any) -> WorldProbe | LocalProbe | None:
 
 
 def effect(
-    *, probe: Probe, event: str | None = None, name: str | None = None, attempts: int = 3
+    *,
+    probe: Probe,
+    event: str | None = None,
+    name: str | None = None,
+    attempts: int = 3,
+    probe_first: bool = False,
 ) -> Callable[[Callable[P, Awaitable[Any]]], Callable[P, Awaitable[str]]]:
     """Make an async ``f(key, ...)`` an effect of the ledger, once per key (see the
     module); the call returns the hash of its result. ``event``: the effect's own
-    event kind (``<name>.performed`` by default)."""
+    event kind (``<name>.performed`` by default). ``probe_first``: ask the probe
+    before the first perform of a key too (`Effect.probe_first`; HZM076 without a
+    probe), for a spine that may come back older."""
 
     def decorate(fn: Callable[P, Awaitable[Any]]) -> Callable[P, Awaitable[str]]:
         effect_name = _named(fn, name)
+        if probe_first and probe is None:
+            raise MachineError(
+                "HZM076",
+                f"the effect {effect_name} asks to probe first but has no probe",
+                "give it a probe, or leave probe_first False",
+            )
         kind = event or f"{effect_name}.performed"
         if kind in APPLY:
             raise MachineError(
@@ -215,7 +288,10 @@ def effect(
                 return _dumped(await fn(*bound.args, **bound.kwargs))
 
             key = str(bound.arguments["key"])
-            work = Effect(effect_name, key, perform, _probe(probe, owner), kind, attempts=attempts)
+            found = _probe(probe, owner)
+            work = Effect(
+                effect_name, key, perform, found, kind, attempts=attempts, probe_first=probe_first
+            )
             return await ctx.effect(work)
 
         setattr(call, "fn", fn)  # noqa: B010
@@ -280,9 +356,21 @@ def _typed(step: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaita
 class Host:
     """Durable turns for ``steps`` with defaults a host need not name: its spine and
     bodies in ``directory`` (None: in memory, for tests), the `JOBS` words, empty
-    `Pins`, `asyncio.sleep`. ``run(key)`` applies the key rule to one job. On disk it
-    holds the spine's lock from its first run (or `open`) to `close`: use it as a
-    context manager."""
+    `Pins`, `asyncio.sleep`. ``run(key)`` applies the key rule to one job.
+
+    A runner's object: ``await host.run(key)`` from any number of concurrent tasks runs
+    each caller's own job and returns that job's state; distinct keys run at once, at
+    most ``concurrency`` of them, and one key runs once (a second caller for a key that
+    is running waits for it and gets its result). `run_sync` does the same from threads.
+    The turns run on one event loop at a time: the caller's, or when callers come from
+    several loops or threads, the host's own loop thread; waiting for a lock or a slot
+    is awaited, never blocking the loop.
+
+    On disk it holds the spine's lock from its first run (or `open`) to `close`: use it
+    as a context manager. With ``shared=True`` it holds the lock only while a job runs,
+    so several processes on one directory share its jobs: each job (and each key) runs
+    in one process at a time, a second process waits for the lock up to
+    ``lock_timeout`` seconds, then gets HZL010 naming the holder."""
 
     def __init__(
         self,
@@ -292,19 +380,44 @@ class Host:
         clock: Clock,
         vocabulary: Vocabulary = JOBS,
         on_durable: Sequence[Callable[[Any], None]] = (),
+        concurrency: int = 1,
+        shared: bool = False,
+        lock_timeout: float = 10.0,
         **settings: Any,
     ) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise MachineError(
+                "HZM090",
+                f"Host(concurrency={concurrency!r}): the bound on jobs running at once "
+                "must be a whole number of at least 1",
+                "give concurrency=1 (one job at a time) or more",
+            )
         self.steps = steps
         self.directory = directory
         self.clock = clock
         self.vocabulary = vocabulary
         self.on_durable = list(on_durable)
+        self.concurrency = concurrency
+        self.shared = shared and directory is not None
+        self.lock_timeout = lock_timeout
         sleep = settings.pop("sleep", asyncio.sleep)
         self.settings = Settings(clock=clock, sleep=sleep, vocabulary=vocabulary, **settings)
         self._spine: Any = None
+        self._index: Any = None
+        """The index of the last journal (``shared``: kept while the lock is not held)."""
         self.journal: Journal = InMemoryJournal(clock, on_durable=self.on_durable)
         self.body: Body = InMemoryBody()
         self.session = Session(self.journal, self.body, steps, self.settings)
+        self._guard = threading.Lock()
+        """Guards which loop runs the turns (`_loop`), its jobs and who waits for it."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._jobs: dict[str, asyncio.Task[TurnState | None]] = {}
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._slots: asyncio.Semaphore | None = None
+        self._opening: asyncio.Lock | None = None
+        self._holding = 0
+        self._own: asyncio.AbstractEventLoop | None = None
+        self._own_thread: threading.Thread | None = None
 
     def __enter__(self) -> Host:
         self.open()
@@ -314,23 +427,74 @@ class Host:
         self.close()
 
     def open(self) -> None:
-        """Open the spine in ``directory`` (taking its lock) and its bodies; `run` does
-        it on first use. Nothing to do in memory, or when open already."""
-        if self.directory is None or self._spine is not None:
-            return
+        """Open the spine in ``directory`` (taking its lock, waiting up to
+        ``lock_timeout``) and its bodies; `run` does it on first use. Nothing to do in
+        memory, when open already, or when ``shared`` (each job takes the lock)."""
+        with self._guard:
+            if self.directory is None or self._spine is not None or self.shared:
+                return
+            self._opened(self._spine_open(self.lock_timeout))
+
+    def _spine_open(self, lock_timeout: float) -> Any:
         from ledger.spine import Spine
         from machines.crash import crash_hook
+
+        hooks = [crash_hook(), *self.on_durable]
+        assert self.directory is not None
+        return Spine.open(
+            self.directory, clock=self.clock, on_durable=hooks, lock_timeout=lock_timeout
+        )
+
+    def _opened(self, spine: Any) -> None:
+        """Take ``spine`` (its lock held) as the host's: the journal (the index held
+        from the last open caught up, else scanned), the bodies and the session."""
         from machines.disk_body import DiskBody
         from machines.spine_journal import SpineJournal
 
-        hooks = [crash_hook(), *self.on_durable]
-        self._spine = Spine.open(self.directory, clock=self.clock, on_durable=hooks)
-        self.journal = SpineJournal.open(self._spine)
-        self.body = DiskBody(self.directory, spine=self._spine)  # one fsync per step
+        assert self.directory is not None
+        try:
+            journal = SpineJournal.open(spine, index=self._index)
+        except BaseException:
+            spine.close()
+            raise
+        self._spine, self.journal, self._index = spine, journal, journal.index
+        self.body = DiskBody(self.directory, spine=spine)  # one fsync per step
         self.session = Session(self.journal, self.body, self.steps, self.settings)
 
+    async def _open_awaited(self) -> None:
+        """`open`, with the wait for the spine's lock awaited (polled), not blocking."""
+        from ledger.errors import LedgerError
+        from ledger.lock import POLL_SECONDS, busy
+        from ledger.spine import LOCK_NAME
+
+        assert self.directory is not None
+        polls = max(0, int(self.lock_timeout / POLL_SECONDS + 0.999999))
+        for attempt in range(polls + 1):
+            try:
+                spine = self._spine_open(0)
+            except LedgerError as error:
+                if error.code != "HZL010":
+                    raise
+                if attempt < polls:
+                    await asyncio.sleep(POLL_SECONDS)
+                continue
+            self._opened(spine)
+            return
+        raise busy(Path(self.directory) / LOCK_NAME, self.lock_timeout)
+
     def close(self) -> None:
-        """Close the bodies and the spine (its lock is released)."""
+        """Close the bodies and the spine (its lock is released), and stop the host's
+        own loop thread if `run_sync` started one. Call it once no run is in flight."""
+        with self._guard:
+            own, thread = self._own, self._own_thread
+            self._own = self._own_thread = None
+        if own is not None and thread is not None:
+            own.call_soon_threadsafe(own.stop)
+            thread.join()
+            own.close()
+        self._release_spine()
+
+    def _release_spine(self) -> None:
         if self._spine is not None:
             cast(Any, self.body).close()
             self._spine.close()
@@ -339,13 +503,177 @@ class Host:
     async def run(self, key: str, cause: str | None = None) -> TurnState | None:
         """Run the job ``key`` (``cause``: the vocabulary's first by default) by the key
         rule: start it, resume its open turn, or leave a finished one; the state of its
-        latest turn (None when it has none)."""
-        self.open()
+        latest turn (None when it has none). A finished job is answered from the
+        journal's index without reading its turn: its state, disposition, reason,
+        error, keys, causes and pins (fold ``journal.turn_events(turn)`` for the rest).
+
+        Safe under concurrent callers: each gets its own job's state; a key already
+        running is not run again, its caller gets that run's result."""
+        while True:
+            here = asyncio.get_running_loop()
+            forward: asyncio.AbstractEventLoop | None = None
+            waiter: asyncio.Future[None] | None = None
+            with self._guard:
+                if self._loop is None:
+                    self._bind(here)
+                if self._loop is here:
+                    job = self._jobs.get(key)
+                    if job is None:
+                        job = here.create_task(self._job(key, cause))
+                        self._jobs[key] = job
+                        job.add_done_callback(functools.partial(self._finished, key))
+                    break
+                if self._loop is self._own:
+                    forward = self._own
+                else:  # another caller's loop runs turns: wait until it has none
+                    waiter = here.create_future()
+                    self._waiting.append((here, waiter))
+            if forward is not None:
+                handed = asyncio.run_coroutine_threadsafe(self.run(key, cause), forward)
+                return await asyncio.wrap_future(handed)
+            assert waiter is not None
+            await waiter
+        return await asyncio.shield(job)
+
+    def run_sync(self, key: str, cause: str | None = None) -> TurnState | None:
+        """`run` from a thread (any number of threads at once): the job runs on the
+        host's own loop thread (or on the loop already running this host's turns), one
+        journal for all. HZM091 inside a running event loop: await `run` there."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise MachineError(
+                "HZM091",
+                f"Host.run_sync({key!r}) was called inside a running event loop",
+                "await host.run(key) there; run_sync is for threads without a loop",
+            )
+        future: concurrent.futures.Future[TurnState | None]
+        future = asyncio.run_coroutine_threadsafe(self.run(key, cause), self._own_loop())
+        return future.result()
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        """The host's own event loop, running in a daemon thread (started once)."""
+        with self._guard:
+            if self._own is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="machines-host", daemon=True
+                )
+                thread.start()
+                self._own, self._own_thread = loop, thread
+            return self._own
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run turns on ``loop`` from now until its jobs are done (under `_guard`)."""
+        self._loop = loop
+        self._slots = asyncio.Semaphore(self.concurrency)
+        self._opening = asyncio.Lock()
+
+    def _finished(self, key: str, job: asyncio.Task[TurnState | None]) -> None:
+        """A job ended: the loop is free for another caller's once none is left."""
+        with self._guard:
+            if self._jobs.get(key) is job:
+                del self._jobs[key]
+            if self._jobs:
+                return
+            self._loop = None
+            waiting, self._waiting = self._waiting, []
+        for loop, waiter in waiting:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_wake, waiter)
+
+    async def _job(self, key: str, cause: str | None) -> TurnState | None:
+        """One job, in one of the ``concurrency`` slots, the spine held meanwhile."""
+        assert self._slots is not None and self._opening is not None
+        async with self._slots:
+            async with self._opening:
+                if self.directory is not None and self._spine is None:
+                    await self._open_awaited()
+                if self._holding == 0 and self.directory is not None:
+                    self.session._claim()  # another Session over this journal: HZM041
+                self._holding += 1
+            try:
+                return await self._turns(key, cause)
+            finally:
+                self._holding -= 1
+                if self._holding == 0 and self.directory is not None:
+                    self.session._release()
+                    if self.shared:
+                        self._release_spine()
+
+    async def _turns(self, key: str, cause: str | None) -> TurnState | None:
+        """The key rule for one job: resume its open turn, start one, or leave it."""
         wake = Wake(cause or self.vocabulary.causes[0], key, self.vocabulary)
-        ran = await self.session.wake([wake], turn=new_turn_id(self.clock), pins=Pins())
-        if ran:
-            return ran[-1]
-        turns = [e.turn for e in self.journal.key_events(key) if e.turn is not None]
+        plan = coalesce(self.journal, [wake])
+        ran: TurnState | None = None
+        for turn in plan.resume:
+            run = prepare_resume(
+                self.journal, self.body, self.steps, self.settings, turn=turn, woken_by="recovery"
+            )
+            if run is not None:
+                ran = await run.drive()
+                continue
+            state = fold(turn, self.journal.turn_events(turn), self.vocabulary)
+            ran = state if state.state == "abandoned" else ran
+        if plan.start:
+            turn = new_turn_id(self.clock)
+            wakes = list(plan.start)
+            run = prepare_turn(
+                self.journal,
+                self.body,
+                self.steps,
+                self.settings,
+                turn=turn,
+                wakes=wakes,
+                pins=Pins(),
+            )
+            ran = await run.drive()
+        return ran if ran is not None else self._latest(key)
+
+    def _latest(self, key: str) -> TurnState | None:
+        """The state of ``key``'s latest turn; an ended one from the index alone."""
+        events = self.journal.key_events(key)
+        turns = [e.turn for e in events if e.turn is not None]
         if not turns:
             return None
-        return fold(turns[-1], self.journal.turn_events(turns[-1]), self.vocabulary)
+        turn = turns[-1]
+        index = getattr(self.journal, "index", None)
+        end = getattr(index, "turn_final", {}).get(turn)
+        if end is not None:
+            started = next((e for e in events if e.turn == turn and e.kind == "turn.started"), None)
+            return _ended(turn, started, end, self.vocabulary)
+        return fold(turn, self.journal.turn_events(turn), self.vocabulary)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _ended(turn: str, started: Event | None, end: Event, vocabulary: Vocabulary) -> TurnState:
+    """An ended turn's state from its ``turn.started`` and its end line only (no spine
+    read): what the fold of all its lines says of its ending, keys, causes and pins."""
+    state = TurnState(turn)
+    if started is not None:
+        started = vocabulary.migrate(started)
+        state.cause = started.data.get("cause")
+        state.causes = wake_causes(started.data, started.key)
+        state.keys = wake_keys(started.data, started.key)
+        state.pins = dict(started.data.get("pins", {}))
+    end = vocabulary.migrate(end)
+    if end.kind == "turn.skipped":
+        state.state = state.disposition = "skipped"
+        state.keys = state.keys or wake_keys(end.data, end.key)
+        state.causes = state.causes or wake_causes(end.data, end.key)
+    else:
+        disposition = end.data.get("disposition")
+        state.state = {"failed": "failed", "abandoned": "abandoned"}.get(
+            str(disposition), "finished"
+        )
+        state.disposition = disposition
+        state.error = end.data.get("error")
+    state.reason = end.data.get("reason")
+    state.last_seq = end.seq
+    return state

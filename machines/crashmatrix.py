@@ -244,10 +244,23 @@ def _status(name: str, ended: Exit, failures: list[str]) -> int:
     return ended.status
 
 
+CLEAN_ENDS = ("finished", "skipped", "waiting")
+"""How a clean run may end: a matrix compares every crashed run with it, so a clean run
+that is abandoned or failed (or never returns a turn) fails the matrix."""
+
+
 def _clean(workdir: Path) -> Job:
     failures: list[str] = []
     if _status(workdir.name, (yield Run(workdir)), failures) != 0:
         failures.append(f"clean run failed: {failures}")
+        return failures
+    outcome = Observed.read(workdir).outcome
+    if outcome.get("state") not in CLEAN_ENDS:
+        why = f" ({outcome['reason']})" if outcome.get("reason") else ""
+        failures.append(
+            f"clean run did not finish: it ended {outcome.get('state')}{why}; every crashed "
+            "run is compared with a clean run that finishes, waits or skips: fix the scenario"
+        )
     return failures
 
 

@@ -139,6 +139,19 @@ class _Tracking:
         return self.inner.recorded_done(key)
 
 
+def _no_disposition(result: Any, vocabulary: Vocabulary) -> MachineError:
+    """HZM014 for what act returned instead of an `Acted` with a known disposition."""
+    if isinstance(result, Acted):
+        got = f"Acted({result.disposition!r}), not a disposition of {vocabulary.name!r}"
+    else:
+        got = f"{type(result).__name__}, not an Acted"
+    return MachineError(
+        "HZM014",
+        f"act returned {got}",
+        f"return Acted(disposition) with one of {', '.join(vocabulary.dispositions)}",
+    )
+
+
 def _body_gone(turn: str, step: str) -> MachineError:
     return MachineError(
         "HZM013",
@@ -403,6 +416,14 @@ class TurnRun:
             self.fire("wait", data)
         elif isinstance(result, Skip):
             if result.reason not in SKIP_REASONS:
+                self._caught(
+                    step,
+                    MachineError(
+                        "HZM008",
+                        f"{step} skipped the turn with {result.reason!r}, not a skip reason",
+                        ", ".join(SKIP_REASONS),
+                    ),
+                )
                 self.fail("HZM008")
                 return
             spent = self.state.spend_usd
@@ -419,12 +440,14 @@ class TurnRun:
         else:
             value = self._value(step, result)
             if value is _STOPS:
+                self._caught(step, _no_disposition(result, self.settings.vocabulary))
                 self.fail("HZM014")
                 return
             try:
                 value = _checked(step, result, value)
             except ValueRefused as refused:
                 logs.warning("step.refused", turn=self.turn, step=step, error=refused.message)
+                self._caught(step, refused)  # the host gets the message and the exception
                 self.fail(refused.code)
                 return
             digest = content_ref(value)

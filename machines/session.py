@@ -42,6 +42,26 @@ _FLIGHTS: dict[str, Session] = {}
 _FLIGHTS_LOCK = threading.Lock()
 
 
+RESERVED_DATA = ("cause", "causes", "keys", "pins", "parent")
+"""Names of ``turn.started`` the machine writes itself (its wakes, its pins, a fork's
+parent): a host's ``data`` may not set them (HZM092)."""
+
+
+def _own_data(data: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``data`` for a turn's ``turn.started``, refused (HZM092) when it would set a name
+    the machine writes: the turn's keys and causes (the key rule reads them), its pins,
+    or the parent a fork records (`machines.resume.retry_fork`)."""
+    taken = sorted(set(data or ()) & set(RESERVED_DATA))
+    if taken:
+        raise MachineError(
+            "HZM092",
+            f"the turn's data sets {', '.join(taken)}, which the machine writes itself",
+            "pass the wakes for keys and causes, Pins for pins, and retry_fork for a "
+            "parent; name your own fields otherwise",
+        )
+    return data
+
+
 def _flight_key(journal: Journal) -> str:
     """A journal's identity: its spine's real path when it has one, else the object."""
     spine = getattr(journal, "spine", None)
@@ -129,7 +149,9 @@ class Session:
         pins: Pins,
         data: Mapping[str, Any] | None = None,
     ) -> TurnState:
-        """Start and drive a turn (refused while another runs: HZM040, HZM041)."""
+        """Start and drive a turn (refused while another runs: HZM040, HZM041; data
+        setting a name the machine writes: HZM092)."""
+        data = _own_data(data)
         self._claim()
         try:
             run = prepare_turn(
@@ -173,7 +195,10 @@ class Session:
         """Apply the key rule to wakes due together: while a turn runs each becomes a
         request; otherwise open turns of their keys resume (recovery) and the new
         wakes start one turn ``turn``, coalesced. The states of what ran, and of
-        turns the resume rules ended abandoned (timeout, max-resumes)."""
+        turns the resume rules ended abandoned (timeout, max-resumes). ``data`` goes on
+        the new turn's ``turn.started``; it may not set the turn's keys, causes, pins or
+        parent (HZM092), refused before anything is written."""
+        data = _own_data(data)
         if self._run is not None:
             for one in wakes:
                 self.request(one)

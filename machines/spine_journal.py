@@ -73,6 +73,9 @@ class SpineIndex:
     turn_ends: dict[str, int] = field(default_factory=dict)
     """The seq of each turn's end (its first line of `TERMINAL_KINDS`): with ``keyed``
     (which holds a key's ``turn.started``) the key rule's whole answer, no spine read."""
+    turn_final: dict[str, Event] = field(default_factory=dict, compare=False)
+    """Each ended turn's end line itself: with the key's ``turn.started`` (in ``keyed``)
+    what a host answers for a finished job without reading the spine (`machines.api.Host`)."""
     broken: bool = field(default=False, compare=False)
     """A line read by `scan` or `catch_up` did not chain to the one before it, or was no
     envelope: `SpineJournal.open` contains the break."""
@@ -85,6 +88,7 @@ class SpineIndex:
             self.turn_offsets.setdefault(event.turn, event.offset)
             if event.kind in TERMINAL_KINDS:
                 self.turn_ends.setdefault(event.turn, event.seq)
+                self.turn_final.setdefault(event.turn, event)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
         for one in expand_carried((event,)):  # an effect's end the line carries, too

@@ -8,6 +8,15 @@ offer every job again through the key rule; nothing is to run. The baseline, in 
 same run, is the key rule that reads each key's turn from the spine, over the oldest
 jobs only (it reads from each turn's start to the spine's end), scaled to all of them.
 
+No-op restart through `Host.run`: a `Host` spine of 400 and of 10,000 finished jobs
+(each the lines of a real finished `Host` job), then a process that opens a `Host` over it
+and awaits ``host.run(key)`` for every job; nothing is to run, and each finished job is
+answered from the index without reading its turn. Its CPU against ``python -c pass``'s
+(target: at most 15x for 400 jobs), and for 10,000 the CPU seconds of the runs once the
+Host is open (target: under 1 s beyond start-up; the open's scan is start-up, measured
+above as the key rule's no-op restart, and printed too). The baseline, in the same run,
+folds each job's turn from the spine as `Host.run` did before (400 jobs).
+
 Embedded step fsyncs: a process opens a spine, its journal and a `DiskBody` as
 docs/embedding.md says (``DiskBody(directory, spine=spine)``) and runs one turn of N
 replay-safe tool calls, under ``strace -f -e trace=fsync,fdatasync -c`` (every thread,
@@ -147,6 +156,139 @@ def restart_main() -> None:
     print(f"{verdict} no-op restart over 10,000 jobs: {took:.2f} s (target < 1 s)")
 
 
+HOST_JOBS = (400, 10_000)
+HOST_MARK = "HOSTJOB"
+
+
+class _Refusing:
+    """Steps that must not run: a no-op restart runs none."""
+
+    async def gather(self, ctx: object) -> None:
+        raise AssertionError("a finished job ran again")
+
+
+def _host_template() -> list[Event]:
+    """The lines of one real finished `Host` job (a replay-safe tool, a probed e-mail),
+    with ``HOSTJOB`` where the job's own id goes."""
+    from machines import Acted, Host, TurnContext, effect, tool
+
+    class Job:
+        def sent(self, key: str) -> bool:
+            return False
+
+        @tool(replay_safe=True)
+        async def look(self, job: str) -> str:
+            return job
+
+        @effect(probe=sent, event="mail.sent")
+        async def mail(self, key: str) -> None:
+            return None
+
+        async def gather(self, ctx: TurnContext) -> dict[str, str]:
+            return {"job": await self.look(ctx.key)}
+
+        async def think(self, ctx: TurnContext, value: dict[str, str]) -> dict[str, str]:
+            return value
+
+        async def outcome(self, ctx: TurnContext, value: dict[str, str]) -> dict[str, str]:
+            return value
+
+        async def act(self, ctx: TurnContext, value: dict[str, str]) -> Acted:
+            await self.mail(f"bot@mail:{HOST_MARK}")
+            return Acted("done")
+
+    host = Host(Job(), clock=ManualClock())
+    asyncio.run(host.run(f"bot@job:{HOST_MARK}"))
+    return list(host.journal.events)  # type: ignore[attr-defined]
+
+
+def _host_fill(directory: Path, jobs: int) -> None:
+    template = _host_template()
+    with Spine.open(directory, clock=ManualClock()) as spine:
+        spine.defer({e.kind for e in template})
+        for n in range(jobs):
+            job = f"{n:05d}"
+            for e in template:
+                data = json.loads(json.dumps(e.data).replace(HOST_MARK, job))
+                turn = e.turn.replace("turn-", f"turn-{job}") if e.turn else None
+                key = e.key.replace(HOST_MARK, job) if e.key else None
+                spine.append(e.kind, data, turn=turn, key=key)
+        spine.sync()
+
+
+def host_restart(directory: Path, jobs: int, fold_each: bool) -> None:
+    """In the child: a Host over ``directory``, ``run`` for every job (none runs); prints
+    the seconds (wall and CPU) of its open (the spine's scan) and of the runs after it."""
+    from machines import Host
+    from machines.fold import fold
+
+    async def main() -> dict[str, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        with Host(_Refusing(), directory, clock=ManualClock()) as host:
+            opened, opened_cpu = time.perf_counter(), time.process_time()
+            for n in range(jobs):
+                state = await host.run(f"bot@job:{n:05d}")
+                assert state is not None and state.disposition == "done", state
+                if fold_each:  # what Host.run did before: read the turn from the spine
+                    fold(state.turn, host.journal.turn_events(state.turn), host.vocabulary)
+            ran, ran_cpu = time.perf_counter(), time.process_time()
+        return {
+            "open": opened - wall,
+            "open_cpu": opened_cpu - cpu,
+            "runs": ran - opened,
+            "runs_cpu": ran_cpu - opened_cpu,
+        }
+
+    print(json.dumps(asyncio.run(main())))
+
+
+def _child_cpu(command: list[str]) -> tuple[float, str]:
+    """The CPU seconds (user and system) of one child process running ``command``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, done.stdout
+
+
+def host_restart_main() -> None:
+    floor = min(_child_cpu([sys.executable, "-c", "pass"])[0] for _ in range(5))
+    print(f"python -c pass: {floor:.3f} s of CPU")
+    for jobs in HOST_JOBS:
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            _host_fill(directory, jobs)
+            child = [sys.executable, __file__, "host-restart", str(directory), str(jobs)]
+            runs = [_child_cpu(child) for _ in range(3)]
+            cpu = min(c for c, _ in runs)
+            inside = min((json.loads(out) for _, out in runs), key=lambda r: r["runs_cpu"])
+            if jobs == HOST_JOBS[0]:
+                old, _ = _child_cpu([*child, "fold"])
+                print(
+                    f"baseline (each finished job's turn folded from the spine, {jobs} jobs): "
+                    f"{old:.2f} s of CPU, {old / floor:.0f}x python -c pass"
+                )
+        ratio = cpu / floor
+        print(
+            f"no-op restart through Host.run, {jobs:,} finished jobs: {cpu:.2f} s of CPU "
+            f"({ratio:.1f}x python -c pass); the Host's open (its scan) {inside['open']:.3f} s "
+            f"({inside['open_cpu']:.3f} s CPU), the runs after it {inside['runs']:.3f} s "
+            f"({inside['runs_cpu']:.3f} s CPU; load average {os.getloadavg()[0]:.1f})"
+        )
+        if jobs == 400:
+            verdict = "PASS" if ratio <= 15 else "MISS"
+            print(f"{verdict} Host.run no-op restart over 400 jobs: {ratio:.1f}x (target 15x)")
+        else:
+            figure = inside["runs_cpu"]
+            verdict = "PASS" if figure < 1.0 else "MISS"
+            print(
+                f"{verdict} Host.run no-op restart over 10,000 jobs beyond start-up "
+                f"(the runs after the open, CPU): {figure:.2f} s (target < 1 s)"
+            )
+
+
 STEPS = 20
 
 
@@ -206,12 +348,17 @@ def fsync_main() -> None:
 
 def main() -> None:
     restart_main()
+    host_restart_main()
     fsync_main()
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["turn"]:
         one_turn(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "lazy")
+    elif sys.argv[1:2] == ["host-restart"]:
+        host_restart(Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4:5] == ["fold"])
+    elif sys.argv[1:2] == ["host"]:
+        host_restart_main()
     elif sys.argv[1:2] == ["fsyncs"]:
         fsync_main()
     else:

@@ -191,6 +191,35 @@ class TestLock:
             second.append("a.b")
         assert caught.value.code == "HZL010"
 
+    def test_hzl010_names_the_process_that_holds_the_lock(self, tmp_path: Path) -> None:
+        """A spine held by another process's writer: HZL010 says its pid and command."""
+        code = (
+            "import sys\n"
+            "from datetime import UTC, datetime\n"
+            "from ledger.spine import Spine\n"
+            "spine = Spine.open(sys.argv[1], clock=lambda: datetime.now(UTC))\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n"
+        )
+        script = tmp_path / "holder.py"
+        script.write_text(code, encoding="utf-8")
+        holder = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path), "--worker-mark"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(LedgerError) as caught:
+            Spine.open(tmp_path, clock=clock, lock_timeout=0)
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+        assert caught.value.code == "HZL010"
+        assert f"process {holder.pid} (" in caught.value.message
+        assert "--worker-mark" in caught.value.message
+
     def test_a_symlinked_lock_is_refused(self, tmp_path: Path) -> None:
         """The lock file is hz's own: a link there is HZL001, never followed."""
         (tmp_path / "elsewhere").write_bytes(b"")

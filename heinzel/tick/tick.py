@@ -4,8 +4,8 @@
 due (`heinzel.tick.plan.Planner`), reads the state of every placed draft from the
 documents adapter, fetches each source whose recheck is due exactly once and stages it in
 the source cache (`heinzel.store.sources.fetch_once`) before any turn starts, and builds the
-wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
-Heinzelmännchen without a schedule, waits that are due, turns a dead process left
+wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved (for a
+scheduled one once a turn of it read the input), waits that are due, turns a dead process left
 running, requests still pending in an inbox with no turn to take them, and once a day the
 sources the contracts' ``discover`` hints name (`heinzel.tick.discover`). The new wakes of
 one whose turn runs in another process are handed to that turn (`heinzel.tick.handing`).
@@ -366,14 +366,22 @@ class Tick:
     def _moved(
         self, due: Due, staged: TickFetch, plan: _Plan, report: TickReport, planner: Planner
     ) -> None:
-        """An input that moved wakes a Heinzelmännchen without a schedule; one with a
-        schedule renders at its slot from the staged input instead. An input that reads
-        another one's output never wakes it here (a pending draft moves the file too):
-        it wakes on that output's approvals (`_approved_upstream`)."""
+        """An input that moved wakes its watcher (ADR 0049 statement 7), one with a
+        schedule too, its wake coalesced with a slot due in the same tick (one turn, both
+        causes). One with a schedule whose turns never read the input (nothing seen yet)
+        first looks at it at its slot, and one whose contract says ``source_changed:
+        at-slot`` only ever there. An input that reads another one's output never
+        wakes it here (a pending draft moves the file too): it wakes on that output's
+        approvals (`_approved_upstream`)."""
         scheduled = {row.heinzel for row in due.inputs if row.scheduled}
+        at_slot = {(row.heinzel, row.input) for row in due.inputs if row.at_slot}
         for item in staged.staged:
             watcher = item.request.watcher
-            if watcher in scheduled or not item.moved or item.fingerprint is None:
+            if not item.moved or item.fingerprint is None:
+                continue
+            if (watcher, item.request.input) in at_slot:
+                continue  # its contract says source_changed: at-slot
+            if watcher in scheduled and item.request.last_seen is None:
                 continue
             if planner.reads_upstream(watcher, item.request.input):
                 continue

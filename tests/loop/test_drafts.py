@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import cast
 
 from tests.loop.conftest import Hz
 
@@ -143,3 +144,73 @@ class TestOutputsCheckedUpFront:
         assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
         done = hz("approve", "notes-digest")
         assert "warning: HZH252: output section: no adapter writes doc: assets" in done.out
+
+
+class TestSameTextTwice:
+    """Issue 38, item 2: approvals keyed by the draft, not its text."""
+
+    def test_a_quiet_week_approved_in_the_document_is_seen(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """Two drafts with the same text (a quiet week), each approved by deleting its tag
+        line: the tick learns from each once, under a key of its own, and `hz drafts`
+        lists neither after; a further tick wakes nothing."""
+        report = folder / "report.md"
+        learned: list[dict[str, object]] = []
+        for _ in range(2):
+            assert approved("heinzel", "wake", "notes-digest").code == 0
+            [draft] = json.loads(approved("drafts", "--json").out)
+            lines = report.read_text(encoding="utf-8").split("\n")
+            start = next(i for i, line in enumerate(lines) if line.startswith("<!-- hz:draft"))
+            end = next(i for i, line in enumerate(lines) if line.startswith("<!-- hz:end"))
+            draft["text"] = "\n".join(lines[start + 1 : end]).strip()
+            report.write_text(
+                "\n".join(line for line in lines if not line.startswith("🧝 DRAFT")),
+                encoding="utf-8",
+            )
+            ticked = approved("system", "daemon", "tick", "--json")
+            assert ticked.code == 0, ticked.err
+            [woken] = json.loads(ticked.out)["woken"]
+            assert [w["cause"] for w in woken["wakes"]] == ["approval"]
+            assert [e["disposition"] for e in woken["ended"]] == ["learned"]
+            assert json.loads(approved("drafts", "--json").out) == []
+            learned.append({"draft": draft, "key": woken["wakes"][0]["key"]})
+        assert learned[0]["key"] != learned[1]["key"]
+        first, second = (cast(dict[str, str], item["draft"]) for item in learned)
+        assert first["text"] == second["text"] and first["key"] != second["key"]
+        quiet = approved("system", "daemon", "tick", "--json")
+        assert json.loads(quiet.out)["woken"] == []
+        shown = json.loads(approved("heinzel", "show", "notes-digest", "--json").out)
+        assert [d["state"] for d in shown["drafts"]] == ["approved", "approved"]
+
+
+class TestApproveSaysWhenItLearns:
+    """`hz approve` of a draft says "the next tick learns" only when it will."""
+
+    def test_a_draft_the_tick_learned_from_is_not_promised_again(self, approved: Hz) -> None:
+        """Approved and learned from: approving its key again is HZH073 naming where the
+        lessons are, with no promise of a tick."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        [draft] = json.loads(approved("drafts", "--json").out)
+        done = approved("approve", "notes-digest")
+        assert done.code == 0 and "the next tick learns from your edits" in done.out
+        assert approved("system", "daemon", "tick").code == 0
+        again = approved("approve", draft["key"])
+        assert again.code == 1
+        assert again.err.startswith(f"HZH073: the draft {draft['key']} is already approved")
+        assert "learned from" in again.err and "next tick" not in again.err
+        assert "`hz heinzel show notes-digest`" in again.err
+
+    def test_a_paused_ones_draft_learns_once_unpaused(self, approved: Hz) -> None:
+        """A paused one's draft approved: `hz approve` says it learns once unpaused; the
+        tick while paused wakes nothing, the first after unpausing learns."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        assert approved("heinzel", "pause", "notes-digest").code == 0
+        done = approved("approve", "notes-digest")
+        assert done.code == 0, done.err
+        assert "notes-digest is paused: it learns from your edits once unpaused" in done.out
+        assert "next tick" not in done.out
+        assert json.loads(approved("system", "daemon", "tick", "--json").out)["woken"] == []
+        assert approved("heinzel", "unpause", "notes-digest").code == 0
+        [woken] = json.loads(approved("system", "daemon", "tick", "--json").out)["woken"]
+        assert [w["cause"] for w in woken["wakes"]] == ["approval"]

@@ -75,6 +75,7 @@ __all__ = [
     "TAG_PREFIX",
     "LocalDocuments",
     "absolute_asset",
+    "approved_text",
     "asset_of_key",
     "draft_tag",
     "neutralise_markers",
@@ -184,6 +185,24 @@ def without_pending(text: str) -> str:
     for first, last in sorted(cut, reverse=True):
         del lines[first : last + 1 + (last + 1 < len(lines) and not lines[last + 1])]
     return "\n".join(lines)
+
+
+def approved_text(text: str) -> str:
+    """``text`` as approved (`without_pending`), with hz's own lines left out too: the two
+    comments of each approved section the tick has not settled yet (and the blank line
+    inside each, as `LocalDocuments.settle` removes them), and any stray marker or tag
+    line. What a reader of another Heinzelmännchen's output is given (docs/graph.md)."""
+    lines = without_pending(text).split("\n")
+    drop: set[int] = set()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(_MARK) or line.lstrip().startswith(TAG_PREFIX):
+            drop.add(i)
+            if _START_RE.match(stripped) and i + 1 < len(lines) and not lines[i + 1].strip():
+                drop.add(i + 1)
+            if stripped.startswith("<!-- hz:end ") and i > 0 and not lines[i - 1].strip():
+                drop.add(i - 1)
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
 
 
 def text_hash(text: str) -> str:

@@ -9,15 +9,13 @@ that is already approved (its tag line gone, or the tick has read the approval) 
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from heinzel.capabilities.documents import TAG_PREFIX, asset_of_key
+from heinzel.capabilities.inplace import recover, replace_document
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
-from ledger.files import write_atomic
 
 __all__ = ["approve_draft"]
 
@@ -105,6 +103,7 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     key = str(found[-1]["key"])
     path = Path(asset_of_key(key).partition(":")[2])
     try:
+        recover(path)  # an in-place write of it a crash interrupted (`inplace`)
         data = path.read_bytes()
         lines = data.decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as error:
@@ -127,9 +126,7 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     if at[0] == 0 or not lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
         raise _already(service, str(found[-1]["heinzel"]), key, path)
     del lines[at[0] - 1]
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    write_atomic(path, "\n".join(lines).encode("utf-8"))
-    os.chmod(path, mode)
+    replace_document(path, "\n".join(lines).encode("utf-8"))  # in place when hard-linked
     return {
         "approved": key,
         "file": str(path),

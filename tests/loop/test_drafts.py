@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 from typing import cast
@@ -214,3 +215,67 @@ class TestApproveSaysWhenItLearns:
         assert approved("heinzel", "unpause", "notes-digest").code == 0
         [woken] = json.loads(approved("system", "daemon", "tick", "--json").out)["woken"]
         assert [w["cause"] for w in woken["wakes"]] == ["approval"]
+
+
+class TestHardLinks:
+    """A hard-linked document keeps its link when hz writes it (issue 38, smaller)."""
+
+    def test_a_linked_document_keeps_its_link_through_draft_approve_and_settle(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """report.md and a second name of it: the draft, `hz approve` and the tick's
+        settling each write it in place, so both names stay one file (same inode, mode)."""
+        report, other = folder / "report.md", folder / "linked.md"
+        report.chmod(0o640)
+        os.link(report, other)
+        inode = report.stat().st_ino
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        assert "🧝 DRAFT" in other.read_text(encoding="utf-8")
+        assert approved("approve", "notes-digest").code == 0
+        assert "🧝 DRAFT" not in other.read_text(encoding="utf-8")
+        assert approved("system", "daemon", "tick").code == 0
+        text = other.read_text(encoding="utf-8")
+        assert "<!-- hz:" not in text and "ship the rounding fix" in text
+        for name in (report, other):
+            assert name.stat().st_ino == inode and name.stat().st_nlink == 2
+        assert stat.S_IMODE(report.stat().st_mode) == 0o640
+        assert not [p.name for p in folder.iterdir() if ".hz-inplace" in p.name]
+
+    def test_a_write_in_place_cut_halfway_is_finished_by_the_next_hz(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """A wake killed halfway through writing the linked document (HZ_CRASH_AT=at:
+        in-place): the document is torn, its journal beside it; the next tick finishes
+        the write from the journal, the turn's draft is placed once, the link holds."""
+        report, other = folder / "report.md", folder / "linked.md"
+        os.link(report, other)
+        woken = approved("heinzel", "wake", "notes-digest", env={"HZ_CRASH_AT": "at:in-place"})
+        assert woken.code == 137
+        assert (folder / ".report.md.hz-inplace").exists()
+        assert "<!-- hz:end" not in report.read_text(encoding="utf-8")  # torn
+        ticked = approved("system", "daemon", "tick")
+        assert ticked.code == 0, ticked.err
+        text = other.read_text(encoding="utf-8")
+        assert text.count("🧝 DRAFT") == 1 and text.count("<!-- hz:end") == 1
+        assert text.startswith("# Report\n")
+        assert report.stat().st_ino == other.stat().st_ino
+        assert not (folder / ".report.md.hz-inplace").exists()
+        assert len(json.loads(approved("drafts", "--json").out)) == 1
+
+    def test_a_journal_that_cannot_be_written_is_hzh420_and_changes_nothing(
+        self, approved: Hz, folder: Path
+    ) -> None:
+        """The journal's place is taken (a folder there): the wake fails HZH420 with its
+        hint, the linked document is as it was, and a later wake places the draft."""
+        report, other = folder / "report.md", folder / "linked.md"
+        os.link(report, other)
+        (folder / ".report.md.hz-inplace").mkdir()
+        woken = approved("heinzel", "wake", "notes-digest")
+        assert woken.code == 1
+        assert "failed (HZH420)" in woken.out and "HZL002" not in woken.out
+        assert "HZH420: cannot write the hard-linked document" in woken.err
+        assert "hint: free space or fix the permissions" in woken.err
+        assert report.read_text(encoding="utf-8") == "# Report\n"
+        (folder / ".report.md.hz-inplace").rmdir()
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        assert "🧝 DRAFT" in other.read_text(encoding="utf-8")

@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import cast
 
+from starlette.testclient import TestClient
+
+from heinzel.app import App
+from heinzel.web.actions import spawn_verb
+from heinzel.web.server import create_app
 from tests.loop.conftest import Hz
+from tests.web.conftest import ORIGIN, TOKEN
 
 
 class TestOneLiveDraft:
@@ -183,6 +190,45 @@ class TestSameTextTwice:
         assert json.loads(quiet.out)["woken"] == []
         shown = json.loads(approved("heinzel", "show", "notes-digest", "--json").out)
         assert [d["state"] for d in shown["drafts"]] == ["approved", "approved"]
+
+    def test_a_quiet_week_approved_on_the_page_is_learned_at_once(
+        self, approved: Hz, hz_env: dict[str, str]
+    ) -> None:
+        """The page's approve button, twice, for two drafts of the same text: each time
+        its child (`heinzel.web.actions` learn, a real process) runs that draft's own
+        learning turn, so no tick is needed and `hz drafts` is empty after each."""
+        for minute in (30, 40):
+            assert approved("heinzel", "wake", "notes-digest").code == 0
+            [draft] = json.loads(approved("drafts", "--json").out)
+            env = {**hz_env, "HZ_NOW": f"2026-10-30T14:{minute}:00Z"}
+            children: list[subprocess.Popen[bytes]] = []
+
+            def start_verb(root: Path, hid: str, verb: str, hint: str) -> None:
+                children.append(spawn_verb(root, hid, verb, hint, env))  # noqa: B023
+
+            web = create_app(
+                lambda: App.from_environment(hz_env["HZ_HOME"], env),  # noqa: B023
+                TOKEN,
+                hosts=["testserver"],
+                idle_seconds=0,
+                start_verb=start_verb,
+            )
+            with TestClient(web, follow_redirects=False) as client:
+                assert client.get(f"/auth?token={TOKEN}").status_code == 303
+                page = client.get(f"/h/{draft['heinzel']}").text
+                csrf = page.split('name="csrf" content="')[1].split('"')[0]
+                answer = client.post(
+                    f"/h/{draft['heinzel']}/approve",
+                    data={"item": draft["key"], "csrf": csrf},
+                    headers={"Origin": ORIGIN, "Accept": "application/json"},
+                )
+                assert answer.status_code == 200, answer.text
+            [child] = children
+            assert child.wait(timeout=120) == 0
+            assert json.loads(approved("drafts", "--json").out) == []
+        shown = json.loads(approved("heinzel", "show", "notes-digest", "--json").out)
+        learned = [t for t in shown["turns"] if t["cause"] == "approval"]
+        assert [t["disposition"] for t in learned] == ["learned", "learned"]
 
 
 class TestApproveSaysWhenItLearns:

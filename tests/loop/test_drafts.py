@@ -7,13 +7,14 @@ import os
 import stat
 import subprocess
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from starlette.testclient import TestClient
 
 from heinzel.app import App
 from heinzel.web.actions import spawn_verb
 from heinzel.web.server import create_app
+from tests.hz_mcp.client import session
 from tests.loop.conftest import Hz
 from tests.web.conftest import ORIGIN, TOKEN
 
@@ -229,6 +230,24 @@ class TestSameTextTwice:
         shown = json.loads(approved("heinzel", "show", "notes-digest", "--json").out)
         learned = [t for t in shown["turns"] if t["cause"] == "approval"]
         assert [t["disposition"] for t in learned] == ["learned", "learned"]
+
+    def test_a_quiet_week_approved_over_mcp_is_seen_by_the_tick(
+        self, approved: Hz, hz_env: dict[str, str], folder: Path
+    ) -> None:
+        """An agent approves each of two same-text drafts with the `approve` tool (`hz
+        mcp`, the SDK's client): the next tick learns from each, once."""
+        for _ in range(2):
+            assert approved("heinzel", "wake", "notes-digest").code == 0
+
+            async def body(s: Any) -> Any:
+                return await s.call_tool("approve", {"items": ["notes-digest"]})
+
+            answer = session(dict(hz_env), folder, body)
+            assert not answer.is_error, answer.content
+            ticked = approved("system", "daemon", "tick", "--json")
+            [woken] = json.loads(ticked.out)["woken"]
+            assert [e["disposition"] for e in woken["ended"]] == ["learned"]
+            assert json.loads(approved("drafts", "--json").out) == []
 
 
 class TestApproveSaysWhenItLearns:

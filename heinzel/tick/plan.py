@@ -240,8 +240,8 @@ class Planner:
         """The state of the turn each key already has (``running``, ``waiting``,
         ``finished``, ``skipped``), ``steered`` for a chat's key a turn was steered with,
         or ``observed`` for an approval key whose rejection
-        was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and no
-        pending draft of the same text is left; keys with neither are absent. So a
+        was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and the
+        draft it names is no longer pending; keys with neither are absent. So a
         handed approval wake of a rejected draft is taken, not woken every tick."""
         wanted = sorted(set(keys))
         if not wanted:
@@ -274,15 +274,14 @@ class Planner:
         return states
 
     def _pending_draft_of(self, approval_key: str) -> bool:
-        """Whether a pending draft still has this approval key's output and content (a
-        later draft of the same text, whose decision is still to come)."""
-        heinzel, output, digest = keys.approval_parts(approval_key)
-        row = self.db.execute(
-            "SELECT 1 FROM drafts WHERE heinzel = ? AND output = ? AND hash = ? "
-            "AND state = 'pending'",
-            [heinzel, output, digest],
-        ).fetchone()
-        return row is not None
+        """Whether the draft this approval key names is still pending (a key of the older
+        form, by the text's hash: any pending draft of that text), its decision to come."""
+        heinzel, output, _ = keys.approval_parts(approval_key)
+        rows = self.db.execute(
+            "SELECT key, hash FROM drafts WHERE heinzel = ? AND output = ? AND state = 'pending'",
+            [heinzel, output],
+        ).fetchall()
+        return any(keys.approval_names(approval_key, str(k), h) for k, h in rows)
 
     def answers(self, heinzel_ids: Iterable[str]) -> frozenset[str]:
         """Answered question keys of these Heinzelmännchen."""

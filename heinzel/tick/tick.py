@@ -293,8 +293,7 @@ class Tick:
             if isinstance(state, Approved | Rejected):
                 decided.add(row["key"])
                 output = row["output"] or "output"
-                digest = row["hash"] or "unhashed"
-                wake = Wake("approval", keys.approval(row["heinzel"], output, digest))
+                wake = Wake("approval", keys.approval(row["heinzel"], output, row["key"]))
                 plan.wake(row["heinzel"], wake, row["placed_at"] or "")
         return decided
 
@@ -535,13 +534,15 @@ class Tick:
         """How an approval wake that ran no turn ended, from the index: the draft read as
         rejected (its markers gone: one ``approval.observed{rejected}``) or nothing to
         learn (no approved draft under the key any more)."""
-        _, output, digest = keys.approval_parts(key)
-        rows = list(
-            self.service.index.db.query(
-                "SELECT key, state FROM drafts WHERE heinzel = ? AND output = ? AND hash = ?",
-                [heinzel, output, digest],
+        _, output, _ = keys.approval_parts(key)
+        rows = [
+            row
+            for row in self.service.index.db.query(
+                "SELECT key, hash, state FROM drafts WHERE heinzel = ? AND output = ?",
+                [heinzel, output],
             )
-        )
+            if keys.approval_names(key, str(row["key"]), row["hash"])
+        ]
         draft = str(rows[0]["key"]) if rows else None
         rejected = bool(rows) and rows[0]["state"] == "rejected"
         ended = dict.fromkeys(("turn", "state", "disposition", "reason", "error"))

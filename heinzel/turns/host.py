@@ -27,7 +27,7 @@ from heinzel.engine.money import Price, Pricing
 from heinzel.engine.spec import InputSpec, Skill, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
-from heinzel.index.flow import fallbacks, pending_draft
+from heinzel.index.flow import fallbacks, pending_draft, upstream_inputs
 from heinzel.index.seen import record_seen
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.open_turns import lock_held
@@ -217,6 +217,7 @@ class TurnHost:
             if approval or reused is not None
             else input_requests(heinzel_id, contract, origin),
             pending_draft=lambda output: pending_draft(service.index.db, heinzel_id, output),
+            upstream=upstream_inputs(service.index.db, heinzel_id),
             fallbacks=[]
             if approval or reused is not None or past_think
             else fallbacks(service.index.db, heinzel_id, service.clock()),

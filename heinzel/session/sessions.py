@@ -203,6 +203,7 @@ class Sessions:
 
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
+        self.refuse_newer(heinzel_id)
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
@@ -216,6 +217,18 @@ class Sessions:
         )
         self.index.catch_up(heinzel_id, spine.path)
         return spine
+
+    def refuse_newer(self, heinzel_id: str) -> None:
+        """HZH460 when a newer hz wrote a turn of a later vocabulary into this spine
+        (`heinzel.session.versions`): checked before the lock is taken, nothing written."""
+        from heinzel.session.versions import newer, newer_error
+
+        found = newer(self.read_db, [heinzel_id])
+        if heinzel_id in found:
+            rows = self.read_db.execute(
+                "SELECT name FROM heinzel WHERE id = ?", [heinzel_id]
+            ).fetchall()
+            raise newer_error(str(rows[0][0]) if rows else heinzel_id, found[heinzel_id])
 
     @contextmanager
     def hold_spine(
@@ -244,8 +257,13 @@ class Sessions:
         with self.open_spine(heinzel_id) as spine:
             return spine.append(kind, data, short_text=short_text, key=key)
 
-    def resolve(self, ref: str) -> dict[str, Any]:
-        return self.queries.resolve(ref)
+    def resolve(self, ref: str, *, write: bool = False) -> dict[str, Any]:
+        """The index's row of a name or id; ``write``: a command that will write to its
+        spine asks, and is refused (HZH460) when a newer hz wrote there."""
+        row = self.queries.resolve(ref)
+        if write:
+            self.refuse_newer(str(row["id"]))
+        return row
 
 
 def _empty_index() -> sqlite3.Connection:

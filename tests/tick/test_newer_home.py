@@ -1,0 +1,84 @@
+"""An older hz never misreads a newer home (docs/spine.md, "An older hz and a newer home"):
+a spine holding a turn pinned to a later vocabulary is read and marked, never written."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ledger.spine import Spine
+from machines.vocabulary import VOCABULARY_VERSION
+
+from .homes import hz, make_home
+
+
+def later_turn(root: Path, heinzel: str) -> bytes:
+    """What a newer hz leaves: a turn pinned to vocabulary 99 ending in a kind this hz has
+    never heard of, chained to the spine as the ledger chains every line; the bytes after."""
+    spine_dir = root / "home" / "heinzel" / heinzel
+    at = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    with Spine.open(spine_dir, clock=lambda: at) as spine:
+        spine.append(
+            "turn.started",
+            {"cause": "asked", "pins": {"contract_version": 1, "vocabulary": 99}},
+            turn="t-future",
+            key=f"{heinzel}@rq-future",
+        )
+        spine.append("turn.handed_over", {"to": "somewhere"}, turn="t-future")
+    return (spine_dir / "session.jsonl").read_bytes()
+
+
+def test_a_later_vocabulary_is_read_and_never_written(tmp_path: Path) -> None:
+    """show and list read it marked as a newer hz's; wake, pause, answer, retry and chat
+    refuse with HZH460 naming both versions and the fix, exit 1, the spine's bytes
+    untouched; the tick skips it with one notice and wakes the other."""
+    root, (future, other) = make_home(tmp_path, 2)
+    written = later_turn(root, future)
+    spine = root / "home" / "heinzel" / future / "session.jsonl"
+
+    shown = hz(root, "heinzel", "show", "report-0")
+    assert shown.returncode == 0, shown.stderr
+    assert f"written by a newer hz (vocabulary 99; this hz knows {VOCABULARY_VERSION})" in (
+        shown.stdout
+    )
+    as_json = json.loads(hz(root, "heinzel", "show", "report-0", "--json").stdout)
+    assert as_json["newer"] == {"vocabulary": 99, "known": VOCABULARY_VERSION}
+    listed = hz(root, "heinzel", "list", "--json")
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert [n["reason"] for n in rows["report-0"]["notices"]] == ["newer"]
+    assert rows["report-1"]["notices"] == []
+    assert "notice: report-0: written by a newer hz (vocabulary 99" in (
+        hz(root, "heinzel", "list").stdout
+    )
+    assert hz(root, "heinzel", "verify", "report-0").returncode == 0
+
+    for args in (
+        ("heinzel", "wake", "report-0"),
+        ("heinzel", "pause", "report-0"),
+        ("heinzel", "retry", "report-0", "shorter"),
+        ("heinzel", "chat", "report-0", "shorter please"),
+        ("heinzel", "answer", "report-0", "yes"),
+        ("heinzel", "stop", "report-0"),
+        ("heinzel", "forget", "report-0", "t-future"),
+        ("approve", "report-0"),
+    ):
+        refused = hz(root, *args)
+        assert refused.returncode == 1, (args, refused.stdout, refused.stderr)
+        assert refused.stderr.startswith("HZH460: report-0 was written by a newer hz "), (
+            args,
+            refused.stderr,
+        )
+        assert f"vocabulary 99; this hz knows {VOCABULARY_VERSION}" in refused.stderr
+        assert "upgrade hz" in refused.stderr
+        assert spine.read_bytes() == written, args
+
+    ticked = hz(root, "system", "daemon", "tick", "--json")
+    assert ticked.returncode == 0, ticked.stderr
+    report = json.loads(ticked.stdout)
+    assert [w["id"] for w in report["woken"]] == [other]
+    assert [n for n in report["notices"] if "report-0" in n] == [
+        f"report-0: skipped, written by a newer hz (vocabulary 99; this hz knows "
+        f"{VOCABULARY_VERSION}): upgrade hz"
+    ]
+    assert spine.read_bytes() == written

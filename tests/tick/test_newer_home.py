@@ -82,3 +82,23 @@ def test_a_later_vocabulary_is_read_and_never_written(tmp_path: Path) -> None:
         f"{VOCABULARY_VERSION}): upgrade hz"
     ]
     assert spine.read_bytes() == written
+
+    doctor = hz(root, "system", "doctor", "--json")
+    assert doctor.returncode == 1
+    (versions,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "versions"]
+    assert (versions["ok"], versions["code"]) == (False, "HZH460")
+    assert "a newer hz wrote report-0 (vocabulary 99)" in versions["detail"]
+    assert spine.read_bytes() == written
+
+
+def test_version_prints_the_spine_versions(tmp_path: Path) -> None:
+    """hz --version names the vocabulary and the envelope beside the package version; the
+    doctor of a home of this hz's own says so."""
+    root, _ = make_home(tmp_path, 1)
+    done = hz(root, "--version")
+    assert done.returncode == 0
+    assert done.stdout.endswith(f"(spine vocabulary {VOCABULARY_VERSION}, envelope v1)\n")
+    doctor = json.loads(hz(root, "system", "doctor", "--json").stdout)
+    (versions,) = [c for c in doctor["checks"] if c["name"] == "versions"]
+    assert versions["ok"]
+    assert versions["detail"].startswith(f"vocabulary {VOCABULARY_VERSION}, envelope v1;")

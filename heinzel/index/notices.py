@@ -17,7 +17,7 @@ message and the one command (or setting) that moves it:
   that turn's draft waits);
 - ``escalated``: it fell back and has placed no draft since, past the escalation;
 - ``newer``: a newer hz wrote a turn of a later vocabulary into its spine: this hz reads
-  it and writes nothing there (`heinzel.session.versions`).
+  it and writes nothing there (`heinzel.index.versions`).
 
 No spine is opened: a fixed handful of queries per listing, however many rows.
 """
@@ -86,7 +86,7 @@ def _among(column: str, ids: dict[str, Any], every: bool) -> tuple[str, list[str
 
 
 def _newer(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
-    from heinzel.session.versions import newer, newer_note
+    from heinzel.index.versions import newer, newer_note
 
     for heinzel, version in newer(db, by_id).items():
         by_id[heinzel].append(

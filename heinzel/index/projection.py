@@ -302,7 +302,7 @@ class HeinzelProjection:
             and version > VOCABULARY_VERSION
             and "vocabulary_name" not in pins
         ):
-            # a turn of a later vocabulary: a newer hz wrote here (heinzel.session.versions)
+            # a turn of a later vocabulary: a newer hz wrote here (heinzel.index.versions)
             db.execute(
                 "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",
                 [source, event.seq, event.offset, f"newer.vocabulary.{version}"],

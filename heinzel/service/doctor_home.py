@@ -98,9 +98,9 @@ def _chains(service: Sessions) -> dict[str, Any]:
 
 def _versions(service: Sessions) -> dict[str, Any]:
     """HZH460 when a newer hz wrote a turn of a later vocabulary into a spine here: this hz
-    reads it and writes nothing there (`heinzel.session.versions`). A line of a later
+    reads it and writes nothing there (`heinzel.index.versions`). A line of a later
     envelope ``v`` is a break of ``chains`` ("written by a newer hz")."""
-    from heinzel.session.versions import newer
+    from heinzel.index.versions import newer
     from ledger.event import ENVELOPE_VERSION
     from machines.vocabulary import VOCABULARY_VERSION
 

@@ -414,13 +414,10 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
-        from heinzel.session.versions import newer
-        from machines.vocabulary import VOCABULARY_VERSION
+        from heinzel.index.versions import newer, newer_known
 
         later = newer(self.read_db, [row["id"]]).get(row["id"])
-        shown["newer"] = (
-            None if later is None else {"vocabulary": later, "known": VOCABULARY_VERSION}
-        )
+        shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
         from heinzel.session.summaries import latest_summary

@@ -220,8 +220,8 @@ class Sessions:
 
     def refuse_newer(self, heinzel_id: str) -> None:
         """HZH460 when a newer hz wrote a turn of a later vocabulary into this spine
-        (`heinzel.session.versions`): checked before the lock is taken, nothing written."""
-        from heinzel.session.versions import newer, newer_error
+        (`heinzel.index.versions`): checked before the lock is taken, nothing written."""
+        from heinzel.index.versions import newer, newer_error
 
         found = newer(self.read_db, [heinzel_id])
         if heinzel_id in found:

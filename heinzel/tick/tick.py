@@ -259,8 +259,8 @@ class Tick:
 
     def _newer(self, ids: list[str], report: TickReport) -> list[str]:
         """Leave out each one a newer hz wrote into (a turn of a later vocabulary): one
-        notice each, nothing written there (`heinzel.session.versions`)."""
-        from heinzel.session.versions import newer, newer_note
+        notice each, nothing written there (`heinzel.index.versions`)."""
+        from heinzel.index.versions import newer, newer_note
 
         later = newer(self.service.index.db.conn, ids)
         if later:

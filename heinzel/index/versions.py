@@ -9,16 +9,20 @@ spine's lock is taken, and the tick leaves such a Heinzelmännchen out with a no
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from heinzel.errors import HeinzelError
-from machines.vocabulary import VOCABULARY_VERSION
 
-if TYPE_CHECKING:
-    from heinzel.index.notices import Database
 
-__all__ = ["NEWER", "newer", "newer_error", "newer_note"]
+class Database(Protocol):
+    """A plain sqlite3 connection or sqlite-utils' `Database`."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> sqlite3.Cursor: ...
+
+
+__all__ = ["NEWER", "newer", "newer_error", "newer_known", "newer_note"]
 
 NEWER = "newer.vocabulary."
 """The prefix of the ``marks`` kind that notes a turn of a later vocabulary."""
@@ -41,8 +45,17 @@ def newer(db: Database, ids: Iterable[str] | None = None) -> dict[str, int]:
 
 
 def newer_note(version: int) -> str:
-    """How a reader marks what a newer hz wrote."""
+    """How a reader marks what a newer hz wrote (`machines` loads only for one)."""
+    from machines.vocabulary import VOCABULARY_VERSION
+
     return f"written by a newer hz (vocabulary {version}; this hz knows {VOCABULARY_VERSION})"
+
+
+def newer_known(version: int) -> dict[str, int]:
+    """``show --json``'s ``newer``: the later vocabulary and the one this hz knows."""
+    from machines.vocabulary import VOCABULARY_VERSION
+
+    return {"vocabulary": version, "known": VOCABULARY_VERSION}
 
 
 def newer_error(name: str, version: int) -> HeinzelError:

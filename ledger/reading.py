@@ -100,8 +100,9 @@ def _known_kind(kind: str) -> bool:
 def newer_envelope(obj: Any) -> int | None:
     """The envelope version of a parsed line when it is an integer later than this
     ledger's (`ENVELOPE_VERSION`): a line a newer hz wrote, which this one cannot read."""
-    if isinstance(obj, dict) and _is_int(v := obj.get("v")) and v > ENVELOPE_VERSION:
-        return int(v)
+    v = obj.get("v") if isinstance(obj, dict) else None
+    if isinstance(v, int) and not isinstance(v, bool) and v > ENVELOPE_VERSION:
+        return v
     return None
 
 

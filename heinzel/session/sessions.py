@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from heinzel.clock import Clock, clock_from_env
 from heinzel.index.queries import Queries
-from heinzel.index.schema import ADDED_COLUMNS, SCHEMA
+from heinzel.index.schema import ADDED_COLUMNS, INDEX_VERSION, SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, enabled, get_logger, log_machines
 from heinzel.store.home import Home
 from ledger.event import Event
@@ -138,7 +138,9 @@ class Sessions:
             # the source cache's folder with the home's: a first wake creates no folder
             ensure_private_dir(self.home.sources_dir)
             self._index = Index(
-                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
+                self.home.index_path,
+                [HeinzelProjection(self.home), TickProjection(self.home)],
+                schema_version=INDEX_VERSION,
             )
             # a spine ahead of the index (a kill between append and update, an index
             # deleted or emptied) is caught up before anything is answered from it
@@ -170,6 +172,7 @@ class Sessions:
                 self.home.spine_files(),
                 _READ_TABLES,
                 [(t, c) for t, c, _ in ADDED_COLUMNS],
+                schema_version=INDEX_VERSION,
             )
             if self._reader is None:
                 return self.index.db.conn

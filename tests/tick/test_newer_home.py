@@ -3,10 +3,12 @@ a spine holding a turn pinned to a later vocabulary is read and marked, never wr
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ledger.event import canonical
 from ledger.spine import Spine
 from machines.vocabulary import VOCABULARY_VERSION
 
@@ -52,6 +54,7 @@ def test_a_later_vocabulary_is_read_and_never_written(tmp_path: Path) -> None:
         hz(root, "heinzel", "list").stdout
     )
     assert hz(root, "heinzel", "verify", "report-0").returncode == 0
+    assert hz(root, "heinzel", "report", "report-0").returncode == 0
 
     for args in (
         ("heinzel", "wake", "report-0"),
@@ -102,3 +105,41 @@ def test_version_prints_the_spine_versions(tmp_path: Path) -> None:
     (versions,) = [c for c in doctor["checks"] if c["name"] == "versions"]
     assert versions["ok"]
     assert versions["detail"].startswith(f"vocabulary {VOCABULARY_VERSION}, envelope v1;")
+
+
+def test_a_later_envelope_is_never_written_after(tmp_path: Path) -> None:
+    """A line of envelope v2 at a spine's end: list and show answer from the index, wake
+    and pause exit 1 with HZL070 naming both versions, the tick goes on with the others
+    (coded, no containment line appended), verify names the line as a newer hz's; the
+    spine's bytes stay as they were."""
+    root, (future, other) = make_home(tmp_path, 2)
+    spine = root / "home" / "heinzel" / future / "session.jsonl"
+    last = spine.read_bytes().splitlines()[-1]
+    line = {
+        "v": 2,
+        "seq": json.loads(last)["seq"] + 1,
+        "ts": "2026-11-02T09:05:00.000Z",
+        "prev": hashlib.sha256(last).hexdigest(),
+        "turn": None,
+        "kind": "heinzel.paused",
+        "key": None,
+        "data": {},
+    }
+    with spine.open("ab") as file:
+        file.write(canonical(line).encode() + b"\n")
+    written = spine.read_bytes()
+
+    assert "report-0" in hz(root, "heinzel", "list").stdout
+    assert hz(root, "heinzel", "show", "report-0").returncode == 0
+    for args in (("heinzel", "wake", "report-0"), ("heinzel", "pause", "report-0")):
+        refused = hz(root, *args)
+        assert refused.returncode == 1, args
+        assert refused.stderr.startswith("HZL070: the line at byte "), refused.stderr
+        assert "(envelope v2; this hz reads v1)" in refused.stderr
+    ticked = json.loads(hz(root, "system", "daemon", "tick", "--json").stdout)
+    assert [w["id"] for w in ticked["woken"]] == [other]
+    assert [(e["id"], e["code"]) for e in ticked["errors"]] == [(future, "HZL070")]
+    verified = hz(root, "heinzel", "verify", "report-0")
+    assert verified.returncode == 1
+    assert "written by a newer hz" in verified.stdout
+    assert spine.read_bytes() == written

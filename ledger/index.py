@@ -258,8 +258,16 @@ class Index:
     """A derived SQLite index over many spines (WAL mode, file 0600)."""
 
     def __init__(
-        self, path: Path, projections: Sequence[Projection], *, upgrades: Upgrades | None = None
+        self,
+        path: Path,
+        projections: Sequence[Projection],
+        *,
+        upgrades: Upgrades | None = None,
+        schema_version: int | None = None,
     ) -> None:
+        """``schema_version``: the version of the projections' schema this code writes,
+        kept in the file's ``user_version``; a file of a later version (a newer hz made
+        it) is HZL071 before anything is written to it."""
         self.path = Path(path)
         self.projections = tuple(projections)
         self._upgrades = upgrades
@@ -282,6 +290,8 @@ class Index:
             self.db.enable_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")
             with self.write():
+                if schema_version is not None:
+                    self._check_schema(schema_version)
                 create_watermarks(self.db.conn)
                 for projection in self.projections:
                     projection.create(self.db)
@@ -291,6 +301,21 @@ class Index:
         except LedgerError:
             self.db.close()
             raise
+
+    def _check_schema(self, version: int) -> None:
+        """HZL071 for an index a newer hz made (its ``user_version`` later than
+        ``version``); an older or new one is marked with ``version``."""
+        (found,) = self.db.conn.execute("PRAGMA user_version").fetchone()
+        if found > version:
+            raise LedgerError(
+                "HZL071",
+                f"the index {self.path} was made by a newer hz (schema {found}; this hz "
+                f"writes schema {version}): nothing was written to it",
+                "upgrade hz; or, to go on with this one, move the file away (the index is "
+                "derived: the next command rebuilds it from the spines)",
+            )
+        if found < version:
+            self.db.conn.execute(f"PRAGMA user_version = {int(version)}")
 
     def __enter__(self) -> Self:
         return self

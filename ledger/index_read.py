@@ -35,15 +35,21 @@ def open_current(
     sources: Mapping[str, str | Path],
     tables: Collection[str],
     columns: Collection[tuple[str, str]] = (),
+    schema_version: int | None = None,
 ) -> sqlite3.Connection | None:
     """A read connection to the index at ``path`` when it is current with ``sources``
     (source -> spine path) and holds ``tables`` and ``columns`` (``(table, column)``, the
-    ones added after a table's first release); None when the writer must open it (and
-    add what is missing)."""
+    ones added after a table's first release) and, when given, is of ``schema_version``;
+    None when the writer must open it (and add what is missing, or refuse a newer one)."""
     if not path.is_file():
         return None
     conn = sqlite3.connect(path, timeout=BUSY_SECONDS)
     try:
+        if schema_version is not None:
+            (found,) = conn.execute("PRAGMA user_version").fetchone()
+            if found != schema_version:  # older: the writer marks it; newer: HZL071
+                conn.close()
+                return None
         made = {str(row[0]): str(row[1] or "") for row in conn.execute(_MADE_SQL)}
         if not {WATERMARKS, *tables} <= made.keys() or any(
             re.search(rf"\b{column}\b", made.get(table, "")) is None for table, column in columns

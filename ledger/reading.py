@@ -26,6 +26,7 @@ __all__ = [
     "Upgrades",
     "check_line",
     "iter_lines",
+    "newer_envelope",
     "parse_event",
     "read_events",
 ]
@@ -65,6 +66,8 @@ def _envelope_problem(obj: Any) -> str | None:
     if obj.keys() != _KEYS:
         return f"keys {sorted(obj)} are not {sorted(_KEYS)}"
     if not (obj["v"] == ENVELOPE_VERSION and _is_int(obj["v"])):
+        if newer_envelope(obj) is not None:
+            return f"v is {obj['v']}: written by a newer hz, which this one cannot read"
         return "v is not 1"
     if not (_is_int(obj["seq"]) and obj["seq"] >= 1):
         return "seq is not a positive integer"
@@ -94,6 +97,25 @@ def _known_kind(kind: str) -> bool:
     return True
 
 
+def newer_envelope(obj: Any) -> int | None:
+    """The envelope version of a parsed line when it is an integer later than this
+    ledger's (`ENVELOPE_VERSION`): a line a newer hz wrote, which this one cannot read."""
+    v = obj.get("v") if isinstance(obj, dict) else None
+    if isinstance(v, int) and not isinstance(v, bool) and v > ENVELOPE_VERSION:
+        return v
+    return None
+
+
+def newer_envelope_error(path: Path | str, offset: int, version: int) -> LedgerError:
+    """HZL070: a line of ``path`` was written under a later envelope version."""
+    return LedgerError(
+        "HZL070",
+        f"the line at byte {offset} of {path} was written by a newer hz "
+        f"(envelope v{version}; this hz reads v{ENVELOPE_VERSION})",
+        "upgrade hz to read or write this spine; nothing was written",
+    )
+
+
 def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, str]:
     """Parse one line's bytes (without its newline) strictly.
 
@@ -111,6 +133,13 @@ def check_line(body: bytes) -> tuple[dict[str, Any] | None, LineProblem | None, 
     if canonical(obj).encode("utf-8") != body:
         return obj, "non-canonical", "the bytes differ from the canonical serialisation"
     return obj, None, ""
+
+
+def _parsed(body: bytes) -> Any:
+    try:
+        return _loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def parse_event(body: bytes, offset: int) -> Event | None:
@@ -256,6 +285,9 @@ def read_events(
         if event is None:
             if skip_damaged:
                 continue
+            version = newer_envelope(_parsed(raw[:-1]))
+            if version is not None:
+                raise newer_envelope_error(path, offset, version)
             raise LedgerError(
                 "HZL030",
                 f"the line at byte {offset} of {path} is not a spine envelope",

@@ -54,6 +54,8 @@ from ledger.reading import (
     Upgrades,
     check_line,
     event_from_object,
+    newer_envelope,
+    newer_envelope_error,
     read_events,
 )
 from ledger.verify import BREAK_CONTAINED, Break, BreakReason, VerifyReport, verify
@@ -427,6 +429,9 @@ class Spine:
             size = os.fstat(reader).st_size
             tail = TailBlock(reader, size)
             end, checked = self._json_end(tail, tail.last_newline_end(size))
+            if checked is not None and (version := newer_envelope(checked[0])) is not None:
+                start = tail.last_newline_end(end - 1)
+                raise newer_envelope_error(self.path, start, version)  # nothing written
             torn = tail.read(end, size) if end < size else b""
             if torn:
                 side = self._side_file()

@@ -10,8 +10,25 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-VOCABULARY_VERSION: Final = 1
-"""Recorded in ``turn.started`` (``pins.vocabulary``); bumped when a list below grows."""
+VOCABULARY_VERSION: Final = 2
+"""Recorded in ``turn.started`` (``pins.vocabulary``); raised when a line written under it
+would be misread by a reader of the version before (docs/spine.md, "Versions: what may
+change and how"). 2: lines carry step starts (``steps``) and an effect's end (``done``),
+``model.reserved`` counts against the caps, ``turn.skipped`` carries ``usd``, ``usage``
+says ``kind``, a step's ``input`` names its value by 12 hex digits."""
+
+VOCABULARY_CHANGES: Final = {
+    2: (
+        "steps: a line carries its turn's step starts",
+        "done: a line carries the end of the effect before it (effect.done, draft.placed)",
+        "model.reserved: a reservation counts against the caps until settled",
+        "turn.skipped.usd: a skipped turn's spend",
+        "usage.kind: was usage.by",
+        "step.started.input: 12 hex digits, was the whole sha256: hash",
+    ),
+}
+"""What each version changed that a reader of the version before misreads (version 1 is
+ADR 0049's list); `tests/machines/test_vocabulary.py` pins it."""
 
 STEPS: Final = ("gather", "think", "outcome", "act", "finish")
 """The five steps of a turn, in order."""
@@ -72,7 +89,8 @@ MACHINE_KINDS: Final = (
 """
 
 KINDS: Final = SPEC_KINDS + MACHINE_KINDS
-"""Every event kind of vocabulary version 1."""
+"""Every event kind the turn machine knows (``model.reserved`` and ``model.released``
+were written under version 1 before 2 named their meaning)."""
 
 TERMINAL_KINDS: Final = ("turn.finished", "turn.skipped")
 """Kinds that end a turn and make its keys final."""

@@ -22,6 +22,7 @@ def group() -> click.Group:
         commands,
         credential,
         graph,
+        migrate,
         report,
         serve,
         team,

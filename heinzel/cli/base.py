@@ -193,8 +193,30 @@ class HzGroup(click.Group):
             ctx.exit(1)
 
 
+def _version(ctx: click.Context) -> None:
+    """``hz --version``: the package's version and the spine versions it writes (docs/spine.md,
+    "Versions"); `machines` loads only here."""
+    from importlib.metadata import version
+
+    from ledger.event import ENVELOPE_VERSION
+    from machines.vocabulary import VOCABULARY_VERSION
+
+    click.echo(
+        f"hz, version {version('heinzel')} (spine vocabulary {VOCABULARY_VERSION}, "
+        f"envelope v{ENVELOPE_VERSION})"
+    )
+    ctx.exit()
+
+
 @click.group(cls=HzGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="heinzel", prog_name="hz")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _version(ctx) if value else None,
+    help="Show the version, the spine's vocabulary and envelope versions, and exit.",
+)
 @click.option(
     "--home",
     "home",

@@ -15,7 +15,9 @@ message and the one command (or setting) that moves it:
   nudge per need, until the deadline or the approval);
 - ``fell-back``: its turn went on with an upstream's last approved version, stale (while
   that turn's draft waits);
-- ``escalated``: it fell back and has placed no draft since, past the escalation.
+- ``escalated``: it fell back and has placed no draft since, past the escalation;
+- ``newer``: a newer hz wrote a turn of a later vocabulary into its spine: this hz reads
+  it and writes nothing there (`heinzel.index.versions`).
 
 No spine is opened: a fixed handful of queries per listing, however many rows.
 """
@@ -64,6 +66,7 @@ def notices_by_id(
     others they skip)."""
     by_id: dict[str, list[dict[str, str]]] = {heinzel_id: [] for heinzel_id in names}
     if by_id:
+        _newer(db, by_id)
         _cap(db, by_id, today, every)
         _failed(db, by_id, names, every)
         _superseded(db, by_id, every)
@@ -80,6 +83,19 @@ def _among(column: str, ids: dict[str, Any], every: bool) -> tuple[str, list[str
         return f"{column} IN (SELECT id FROM heinzel)", []  # noqa: S608
     keys = sorted(ids)
     return f"{column} IN ({', '.join('?' for _ in keys)})", keys
+
+
+def _newer(db: Database, by_id: dict[str, list[dict[str, str]]]) -> None:
+    from heinzel.index.versions import newer, newer_note
+
+    for heinzel, version in newer(db, by_id).items():
+        by_id[heinzel].append(
+            {
+                "reason": "newer",
+                "message": newer_note(version),
+                "next": f"upgrade hz to one that knows vocabulary {version}",
+            }
+        )
 
 
 def _cap(

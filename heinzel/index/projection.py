@@ -22,6 +22,7 @@ from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
 from machines.journal import expand_carried, keys_of, wake_causes, wake_keys
+from machines.vocabulary import VOCABULARY_VERSION
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -294,6 +295,18 @@ class HeinzelProjection:
         )
         self._update(db, source, last_turn=event.turn)
         self._settle(db, source)
+        pins = d.get("pins") or {}
+        version = pins.get("vocabulary")
+        if (
+            isinstance(version, int)
+            and version > VOCABULARY_VERSION
+            and "vocabulary_name" not in pins
+        ):
+            # a turn of a later vocabulary: a newer hz wrote here (heinzel.index.versions)
+            db.execute(
+                "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",
+                [source, event.seq, event.offset, f"newer.vocabulary.{version}"],
+            )
 
     def _apply_turn_waiting(self, db: Database, source: str, event: Event) -> None:
         d = event.data

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADDED_COLUMNS", "MARKED", "SCHEMA", "TABLES"]
+__all__ = ["ADDED_COLUMNS", "INDEX_VERSION", "MARKED", "SCHEMA", "TABLES"]
+
+INDEX_VERSION: Final = 1
+"""The index file's ``user_version``: raised when an older hz would misread or fail on an
+index of the new form (a table's meaning changed, a column inserted by position); a
+column added by name (`ADDED_COLUMNS`) does not raise it. An hz refuses an index of a
+later version (HZL071) rather than write to it (docs/spine.md, "Versions")."""
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS heinzel (

@@ -3,7 +3,8 @@
 `heinzel.service.doctor.diagnose` adds these to the configuration checks, so "ok" means
 the next wake of each Heinzelmännchen can place its draft (HZH251 and HZH342 before it
 fails), every spine verifies (HZH254, read whole: the doctor is the one command that may),
-and the daily cap leaves room for a turn (HZH255).
+no spine holds a turn of a newer hz's vocabulary (HZH460), and the daily cap leaves room
+for a turn (HZH255).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def home_checks(service: Sessions) -> list[dict[str, Any]]:
     """The checks of the home's Heinzelmännchen; none for a home not made yet."""
     if not service.home.heinzel_dir.exists():
         return []
-    return [*_outputs(service), _chains(service), _cap(service)]
+    return [*_outputs(service), _chains(service), _versions(service), _cap(service)]
 
 
 def _outputs(service: Sessions) -> list[dict[str, Any]]:
@@ -92,6 +93,31 @@ def _chains(service: Sessions) -> dict[str, Any]:
         + where,
         "fix": "hz heinzel verify NAME shows each break; the lines before it stand "
         "(docs/spine.md, What verify reports)",
+    }
+
+
+def _versions(service: Sessions) -> dict[str, Any]:
+    """HZH460 when a newer hz wrote a turn of a later vocabulary into a spine here: this hz
+    reads it and writes nothing there (`heinzel.index.versions`). A line of a later
+    envelope ``v`` is a break of ``chains`` ("written by a newer hz")."""
+    from heinzel.index.versions import newer
+    from ledger.event import ENVELOPE_VERSION
+    from machines.vocabulary import VOCABULARY_VERSION
+
+    mine = f"vocabulary {VOCABULARY_VERSION}, envelope v{ENVELOPE_VERSION}"
+    later = newer(service.index.db.conn)
+    if not later:
+        return {"name": "versions", "ok": True, "detail": f"{mine}; no spine of a newer hz"}
+    rows = service.index.db.execute("SELECT id, name FROM heinzel").fetchall()
+    names = {str(i): str(n) for i, n in rows}
+    return {
+        "name": "versions",
+        "ok": False,
+        "code": "HZH460",
+        "detail": f"this hz writes {mine}; a newer hz wrote "
+        + ", ".join(f"{names.get(i, i)} (vocabulary {v})" for i, v in sorted(later.items()))
+        + ": read here, never written",
+        "fix": f"upgrade hz to one that knows vocabulary {max(later.values())}",
     }
 
 

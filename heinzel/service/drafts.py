@@ -94,7 +94,7 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
         _refuse_superseded(service, item)
         _refuse_approved(service, item)
         try:
-            heinzel = service.resolve(item)["id"]
+            heinzel = service.resolve(item, write=True)["id"]
         except HeinzelError:
             return None
         found = [d for d in drafts if d["heinzel"] == heinzel]

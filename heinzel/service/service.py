@@ -129,14 +129,14 @@ class Service(Sessions):
     def lifecycle(self, ref: str, verb: str) -> dict[str, Any]:
         from heinzel.store.lifecycle import Lifecycle
 
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         Lifecycle(str(row["state"])).fire(verb, row["name"])
         self.append(row["id"], LIFECYCLE_EVENTS[verb], {})
         return self.queries.row(row["id"])
 
     def rename(self, ref: str, new_name: str) -> dict[str, Any]:
         """Rename one; to the name it has already, nothing changes (``unchanged``)."""
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         chosen = validate_name(new_name)
         if chosen == row["name"]:
             return {**row, "unchanged": True}
@@ -160,7 +160,7 @@ class Service(Sessions):
             by_key = approve_draft(self, item)
             if by_key is not None:
                 return by_key
-        row = self.resolve(item)
+        row = self.resolve(item, write=True)
         pending = json.loads(row["pending"]) if row["pending"] else None
         if row["state"] == "proposed" or (pending and pending["kind"] == "approval"):
             Lifecycle("proposed").fire("approve", row["name"])
@@ -244,7 +244,7 @@ class Service(Sessions):
         from heinzel.contract.compiler import read_contract_text
 
         text = read_contract_text(Path(file), file)
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         if row["contract_version"] is None and row["proposed_version"] is not None:
             from heinzel.contract import compile_contract
             from heinzel.service.outputs import check_outputs
@@ -254,7 +254,7 @@ class Service(Sessions):
         return self.propose_amendment(ref, text, by="user", source=file)
 
     def decline(self, ref: str) -> dict[str, Any]:
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         amendment = self.queries.pending_amendment(row["id"])
         if not amendment:
             raise HeinzelError(
@@ -271,7 +271,7 @@ class Service(Sessions):
         return self.queries.lessons(self.resolve(ref)["id"])
 
     def dismiss(self, ref: str, lesson: str) -> list[dict[str, Any]]:
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         found = self.queries.lesson(row["id"], row["name"], lesson)
         if found["dismissed"]:
             raise HeinzelError(
@@ -288,7 +288,7 @@ class Service(Sessions):
         """Hide a turn (its lines and body) or one spine line from what later turns see:
         a ``context.edit`` (ADR 0049 statement 18), ``replacement`` null, or ``instead``
         as a short text the model sees in its place. The record never changes."""
-        row = self.resolve(ref)
+        row = self.resolve(ref, write=True)
         heinzel_id, name = str(row["id"]), str(row["name"])
         edit = self._edit_target(heinzel_id, name, target)
         if instead is not None and (not instead.strip() or "\n" in instead or len(instead) > 200):
@@ -414,6 +414,10 @@ class Service(Sessions):
                 )
             except HzError as error:
                 shown["contract_problem"] = f"{error.code}: {error.message}"
+        from heinzel.index.versions import newer, newer_known
+
+        later = newer(self.read_db, [row["id"]]).get(row["id"])
+        shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
         from heinzel.session.summaries import latest_summary

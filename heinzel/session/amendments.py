@@ -40,7 +40,7 @@ def propose_amendment(
     ``hash``, checked as the user's (it may widen; ``hz approve`` decides)."""
     if asked is not None:
         by = "user"
-    row = sessions.resolve(ref)
+    row = sessions.resolve(ref, write=True)
     new = compile_contract(text, source=source)
     check_targets(new, created_origin(sessions.home, row["id"]), sessions.protected)
     fresh = row["contract_version"] is None and row["proposed_version"] is not None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from heinzel.clock import Clock, clock_from_env
 from heinzel.index.queries import Queries
-from heinzel.index.schema import ADDED_COLUMNS, SCHEMA
+from heinzel.index.schema import ADDED_COLUMNS, INDEX_VERSION, SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, enabled, get_logger, log_machines
 from heinzel.store.home import Home
 from ledger.event import Event
@@ -138,7 +138,9 @@ class Sessions:
             # the source cache's folder with the home's: a first wake creates no folder
             ensure_private_dir(self.home.sources_dir)
             self._index = Index(
-                self.home.index_path, [HeinzelProjection(self.home), TickProjection(self.home)]
+                self.home.index_path,
+                [HeinzelProjection(self.home), TickProjection(self.home)],
+                schema_version=INDEX_VERSION,
             )
             # a spine ahead of the index (a kill between append and update, an index
             # deleted or emptied) is caught up before anything is answered from it
@@ -170,6 +172,7 @@ class Sessions:
                 self.home.spine_files(),
                 _READ_TABLES,
                 [(t, c) for t, c, _ in ADDED_COLUMNS],
+                schema_version=INDEX_VERSION,
             )
             if self._reader is None:
                 return self.index.db.conn
@@ -203,6 +206,7 @@ class Sessions:
 
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
+        self.refuse_newer(heinzel_id)
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
@@ -216,6 +220,18 @@ class Sessions:
         )
         self.index.catch_up(heinzel_id, spine.path)
         return spine
+
+    def refuse_newer(self, heinzel_id: str) -> None:
+        """HZH460 when a newer hz wrote a turn of a later vocabulary into this spine
+        (`heinzel.index.versions`): checked before the lock is taken, nothing written."""
+        from heinzel.index.versions import newer, newer_error
+
+        found = newer(self.read_db, [heinzel_id])
+        if heinzel_id in found:
+            rows = self.read_db.execute(
+                "SELECT name FROM heinzel WHERE id = ?", [heinzel_id]
+            ).fetchall()
+            raise newer_error(str(rows[0][0]) if rows else heinzel_id, found[heinzel_id])
 
     @contextmanager
     def hold_spine(
@@ -244,8 +260,13 @@ class Sessions:
         with self.open_spine(heinzel_id) as spine:
             return spine.append(kind, data, short_text=short_text, key=key)
 
-    def resolve(self, ref: str) -> dict[str, Any]:
-        return self.queries.resolve(ref)
+    def resolve(self, ref: str, *, write: bool = False) -> dict[str, Any]:
+        """The index's row of a name or id; ``write``: a command that will write to its
+        spine asks, and is refused (HZH460) when a newer hz wrote there."""
+        row = self.queries.resolve(ref)
+        if write:
+            self.refuse_newer(str(row["id"]))
+        return row
 
 
 def _empty_index() -> sqlite3.Connection:

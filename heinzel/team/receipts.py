@@ -30,6 +30,8 @@ from machines.vocabulary import CAUSES, DISPOSITIONS
 __all__ = [
     "ENVELOPE",
     "FIELDS",
+    "NEWER",
+    "RECEIPT_VERSION",
     "Quarantined",
     "from_event",
     "lint_record",
@@ -40,6 +42,13 @@ __all__ = [
 ]
 
 ENVELOPE: Final = ("id", "kind", "team", "at", "by", "machine", "token", "key")
+RECEIPT_VERSION: Final = 1
+"""The receipts this hz writes and reads: they carry no ``v``, which is 1. A later hz
+whose receipts an older member would miscount writes ``v`` (2, ...); such a line is kept
+on ``hz/state`` and quarantined here, counted for nothing, as written by a newer hz
+(docs/team.md, "Members on other versions")."""
+NEWER: Final = "written by a newer hz"
+"""How a quarantined line of a newer member's receipt version starts its problem."""
 FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "turn.finished": (
         "cause",
@@ -181,6 +190,9 @@ def lint_record(record: object, roster: Iterable[str]) -> list[str]:
     names = frozenset(roster)
     if not isinstance(record, dict):
         return ["a record is not a JSON object"]
+    version = record.get("v")
+    if isinstance(version, int) and not isinstance(version, bool) and version > RECEIPT_VERSION:
+        return [f"{NEWER} (receipt v{version}; this hz reads v{RECEIPT_VERSION})"]
     kind = str(record.get("kind"))
     if kind not in FIELDS:
         return [f"kind {str(kind)[:40]!r} is not receipt-grade"]

@@ -31,7 +31,14 @@ from heinzel.store.contracts import load_facts
 from heinzel.team.git import LEASE_PREFIX, Git
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
-from heinzel.team.receipts import from_event, lint_record, team_id, team_key
+from heinzel.team.receipts import (
+    NEWER,
+    Quarantined,
+    from_event,
+    lint_record,
+    team_id,
+    team_key,
+)
 from heinzel.team.state import (
     PublishStats,
     last_receipts,
@@ -207,6 +214,7 @@ class Team:
             seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
             ceilings = {t: seen[t] for t, (_, lease) in self.leases.items() if lease}
             found = scan(git, teams, now, self.roster(), ceilings)
+            _newer_members(found.quarantined, report)
             self.received = found.keys
             self.floors = dict(seen)
             for tid, token in found.tokens.items():
@@ -769,3 +777,17 @@ def _expanded(lines: Iterable[Event]) -> Iterator[tuple[Event, bool]]:
         events = list(expand_carried((line,)))
         for n, event in enumerate(events):
             yield event, n < len(events) - 1
+
+
+def _newer_members(quarantined: Sequence[Quarantined], report: _Report) -> None:
+    """One notice per member whose receipts a newer hz wrote (a later receipt ``v``): kept
+    on ``hz/state``, counted for nothing here (`heinzel.team.receipts.RECEIPT_VERSION`)."""
+    newer: dict[str, str] = {}
+    for line in quarantined:
+        if line.problem.startswith(NEWER):
+            newer.setdefault(line.by or "someone", line.problem.removeprefix(NEWER).strip())
+    for member, versions in sorted(newer.items()):
+        report.notices.append(
+            f"team: {member} runs a newer hz {versions}: its receipts are kept on hz/state "
+            "and not counted here; upgrade hz"
+        )

@@ -217,6 +217,7 @@ class Tick:
         if self.team is not None:
             self._team_gate(plan)
         ids = [i for i in plan.ids() if plan.wakes.get(i) or plan.resumes.get(i)]
+        ids = self._newer(ids, report)
         busy = [i for i in ids if lock_held(self.service.home.session_dir(i) / "lock")]
         ids = [i for i in ids if i not in busy]
         heights = planner.heights(ids)
@@ -255,6 +256,24 @@ class Tick:
         ids.sort(key=lambda i: (heights.get(i, 0), later.since[i], i))
         for heinzel in ids[:room]:
             self._wake(heinzel, plan=later, staged=staged, planner=planner, now=now, report=report)
+
+    def _newer(self, ids: list[str], report: TickReport) -> list[str]:
+        """Leave out each one a newer hz wrote into (a turn of a later vocabulary): one
+        notice each, nothing written there (`heinzel.index.versions`)."""
+        from heinzel.index.versions import newer, newer_note
+
+        later = newer(self.service.index.db.conn, ids)
+        if later:
+            names = dict(
+                self.service.index.db.conn.execute(
+                    f"SELECT id, name FROM heinzel WHERE id IN ({', '.join('?' * len(later))})",  # noqa: S608
+                    sorted(later),
+                ).fetchall()
+            )
+            for heinzel in sorted(later):
+                name = names.get(heinzel, heinzel)
+                report.notices.append(f"{name}: skipped, {newer_note(later[heinzel])}: upgrade hz")
+        return [i for i in ids if i not in later]
 
     def _hand(self, busy: list[str], plan: _Plan, report: TickReport) -> None:
         """A Heinzelmännchen whose spine lock another process holds (a turn running there)

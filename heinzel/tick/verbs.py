@@ -140,7 +140,7 @@ class Verbs:
                 "the message holds bytes that are not UTF-8 text",
                 "send it again from a UTF-8 terminal or file",
             ) from None
-        row = self.service.resolve(ref)
+        row = self.service.resolve(ref, write=True)
         heinzel = str(row["id"])
         if row["contract_version"] is None:
             # refused before the inbox is written: a refused message is never delivered later
@@ -274,7 +274,7 @@ class Verbs:
 
     def resume(self, ref: str) -> dict[str, Any]:
         """Resume the waiting turn now (``woken_by: asked``)."""
-        row = self.service.resolve(ref)
+        row = self.service.resolve(ref, write=True)
         turn = self._one(
             "SELECT turn FROM waits WHERE heinzel = ? ORDER BY turn DESC LIMIT 1", row["id"]
         )
@@ -325,7 +325,7 @@ class Verbs:
 
     def stop(self, ref: str) -> dict[str, Any]:
         """End the running turn ``abandoned stopped`` (or ask its host to, at its next step)."""
-        row = self.service.resolve(ref)
+        row = self.service.resolve(ref, write=True)
         heinzel = str(row["id"])
         turn = self._running(heinzel)
         if turn is None:
@@ -350,7 +350,7 @@ class Verbs:
         from machines import keys
         from machines.keys import Wake
 
-        row = self.service.resolve(ref)
+        row = self.service.resolve(ref, write=True)
         heinzel = str(row["id"])
         self._refuse_held(row, "the retry")
         parent = self._one(

@@ -83,7 +83,7 @@ class Turns:
         from heinzel.turns.host import TurnHost
 
         service = self.sessions
-        row = service.resolve(ref)
+        row = service.resolve(ref, write=True)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = self._adapters(adapters)
         done = TurnHost(self.sessions).wake(row["id"], message, adapters=chosen)
@@ -108,7 +108,7 @@ class Turns:
         from heinzel.turns.host import TurnHost
 
         service = self.sessions
-        row = service.resolve(ref)
+        row = service.resolve(ref, write=True)
         chosen = self._adapters(adapters)
         return answer(
             TurnHost(service), row["id"], approved, proposal, adapters=chosen, resume=resume
@@ -130,7 +130,7 @@ class Turns:
         from heinzel.session.questions import open_questions
 
         service = self.sessions
-        row = service.resolve(ref)
+        row = service.resolve(ref, write=True)
         waiting = open_questions(service, row["id"])
         if question is not None:
             return self.answer_text(row["id"], said, adapters=adapters, question=question)
@@ -163,7 +163,7 @@ class Turns:
         from heinzel.turns.host import TurnHost
 
         service = self.sessions
-        row = service.resolve(ref)
+        row = service.resolve(ref, write=True)
         chosen = self._adapters(adapters)
         host = TurnHost(service)
         return {

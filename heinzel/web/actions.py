@@ -40,7 +40,7 @@ def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
     from heinzel.store.lifecycle import Lifecycle
 
     service = app.service
-    row = service.resolve(ref)
+    row = service.resolve(ref, write=True)
     if verb in ("wake", "retry"):
         Lifecycle(str(row["state"])).fire("wake", row["name"])
     team = app.team() if verb == "wake" else None

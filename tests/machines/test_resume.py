@@ -160,7 +160,7 @@ class TestResume:
             "contract_version": 4,
             "skills": {"house-style": "sha256:aa"},
             "lessons_seq": 17,
-            "vocabulary": 1,
+            "vocabulary": 2,
         }
 
     def test_a_turn_without_events_cannot_be_resumed(self) -> None:

@@ -17,8 +17,8 @@ from machines.testing import Harness, SimulatedCrash
 
 class TestVocabulary:
     def test_the_event_kinds_are_frozen(self) -> None:
-        """Version 1's kinds, exactly (additive only: a new kind bumps the version)."""
-        assert v.VOCABULARY_VERSION == 1
+        """The kinds, exactly (additive only: a kind's payload that changes gets a new name)."""
+        assert v.VOCABULARY_VERSION == 2
         assert v.KINDS == (
             "turn.started",
             "turn.waiting",
@@ -49,6 +49,19 @@ class TestVocabulary:
             "model.reserved",
             "model.released",
         )
+
+    def test_every_version_past_1_names_what_it_changed(self) -> None:
+        """docs/spine.md's policy: each raise of the version lists what an older reader
+        misreads; version 2 is the carried fields and the spend an older hz does not count."""
+        assert sorted(v.VOCABULARY_CHANGES) == list(range(2, v.VOCABULARY_VERSION + 1))
+        assert [c.split(":")[0] for c in v.VOCABULARY_CHANGES[2]] == [
+            "steps",
+            "done",
+            "model.reserved",
+            "turn.skipped.usd",
+            "usage.kind",
+            "step.started.input",
+        ]
 
     def test_the_step_names_are_frozen(self) -> None:
         """gather, think, outcome, act, finish."""

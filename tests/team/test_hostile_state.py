@@ -154,3 +154,34 @@ def test_a_rewritten_state_is_reported_and_my_receipts_go_again(tmp_path: Path) 
     assert any("rewritten" in n for n in report["notices"])
     assert finished_slots(remote) == [MONDAY]
     assert ana.started() == [MONDAY]
+
+
+def test_a_newer_members_receipts_are_kept_not_counted_with_one_notice(tmp_path: Path) -> None:
+    """Ben's newer hz writes receipts of a later version (``v: 2``) onto hz/state, one of
+    them for Tuesday's slot: Ana's tick keeps them (the branch is not rewritten), counts
+    none (she still runs Tuesday's slot), and says once which member runs a newer hz;
+    `hz team status` names each line as written by a newer hz."""
+    remote, ana, _ben = team_of_two(tmp_path)
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    day = TUESDAY[:10]
+    newer = [
+        {**_forged("ben", 1, f"{TEAM}@{TUESDAY}", TUESDAY, n), "v": 2, "lane": "x"} for n in (3, 4)
+    ]
+    _append(remote, f"{TEAM}/{day}.jsonl", newer)
+    tip = _git(remote, "rev-parse", "refs/heads/hz/state")
+    tuesday = START + timedelta(days=1, hours=12)
+    report = json.loads(ana.hz(tuesday, "system", "daemon", "tick", "--json").stdout)
+    assert report["errors"] == []
+    assert sorted(ana.started()) == [MONDAY, TUESDAY]
+    said = [n for n in report["notices"] if "newer hz" in n]
+    assert said == [
+        "team: ben runs a newer hz (receipt v2; this hz reads v1): its receipts are kept "
+        "on hz/state and not counted here; upgrade hz"
+    ]
+    kept = _git(remote, "show", f"refs/heads/hz/state:{TEAM}/{day}.jsonl")
+    assert kept.count('"v": 2') == 2
+    assert _git(remote, "merge-base", "--is-ancestor", tip, "refs/heads/hz/state") == ""
+    status = json.loads(ana.hz(tuesday, "team", "status", "--json").stdout)
+    assert [q["problem"] for q in status["quarantined"]] == [
+        "written by a newer hz (receipt v2; this hz reads v1)"
+    ] * 2

@@ -444,7 +444,7 @@ def build_server(home: str | None, env: dict[str, str] | None = None) -> MCPServ
         log_level="WARNING",
     )
     coded: type[_CodedTool] = type("_CodedTool", (_CodedTool,), {"__module__": __name__})
-    coded.where = staticmethod(tools.where)
+    setattr(coded, "where", staticmethod(tools.where))  # noqa: B010 (a method, per server)
     for name, hints in TOOLS:
         server.tool(name=name, annotations=hints, structured_output=True)(getattr(tools, name))
         _strict(server, name, coded)

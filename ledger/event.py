@@ -117,7 +117,8 @@ def make_event(
 ) -> Event:
     """Build an event and compute its line hash."""
     draft = Event(seq=seq, ts=ts, prev=prev, turn=turn, kind=kind, key=key, data=data)
-    digest = sha256_hex(draft.line()[:-1])
+    line = draft.line()
+    digest = sha256_hex(line[:-1])
     return Event(
         seq=seq,
         ts=ts,
@@ -128,4 +129,5 @@ def make_event(
         data=data,
         hash=digest,
         offset=offset,
+        size=len(line),
     )

@@ -255,8 +255,10 @@ class TestQuickTail:
         sources = Home(home).spine_files()
         before = {i: Home(home).spine_path(i) for i in Home(home).session_ids()}  # the old way
         marks = {
-            str(s): (int(q), str(h), at)
-            for s, q, h, at in db.execute("SELECT source, seq, hash, at FROM _watermarks")
+            str(s): (int(q), str(h), at, size)
+            for s, q, h, at, size in db.execute(
+                "SELECT source, seq, hash, at, size FROM _watermarks"
+            )
         }
         plain = {s: (m[0], m[1]) for s, m in marks.items()}
         expected = {"appended", "cut", "same-length", "no-watermark"}
@@ -265,8 +267,15 @@ class TestQuickTail:
                 with pytest.raises(Exception, match="HZL001"):
                     open_current(index, spines, ["heinzel"])
             return
-        assert behind(plain, _unsure(marks, sources)) == behind(plain, before)
         assert (behind(plain, before) == [source]) == (change in expected)
+        unsure, _ = _unsure(marks, sources)
+        if change == "same-length":
+            # the one change a stat cannot see: a last line rewritten to its own length by
+            # hand reads as current to a listing (docs/spine.md); the writer's open sees it
+            assert behind(plain, unsure) == []
+            assert open_current(index, sources, ["heinzel"]) is not None
+            return
+        assert behind(plain, unsure) == behind(plain, before)
         for spines in (sources, before):
             reader = open_current(index, spines, ["heinzel"])
             assert (reader is None) == (change in expected)
@@ -274,7 +283,8 @@ class TestQuickTail:
     def test_every_spine_is_opened_once(
         self, small_home: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A current index over 24 spines: each opened once, none parsed, none behind."""
+        """A current index over 24 spines: none opened (each one `stat`), none parsed,
+        none behind."""
         home = small_home
         from heinzel.store.home import Home
 
@@ -289,4 +299,4 @@ class TestQuickTail:
         monkeypatch.setattr("ledger.index.spine_tail", lambda path: pytest.fail(str(path)))
         reader = open_current(home / "heinzel" / "index.sqlite", Home(home).spine_files(), ())
         assert reader is not None
-        assert sorted(opened) == sorted(set(opened)) and len(opened) == 24
+        assert [path for path in opened if path.endswith("session.jsonl")] == []

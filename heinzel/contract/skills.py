@@ -116,8 +116,9 @@ def _check_grants(data: dict[Any, Any], lines: LineMap, source: str) -> None:
                 )
 
 
-def load_skill(path: Path) -> Skill:
-    """Load ``path`` (a ``SKILL.md`` file or its directory), or raise a ``HZC05x`` error."""
+def load_skill(path: Path, *, grants: bool = True) -> Skill:
+    """Load ``path`` (a ``SKILL.md`` file or its directory), or raise a ``HZC05x`` error
+    (``grants=False`` reads a granting skill without refusing it, to tell whom it applies to)."""
     file = path / SKILL_FILE if path.is_dir() else path
     source = str(file)
     try:
@@ -133,7 +134,8 @@ def load_skill(path: Path) -> Skill:
     data, lines = load_yaml(parts.yaml_text, offset=parts.yaml_line, source=source)
     if not isinstance(data, dict):
         raise _bad("the frontmatter is not a mapping", _SHAPE, source, parts.yaml_line)
-    _check_grants(data, lines, source)
+    if grants:
+        _check_grants(data, lines, source)
     name = data.get("name")
     if not isinstance(name, str) or not is_slug(name):
         raise _bad(
@@ -263,10 +265,21 @@ def skills_for_turn(uses: Sequence[str], dirs: Sequence[Path], turn: Turn) -> li
                 if file.parent.name not in named:
                     seen.setdefault(file.parent.name, file)
     for name in seen:
+        path = copies(name, dirs)[-1]
         try:
-            skill = load_skill(copies(name, dirs)[-1])
-        except ContractError:
+            skill = load_skill(path)
+        except ContractError as error:
+            if error.code == "HZC051" and _granting_applies(path, turn):
+                raise  # a skill that would grant tools stops the turns it applies to
             continue  # a skill that does not load applies to nobody; its users stop on it
         if _matches(skill, turn):
             chosen.append(skill)
     return chosen
+
+
+def _granting_applies(path: Path, turn: Turn) -> bool:
+    """Whether a skill refused for granting (HZC051) names ``turn`` in its ``applies``."""
+    try:
+        return _matches(load_skill(path, grants=False), turn)
+    except ContractError:
+        return False

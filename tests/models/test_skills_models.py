@@ -99,7 +99,7 @@ name: house-style
 description: Grants itself a shell.
 allowed-tools: [Bash]
 hz:
-  applies: {capabilities: [files]}
+  applies: {capabilities: [calendar]}
 ---
 
 Run whatever you like.
@@ -109,8 +109,10 @@ Run whatever you like.
 class TestABadSkillFile:
     def test_a_bad_skill_stops_only_the_contracts_that_use_it(self, user: User) -> None:
         """skills/house-style/SKILL.md, which notes-digest uses, now grants a tool
-        (HZC051): plain-digest, which does not use it, wakes and drafts as before;
-        notes-digest fails on it with its code and hint, and nothing is sent for it."""
+        (HZC051): plain-digest, which neither uses it nor is one it applies to (it applies
+        to calendar turns; a granting skill still stops the turns it applies to,
+        tests/heinzel/test_skills.py), wakes and drafts as before; notes-digest fails on it
+        with its code and hint, and nothing is sent for it."""
         _project(user)
         plain = user.folder / "plain.prose.md"
         plain.write_text(CONTRACT.replace("notes-digest", "plain-digest"), "utf-8")

@@ -28,17 +28,24 @@ NEWER = "newer.vocabulary."
 """The prefix of the ``marks`` kind that notes a turn of a later vocabulary."""
 
 _RANGE = "kind >= 'newer.vocabulary.' AND kind < 'newer.vocabulary/'"
+_BY_ID = 64
+"""Up to this many ids are looked up one by one; more read the marks once."""
 
 
 def newer(db: Database, ids: Iterable[str] | None = None) -> dict[str, int]:
     """The Heinzelmännchen (of ``ids``, or all) whose spine holds a turn of a later
     vocabulary, each with the latest such version."""
-    rows = db.execute(f"SELECT heinzel, kind FROM marks WHERE {_RANGE}").fetchall()  # noqa: S608
-    wanted = None if ids is None else set(ids)
+    wanted = None if ids is None else dict.fromkeys(ids)
+    if wanted is not None and len(wanted) <= _BY_ID:
+        # a turn's or a tick's few: a search of `marks_kind` each, never a walk of the home's
+        query = f"SELECT heinzel, kind FROM marks WHERE heinzel = ? AND {_RANGE}"  # noqa: S608
+        rows = [row for i in wanted for row in db.execute(query, [i]).fetchall()]
+    else:  # a listing's many: one pass over the index (a covering scan), filtered here
+        rows = db.execute(f"SELECT heinzel, kind FROM marks WHERE {_RANGE}").fetchall()  # noqa: S608
+        if wanted is not None:
+            rows = [row for row in rows if row[0] in wanted]
     found: dict[str, int] = {}
     for heinzel, kind in rows:
-        if wanted is not None and heinzel not in wanted:
-            continue
         version = int(str(kind).removeprefix(NEWER))
         found[str(heinzel)] = max(version, found.get(str(heinzel), 0))
     return found

@@ -481,6 +481,7 @@ class Tick:
         report: TickReport,
     ) -> None:
         wakes = plan.wakes.get(heinzel, [])
+        moved: list[Any] = []
         with isolated(self.service, heinzel, report.errors, "wake"):
             if wakes and self._over_cap(heinzel, planner, now):
                 self._skip_cap(heinzel, wakes, planner, now, report)
@@ -501,6 +502,11 @@ class Tick:
                 report.woken.append(
                     {"id": heinzel, "turn": turn, "woken_by": woken_by, "ended": _ended([state])}
                 )
+                if woken_by == "source":
+                    # the turn that waited for a source to move took the move: it is not
+                    # a second turn's wake too (its fingerprints are still marked seen)
+                    moved = [w for w in wakes if w.cause == "source-changed"]
+                    wakes = [w for w in wakes if w.cause != "source-changed"]
             mine = TickFetch(
                 staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
             )
@@ -526,7 +532,7 @@ class Tick:
                         "ended": ended,
                     }
                 )
-            if wakes:
+            if wakes or moved:
                 planner.seen(
                     (heinzel, s.request.input, s.fingerprint)
                     for s in mine.staged

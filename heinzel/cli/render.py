@@ -261,6 +261,7 @@ def verify(reports: list[dict[str, Any]]) -> str:
         else:
             lines += [
                 f"BROKEN {r['file']}: seq {b['seq']}: {b['reason']} {b['detail']}".rstrip()
+                + (" (contained)" if b.get("contained") else "")
                 for b in r["breaks"]
             ]
     return "\n".join(lines) or "no sessions"

@@ -365,6 +365,8 @@ class TurnHost:
             extra, approval = found
             requests = []
         parent = retry_parent(wakes)
+        if parent is None and data and data.get("parent_turn"):
+            parent = str(data["parent_turn"])  # a retry keyed by its request id alone
         reused = None
         if parent is not None:
             reused = self._parent_inputs(heinzel_id, parent)

@@ -345,6 +345,7 @@ def reply_lines(data: dict[str, Any]) -> list[str]:
 def forgot(data: dict[str, Any]) -> str:
     """`hz heinzel forget`: what later turns no longer see (or see instead)."""
     what = data["target"].replace("turn:", "turn ").replace("seq:", "line #")
+    queued = f"\nqueued: {data['queued']}" if data.get("queued") else ""
     if data["replacement"] is None:
-        return f"{data['name']}: later turns no longer see {what} (the record keeps it)"
-    return f"{data['name']}: later turns see {what} as: {data['replacement']}"
+        return f"{data['name']}: later turns no longer see {what} (the record keeps it){queued}"
+    return f"{data['name']}: later turns see {what} as: {data['replacement']}{queued}"

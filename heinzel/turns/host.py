@@ -33,6 +33,7 @@ from heinzel.session.amendments import propose_amendment
 from heinzel.session.open_turns import lock_held
 from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
+from heinzel.store.inbox import Inbox, apply_edits
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, nothing_to_learn
 from heinzel.turns.chat import ChatReads, ChatWrites
@@ -378,6 +379,7 @@ class TurnHost:
         if staged is not None:
             refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             given = wakes
             if len(kept := undelivered(journal, wakes)) < len(wakes):
@@ -515,6 +517,7 @@ class TurnHost:
         """Resume one turn (after a crash: ``recovery``; after a wait: what woke it)."""
         service = self.service
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             states, follow = self._resume_held(
                 heinzel_id, spine, journal, turn, woken_by, adapters=adapters

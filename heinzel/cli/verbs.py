@@ -182,7 +182,7 @@ def render_verb(data: dict[str, Any]) -> str:
         for key, value in data.items()
         if key not in hidden and value is not None  # never `reason: None`
     ]
-    questions = questions_lines(data.get("questions") or [], indent="")
+    questions = questions_lines(data.get("questions") or [], indent="", own=data.get("turn"))
     return "\n".join([*shown, *reply_lines(data), *questions])
 
 

@@ -600,7 +600,10 @@ class TurnHost:
             write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        done = summary(states, service.home.session_dir(heinzel_id))
+        # how its own turn ended, not a follow-up's run after it (a chat queued meanwhile):
+        # a wake whose turn was stopped says so, and exits 1, whatever ran next
+        own = [state for state in states if wake.key in state.keys]
+        done = summary(own or states, service.home.session_dir(heinzel_id))
         if self.interrupted is not None:
             done["interrupted"] = self.interrupted
         return done

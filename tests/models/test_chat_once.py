@@ -12,6 +12,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,9 +24,11 @@ import pytest
 
 from ledger.spine import read_events
 from machines.journal import wake_keys
+from tests import forkhz
+from tests.waits import HANG
 
 from .conftest import CREATED, DRAFT, User
-from .fake_providers import Outcome
+from .fake_providers import Hang, Outcome
 
 pytestmark = pytest.mark.parametrize("user", ["anthropic"], indirect=True)
 
@@ -187,3 +191,58 @@ def test_a_retry_resent_three_times_runs_once(user: User) -> None:
     retries = [e for e in _events(user, "turn.started") if e.data.get("cause") == "retry"]
     assert [e.turn for e in retries] == [first[0]["turn"]]
     assert first[0]["key"] == f"{heinzel}@retry:rq-retry1"
+
+
+def _hang_first(body: dict[str, Any], n: int) -> Hang | Outcome:
+    """The first request is held (until a stop cancels it); every later one drafts."""
+    return Hang() if n == 1 else Outcome(DRAFT)
+
+
+def test_a_wake_whose_turn_was_stopped_exits_1_though_a_follow_up_ran(user: User) -> None:
+    """`hz heinzel wake` while a chat waits for its turn and `hz heinzel stop` ends it: the
+    chat's follow-up turn runs after it, but the wake says how its own turn ended,
+    abandoned (stopped), and exits 1 with HZH361."""
+    _approved(user)
+    provider = user.serve(_hang_first)
+    woke = forkhz.Popen(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", "notes-digest", "--json"],
+        cwd=user.folder,
+        env=user.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert provider.received.wait(timeout=HANG), "the request never reached the provider"
+        queued = _chat(user, "mention the rollout", "rq-during1")
+        assert queued["delivered"] == "queued for the running turn", queued
+        stop = user.hz("heinzel", "stop", "notes-digest")
+        assert stop.returncode == 0, stop.stderr
+        out, err = woke.communicate(timeout=HANG)
+    finally:
+        woke.kill()
+    assert woke.returncode == 1, (out, err)
+    assert "HZH361" in err, err
+    ended = json.loads(out)
+    assert (ended["state"], ended["reason"]) == ("abandoned", "stopped"), ended
+    finished = [e.data for e in _events(user, "turn.finished")]
+    assert [f["disposition"] for f in finished[-2:]] == ["abandoned", "drafted"], finished
+
+
+def test_a_second_wake_names_the_older_question_as_the_older_turns(user: User) -> None:
+    """The first wake's turn asks a question; a second wake's turn drafts: its output names
+    the question still waiting as the first turn's, never as a question of its own."""
+    _approved(user)
+    user.serve(lambda body, n: Outcome(ASK if n == 1 else DRAFT))
+    first = user.hz("heinzel", "wake", "notes-digest", "--json")
+    asked = json.loads(first.stdout)
+    assert asked["state"] == "waiting", first.stdout
+    own = user.hz("heinzel", "wake", "notes-digest", "--json")
+    assert own.returncode == 0, own.stderr
+    [listed] = json.loads(own.stdout)["questions"]
+    assert listed["turn"] == asked["turn"]
+    second = user.hz("heinzel", "wake", "notes-digest")
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    assert f"earlier question of turn {asked['turn']}: {ASK['question']}" in lines, lines
+    assert not any(line.startswith("question:") for line in lines), lines

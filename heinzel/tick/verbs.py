@@ -58,6 +58,10 @@ QUEUED_ANSWER = (
     "tick delivers the message as a chat of its own (do not send it again; the question "
     "still waits: hz heinzel answer)"
 )
+ANSWERED_QUEUED = (
+    "answers the open question (recorded; another process holds the lock now, so the next "
+    "tick goes on with its turn: do not send it again)"
+)
 QUEUED_ANSWERED = (
     "queued: the question already has an earlier answer; the next tick delivers the "
     "message as a chat of its own (do not send it again)"
@@ -275,6 +279,10 @@ class Verbs:
         try:
             done = dict(self.answer(heinzel, request.message, take, request.request_id))
         except HzError as error:
+            if error.code == "HZL010" and inbox.answered_chats().get(request.request_id):
+                # recorded as the answer, then another process took the lock before its
+                # turn went on: delivered; the next tick resumes it with the request
+                return {**said, "delivered": ANSWERED_QUEUED}
             if error.code == "HZL010":
                 # another process held the lock all along: nothing of the answer is kept
                 # (its file is written under the lock); the chat waits in the inbox

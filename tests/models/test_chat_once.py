@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
 
 from ledger.spine import read_events
 from machines.journal import wake_keys
 from tests import forkhz
+from tests.hz_mcp.client import session
 from tests.waits import HANG
 
 from .conftest import CREATED, DRAFT, User
@@ -111,6 +113,14 @@ def test_an_answering_chat_resent_runs_nothing(user: User) -> None:
         in again.stdout.splitlines()
     )
     assert _chat(user, ANSWER, "rq-answer1")["turn"] == answered.turn
+
+    async def resend(s: ClientSession) -> Any:  # an agent's MCP heinzel_chat, the same id
+        arguments = {"name": "notes-digest", "text": ANSWER, "request_id": "rq-answer1"}
+        return await s.call_tool("heinzel_chat", arguments)
+
+    mcp = session(user.env, user.folder, resend)
+    assert not mcp.is_error, mcp
+    assert mcp.structured_content["delivered"].startswith("already delivered: answers the")
     assert len(provider.seen) == asked
     assert len(_events(user, "turn.started")) == started
     assert answered.data["request"] == "rq-answer1"
@@ -170,8 +180,9 @@ def test_an_answer_that_cannot_take_the_lock_keeps_nothing_of_the_answer(user: U
 
 
 def test_a_retry_resent_three_times_runs_once(user: User) -> None:
-    """`hz heinzel retry --request-id R` sent three times: one retry turn keyed
-    ``<id>@retry:R``, paid once; the resends say "already delivered", exit 0, run nothing."""
+    """`hz heinzel retry --request-id R` sent three times (and once more over MCP): one
+    retry turn keyed ``<id>@retry:R``, paid once; the resends say "already delivered",
+    exit 0, run nothing."""
     heinzel = _approved(user)
     provider = user.serve(lambda body, n: Outcome(DRAFT))
     assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
@@ -188,6 +199,15 @@ def test_a_retry_resent_three_times_runs_once(user: User) -> None:
         assert said["delivered"] == "already delivered (its turn ran then; nothing ran again)"
         assert said["turn"] == first[0]["turn"]
         assert asked == first[1]
+
+    async def resend(s: ClientSession) -> Any:  # an agent's MCP heinzel_retry, the same id
+        arguments = {"name": "notes-digest", "hint": "shorter", "request_id": "rq-retry1"}
+        return await s.call_tool("heinzel_retry", arguments)
+
+    mcp = session(user.env, user.folder, resend)
+    assert not mcp.is_error, mcp
+    assert mcp.structured_content["delivered"].startswith("already delivered")
+    assert len(provider.seen) == first[1]
     retries = [e for e in _events(user, "turn.started") if e.data.get("cause") == "retry"]
     assert [e.turn for e in retries] == [first[0]["turn"]]
     assert first[0]["key"] == f"{heinzel}@retry:rq-retry1"

@@ -321,6 +321,8 @@ def doctor(data: dict[str, Any]) -> str:
 
 
 def wake(data: dict[str, Any]) -> str:
+    if str(data.get("delivered") or "").startswith("already delivered"):
+        return f"{data['name']}: {data['delivered']} (turn {data.get('turn')})"
     if data.get("turn") is None:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]

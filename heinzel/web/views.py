@@ -279,7 +279,10 @@ class Views:
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
             if form.get("text") is not None:
                 question = str(form.get("question") or "") or None
-                return app.turns.respond(ref, str(form.get("text")), question=question)
+                request_id = str(form.get("request_id") or "") or None  # a resend: once
+                return app.turns.respond(
+                    ref, str(form.get("text")), question=question, request_id=request_id
+                )
             proposal = str(form.get("proposal") or "") or None
             said = form.get("said") == "yes"
             done = app.turns.answer(ref, said, proposal, resume=False)

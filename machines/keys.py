@@ -10,7 +10,7 @@ Every key starts with the owner's id and ``@`` (ADR 0049 statement 5, 13):
 | asked | ``<id>@<request id>`` |
 | approval | ``<id>@approval:<output>:#<16 hex of the draft key>`` (once per placed draft) |
 | created | ``<id>@created`` (once ever) |
-| retry | ``<id>@retry:<parent turn>:<request id>`` |
+| retry | ``<id>@retry:<request id>`` (old form: ``<id>@retry:<parent turn>:<request id>``) |
 | stale | ``<id>@stale:<output>:<valid_until>`` |
 | place_draft effect | ``<id>@v<contract version>@<slot>@<asset>`` |
 | question effect | ``<id>@question:<turn>:<n>`` |
@@ -110,12 +110,21 @@ def created(owner: str) -> str:
     return f"{_part('id', owner)}@created"
 
 
-def retry(owner: str, parent_turn: str, request_id: str) -> str:
-    """``<id>@retry:<parent turn>:<request id>``: a fork of a turn, once per request."""
-    return (
-        f"{_part('id', owner)}@retry:{_part('parent turn', parent_turn)}"
-        f":{_part('request id', request_id)}"
-    )
+def retry(owner: str, request_id: str) -> str:
+    """``<id>@retry:<request id>``: a fork of a turn, once per request whatever turn it
+    forks (the parent goes into ``turn.started``). Keys of the old form
+    ``<id>@retry:<parent turn>:<request id>`` still read: `retry_request` gives their
+    request id alike."""
+    return f"{_part('id', owner)}@retry:{_part('request id', request_id)}"
+
+
+def retry_request(key: str) -> str | None:
+    """The request id of a retry key, of either form (``<id>@retry:<request id>`` or the
+    old ``<id>@retry:<parent turn>:<request id>``); None for any other key."""
+    tail = key.partition("@")[2]
+    if not tail.startswith("retry:"):
+        return None
+    return tail.rsplit(":", 1)[-1]
 
 
 def stale(owner: str, output: str, valid_until: str) -> str:

@@ -1,9 +1,12 @@
 """Answering an outcome's free-text question (``hz heinzel answer NAME "text"``).
 
 A turn whose outcome asks a question ends its act step waiting on ``{kind: answer, key}``
-(`heinzel.turns.act`). The answer goes to ``inbox/answer-<turn>.json`` first (a second
-answer to the same question reuses the first), then ``question.answered{id, hash}`` under
-the question's key (the text only in the inbox and the waiting turn's body), then the
+(`heinzel.turns.act`). Under the spine's lock the answer goes to
+``inbox/answer-<turn>.json`` first (a second answer to the same question reuses the first),
+then ``question.answered{id, hash, request}`` under the question's key (``request``, an
+optional field: the chat's or ``--request-id``'s id; the text only in the inbox and the
+waiting turn's body); a sender that cannot take the lock keeps nothing, so no later
+message is taken for an answer it never recorded. Then the
 waiting turn resumes and ends ``asked``, then one turn of cause asked under the key
 ``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
 machine never starts a key twice). A process killed after ``question.answered`` and before
@@ -22,6 +25,7 @@ from typing import Any
 from heinzel.errors import HeinzelError
 from heinzel.session.questions import open_asks, unfinished_answers
 from heinzel.turns.host import TurnHost, summary
+from heinzel.turns.record import IndexedJournal
 from ledger.bodies import Bodies
 from ledger.files import ensure_private_dir, write_atomic
 from machines import Wake, crash_hook
@@ -46,7 +50,9 @@ def answer_text(
     ``request_id``: the chat request the answer came in, kept with it so a tick after a
     crash runs the follow-up for that request, never an ordinary chat turn; ``question``:
     the turn id or key of the open question to answer, where several wait (HZH350 when
-    none of them is that one))."""
+    none of them is that one)). HZH210 when the question was answered while this waited
+    for the lock; ``answered_by`` in the answer when a first answer a killed process left
+    (another request's) stands, and ``recorded`` then does not run."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
@@ -79,23 +85,40 @@ def answer_text(
     inbox = service.home.inbox_dir(heinzel_id)
     ensure_private_dir(inbox)
     path = inbox / f"answer-{turn}.json"
-    try:
-        text = str(json.loads(path.read_text(encoding="utf-8"))["message"])
-    except (OSError, ValueError, KeyError, TypeError):
-        record = {"key": key, "message": text, "at": service.clock().isoformat()}
-        if request_id is not None:
-            record["request"] = request_id
-        write_atomic(path, json.dumps(record).encode("utf-8"))
-    digest = content_hash(text)
+    # the answer file is written under the spine's lock: a sender that cannot take the
+    # lock (HZL010) keeps nothing of its answer, so no later message is taken for it
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+        journal = IndexedJournal(spine, service.index.db, heinzel_id)
+        if any(e.kind == "question.answered" for e in journal.key_events(key)):
+            raise HeinzelError(
+                "HZH210",
+                f"{name}'s question of turn {turn} was answered while this waited",
+                f"`hz heinzel show {name}` shows what is pending",
+            )
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            text = str(kept["message"])  # a first answer a killed process left stands
+            whose = kept.get("request") if isinstance(kept.get("request"), str) else None
+            ours = request_id is None or whose == request_id
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            whose, ours = request_id, True
+            record = {"key": key, "message": text, "at": service.clock().isoformat()}
+            if request_id is not None:
+                record["request"] = request_id
+            write_atomic(path, json.dumps(record).encode("utf-8"))
+        digest = content_hash(text)
         Bodies(service.home.session_dir(heinzel_id)).append(
             turn, {"kind": "answer", "key": key, "hash": digest, "text": text}
         )
-        spine.append("question.answered", {"id": path.stem, "hash": digest}, turn=turn, key=key)
-    if recorded is not None:
+        data = {"id": path.stem, "hash": digest}
+        if whose is not None:
+            data["request"] = whose  # the chat whose words answer it (optional field)
+        spine.append("question.answered", data, turn=turn, key=key)
+    if recorded is not None and ours:
         recorded()
     done = _follow_up(host, heinzel_id, turn, adapters)
-    return {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    said = {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    return said if ours else {**said, "answered_by": whose or "an earlier answer"}
 
 
 def _follow_up(

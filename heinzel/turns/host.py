@@ -33,6 +33,7 @@ from heinzel.session.amendments import propose_amendment
 from heinzel.session.open_turns import lock_held
 from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
+from heinzel.store.inbox import Inbox, apply_edits
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, nothing_to_learn
 from heinzel.turns.chat import ChatReads, ChatWrites
@@ -366,6 +367,8 @@ class TurnHost:
             extra, approval = found
             requests = []
         parent = retry_parent(wakes)
+        if parent is None and data and data.get("parent_turn"):
+            parent = str(data["parent_turn"])  # a retry keyed by its request id alone
         reused = None
         if parent is not None:
             reused = self._parent_inputs(heinzel_id, parent)
@@ -377,6 +380,7 @@ class TurnHost:
         if staged is not None:
             refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             given = wakes
             if len(kept := undelivered(journal, wakes)) < len(wakes):
@@ -514,6 +518,7 @@ class TurnHost:
         """Resume one turn (after a crash: ``recovery``; after a wait: what woke it)."""
         service = self.service
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             states, follow = self._resume_held(
                 heinzel_id, spine, journal, turn, woken_by, adapters=adapters
@@ -580,15 +585,21 @@ class TurnHost:
     # -- asked turns -----------------------------------------------------------------
 
     def wake(
-        self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
+        self,
+        heinzel_id: str,
+        message: str | None,
+        *,
+        adapters: Mapping[str, object],
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """A turn of cause asked: the message into the inbox first, then the turn. A wake
         with no message writes its request only while another process holds the spine's
         lock (this one then waits for it, and may be killed waiting): with the lock free
         the turn's own ``turn.started`` is the request's first and only record, and
-        gather has nothing to read from an empty one (two fsyncs a wake saved)."""
+        gather has nothing to read from an empty one (two fsyncs a wake saved).
+        ``request_id``: the caller's (checked unclaimed by `Turns.wake`), else a new one."""
         service = self.service
-        request = "rq-" + new_id(service.clock)[3:]
+        request = request_id or "rq-" + new_id(service.clock)[3:]
         if message is not None or lock_held(service.home.session_dir(heinzel_id) / "lock"):
             inbox = service.home.inbox_dir(heinzel_id)
             ensure_private_dir(inbox)
@@ -596,7 +607,10 @@ class TurnHost:
             write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        done = summary(states, service.home.session_dir(heinzel_id))
+        # how its own turn ended, not a follow-up's run after it (a chat queued meanwhile):
+        # a wake whose turn was stopped says so, and exits 1, whatever ran next
+        own = [state for state in states if wake.key in state.keys]
+        done = summary(own or states, service.home.session_dir(heinzel_id))
         if self.interrupted is not None:
             done["interrupted"] = self.interrupted
         return done

@@ -16,21 +16,23 @@ The mirror (``<home>/team/mirror.git``) has no work tree: commits are built with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from heinzel.errors import HeinzelError
 from ledger.files import ensure_private_dir
 
-__all__ = ["STATE_REF", "Git", "Pushed", "git_error"]
+__all__ = ["STATE_REF", "Git", "Pushed", "declined_error", "git_error"]
 
 STATE_REF = "refs/heads/hz/state"
 LEASE_PREFIX = "refs/hz/lease/"
 _TRACK_STATE = "refs/remotes/origin/hz/state"
+_SEEN_STATE = "refs/hz-seen/state"
 _TRACK_LEASES = "refs/remotes/origin/lease/"
 _EMPTY_TREE = {
     "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
@@ -51,12 +53,33 @@ def git_error(message: str, detail: str = "") -> HeinzelError:
     )
 
 
+def declined_error(ref: str, reason: str, name: str | None = None) -> HeinzelError:
+    """HZH480: the server's hook (`heinzel.team.hook`) refused a push of ``ref``, with its
+    reason; a handle off the hook's roster is named with the fix."""
+    what = "the receipts" if ref == STATE_REF else f"the lease of {name or ref}"
+    found = re.search(r"holder '([^']+)' is not a roster handle|by is not a roster handle", reason)
+    if found:
+        who = found.group(1) or "a member"
+        hint = (
+            f"the hook's roster is out of date: it lacks {who}. Add {who} to [team] members "
+            "and write the hook again on the server (`hz team hook <bare repository>`)"
+        )
+    else:
+        hint = "`hz team status` shows it; see docs/team.md (Server-side fencing)"
+    return HeinzelError(
+        "HZH480", f"the team repository's hook refused {what}: {reason}"[:400], hint
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Pushed:
-    """One push: which refs took, which were rejected (a lease that moved)."""
+    """One push: which refs took, which were rejected (a lease that moved), and of
+    those which the server's hook declined (``declined``: ref -> the hook's reason,
+    `heinzel.team.hook`), which no retry will change."""
 
     accepted: frozenset[str]
     rejected: frozenset[str]
+    declined: Mapping[str, str] = field(default_factory=dict)
 
 
 class Git:
@@ -125,6 +148,18 @@ class Git:
         done = self.run("rev-parse", "--verify", "--quiet", _TRACK_STATE, check=False)
         return done.stdout.strip() or None
 
+    def seen_state(self) -> str | None:
+        """The ``hz/state`` tip the last fetch examined for a rewrite (kept apart from
+        the fetched ref, so a fetch by any path never hides a rewrite from the next)."""
+        done = self.run("rev-parse", "--verify", "--quiet", _SEEN_STATE, check=False)
+        return done.stdout.strip() or None
+
+    def see_state(self, tip: str | None) -> None:
+        if tip is None:
+            self.run("update-ref", "-d", _SEEN_STATE, check=False)
+        else:
+            self.run("update-ref", _SEEN_STATE, tip)
+
     def descends(self, old: str, new: str | None) -> bool:
         """Whether ``new`` is ``old`` or a descendant of it (a fast-forward)."""
         if new is None:
@@ -133,8 +168,10 @@ class Git:
         return done.returncode == 0
 
     def track(self, commit: str) -> None:
-        """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
+        """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch), and as
+        the tip examined last (it descends from it)."""
         self.run("update-ref", _TRACK_STATE, commit)
+        self.run("update-ref", _SEEN_STATE, commit)
 
     def track_leases(self, commits: Mapping[str, str]) -> None:
         """Our own accepted lease commits (``{team id: commit}``) as the fetched refs, in
@@ -262,12 +299,21 @@ class Git:
         done = self.run(*args, check=False)
         accepted: set[str] = set()
         rejected: set[str] = set()
+        declined: dict[str, str] = {}
+        said = [
+            line.split("hz: refused:", 1)[1].strip()
+            for line in done.stderr.splitlines()
+            if "hz: refused:" in line
+        ]
         for line in done.stdout.splitlines():
             parts = line.split("\t")
             if len(parts) < 3 or ":" not in parts[1]:
                 continue
             ref = parts[1].split(":", 1)[1]
             (rejected if parts[0].strip() == "!" else accepted).add(ref)
+            if parts[0].strip() == "!" and "hook declined" in parts[2]:
+                mine = [s for s in said if s.startswith(f"{ref}:")] or said
+                declined[ref] = mine[0] if mine else parts[2].strip()
         if not accepted and not rejected:
             raise git_error("git push failed", done.stderr)
-        return Pushed(frozenset(accepted), frozenset(rejected))
+        return Pushed(frozenset(accepted), frozenset(rejected), declined)

@@ -50,8 +50,8 @@ def _receipts(team: Team) -> list[dict[str, Any]]:
     ]
     leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
     seen = team.leases_seen(leases)
-    ceilings = {t: seen[t] for t, lease in leases.items() if lease}
-    admitted, _ = sort_records(lines, team.roster(), ceilings, lease_grants(leases))
+    soft = {tid for tid in seen if leases.get(tid) is None}
+    admitted, _ = sort_records(lines, team.roster(), seen, lease_grants(leases), soft)
     return admitted
 
 

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 
 from heinzel.team.git import LEASE_PREFIX, STATE_REF
 from heinzel.team.lease import Lease
-from heinzel.team.receipts import Grant, history, judge, lint_record
+from heinzel.team.receipts import Grant, history, judge, lint_record, misplaced
 from ledger.event import parse_ts
 
 __all__ = ["check_push", "hook_script"]
@@ -174,6 +174,8 @@ def _check_added(
                 problems.append(f"{where}: not JSON")
                 continue
             found = lint_record(record, names)
+            if not found and (wrong := misplaced(path, record)):
+                found = [wrong]
             if found:
                 problems.append(f"{where}: {found[0]}")
                 continue

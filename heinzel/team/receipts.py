@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,6 +43,7 @@ __all__ = [
     "judge",
     "lint_record",
     "lint_records",
+    "misplaced",
     "sort_records",
     "team_id",
     "team_key",
@@ -316,14 +317,18 @@ def sort_records(
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
     leases: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], list[Quarantined]]:
     """``(where, line)`` pairs split into the records the lint admits and the ones it
     quarantines, whatever their order: a line that is not a receipt the lint admits
     (`lint_record`); a token above ``ceilings[team]`` (the current lease's: no lease ever
     granted it, a forged receipt); a receipt whose token its writer did not hold at its
     ``at`` (`judge`), by the lease history (`history`; ``leases``: each team's current
-    lease as a grant)."""
+    lease as a grant). ``climb``: teams whose lease ref is unreadable or deleted, whose
+    ceiling (the highest token this home saw) rises only by ``lease.granted`` lines one
+    token at a time, so a forged token 999 stays quarantined."""
     names = frozenset(roster)
+    ceilings = _climbed(lines, names, ceilings or {}, climb)
     linted: list[tuple[str, dict[str, Any] | None, list[str]]] = []
     for where, line in lines:
         try:
@@ -340,6 +345,8 @@ def sort_records(
             problems = [f"token {token} is above the lease's ({ceiling}): no lease granted it"]
         if not problems and not _TS.fullmatch(str(record.get("at"))):
             problems = ["at is not a timestamp"]
+        if not problems and (wrong := misplaced(where.rsplit(":", 1)[0], record)):
+            problems = [wrong]
         linted.append((where, record, problems))
     grants = history([r for _, r, p in linted if r is not None and not p], leases)
     admitted: list[dict[str, Any]] = []
@@ -363,6 +370,52 @@ def sort_records(
             continue
         admitted.append(record)
     return admitted, quarantined
+
+
+_DAY_FILE = re.compile(r"([^/]+)/(\d{4}-\d\d-\d\d)\.jsonl")
+
+
+def misplaced(path: str, record: Mapping[str, Any]) -> str | None:
+    """Why ``record`` does not belong in the ``hz/state`` file ``path`` (None: it does,
+    or ``path`` is not a day file): its ``at`` must fall on the file's day and its team
+    be the file's folder, so a line dated 2099 inside a 2026 day file is refused."""
+    found = _DAY_FILE.fullmatch(path)
+    if found is None:
+        return None
+    if str(record.get("team")) != found.group(1):
+        return f"team {str(record.get('team'))[:40]} is not this file's team"
+    if str(record.get("at"))[:10] != found.group(2):
+        return f"at {str(record.get('at'))[:40]} is not on this file's day ({found.group(2)})"
+    return None
+
+
+def _climbed(
+    lines: Sequence[tuple[str, str]],
+    names: frozenset[str],
+    ceilings: Mapping[str, int],
+    climb: Collection[str],
+) -> dict[str, int]:
+    """``ceilings``, each team of ``climb`` raised through its ``lease.granted`` lines
+    that follow it one token at a time (each new holder raises the token by one)."""
+    found = dict(ceilings)
+    granted: dict[str, set[int]] = {}
+    for _where, line in lines if climb else ():
+        if '"lease.granted"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("kind") == "lease.granted":
+            team, token = str(record.get("team")), record.get("token")
+            if team in climb and isinstance(token, int) and not lint_record(record, names):
+                granted.setdefault(team, set()).add(token)
+    for team, tokens in granted.items():
+        top = found.get(team, 0)
+        while top + 1 in tokens:
+            top += 1
+        found[team] = top
+    return found
 
 
 def history(
@@ -400,7 +453,8 @@ def lint_records(
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
     leases: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
 ) -> list[str]:
     """Lint ``(where, line)`` pairs in branch order: each quarantined line (`sort_records`),
     described with who and what."""
-    return [q.describe() for q in sort_records(lines, roster, ceilings, leases)[1]]
+    return [q.describe() for q in sort_records(lines, roster, ceilings, leases, climb)[1]]

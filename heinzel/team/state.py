@@ -23,7 +23,7 @@ slots or the token floor, and stops nobody's receipts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -153,6 +153,7 @@ def scan(
     ceilings: Mapping[str, int],
     *,
     leases: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
 ) -> Scan:
     """The files of the last eight days of each team id on the fetched ``hz/state``, in
     two git processes however many teams, sorted by `sort_records` (``ceilings``: each
@@ -172,7 +173,7 @@ def scan(
         for path, text in sorted(texts.items())
         for n, line in enumerate(text.splitlines(), start=1)
     ]
-    admitted, found.quarantined = sort_records(lines, roster, ceilings, leases)
+    admitted, found.quarantined = sort_records(lines, roster, ceilings, leases, climb)
     found.grants = history(admitted, leases)
     for record in admitted:
         if record.get("kind") == "lease.granted":
@@ -235,7 +236,9 @@ def lint_branch(
     roster: set[str],
     leases: dict[str, Lease | None],
     ceilings: Mapping[str, int],
+    *,
     grants: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
 ) -> list[str]:
     """Every record on the fetched ``hz/state``, in branch order (`lint_records`, a
     token above its lease's refused as forged)."""
@@ -245,7 +248,7 @@ def lint_branch(
     lines: list[tuple[str, str]] = []
     for path, text in sorted(git.read_many(tip, None).items()):
         lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
-    problems = lint_records(lines, roster, ceilings, grants)
+    problems = lint_records(lines, roster, ceilings, grants, climb)
     for tid, lease in leases.items():
         if lease is not None and lease.holder not in roster:
             problems.append(f"lease {tid}: holder is not a roster handle")

@@ -212,9 +212,11 @@ class Team:
         if self.online:
             teams = [m.team for m in self.members.values()]
             seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
-            ceilings = {t: seen[t] for t, (_, lease) in self.leases.items() if lease}
-            current = lease_grants({t: lease for t, (_, lease) in self.leases.items()})
-            found = scan(git, teams, now, self.roster(), ceilings, leases=current)
+            read = {t: lease for t, (_, lease) in self.leases.items()}
+            current = lease_grants(read)
+            found = scan(
+                git, teams, now, self.roster(), seen, leases=current, climb=_soft(seen, read)
+            )
             self.received = found.keys
             self.grants, self.granted = found.grants, found.granted
             self.floors = dict(seen)
@@ -397,6 +399,13 @@ class Team:
         for tid, (commit, lease) in written.items():
             if LEASE_PREFIX + tid in pushed.accepted:
                 self.leases[tid] = (commit, lease)
+        self.leases_seen(  # a token this home granted is one it has seen
+            {
+                tid: lease
+                for tid, (_, lease) in written.items()
+                if LEASE_PREFIX + tid in pushed.accepted
+            }
+        )
         git.track_leases(
             {tid: c for tid, (c, _) in written.items() if LEASE_PREFIX + tid in pushed.accepted}
         )
@@ -460,6 +469,11 @@ class Team:
         if member is None:
             return list(wakes), list(resumes)
         if member.team not in self.held:
+            lease = self.leases.get(member.team, (None, None))[1]
+            if self.online and lease is not None and not lease.held_by(self.me, self.machine):
+                # another holder runs it now: a turn of ours left open (killed after
+                # turn.started) could never leave its receipts; end it
+                return [], [(turn, "superseded") for turn, _ in resumes]
             return [], []
         done = self.received.get(member.team, set())
         kept = [w for w in wakes if team_key(w.key, heinzel, member.team) not in done]
@@ -593,6 +607,12 @@ class Team:
                     begun = {**begun, "inputs": inputs}
                 token = begun.get("fencing")
                 moved[member.local] = event.seq
+                if (
+                    event.kind in _FINAL
+                    and event.data.get("reason") == "superseded"
+                    and self.held.get(member.team) != token
+                ):
+                    continue  # ended because another holder runs it: nothing to say
                 late = event.kind in ("approval.observed", "contract.approved", "contract.amended")
                 if late and not isinstance(token, int):
                     # collected whenever this daemon ticks: the token this machine held
@@ -709,8 +729,9 @@ class Team:
         self.fetch(git, notices if notices is not None else [])
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
         seen = self.leases_seen(leases)
-        ceilings = {t: seen[t] for t, lease in leases.items() if lease}
-        return lint_branch(git, self.roster(), leases, ceilings, lease_grants(leases))
+        return lint_branch(
+            git, self.roster(), leases, seen, grants=lease_grants(leases), climb=_soft(seen, leases)
+        )
 
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder,
@@ -725,9 +746,12 @@ class Team:
         now = self.sessions.clock()
         read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
         seen = self.leases_seen(read)
-        ceilings = {t: seen[t] for t, lease in read.items() if lease}
-        grants = lease_grants(read)
-        done = scan(git, teams, now, self.roster(), ceilings, leases=grants).keys if fetched else {}
+        grants, soft = lease_grants(read), _soft(seen, read)
+        done = (
+            scan(git, teams, now, self.roster(), seen, leases=grants, climb=soft).keys
+            if fetched
+            else {}
+        )
         found: dict[str, dict[str, Any]] = {}
         for member in members.values():
             lease = read.get(member.team)
@@ -756,9 +780,12 @@ class Team:
         now = self.sessions.clock()
         read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
         seen = self.leases_seen(read)
-        ceilings = {t: seen[t] for t, lease in read.items() if lease}
-        grants = lease_grants(read)
-        found = scan(git, members, now, self.roster(), ceilings, leases=grants) if fetched else None
+        grants, soft = lease_grants(read), _soft(seen, read)
+        found = (
+            scan(git, members, now, self.roster(), seen, leases=grants, climb=soft)
+            if fetched
+            else None
+        )
         done = found.keys if found else {}
         shown = []
         for tid, (_, message) in sorted(leases.items()):
@@ -911,6 +938,13 @@ def machine_id(root: Path) -> str:
     ensure_private_dir(root)
     write_atomic(path, made.encode())
     return made
+
+
+def _soft(seen: Mapping[str, int], leases: Mapping[str, Lease | None]) -> set[str]:
+    """The teams this home saw a lease of whose ref is unreadable or deleted now: their
+    ceiling is the highest token seen, raised only by ``lease.granted`` lines one at a
+    time (`heinzel.team.receipts.sort_records`)."""
+    return {tid for tid in seen if leases.get(tid) is None}
 
 
 def lease_grants(leases: Mapping[str, Lease | None]) -> dict[str, Grant]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .test_claims import _leases
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, WEDNESDAY, _append, _forged, _git
-from .test_two_machines import START, finished_slots, receipts, team_of_two, ts
+from .test_two_machines import CONTRACT, START, finished_slots, receipts, team_of_two, ts
 
 
 def test_a_deleted_lease_ref_does_not_lift_a_forged_token_999(tmp_path: Path) -> None:
@@ -95,3 +95,29 @@ def test_a_delegates_turn_killed_after_it_started_ends_once_the_lease_moved_on(
     ]
     assert [(e["disposition"], e["reason"]) for e in ends] == [("abandoned", "superseded")]
     assert MONDAY in finished_slots(remote) and ts(START)[:4] == "2026"
+
+
+def test_a_team_contract_without_outputs_on_the_offline_model_ends_cleanly(
+    tmp_path: Path,
+) -> None:
+    """A team contract that reads an input but names no output: on the offline model
+    its slot's turn ends skipped with a reason (nothing to draft into), not failed with
+    KeyError 'draft', and its receipt says so."""
+    remote, ana, _ben = team_of_two(tmp_path)
+    notes = tmp_path / "notes.md"
+    notes.write_text("- one\n- two\n", encoding="utf-8")
+    contract = tmp_path / "notes-digest.prose.md"
+    contract.write_text(
+        CONTRACT.replace("name: daily-digest", "name: notes-digest").replace(
+            "  agent: {max_usd: 0.01}\n",
+            "  agent: {max_usd: 0.01}\n  requires: [files:read]\n  inputs:\n"
+            f"    notes: {{from: files.read, args: {{path: {notes}}}}}\n",
+        ),
+        encoding="utf-8",
+    )
+    ana.hz(START, "heinzel", "new", "--from", str(contract))
+    ana.hz(START, "approve", "notes-digest")
+    ticked = ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    assert "KeyError" not in ticked.stdout + ticked.stderr
+    finished = [r for r in receipts(remote) if r["kind"] == "turn.finished" and r["team"] != TEAM]
+    assert [r["disposition"] for r in finished] == ["skipped"]

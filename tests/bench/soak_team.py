@@ -5,14 +5,19 @@ Heinzelmännchen on mixed schedules (daily, weekdays, twice a day) owned round-r
 delegated to the other four, ticking together every six simulated hours through
 ``HZ_NOW``, with: seeded random SIGKILLs of ticks (the timer's next run follows at once),
 one member away each day (a pause past its leases' expiry), one member's clock ahead by
-20 s (within the default ``max_skew`` of 30 s), and one hostile push halfway (a forged
-``turn.finished`` with a token no lease granted, and a line by a handle off the roster).
+20 s (within the default ``max_skew`` of 30 s), one hostile push halfway (a forged
+``turn.finished`` with a token no lease granted, and a line by a handle off the roster),
+the N1 hand-over (one delegate, ``dee``, approved at the start but its daemon first ticks
+on day 3, after owners' leases ran out while they slept), and force-pushes of ``hz/state``
+(at a third and two thirds of the run, the branch set back three commits), each followed
+by ``hz team lint`` on another member's machine before any tick fetches it.
 
 Printed: slots due, slots run exactly once, doubles, slots coalesced into a later one (a
 slot that fell inside the lease of a member who went away: the latest-slot rule runs only
 the later one), slots lost (neither it nor a later one ran), pushes per hour,
 ``hz/state``'s bytes, ``hz team lint``'s time each week, and the worst time a slot waited
-for its turn to start. ``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
+for its turn to start, and the notices the ticks and lints said (rewrites among them).
+``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
 ``HZ_SOAK_TEAM_SEED`` (7), ``HZ_SOAK_TEAM_KILLS`` (a tick's kill chance, 0.15) change it.
 Exit 1 on a double or a lost slot.
 """
@@ -39,6 +44,7 @@ from heinzel.team.receipts import team_id
 
 MEMBERS = ("ana", "ben", "cai", "dee", "eli")
 SKEWED = "eli"
+LATE = "dee"  # approved at the start; its daemon first ticks on day 3 (N1)
 START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
 STEP = timedelta(hours=6)
 SCHEDULES = ("0 9 * * *", "30 14 * * 1-5", "0 8,20 * * *")
@@ -192,6 +198,22 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
     run("update-ref", "refs/heads/hz/state", commit)
 
 
+def _force_push(remote: Path, back: int = 3) -> bool:
+    """Set the bare repository's hz/state back ``back`` commits, as a member's force-push
+    would (the receipts of those commits dropped)."""
+    git = ["git", "-C", str(remote)]
+    done = subprocess.run(
+        [*git, "rev-parse", "--verify", "--quiet", f"refs/heads/hz/state~{back}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return False
+    subprocess.run([*git, "update-ref", "refs/heads/hz/state", done.stdout.strip()], check=True)
+    return True
+
+
 def _slots(schedule: str, until: datetime) -> list[datetime]:
     found, slot = [], START
     while (slot := next_slot(schedule, "UTC", slot)) is not None and slot <= until:  # type: ignore[assignment]
@@ -212,10 +234,19 @@ def main() -> None:
         totals: Counter[str] = Counter()
         lint_times: list[tuple[int, float, int]] = []
         hostile_at = START + timedelta(days=days // 2, hours=7)
+        rewrites = [
+            START + timedelta(days=days // 3, hours=12),
+            START + timedelta(days=2 * days // 3, hours=12),
+        ]
+        late_until = START + timedelta(days=3)
         now = START + STEP
         while now <= end:
             away = MEMBERS[(now - START).days % len(MEMBERS)]
-            present = [m for m in machines if m.handle != away]
+            present = [
+                m
+                for m in machines
+                if m.handle != away and not (m.handle == LATE and now < late_until)
+            ]
             chance.shuffle(present)
             running = [(m, m.tick(now), chance.random() < kills) for m in present]
             for machine, process, kill in running:
@@ -232,6 +263,23 @@ def main() -> None:
                     totals[name] += int(team.get(name) or 0)
                 totals["ticks"] += 1
                 totals["errors"] += len(report.get("errors") or [])
+                notices = report.get("notices") or []
+                totals["notices"] += len(notices)
+                totals["rewrite notices"] += sum("rewritten" in n for n in notices)
+            if any(at <= now < at + STEP for at in rewrites) and _force_push(remote):
+                totals["rewrites"] += 1
+                linter = machines[(totals["rewrites"]) % len(machines)]  # lint between
+                done = subprocess.run(
+                    [sys.executable, "-m", "heinzel", "team", "lint", "--json"],
+                    env=linter.env(now),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                said = json.loads(done.stdout).get("notices", []) if done.stdout else []
+                totals["notices"] += len(said)
+                totals["rewrite notices"] += sum("rewritten" in n for n in said)
+                totals["lint rewrite notices"] += sum("rewritten" in n for n in said)
             if hostile_at <= now < hostile_at + STEP:
                 _hostile(remote, "duty-000", now + timedelta(hours=3))
             if ((now - START).days % 7 == 6 and now.hour == 18) or now + STEP > end:
@@ -307,6 +355,11 @@ def main() -> None:
         + ", ".join(f"day {d}: {s:.2f} s ({p} quarantined)" for d, s, p in lint_times)
     )
     print(f"worst wait from a slot to its turn: {max(waits, default=timedelta(0))}")
+    print(
+        f"notices {totals['notices']}: {totals['rewrites']} force-pushes announced "
+        f"{totals['rewrite notices']} times ({totals['lint rewrite notices']} by the hz team "
+        "lint run between a force-push and the next tick)"
+    )
     if doubles or lost:
         raise SystemExit(1)
 

@@ -144,9 +144,17 @@ def repush(home: str | None, as_json: bool) -> None:
 
 @team.command("hook")
 @click.argument("repository", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--allowed-signers",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="An allowed-signers file: every hz/state commit must be signed by one of its keys.",
+)
 @home_option
 @json_option
-def hook(repository: str | None, home: str | None, as_json: bool) -> None:
+def hook(
+    repository: str | None, allowed_signers: str | None, home: str | None, as_json: bool
+) -> None:
     """Install the pre-receive hook that lints every push to hz/state and the lease
     refs on a bare repository (without REPOSITORY: print it, for a server's own hook).
 
@@ -158,7 +166,12 @@ def hook(repository: str | None, home: str | None, as_json: bool) -> None:
 
     found = _team(home)
     settings = found.sessions.settings.team
-    script = hook_script(sys.executable, found.roster(), 2 * settings.interval + settings.max_skew)
+    signers = str(Path(allowed_signers).resolve()) if allowed_signers else None
+    if repository is not None and allowed_signers is not None:
+        signers = str((Path(repository) / "hooks" / "hz-allowed-signers").resolve())
+    script = hook_script(
+        sys.executable, found.roster(), 2 * settings.interval + settings.max_skew, signers
+    )
     if repository is None:
         click.echo(script, nl=False)
         return
@@ -170,17 +183,42 @@ def hook(repository: str | None, home: str | None, as_json: bool) -> None:
             "name the team repository's folder on its server (it holds objects/ and refs/)",
         )
     ensure_private_dir(hooks)
+    if allowed_signers is not None and signers is not None:
+        write_atomic(Path(signers), Path(allowed_signers).read_bytes())
     path = hooks / "pre-receive"
     write_atomic(path, script.encode())
     path.chmod(0o700)
     emit({"installed": str(path), "roster": sorted(found.roster())}, as_json, _render_hook)
 
 
+@team.command("key")
+@home_option
+@json_option
+def key(home: str | None, as_json: bool) -> None:
+    """Your line for the team's allowed-signers file (the key in [team] signing_key
+    signs your hz/state commits); without a key, how to make one (exit 1).
+
+    \b
+    Example:
+      hz team key >> allowed_signers
+    """
+    from heinzel.team.signing import signer_line
+
+    settings = _team(home).sessions.settings.team
+    line = signer_line(str(settings.handle), settings.signing_key)
+    emit(
+        {"handle": settings.handle, "allowed_signer": line}, as_json, lambda d: d["allowed_signer"]
+    )
+
+
 @team.command("check-push", hidden=True)
 @click.option("--roster", default="", help="The roster handles, comma-separated.")
 @click.option("--lease-max", type=int, default=None, help="Seconds a lease may run ahead.")
+@click.option("--allowed-signers", default=None, help="Keys that must sign hz/state commits.")
 @home_option
-def check_push_command(roster: str, lease_max: int | None, home: str | None) -> None:
+def check_push_command(
+    roster: str, lease_max: int | None, allowed_signers: str | None, home: str | None
+) -> None:
     """The pre-receive hook's check: ``<old> <new> <ref>`` lines on stdin (exit 1 with the
     reasons on stderr when the push must not land); ``--home`` is not read.
 
@@ -201,6 +239,7 @@ def check_push_command(roster: str, lease_max: int | None, home: str | None) -> 
         [n for n in roster.split(",") if n],
         now=clock_from_env(os.environ)(),
         lease_max=timedelta(seconds=lease_max) if lease_max is not None else None,
+        allowed_signers=allowed_signers,
     )
     if problems:
         for problem in problems:

@@ -33,6 +33,7 @@ STATE_REF = "refs/heads/hz/state"
 LEASE_PREFIX = "refs/hz/lease/"
 _TRACK_STATE = "refs/remotes/origin/hz/state"
 _SEEN_STATE = "refs/hz-seen/state"
+VERIFIED_STATE = "refs/hz-verified/state"
 _TRACK_LEASES = "refs/remotes/origin/lease/"
 _EMPTY_TREE = {
     "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
@@ -86,13 +87,20 @@ class Git:
     """The mirror of one team repository, driven through ``git`` subprocesses."""
 
     def __init__(
-        self, mirror: Path, remote: str, handle: str, clock: Callable[[], datetime]
+        self,
+        mirror: Path,
+        remote: str,
+        handle: str,
+        clock: Callable[[], datetime],
+        signing_key: str | None = None,
     ) -> None:
         """``clock`` is the process's one clock (``HZ_NOW`` in tests): every commit made
-        here (the leases, ``hz/state``) is dated by it, never by git's own wall clock."""
+        here (the leases, ``hz/state``) is dated by it, never by git's own wall clock;
+        ``signing_key`` signs every ``hz/state`` commit (`heinzel.team.signing`)."""
         self.mirror = mirror
         self.remote = remote
         self.clock = clock
+        self.signing_key = str(Path(signing_key).expanduser()) if signing_key else None
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
             "GIT_TERMINAL_PROMPT": "0",
@@ -282,7 +290,24 @@ class Git:
         parents = ["-p", parent] if parent is not None else []
         stamp = self._stamp()
         dated = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        return self.run("commit-tree", tree, *parents, "-m", message, env=dated).stdout.strip()
+        if self.signing_key is None:
+            return self.run("commit-tree", tree, *parents, "-m", message, env=dated).stdout.strip()
+        signed = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={self.signing_key}"]
+        done = self.run(
+            *signed, "commit-tree", "-S", tree, *parents, "-m", message, env=dated, check=False
+        )
+        if done.returncode != 0:
+            raise HeinzelError(
+                "HZH481",
+                f"[team] signing_key {self.signing_key} could not sign the hz/state commit"
+                + (
+                    f" ({done.stderr.strip().splitlines()[-1][:200]})"
+                    if done.stderr.strip()
+                    else ""
+                ),
+                "check the key (`hz team key`, `hz system doctor`); receipts wait in the outbox",
+            )
+        return done.stdout.strip()
 
     def _stamp(self) -> str:
         """The injected clock's time as git's raw date (seconds since the epoch, UTC)."""

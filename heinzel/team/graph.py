@@ -51,7 +51,9 @@ def _receipts(team: Team) -> list[dict[str, Any]]:
     leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
     seen = team.leases_seen(leases)
     soft = {tid for tid in seen if leases.get(tid) is None}
-    admitted, _ = sort_records(lines, team.roster(), seen, lease_grants(leases), soft)
+    admitted, _ = sort_records(
+        lines, team.roster(), seen, lease_grants(leases), climb=soft, unsigned=team.unsigned()
+    )
     return admitted
 
 

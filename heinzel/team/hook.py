@@ -36,11 +36,19 @@ from ledger.event import parse_ts
 __all__ = ["check_push", "hook_script"]
 
 
-def hook_script(python: str, roster: Iterable[str], lease_max: timedelta | None = None) -> str:
+def hook_script(
+    python: str,
+    roster: Iterable[str],
+    lease_max: timedelta | None = None,
+    allowed_signers: str | None = None,
+) -> str:
     """The ``pre-receive`` hook: this Python's hz checks each push with ``roster`` (and
-    ``lease_max``: how far ahead a lease's expiry may be)."""
+    ``lease_max``: how far ahead a lease's expiry may be; ``allowed_signers``: the file
+    whose keys must sign every ``hz/state`` commit)."""
     names = ",".join(sorted(set(roster)))
     most = f" --lease-max {int(lease_max.total_seconds())}" if lease_max else ""
+    if allowed_signers:
+        most += f" --allowed-signers {shlex.quote(allowed_signers)}"
     return (
         "#!/bin/sh\n"
         "# hz team hook: refuses stale, forged or malformed pushes to hz/state and\n"
@@ -84,9 +92,12 @@ def check_push(
     *,
     now: datetime | None = None,
     lease_max: timedelta | None = None,
+    allowed_signers: str | None = None,
 ) -> list[str]:
     """What is wrong with a push of ``(old, new, ref)`` updates (empty: it may land);
-    ``lease_max``: how far past ``now`` a lease's expiry may be."""
+    ``lease_max``: how far past ``now`` a lease's expiry may be; ``allowed_signers``:
+    every new ``hz/state`` commit must be signed by a key of that file, and each line it
+    adds written ``by`` that key's handle (`_signed`)."""
     names = frozenset(roster)
     problems: list[str] = []
     tokens: dict[str, int] = {}
@@ -130,6 +141,47 @@ def check_push(
             problems.append(f"{ref}: hz/state is never rewritten (the push is not a fast-forward)")
             continue
         problems += _check_added(_texts(old), _texts(new), names, tokens, leases)
+        if allowed_signers is not None:
+            problems += _signed(old, new, allowed_signers)
+    return problems
+
+
+def _signed(old: str, new: str, allowed: str) -> list[str]:
+    """Each commit ``old..new`` adds to ``hz/state``: signed (git's SSH signing) by a
+    key of ``allowed``, and every line it adds written ``by`` that key's handle."""
+    span = new if _absent(old) else f"{old}..{new}"
+    listed = _git(
+        "-c",
+        f"gpg.ssh.allowedSignersFile={allowed}",
+        "log",
+        "--format=%H%x00%G?%x00%GS%x00%P",
+        span,
+    )
+    problems: list[str] = []
+    for row in listed.stdout.splitlines():
+        commit, status, signer, parents = [*row.split("\0"), "", "", ""][:4]
+        if status != "G":
+            problems.append(
+                f"commit {commit[:12]} is not signed by a key of the allowed signers "
+                f"(signature status {status or 'none'})"
+            )
+            continue
+        parent = parents.split()[0] if parents.split() else "0" * 40
+        before = _texts(parent)
+        for path, text in sorted(_texts(commit).items()):
+            kept = set(before.get(path, "").splitlines())
+            for line in text.splitlines():
+                if line in kept:
+                    continue
+                try:
+                    by = json.loads(line).get("by")
+                except (ValueError, AttributeError):
+                    continue
+                if by != signer:
+                    problems.append(
+                        f"{path}: a line by {str(by)[:40]!r} in commit {commit[:12]} signed by "
+                        f"{signer[:40]!r}"
+                    )
     return problems
 
 

@@ -317,7 +317,9 @@ def sort_records(
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
     leases: Mapping[str, Grant] | None = None,
+    *,
     climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Quarantined]]:
     """``(where, line)`` pairs split into the records the lint admits and the ones it
     quarantines, whatever their order: a line that is not a receipt the lint admits
@@ -326,7 +328,8 @@ def sort_records(
     ``at`` (`judge`), by the lease history (`history`; ``leases``: each team's current
     lease as a grant). ``climb``: teams whose lease ref is unreadable or deleted, whose
     ceiling (the highest token this home saw) rises only by ``lease.granted`` lines one
-    token at a time, so a forged token 999 stays quarantined."""
+    token at a time, so a forged token 999 stays quarantined. ``unsigned``: ids of lines
+    not signed by their writer's key (`heinzel.team.signing.unsigned_lines`)."""
     names = frozenset(roster)
     ceilings = _climbed(lines, names, ceilings or {}, climb)
     linted: list[tuple[str, dict[str, Any] | None, list[str]]] = []
@@ -347,6 +350,8 @@ def sort_records(
             problems = ["at is not a timestamp"]
         if not problems and (wrong := misplaced(where.rsplit(":", 1)[0], record)):
             problems = [wrong]
+        if not problems and str(record.get("id")) in (unsigned or {}):
+            problems = [f"not signed by its writer's key: {(unsigned or {})[str(record['id'])]}"]
         linted.append((where, record, problems))
     grants = history([r for _, r, p in linted if r is not None and not p], leases)
     admitted: list[dict[str, Any]] = []
@@ -453,8 +458,11 @@ def lint_records(
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
     leases: Mapping[str, Grant] | None = None,
+    *,
     climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Lint ``(where, line)`` pairs in branch order: each quarantined line (`sort_records`),
     described with who and what."""
-    return [q.describe() for q in sort_records(lines, roster, ceilings, leases, climb)[1]]
+    found = sort_records(lines, roster, ceilings, leases, climb=climb, unsigned=unsigned)[1]
+    return [q.describe() for q in found]

@@ -154,6 +154,7 @@ def scan(
     *,
     leases: Mapping[str, Grant] | None = None,
     climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> Scan:
     """The files of the last eight days of each team id on the fetched ``hz/state``, in
     two git processes however many teams, sorted by `sort_records` (``ceilings``: each
@@ -173,7 +174,9 @@ def scan(
         for path, text in sorted(texts.items())
         for n, line in enumerate(text.splitlines(), start=1)
     ]
-    admitted, found.quarantined = sort_records(lines, roster, ceilings, leases, climb)
+    admitted, found.quarantined = sort_records(
+        lines, roster, ceilings, leases, climb=climb, unsigned=unsigned
+    )
     found.grants = history(admitted, leases)
     for record in admitted:
         if record.get("kind") == "lease.granted":
@@ -239,6 +242,7 @@ def lint_branch(
     *,
     grants: Mapping[str, Grant] | None = None,
     climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every record on the fetched ``hz/state``, in branch order (`lint_records`, a
     token above its lease's refused as forged)."""
@@ -248,7 +252,7 @@ def lint_branch(
     lines: list[tuple[str, str]] = []
     for path, text in sorted(git.read_many(tip, None).items()):
         lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
-    problems = lint_records(lines, roster, ceilings, grants, climb)
+    problems = lint_records(lines, roster, ceilings, grants, climb=climb, unsigned=unsigned)
     for tid, lease in leases.items():
         if lease is not None and lease.holder not in roster:
             problems.append(f"lease {tid}: holder is not a roster handle")

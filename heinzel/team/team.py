@@ -28,7 +28,7 @@ from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts
-from heinzel.team.git import LEASE_PREFIX, STATE_REF, Git, declined_error
+from heinzel.team.git import LEASE_PREFIX, STATE_REF, VERIFIED_STATE, Git, declined_error
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
@@ -42,6 +42,7 @@ from heinzel.team.receipts import (
     team_id,
     team_key,
 )
+from heinzel.team.signing import unsigned_lines
 from heinzel.team.state import (
     PublishStats,
     last_receipts,
@@ -156,6 +157,7 @@ class Team:
             str(self.sessions.settings.team.repository),
             self.me,
             self.sessions.clock,
+            self.sessions.settings.team.signing_key,
         )
 
     @property
@@ -215,7 +217,14 @@ class Team:
             read = {t: lease for t, (_, lease) in self.leases.items()}
             current = lease_grants(read)
             found = scan(
-                git, teams, now, self.roster(), seen, leases=current, climb=_soft(seen, read)
+                git,
+                teams,
+                now,
+                self.roster(),
+                seen,
+                leases=current,
+                climb=_soft(seen, read),
+                unsigned=self.unsigned(),
             )
             self.received = found.keys
             self.grants, self.granted = found.grants, found.granted
@@ -270,12 +279,37 @@ class Team:
         if last is not None and not git.descends(last, tip):
             rewrite = self._rewritten(git, last, notices)
         git.see_state(tip)
+        self._verify(git, tip)
         self._remote_state(
             reached=now,
             unreachable_since=None,
             error=None,
             **({"rewrite": rewrite} if rewrite else {}),
         )
+
+    def _verify(self, git: Git, tip: str | None) -> None:
+        """With ``[team] allowed_signers``: the lines the commits fetched since the last
+        verified one add that are not signed by their writer (`unsigned_lines`) join
+        ``<home>/team/unsigned.json``, which every reader quarantines."""
+        allowed = self.sessions.settings.team.allowed_signers
+        if not allowed or tip is None:
+            return
+        done = git.run("rev-parse", "--verify", "--quiet", VERIFIED_STATE, check=False)
+        since = done.stdout.strip() or None
+        if since is not None and not git.descends(since, tip):
+            since = None  # a rewrite: verify the branch as it is now
+        found = {**self.unsigned(), **unsigned_lines(git, allowed, since, tip)}
+        ensure_private_dir(self.root)
+        write_atomic(self.root / "unsigned.json", json.dumps(found, sort_keys=True).encode())
+        git.run("update-ref", VERIFIED_STATE, tip)
+
+    def unsigned(self) -> dict[str, str]:
+        """``{receipt id: why}`` of the lines not signed by their writer (`_verify`)."""
+        try:
+            data = json.loads((self.root / "unsigned.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def remote_state(self) -> dict[str, Any]:
         """What the last fetch found (``<home>/team/remote.json``): ``reached`` (the last
@@ -730,7 +764,13 @@ class Team:
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
         seen = self.leases_seen(leases)
         return lint_branch(
-            git, self.roster(), leases, seen, grants=lease_grants(leases), climb=_soft(seen, leases)
+            git,
+            self.roster(),
+            leases,
+            seen,
+            grants=lease_grants(leases),
+            climb=_soft(seen, leases),
+            unsigned=self.unsigned(),
         )
 
     def overview(self) -> dict[str, dict[str, Any]]:
@@ -748,7 +788,16 @@ class Team:
         seen = self.leases_seen(read)
         grants, soft = lease_grants(read), _soft(seen, read)
         done = (
-            scan(git, teams, now, self.roster(), seen, leases=grants, climb=soft).keys
+            scan(
+                git,
+                teams,
+                now,
+                self.roster(),
+                seen,
+                leases=grants,
+                climb=soft,
+                unsigned=self.unsigned(),
+            ).keys
             if fetched
             else {}
         )
@@ -782,7 +831,16 @@ class Team:
         seen = self.leases_seen(read)
         grants, soft = lease_grants(read), _soft(seen, read)
         found = (
-            scan(git, members, now, self.roster(), seen, leases=grants, climb=soft)
+            scan(
+                git,
+                members,
+                now,
+                self.roster(),
+                seen,
+                leases=grants,
+                climb=soft,
+                unsigned=self.unsigned(),
+            )
             if fetched
             else None
         )

@@ -59,9 +59,9 @@ class Lease:
     since: str | None = None
 
     def to_message(self) -> str:
-        machine = {"machine": self.machine} if self.machine is not None else {}
+        machine: dict[str, str] = {"machine": self.machine} if self.machine is not None else {}
         if self.since is not None:
-            machine["since"] = self.since
+            machine["since"] = self.since  # optional fields: written only when known
         return json.dumps(
             {
                 "holder": self.holder,

@@ -10,7 +10,11 @@ one member away each day (a pause past its leases' expiry), one member's clock a
 the N1 hand-over (one delegate, ``dee``, approved at the start but its daemon first ticks
 on day 3, after owners' leases ran out while they slept), and force-pushes of ``hz/state``
 (at a third and two thirds of the run, the branch set back three commits), each followed
-by ``hz team lint`` on another member's machine before any tick fetches it.
+by ``hz team lint`` on another member's machine before any tick fetches it. Every member
+signs its ``hz/state`` commits with its own ``ssh-keygen`` key and quarantines lines not
+signed by their writer (``[team] signing_key``, ``allowed_signers``); the hostile push
+adds a forger's line: an unsigned ``turn.finished`` for the coming slot written as the
+lease's holder under its current token, which only the signature tells from a real one.
 
 Printed: slots due, slots run exactly once, doubles, slots coalesced into a later one (a
 slot that fell inside the lease of a member who went away: the latest-slot rule runs only
@@ -80,11 +84,20 @@ class Machine:
         self.root = root / handle
         self.root.mkdir()
         self.config = self.root / "config.toml"
+        key = self.root / "signing_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", handle, "-f", str(key)],
+            check=True,
+        )
         self.config.write_text(
             "[heinzel]\nmax_wakes_per_tick = 100\n\n"
-            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n',
+            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n'
+            f'signing_key = "{key}"\nallowed_signers = "{root / "allowed_signers"}"\n',
             encoding="utf-8",
         )
+        kind, body = (key.parent / f"{key.name}.pub").read_text(encoding="utf-8").split()[:2]
+        with (root / "allowed_signers").open("a", encoding="utf-8") as signers:
+            signers.write(f'{handle} namespaces="git" {kind} {body}\n')
 
     def env(self, now: datetime) -> dict[str, str]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
@@ -148,9 +161,18 @@ def _setup(tmp: Path, count: int) -> tuple[Path, list[Machine], dict[str, str]]:
 
 
 def _hostile(remote: Path, name: str, slot: datetime) -> None:
-    """A forged turn.finished for ``name``'s coming ``slot`` (token 999) and a line by a
-    handle off the roster, written straight onto the bare repository's hz/state."""
+    """A forged turn.finished for ``name``'s coming ``slot`` (token 999), a line by a
+    handle off the roster, and an unsigned one as the lease's holder under its current
+    token, written straight onto the bare repository's hz/state."""
     team = team_id(name)
+    lease = json.loads(
+        subprocess.run(
+            ["git", "-C", str(remote), "log", "-1", "--format=%B", f"refs/hz/lease/{team}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     at = _ts(slot).replace("Z", ".000Z")
     base = {
         "kind": "turn.finished",
@@ -167,6 +189,7 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
     lines = [
         {**base, "id": "rc-" + "f" * 24, "by": "ben", "token": 999},
         {**base, "id": "rc-" + "e" * 24, "by": "mallory", "token": 1},
+        {**base, "id": "rc-" + "d" * 24, "by": lease["holder"], "token": lease["token"]},
     ]
     git = ["git", "-C", str(remote)]
     env = {
@@ -233,6 +256,7 @@ def main() -> None:
         setup_s = time.perf_counter() - began
         totals: Counter[str] = Counter()
         lint_times: list[tuple[int, float, int]] = []
+        last_problems: list[str] = []
         hostile_at = START + timedelta(days=days // 2, hours=7)
         rewrites = [
             START + timedelta(days=days // 3, hours=12),
@@ -291,8 +315,10 @@ def main() -> None:
                     text=True,
                     check=False,
                 )
-                problems = len(json.loads(done.stdout)["problems"]) if done.stdout else -1
+                said = json.loads(done.stdout)["problems"] if done.stdout else None
+                problems = len(said) if said is not None else -1
                 lint_times.append(((now - START).days, time.perf_counter() - lint_began, problems))
+                last_problems = said or []
             now += STEP
         size = sum(
             int(line.split()[3])
@@ -355,6 +381,8 @@ def main() -> None:
         + ", ".join(f"day {d}: {s:.2f} s ({p} quarantined)" for d, s, p in lint_times)
     )
     print(f"worst wait from a slot to its turn: {max(waits, default=timedelta(0))}")
+    for problem in last_problems:  # what the last lint quarantined, and why
+        print(f"  quarantined: {problem.split(': ', 1)[-1][:160]}")
     print(
         f"notices {totals['notices']}: {totals['rewrites']} force-pushes announced "
         f"{totals['rewrite notices']} times ({totals['lint rewrite notices']} by the hz team "

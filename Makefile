@@ -162,8 +162,9 @@ soak: $(STAMP)
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 	HZ_SOAK_KILLS=$(SOAK_KILLS) $(BIN)/pytest -q -s tests/machines/test_heldout_host.py -k sigkill
 
-## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
-## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).
+## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew, a
+## hostile push, a late delegate's hand-over and force-pushes with lint between
+## (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).
 soak-team: $(STAMP)
 	$(BIN)/python tests/bench/soak_team.py
 

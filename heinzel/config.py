@@ -143,6 +143,11 @@ class TeamSettings(_Table):
     push_retries: Positive = 5
     orphan_grace: Duration = Field(default_factory=lambda: timedelta(days=1))
     """How long past its expiry a lease with unsettled claims waits for its holder."""
+    signing_key: str | None = None
+    """An SSH key that signs every ``hz/state`` commit (git's ``gpg.format ssh``)."""
+    allowed_signers: str | None = None
+    """An allowed-signers file: each ``hz/state`` line not signed by its writer's key in
+    it is quarantined (`heinzel.team.signing`)."""
 
     @property
     def joined(self) -> bool:

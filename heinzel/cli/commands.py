@@ -484,7 +484,13 @@ def doctor(online: bool, home: str | None, as_json: bool) -> None:
       hz system doctor
       hz system doctor --online
     """
-    found = open_app(home).service.doctor(online=online)
+    app = open_app(home)
+    found = app.service.doctor(online=online)
+    team = app.service.settings.team
+    if team.joined:  # the team's own check (heinzel.team is beside heinzel.service)
+        from heinzel.team.signing import key_check
+
+        found["checks"].append(key_check(team.handle, team.signing_key))
     emit(found, as_json, render.doctor)
     if not all(check["ok"] for check in found["checks"]):
         raise SystemExit(1)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +44,10 @@ def lint(home: str | None, as_json: bool) -> None:
     Example:
       hz team lint
     """
-    problems = _team(home).lint()
-    emit({"problems": problems, "ok": not problems}, as_json, _render_lint)
+    notices: list[str] = []
+    problems = _team(home).lint(notices)
+    said = {"notices": notices} if notices else {}  # a rewrite the fetch found
+    emit({"problems": problems, "ok": not problems, **said}, as_json, _render_lint)
     if problems:
         raise SystemExit(1)
 
@@ -62,9 +66,12 @@ def status(home: str | None, as_json: bool) -> None:
 
 
 def _render_lint(data: dict[str, Any]) -> str:
+    notices = [f"notice: {n}" for n in data.get("notices", [])]
     if data["ok"]:
-        return "hz/state: every receipt passes the lint"
-    return "\n".join(["hz/state: the lint refuses:", *(f"  {p}" for p in data["problems"])])
+        return "\n".join([*notices, "hz/state: every receipt passes the lint"])
+    return "\n".join(
+        [*notices, "hz/state: the lint refuses:", *(f"  {p}" for p in data["problems"])]
+    )
 
 
 def _render_status(data: dict[str, Any]) -> str:
@@ -72,6 +79,24 @@ def _render_status(data: dict[str, Any]) -> str:
         f"team repository {data['repository']} as {data['handle']} on {data['machine']}",
         f"  outbox: {data['outbox']} waiting, {data['refused']} refused",
     ]
+    remote = data["remote"]
+    if remote["unreachable_since"]:
+        lines.append(
+            f"  remote: unreachable since {remote['unreachable_since']} ({remote['error']}); "
+            f"last reached {remote['reached'] or 'never'}"
+        )
+        lines.append(f"    meanwhile: {remote['meanwhile']}")
+    elif remote["reached"]:
+        lines.append(f"  remote: reached at {remote['reached']}")
+    for refused in remote["declined"]:
+        lines += [f"  hook refused: {refused['message']}", f"    fix: {refused['hint']}"]
+    if remote["rewrite"]:
+        rewrite = remote["rewrite"]
+        lines.append(
+            f"  hz/state was rewritten (seen {rewrite['at']}): {str(rewrite['to'])[:12]} does "
+            f"not descend from {str(rewrite['from'])[:12]}; {rewrite['dropped']} receipt(s) of "
+            "this machine pushed again"
+        )
     for lease in data["leases"]:
         mine = " (mine)" if lease["mine"] else ""
         on = f" on {lease['machine']}" if lease["machine"] else ""
@@ -119,9 +144,17 @@ def repush(home: str | None, as_json: bool) -> None:
 
 @team.command("hook")
 @click.argument("repository", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--allowed-signers",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="An allowed-signers file: every hz/state commit must be signed by one of its keys.",
+)
 @home_option
 @json_option
-def hook(repository: str | None, home: str | None, as_json: bool) -> None:
+def hook(
+    repository: str | None, allowed_signers: str | None, home: str | None, as_json: bool
+) -> None:
     """Install the pre-receive hook that lints every push to hz/state and the lease
     refs on a bare repository (without REPOSITORY: print it, for a server's own hook).
 
@@ -132,7 +165,13 @@ def hook(repository: str | None, home: str | None, as_json: bool) -> None:
     from heinzel.team.hook import hook_script
 
     found = _team(home)
-    script = hook_script(sys.executable, found.roster())
+    settings = found.sessions.settings.team
+    signers = str(Path(allowed_signers).resolve()) if allowed_signers else None
+    if repository is not None and allowed_signers is not None:
+        signers = str((Path(repository) / "hooks" / "hz-allowed-signers").resolve())
+    script = hook_script(
+        sys.executable, found.roster(), 2 * settings.interval + settings.max_skew, signers
+    )
     if repository is None:
         click.echo(script, nl=False)
         return
@@ -144,16 +183,42 @@ def hook(repository: str | None, home: str | None, as_json: bool) -> None:
             "name the team repository's folder on its server (it holds objects/ and refs/)",
         )
     ensure_private_dir(hooks)
+    if allowed_signers is not None and signers is not None:
+        write_atomic(Path(signers), Path(allowed_signers).read_bytes())
     path = hooks / "pre-receive"
     write_atomic(path, script.encode())
     path.chmod(0o700)
     emit({"installed": str(path), "roster": sorted(found.roster())}, as_json, _render_hook)
 
 
+@team.command("key")
+@home_option
+@json_option
+def key(home: str | None, as_json: bool) -> None:
+    """Your line for the team's allowed-signers file (the key in [team] signing_key
+    signs your hz/state commits); without a key, how to make one (exit 1).
+
+    \b
+    Example:
+      hz team key >> allowed_signers
+    """
+    from heinzel.team.signing import signer_line
+
+    settings = _team(home).sessions.settings.team
+    line = signer_line(str(settings.handle), settings.signing_key)
+    emit(
+        {"handle": settings.handle, "allowed_signer": line}, as_json, lambda d: d["allowed_signer"]
+    )
+
+
 @team.command("check-push", hidden=True)
 @click.option("--roster", default="", help="The roster handles, comma-separated.")
+@click.option("--lease-max", type=int, default=None, help="Seconds a lease may run ahead.")
+@click.option("--allowed-signers", default=None, help="Keys that must sign hz/state commits.")
 @home_option
-def check_push_command(roster: str, home: str | None) -> None:
+def check_push_command(
+    roster: str, lease_max: int | None, allowed_signers: str | None, home: str | None
+) -> None:
     """The pre-receive hook's check: ``<old> <new> <ref>`` lines on stdin (exit 1 with the
     reasons on stderr when the push must not land); ``--home`` is not read.
 
@@ -161,6 +226,7 @@ def check_push_command(roster: str, home: str | None) -> None:
     Example:
       hz team check-push --roster ana,ben < updates
     """
+    from heinzel.clock import clock_from_env
     from heinzel.team.hook import check_push
 
     updates = []
@@ -168,7 +234,13 @@ def check_push_command(roster: str, home: str | None) -> None:
         parts = line.split()
         if len(parts) == 3:
             updates.append((parts[0], parts[1], parts[2]))
-    problems = check_push(updates, [n for n in roster.split(",") if n])
+    problems = check_push(
+        updates,
+        [n for n in roster.split(",") if n],
+        now=clock_from_env(os.environ)(),
+        lease_max=timedelta(seconds=lease_max) if lease_max is not None else None,
+        allowed_signers=allowed_signers,
+    )
     if problems:
         for problem in problems:
             click.echo(f"hz: refused: {problem}", err=True)

@@ -179,12 +179,18 @@ def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
             "nothing_to_do": True,
             "reason": "no input had any items",
         }
+    if not turn.outputs:  # nothing declared to place a draft in: nothing to draft
+        return {
+            "report": f"{NOT_AI}: the contract has no output to draft into",
+            "nothing_to_do": True,
+            "reason": "the contract has no output to draft into",
+        }
     text = "\n".join(lines).rstrip() + "\n"
     return {
         "report": f"{NOT_AI}: drafted {sum(counts.values())} bullets from {len(counts)} inputs",
         "draft": {
             "text": text,
-            "output": turn.outputs[0] if turn.outputs else "draft",
+            "output": turn.outputs[0],
             "contract_version": turn.version,
             "done_when": [_check(item, text, counts) for item in turn.done_when],
         },

@@ -382,10 +382,12 @@ def _as_of(entry: dict[str, Any] | None) -> datetime | None:
 
 def backoff(attempts: int, retry_after: float | None = None) -> float:
     """Seconds to leave a failing source alone after its ``attempts``-th failure in a row:
-    a minute, doubled each time, at most an hour; never less than ``retry_after`` (what
-    the other side asked for)."""
-    doubled = min(_BACKOFF_FIRST * 2 ** min(max(attempts, 1) - 1, 16), _BACKOFF_MOST)
-    return float(max(doubled, retry_after or 0))
+    a minute, doubled each time, at most an hour; or exactly ``retry_after`` when the other
+    side said when to ask again (a rate limit's reset, which its HZH160 line names: a
+    longer wait would be one the line never mentioned)."""
+    if retry_after is not None:
+        return float(max(retry_after, 0))
+    return float(min(_BACKOFF_FIRST * 2 ** min(max(attempts, 1) - 1, 16), _BACKOFF_MOST))
 
 
 def _due(cached: Fetched, recheck: timedelta, now: datetime) -> bool:

@@ -16,21 +16,24 @@ The mirror (``<home>/team/mirror.git``) has no work tree: commits are built with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from heinzel.errors import HeinzelError
 from ledger.files import ensure_private_dir
 
-__all__ = ["STATE_REF", "Git", "Pushed", "git_error"]
+__all__ = ["STATE_REF", "Git", "Pushed", "declined_error", "git_error"]
 
 STATE_REF = "refs/heads/hz/state"
 LEASE_PREFIX = "refs/hz/lease/"
 _TRACK_STATE = "refs/remotes/origin/hz/state"
+_SEEN_STATE = "refs/hz-seen/state"
+VERIFIED_STATE = "refs/hz-verified/state"
 _TRACK_LEASES = "refs/remotes/origin/lease/"
 _EMPTY_TREE = {
     "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
@@ -51,25 +54,53 @@ def git_error(message: str, detail: str = "") -> HeinzelError:
     )
 
 
+def declined_error(ref: str, reason: str, name: str | None = None) -> HeinzelError:
+    """HZH480: the server's hook (`heinzel.team.hook`) refused a push of ``ref``, with its
+    reason; a handle off the hook's roster is named with the fix."""
+    what = "the receipts" if ref == STATE_REF else f"the lease of {name or ref}"
+    found = re.search(r"holder '([^']+)' is not a roster handle|by is not a roster handle", reason)
+    if found:
+        who = found.group(1) or "a member"
+        hint = (
+            f"the hook's roster is out of date: it lacks {who}. Add {who} to [team] members "
+            "and write the hook again on the server (`hz team hook <bare repository>`)"
+        )
+    else:
+        hint = "`hz team status` shows it; see docs/team.md (Server-side fencing)"
+    return HeinzelError(
+        "HZH480", f"the team repository's hook refused {what}: {reason}"[:400], hint
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Pushed:
-    """One push: which refs took, which were rejected (a lease that moved)."""
+    """One push: which refs took, which were rejected (a lease that moved), and of
+    those which the server's hook declined (``declined``: ref -> the hook's reason,
+    `heinzel.team.hook`), which no retry will change."""
 
     accepted: frozenset[str]
     rejected: frozenset[str]
+    declined: Mapping[str, str] = field(default_factory=dict)
 
 
 class Git:
     """The mirror of one team repository, driven through ``git`` subprocesses."""
 
     def __init__(
-        self, mirror: Path, remote: str, handle: str, clock: Callable[[], datetime]
+        self,
+        mirror: Path,
+        remote: str,
+        handle: str,
+        clock: Callable[[], datetime],
+        signing_key: str | None = None,
     ) -> None:
         """``clock`` is the process's one clock (``HZ_NOW`` in tests): every commit made
-        here (the leases, ``hz/state``) is dated by it, never by git's own wall clock."""
+        here (the leases, ``hz/state``) is dated by it, never by git's own wall clock;
+        ``signing_key`` signs every ``hz/state`` commit (`heinzel.team.signing`)."""
         self.mirror = mirror
         self.remote = remote
         self.clock = clock
+        self.signing_key = str(Path(signing_key).expanduser()) if signing_key else None
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
             "GIT_TERMINAL_PROMPT": "0",
@@ -125,6 +156,18 @@ class Git:
         done = self.run("rev-parse", "--verify", "--quiet", _TRACK_STATE, check=False)
         return done.stdout.strip() or None
 
+    def seen_state(self) -> str | None:
+        """The ``hz/state`` tip the last fetch examined for a rewrite (kept apart from
+        the fetched ref, so a fetch by any path never hides a rewrite from the next)."""
+        done = self.run("rev-parse", "--verify", "--quiet", _SEEN_STATE, check=False)
+        return done.stdout.strip() or None
+
+    def see_state(self, tip: str | None) -> None:
+        if tip is None:
+            self.run("update-ref", "-d", _SEEN_STATE, check=False)
+        else:
+            self.run("update-ref", _SEEN_STATE, tip)
+
     def descends(self, old: str, new: str | None) -> bool:
         """Whether ``new`` is ``old`` or a descendant of it (a fast-forward)."""
         if new is None:
@@ -133,8 +176,10 @@ class Git:
         return done.returncode == 0
 
     def track(self, commit: str) -> None:
-        """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch)."""
+        """Our own pushed ``hz/state`` commit as the fetched tip (saves a fetch), and as
+        the tip examined last (it descends from it)."""
         self.run("update-ref", _TRACK_STATE, commit)
+        self.run("update-ref", _SEEN_STATE, commit)
 
     def track_leases(self, commits: Mapping[str, str]) -> None:
         """Our own accepted lease commits (``{team id: commit}``) as the fetched refs, in
@@ -245,7 +290,24 @@ class Git:
         parents = ["-p", parent] if parent is not None else []
         stamp = self._stamp()
         dated = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        return self.run("commit-tree", tree, *parents, "-m", message, env=dated).stdout.strip()
+        if self.signing_key is None:
+            return self.run("commit-tree", tree, *parents, "-m", message, env=dated).stdout.strip()
+        signed = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={self.signing_key}"]
+        done = self.run(
+            *signed, "commit-tree", "-S", tree, *parents, "-m", message, env=dated, check=False
+        )
+        if done.returncode != 0:
+            raise HeinzelError(
+                "HZH481",
+                f"[team] signing_key {self.signing_key} could not sign the hz/state commit"
+                + (
+                    f" ({done.stderr.strip().splitlines()[-1][:200]})"
+                    if done.stderr.strip()
+                    else ""
+                ),
+                "check the key (`hz team key`, `hz system doctor`); receipts wait in the outbox",
+            )
+        return done.stdout.strip()
 
     def _stamp(self) -> str:
         """The injected clock's time as git's raw date (seconds since the epoch, UTC)."""
@@ -262,12 +324,21 @@ class Git:
         done = self.run(*args, check=False)
         accepted: set[str] = set()
         rejected: set[str] = set()
+        declined: dict[str, str] = {}
+        said = [
+            line.split("hz: refused:", 1)[1].strip()
+            for line in done.stderr.splitlines()
+            if "hz: refused:" in line
+        ]
         for line in done.stdout.splitlines():
             parts = line.split("\t")
             if len(parts) < 3 or ":" not in parts[1]:
                 continue
             ref = parts[1].split(":", 1)[1]
             (rejected if parts[0].strip() == "!" else accepted).add(ref)
+            if parts[0].strip() == "!" and "hook declined" in parts[2]:
+                mine = [s for s in said if s.startswith(f"{ref}:")] or said
+                declined[ref] = mine[0] if mine else parts[2].strip()
         if not accepted and not rejected:
             raise git_error("git push failed", done.stderr)
-        return Pushed(frozenset(accepted), frozenset(rejected))
+        return Pushed(frozenset(accepted), frozenset(rejected), declined)

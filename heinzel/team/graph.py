@@ -29,7 +29,7 @@ from heinzel.session.graph import (
 from heinzel.session.sessions import Sessions
 from heinzel.team.lease import Lease
 from heinzel.team.receipts import sort_records
-from heinzel.team.team import Team
+from heinzel.team.team import Team, lease_grants
 
 __all__ = ["team_graph"]
 
@@ -50,8 +50,10 @@ def _receipts(team: Team) -> list[dict[str, Any]]:
     ]
     leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
     seen = team.leases_seen(leases)
-    ceilings = {t: seen[t] for t, lease in leases.items() if lease}
-    admitted, _ = sort_records(lines, team.roster(), ceilings)
+    soft = {tid for tid in seen if leases.get(tid) is None}
+    admitted, _ = sort_records(
+        lines, team.roster(), seen, lease_grants(leases), climb=soft, unsigned=team.unsigned()
+    )
     return admitted
 
 

@@ -5,11 +5,14 @@ Clients already check their own receipts before a push; the hook makes the serve
 what a stale, broken or hostile client pushes anyway:
 
 - ``refs/hz/lease/<team id>``: never deleted; its message a lease (`Lease.from_message`)
-  whose holder is a roster handle and whose token never goes down;
+  whose holder is a roster handle, whose token never goes down and rises by at most one
+  (a take), and whose expiry is no further ahead than a holder writes (``--lease-max``:
+  two intervals and ``max_skew``, from the installing member's config);
 - ``refs/heads/hz/state``: never deleted or rewritten (the new tip descends from the
   old); every line it adds is a receipt the lint admits (`lint_record`, the roster),
-  whose token is neither below its team's lease (a stale holder's) nor above it (no lease
-  granted it).
+  whose token is not above its team's lease (no lease granted it) and was held by its
+  writer at its ``at`` by the lease history (`heinzel.team.receipts.judge`: a stale
+  holder's receipt is refused, an earlier holder's late one is not).
 
 The hook runs in the bare repository with git's quarantine environment (the pushed
 objects are readable only through it), so it calls ``git`` with the environment it was
@@ -23,23 +26,36 @@ import json
 import shlex
 import subprocess
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 
 from heinzel.team.git import LEASE_PREFIX, STATE_REF
 from heinzel.team.lease import Lease
-from heinzel.team.receipts import lint_record
+from heinzel.team.receipts import Grant, history, judge, lint_record, misplaced
+from ledger.event import parse_ts
 
 __all__ = ["check_push", "hook_script"]
 
 
-def hook_script(python: str, roster: Iterable[str]) -> str:
-    """The ``pre-receive`` hook: this Python's hz checks each push with ``roster``."""
+def hook_script(
+    python: str,
+    roster: Iterable[str],
+    lease_max: timedelta | None = None,
+    allowed_signers: str | None = None,
+) -> str:
+    """The ``pre-receive`` hook: this Python's hz checks each push with ``roster`` (and
+    ``lease_max``: how far ahead a lease's expiry may be; ``allowed_signers``: the file
+    whose keys must sign every ``hz/state`` commit)."""
     names = ",".join(sorted(set(roster)))
+    most = f" --lease-max {int(lease_max.total_seconds())}" if lease_max else ""
+    if allowed_signers:
+        most += f" --allowed-signers {shlex.quote(allowed_signers)}"
     return (
         "#!/bin/sh\n"
         "# hz team hook: refuses stale, forged or malformed pushes to hz/state and\n"
         "# refs/hz/lease/* (docs/team.md). Written by `hz team hook`; write it again\n"
         "# when the roster changes.\n"
-        f"exec {shlex.quote(python)} -m heinzel team check-push --roster {shlex.quote(names)}\n"
+        f"exec {shlex.quote(python)} -m heinzel team check-push --roster {shlex.quote(names)}"
+        f"{most}\n"
     )
 
 
@@ -70,11 +86,22 @@ def _texts(commit: str) -> dict[str, str]:
     return found
 
 
-def check_push(updates: Sequence[tuple[str, str, str]], roster: Iterable[str]) -> list[str]:
-    """What is wrong with a push of ``(old, new, ref)`` updates (empty: it may land)."""
+def check_push(
+    updates: Sequence[tuple[str, str, str]],
+    roster: Iterable[str],
+    *,
+    now: datetime | None = None,
+    lease_max: timedelta | None = None,
+    allowed_signers: str | None = None,
+) -> list[str]:
+    """What is wrong with a push of ``(old, new, ref)`` updates (empty: it may land);
+    ``lease_max``: how far past ``now`` a lease's expiry may be; ``allowed_signers``:
+    every new ``hz/state`` commit must be signed by a key of that file, and each line it
+    adds written ``by`` that key's handle (`_signed`)."""
     names = frozenset(roster)
     problems: list[str] = []
     tokens: dict[str, int] = {}
+    leases: dict[str, Grant] = {}
     for old, new, ref in updates:
         if not ref.startswith(LEASE_PREFIX):
             continue
@@ -91,7 +118,19 @@ def check_push(updates: Sequence[tuple[str, str, str]], roster: Iterable[str]) -
             problems.append(f"{ref}: holder {lease.holder[:40]!r} is not a roster handle")
         if before is not None and lease.token < before.token:
             problems.append(f"{ref}: token {lease.token} below the lease's {before.token}")
+        if before is not None and lease.token > before.token + 1:
+            problems.append(
+                f"{ref}: token {lease.token} jumps past {before.token + 1} "
+                "(a take raises it by one)"
+            )
+        if lease_max is not None and now is not None and _beyond(lease.expiry, now + lease_max):
+            problems.append(
+                f"{ref}: expiry {lease.expiry[:40]} is further ahead than a holder writes "
+                "(two intervals and max_skew)"
+            )
         tokens[tid] = lease.token
+        if lease.since:
+            leases[tid] = Grant(lease.token, lease.holder, lease.machine, lease.since)
     for old, new, ref in updates:
         if ref != STATE_REF:
             continue
@@ -101,14 +140,80 @@ def check_push(updates: Sequence[tuple[str, str, str]], roster: Iterable[str]) -
         if not _absent(old) and _git("merge-base", "--is-ancestor", old, new).returncode != 0:
             problems.append(f"{ref}: hz/state is never rewritten (the push is not a fast-forward)")
             continue
-        problems += _check_added(_texts(old), _texts(new), names, tokens)
+        problems += _check_added(_texts(old), _texts(new), names, tokens, leases)
+        if allowed_signers is not None:
+            problems += _signed(old, new, allowed_signers)
     return problems
 
 
+def _signed(old: str, new: str, allowed: str) -> list[str]:
+    """Each commit ``old..new`` adds to ``hz/state``: signed (git's SSH signing) by a
+    key of ``allowed``, and every line it adds written ``by`` that key's handle."""
+    span = new if _absent(old) else f"{old}..{new}"
+    listed = _git(
+        "-c",
+        f"gpg.ssh.allowedSignersFile={allowed}",
+        "log",
+        "--format=%H%x00%G?%x00%GS%x00%P",
+        span,
+    )
+    problems: list[str] = []
+    for row in listed.stdout.splitlines():
+        commit, status, signer, parents = [*row.split("\0"), "", "", ""][:4]
+        if status != "G":
+            problems.append(
+                f"commit {commit[:12]} is not signed by a key of the allowed signers "
+                f"(signature status {status or 'none'})"
+            )
+            continue
+        parent = parents.split()[0] if parents.split() else "0" * 40
+        before = _texts(parent)
+        for path, text in sorted(_texts(commit).items()):
+            kept = set(before.get(path, "").splitlines())
+            for line in text.splitlines():
+                if line in kept:
+                    continue
+                try:
+                    by = json.loads(line).get("by")
+                except (ValueError, AttributeError):
+                    continue
+                if by != signer:
+                    problems.append(
+                        f"{path}: a line by {str(by)[:40]!r} in commit {commit[:12]} signed by "
+                        f"{signer[:40]!r}"
+                    )
+    return problems
+
+
+def _beyond(expiry: str, most: datetime) -> bool:
+    try:
+        return parse_ts(expiry) > most
+    except ValueError:
+        return True
+
+
 def _check_added(
-    before: dict[str, str], after: dict[str, str], names: frozenset[str], tokens: dict[str, int]
+    before: dict[str, str],
+    after: dict[str, str],
+    names: frozenset[str],
+    tokens: dict[str, int],
+    leases: dict[str, Grant],
 ) -> list[str]:
     problems: list[str] = []
+    records = []
+    for text in after.values():
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and not lint_record(record, names):
+                records.append(record)
+    for team in {str(r.get("team")) for r in records} - set(leases):
+        lease = _lease_at(LEASE_PREFIX + team)
+        if lease is not None and lease.since:
+            leases[team] = Grant(lease.token, lease.holder, lease.machine, lease.since)
+    grants = history(records, leases)
     for path, text in sorted(after.items()):
         kept = set(before.get(path, "").splitlines())
         for number, line in enumerate(text.splitlines(), start=1):
@@ -121,6 +226,8 @@ def _check_added(
                 problems.append(f"{where}: not JSON")
                 continue
             found = lint_record(record, names)
+            if not found and (wrong := misplaced(path, record)):
+                found = [wrong]
             if found:
                 problems.append(f"{where}: {found[0]}")
                 continue
@@ -130,10 +237,8 @@ def _check_added(
                 if lease is not None:
                     tokens[team] = lease.token
             lease_token = tokens.get(team)
-            if lease_token is not None and token < lease_token:
-                problems.append(
-                    f"{where}: stale fencing token {token} (the lease's is {lease_token})"
-                )
-            elif lease_token is not None and token > lease_token:
+            if lease_token is not None and token > lease_token:
                 problems.append(f"{where}: token {token} above the lease's ({lease_token})")
+            elif (judged := judge(record, grants.get(team, {}))) is not None:
+                problems.append(f"{where}: {judged}")
     return problems

@@ -1,7 +1,8 @@
 """Leases: who runs a team Heinzelmännchen, as the ref ``refs/hz/lease/<team id>``.
 
 The ref points at a commit with the empty tree whose message is the lease, one JSON
-line: ``{"holder", "machine", "expiry", "token", "owner_seen", "open"}``: the holder is a
+line: ``{"holder", "machine", "expiry", "token", "owner_seen", "open", "since"}`` (``since``:
+when this token was granted, the lease history's entry; older leases lack it): the holder is a
 member's handle *and* the machine id of its home (`heinzel.team.team.machine_id`), so
 one person's laptop and desktop are two holders. It is changed only by
 compare-and-swap (``git push --force-with-lease=<ref>:<old>``), so of two daemons that
@@ -55,9 +56,12 @@ class Lease:
     owner_seen: str | None = None
     open: tuple[str, ...] = ()
     machine: str | None = None
+    since: str | None = None
 
     def to_message(self) -> str:
-        machine = {"machine": self.machine} if self.machine is not None else {}
+        machine: dict[str, str] = {"machine": self.machine} if self.machine is not None else {}
+        if self.since is not None:
+            machine["since"] = self.since  # optional fields: written only when known
         return json.dumps(
             {
                 "holder": self.holder,
@@ -82,6 +86,7 @@ class Lease:
                 owner_seen=data.get("owner_seen"),
                 open=tuple(str(key) for key in data.get("open") or ()),
                 machine=str(data["machine"]) if data.get("machine") else None,
+                since=str(data["since"]) if data.get("since") else None,
             )
         except (ValueError, KeyError, TypeError):
             return None
@@ -141,7 +146,7 @@ def decide(
             kept = replace(lease, expiry=expiry, owner_seen=None, open=unsettled, machine=machine)
             return Decision("take" if free else "renew", kept, True)
         if free:
-            return Decision("take", Lease(me, expiry, token + 1, machine=machine), True)
+            return Decision("take", Lease(me, expiry, token + 1, machine=machine, since=at), True)
         if lease is not None and lease.holder == me:
             return Decision("none", None, False)  # my other machine holds it
         seen = lease.owner_seen if lease is not None else None
@@ -162,5 +167,5 @@ def decide(
         if lease is not None and mine:
             taken = replace(lease, expiry=expiry, open=unsettled, machine=machine)
             return Decision("take", taken, True)
-        return Decision("take", Lease(me, expiry, token + 1, machine=machine), True)
+        return Decision("take", Lease(me, expiry, token + 1, machine=machine, since=at), True)
     return Decision("none", None, False)

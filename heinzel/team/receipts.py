@@ -12,7 +12,11 @@ draft's names its place) leaves as the team id and the SHA-256 of the rest (`tea
 
 `lint_record` refuses a field outside the allowlist, a string that is not an id, hash,
 number, timestamp, key, vocabulary word or roster handle, and anything email-like;
-`lint_records` adds the fencing rule: per team Heinzelmännchen, tokens never go down.
+`sort_records` adds the fencing rule: a receipt is judged by the lease it was written
+under, never by its place in the branch: it counts when its token was held by its writer
+at its ``at``, as the lease history shows (`Grant`: the ``lease.granted`` lines each new
+holder writes to ``hz/state``, and the current lease refs). A later holder's token never
+makes an earlier holder's receipt stale.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,10 +36,16 @@ __all__ = [
     "FIELDS",
     "NEWER",
     "RECEIPT_VERSION",
+    "Grant",
     "Quarantined",
     "from_event",
+    "grant_record",
+    "held_at",
+    "history",
+    "judge",
     "lint_record",
     "lint_records",
+    "misplaced",
     "sort_records",
     "team_id",
     "team_key",
@@ -61,8 +71,15 @@ FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "draft.placed": ("asset", "hash"),
     "approval.observed": ("approver", "share_changed", "output_fp"),
     "contract.amended": ("version", "fingerprint"),
+    "lease.granted": (),
 }
-"""Exactly statement 13's fields per kind; the lint refuses any other."""
+"""Exactly statement 13's fields per kind; the lint refuses any other. ``lease.granted``
+is the lease history: the envelope alone (who took which token, on which machine, when),
+no content."""
+
+UNFENCED: Final = frozenset(("approval.observed", "contract.amended"))
+"""Kinds that need no lease: a person's approval or amendment, collected whenever the
+daemon next ticks, carries the token its writer held at its time, or 0 (none)."""
 
 _ID = re.compile(r"[a-z]{1,4}-[0-9A-Za-z]{8,40}")
 _HASH = re.compile(r"(sha256:)?[0-9a-f]{12,64}")
@@ -172,6 +189,72 @@ def from_event(
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """One entry of a lease's history: ``token`` was granted to ``holder`` on
+    ``machine`` at ``since`` (held until a higher token was granted)."""
+
+    token: int
+    holder: str
+    machine: str | None
+    since: str
+
+
+def grant_record(team: str, grant: Grant) -> dict[str, Any]:
+    """The ``lease.granted`` line of ``grant`` on ``hz/state`` (its id names the team and
+    token, so a grant lands once however often it is pushed)."""
+    digest = hashlib.sha256(f"{team}:lease:{grant.token}".encode()).hexdigest()[:24]
+    return {
+        "id": f"rc-{digest}",
+        "kind": "lease.granted",
+        "team": team,
+        "at": grant.since,
+        "by": grant.holder,
+        **({"machine": grant.machine} if grant.machine else {}),
+        "token": grant.token,
+        "key": f"{team}@lease-{grant.token}",
+    }
+
+
+def held_at(grants: Mapping[int, Grant], at: str) -> Grant | None:
+    """The grant in force at ``at``: the highest token granted at or before it."""
+    when = parse_ts(at)
+    found = None
+    for grant in grants.values():
+        if parse_ts(grant.since) <= when and (found is None or grant.token > found.token):
+            found = grant
+    return found
+
+
+def judge(record: Mapping[str, Any], grants: Mapping[int, Grant]) -> str | None:
+    """Why ``record`` does not count under its team's lease history ``grants`` (None: it
+    counts): a receipt counts when its token was held by its writer at its ``at``. A
+    receipt of an unfenced kind (`UNFENCED`) may carry 0; a turn's may not."""
+    token, by, at = record.get("token"), record.get("by"), str(record.get("at"))
+    kind = record.get("kind")
+    if kind == "lease.granted" or not isinstance(token, int):
+        return None
+    if token == 0:
+        return None if kind in UNFENCED else f"{kind} carries no lease token"
+    try:
+        current = held_at(grants, at)
+    except ValueError:
+        return "at is not a timestamp"
+    own = grants.get(token)
+    if current is not None and current.token > token:
+        return (
+            f"stale fencing token {token}: token {current.token} was granted to "
+            f"{current.holder} at {current.since}, before this receipt's {at}"
+        )
+    if own is not None:
+        machine = record.get("machine")
+        if own.holder != by or (own.machine and machine and own.machine != machine):
+            return f"token {token} was granted to {own.holder}, not to {str(by)[:40]}"
+        if parse_ts(at) < parse_ts(own.since):
+            return f"written at {at}, before its token {token} was granted ({own.since})"
+    return None
+
+
 def _string_ok(value: str, roster: frozenset[str]) -> bool:
     if _EMAIL.search(value):
         return False
@@ -245,35 +328,52 @@ def sort_records(
     lines: Sequence[tuple[str, str]],
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
+    leases: Mapping[str, Grant] | None = None,
+    *,
+    climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Quarantined]]:
-    """``(where, line)`` pairs in branch order, split into the records the lint admits
-    and the ones it quarantines: a line that is not a receipt the lint admits
+    """``(where, line)`` pairs split into the records the lint admits and the ones it
+    quarantines, whatever their order: a line that is not a receipt the lint admits
     (`lint_record`); a token above ``ceilings[team]`` (the current lease's: no lease ever
-    granted it, a forged receipt); a token lower than an admitted one before it (a stale
-    holder's receipt, or a forged one)."""
+    granted it, a forged receipt); a receipt whose token its writer did not hold at its
+    ``at`` (`judge`), by the lease history (`history`; ``leases``: each team's current
+    lease as a grant). ``climb``: teams whose lease ref is unreadable or deleted, whose
+    ceiling (the highest token this home saw) rises only by ``lease.granted`` lines one
+    token at a time, so a forged token 999 stays quarantined. ``unsigned``: ids of lines
+    not signed by their writer's key (`heinzel.team.signing.unsigned_lines`)."""
     names = frozenset(roster)
-    admitted: list[dict[str, Any]] = []
-    quarantined: list[Quarantined] = []
-    highest: dict[str, int] = {}
+    ceilings = _climbed(lines, names, ceilings or {}, climb)
+    linted: list[tuple[str, dict[str, Any] | None, list[str]]] = []
     for where, line in lines:
         try:
             record = json.loads(line)
         except ValueError:
             record = None
         if not isinstance(record, dict):
-            quarantined.append(Quarantined(where, None, None, None, "not a JSON object"))
+            linted.append((where, None, ["not a JSON object"]))
             continue
         problems = lint_record(record, names)
         team, token = str(record.get("team")), record.get("token")
         ceiling = (ceilings or {}).get(team)
-        if not problems and isinstance(token, int):
-            if ceiling is not None and token > ceiling:
-                problems = [f"token {token} is above the lease's ({ceiling}): no lease granted it"]
-            elif token < highest.get(team, 0):
-                problems = [
-                    f"stale fencing token {token} after {highest[team]} "
-                    "(a receipt of a holder that lost the lease)"
-                ]
+        if not problems and isinstance(token, int) and ceiling is not None and token > ceiling:
+            problems = [f"token {token} is above the lease's ({ceiling}): no lease granted it"]
+        if not problems and not _TS.fullmatch(str(record.get("at"))):
+            problems = ["at is not a timestamp"]
+        if not problems and (wrong := misplaced(where.rsplit(":", 1)[0], record)):
+            problems = [wrong]
+        if not problems and str(record.get("id")) in (unsigned or {}):
+            problems = [f"not signed by its writer's key: {(unsigned or {})[str(record['id'])]}"]
+        linted.append((where, record, problems))
+    grants = history([r for _, r, p in linted if r is not None and not p], leases)
+    admitted: list[dict[str, Any]] = []
+    quarantined: list[Quarantined] = []
+    for where, record, refused in linted:
+        if record is None:
+            quarantined.append(Quarantined(where, None, None, None, refused[0]))
+            continue
+        found = None if refused else judge(record, grants.get(str(record.get("team")), {}))
+        problems = [*refused, *([found] if found else [])]
         if problems:
             quarantined.append(
                 Quarantined(
@@ -285,16 +385,96 @@ def sort_records(
                 )
             )
             continue
-        highest[team] = max(highest.get(team, 0), int(token or 0))
         admitted.append(record)
     return admitted, quarantined
+
+
+_DAY_FILE = re.compile(r"([^/]+)/(\d{4}-\d\d-\d\d)\.jsonl")
+
+
+def misplaced(path: str, record: Mapping[str, Any]) -> str | None:
+    """Why ``record`` does not belong in the ``hz/state`` file ``path`` (None: it does,
+    or ``path`` is not a day file): its ``at`` must fall on the file's day and its team
+    be the file's folder, so a line dated 2099 inside a 2026 day file is refused."""
+    found = _DAY_FILE.fullmatch(path)
+    if found is None:
+        return None
+    if str(record.get("team")) != found.group(1):
+        return f"team {str(record.get('team'))[:40]} is not this file's team"
+    if str(record.get("at"))[:10] != found.group(2):
+        return f"at {str(record.get('at'))[:40]} is not on this file's day ({found.group(2)})"
+    return None
+
+
+def _climbed(
+    lines: Sequence[tuple[str, str]],
+    names: frozenset[str],
+    ceilings: Mapping[str, int],
+    climb: Collection[str],
+) -> dict[str, int]:
+    """``ceilings``, each team of ``climb`` raised through its ``lease.granted`` lines
+    that follow it one token at a time (each new holder raises the token by one)."""
+    found = dict(ceilings)
+    granted: dict[str, set[int]] = {}
+    for _where, line in lines if climb else ():
+        if '"lease.granted"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("kind") == "lease.granted":
+            team, token = str(record.get("team")), record.get("token")
+            if team in climb and isinstance(token, int) and not lint_record(record, names):
+                granted.setdefault(team, set()).add(token)
+    for team, tokens in granted.items():
+        top = found.get(team, 0)
+        while top + 1 in tokens:
+            top += 1
+        found[team] = top
+    return found
+
+
+def history(
+    records: Iterable[Mapping[str, Any]], leases: Mapping[str, Grant] | None = None
+) -> dict[str, dict[int, Grant]]:
+    """Each team's lease history from linted records: its ``lease.granted`` lines (the
+    first of a token counts), then each current lease (``leases``, which the ref's
+    compare-and-swap made: it overrides a line for its token); a token with neither (a
+    lease older than the history, or whose line never left) is known by its earliest
+    turn receipt, since its holder wrote that under it."""
+    grants: dict[str, dict[int, Grant]] = {}
+    seen: dict[str, dict[int, Grant]] = {}
+    for record in records:
+        team, token = str(record.get("team")), int(record.get("token") or 0)
+        if token <= 0:
+            continue
+        machine = str(record["machine"]) if record.get("machine") else None
+        grant = Grant(token, str(record.get("by")), machine, str(record.get("at")))
+        if record.get("kind") == "lease.granted":
+            grants.setdefault(team, {}).setdefault(token, grant)
+        elif record.get("kind") not in UNFENCED:
+            known = seen.setdefault(team, {}).get(token)
+            if known is None or parse_ts(grant.since) < parse_ts(known.since):
+                seen[team][token] = grant
+    for team, grant in (leases or {}).items():
+        grants.setdefault(team, {})[grant.token] = grant
+    for team, tokens in seen.items():
+        for token, grant in tokens.items():
+            grants.setdefault(team, {}).setdefault(token, grant)
+    return grants
 
 
 def lint_records(
     lines: Sequence[tuple[str, str]],
     roster: Iterable[str],
     ceilings: Mapping[str, int] | None = None,
+    leases: Mapping[str, Grant] | None = None,
+    *,
+    climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Lint ``(where, line)`` pairs in branch order: each quarantined line (`sort_records`),
     described with who and what."""
-    return [q.describe() for q in sort_records(lines, roster, ceilings)[1]]
+    found = sort_records(lines, roster, ceilings, leases, climb=climb, unsigned=unsigned)[1]
+    return [q.describe() for q in found]

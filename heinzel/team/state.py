@@ -12,9 +12,9 @@ hold yet, lints, and pushes again, up to ``[team] push_retries`` times; the leas
 two writers of one Heinzelmännchen's file rare, and appends commute anyway.
 
 Before every push the new receipts are linted (`heinzel.team.receipts.lint_record`) and
-checked against the fencing token of the lease as fetched: a receipt whose token is
-lower than the lease's was made under a lease that has since changed hands; it is
-refused, kept in the outbox's ``refused/`` with its reason and reported (HZH303). Lines
+judged by the lease history as fetched (`heinzel.team.receipts.judge`): a receipt
+written after a higher token was granted was made under a lease that had changed hands;
+it is refused, kept in the outbox's ``refused/`` with its reason and reported (HZH303). Lines
 already on the branch are never linted for a push: a line the lint refuses (a hostile
 or broken one) is quarantined by the readers (`scan`, `lint_branch`), not counted for
 slots or the token floor, and stops nobody's receipts.
@@ -23,16 +23,24 @@ slots or the token floor, and stops nobody's receipts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from heinzel.team.git import STATE_REF, Git, git_error
+from heinzel.team.git import STATE_REF, Git, declined_error, git_error
 from heinzel.team.lease import Lease
 from heinzel.team.outbox import Outbox
-from heinzel.team.receipts import Quarantined, lint_record, lint_records, sort_records
+from heinzel.team.receipts import (
+    Grant,
+    Quarantined,
+    history,
+    judge,
+    lint_record,
+    lint_records,
+    sort_records,
+)
 
 __all__ = ["PublishStats", "Scan", "last_receipts", "lint_branch", "own_dropped", "publish", "scan"]
 
@@ -58,14 +66,15 @@ def publish(
     outbox: Outbox,
     *,
     roster: set[str],
-    tokens: dict[str, int],
+    grants: Mapping[str, Mapping[int, Grant]],
     retries: int,
     me: str,
     stats: PublishStats,
     again: frozenset[str] = frozenset(),
 ) -> None:
     """Push the outbox to ``hz/state`` in order, each receipt once (see the module);
-    ``tokens``: each lease's fencing token as fetched; ``again``: ids of receipts
+    ``grants``: each team's lease history as fetched (`heinzel.team.receipts.history`);
+    ``again``: ids of receipts
     ``hz/state`` held before a rewrite dropped them (pushed again without the token
     check: they passed it once). Only the new receipts are linted: a line already on
     the branch that the lint refuses is quarantined for the readers, never a reason to
@@ -81,10 +90,9 @@ def publish(
         done = []
         for path, record in pending:
             problems = lint_record(record, roster)
-            stale = int(record.get("token") or 0) < tokens.get(str(record.get("team")), 0)
-            if not problems and stale and record.get("id") not in again:
-                lease = tokens[str(record["team"])]
-                problems = [f"stale fencing token {record['token']} (the lease's is {lease})"]
+            if not problems and record.get("id") not in again:
+                found = judge(record, grants.get(str(record.get("team")), {}))
+                problems = [found] if found else []
             if problems:
                 outbox.refuse(path, problems[0])
                 refused.append(f"{path.name}: {problems[0]}")
@@ -105,6 +113,8 @@ def publish(
         count = sum(len(lines) for lines in added.values())
         commit = git.state_commit(tip, files, f"hz: {count} receipts from {me}")
         pushed = git.push([(STATE_REF, commit, tip)])
+        if STATE_REF in pushed.declined:
+            raise declined_error(STATE_REF, pushed.declined[STATE_REF])
         if STATE_REF in pushed.accepted:
             stats.pushes += 1
             stats.receipts += count
@@ -131,6 +141,8 @@ class Scan:
     keys: dict[str, set[str]] = field(default_factory=dict)  # turn.finished keys per team
     tokens: dict[str, int] = field(default_factory=dict)  # highest admitted token per team
     quarantined: list[Quarantined] = field(default_factory=list)
+    grants: dict[str, dict[int, Grant]] = field(default_factory=dict)  # lease history
+    granted: set[tuple[str, int]] = field(default_factory=set)  # lease.granted lines
 
 
 def scan(
@@ -139,13 +151,19 @@ def scan(
     now: datetime,
     roster: Iterable[str],
     ceilings: Mapping[str, int],
+    *,
+    leases: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> Scan:
     """The files of the last eight days of each team id on the fetched ``hz/state``, in
     two git processes however many teams, sorted by `sort_records` (``ceilings``: each
-    readable lease's token): the keys of admitted ``turn.finished`` receipts, the highest
-    admitted token, and the quarantined lines."""
+    readable lease's token; ``leases``: each current lease as a grant): the keys of
+    admitted ``turn.finished`` receipts, the highest admitted token, the quarantined
+    lines and the lease history."""
     wanted = sorted(set(teams))
     found = Scan(keys={team: set() for team in wanted})
+    found.grants = history((), leases)
     tip = git.state_tip()
     if tip is None or not wanted:
         return found
@@ -156,8 +174,13 @@ def scan(
         for path, text in sorted(texts.items())
         for n, line in enumerate(text.splitlines(), start=1)
     ]
-    admitted, found.quarantined = sort_records(lines, roster, ceilings)
+    admitted, found.quarantined = sort_records(
+        lines, roster, ceilings, leases, climb=climb, unsigned=unsigned
+    )
+    found.grants = history(admitted, leases)
     for record in admitted:
+        if record.get("kind") == "lease.granted":
+            found.granted.add((str(record.get("team")), int(record.get("token") or 0)))
         team = str(record.get("team"))
         found.tokens[team] = max(found.tokens.get(team, 0), int(record.get("token") or 0))
         if record.get("kind") == "turn.finished":
@@ -212,7 +235,14 @@ def last_receipts(git: Git, teams: Iterable[str]) -> dict[str, dict[str, Any]]:
 
 
 def lint_branch(
-    git: Git, roster: set[str], leases: dict[str, Lease | None], ceilings: Mapping[str, int]
+    git: Git,
+    roster: set[str],
+    leases: dict[str, Lease | None],
+    ceilings: Mapping[str, int],
+    *,
+    grants: Mapping[str, Grant] | None = None,
+    climb: Collection[str] = (),
+    unsigned: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every record on the fetched ``hz/state``, in branch order (`lint_records`, a
     token above its lease's refused as forged)."""
@@ -222,7 +252,7 @@ def lint_branch(
     lines: list[tuple[str, str]] = []
     for path, text in sorted(git.read_many(tip, None).items()):
         lines += [(f"{path}:{n}", line) for n, line in enumerate(text.splitlines(), start=1)]
-    problems = lint_records(lines, roster, ceilings)
+    problems = lint_records(lines, roster, ceilings, grants, climb=climb, unsigned=unsigned)
     for tid, lease in leases.items():
         if lease is not None and lease.holder not in roster:
             problems.append(f"lease {tid}: holder is not a roster handle")

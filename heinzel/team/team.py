@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,17 +28,23 @@ from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts
-from heinzel.team.git import LEASE_PREFIX, Git
+from heinzel.team.git import LEASE_PREFIX, STATE_REF, VERIFIED_STATE, Git, declined_error
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
     NEWER,
+    Grant,
     Quarantined,
     from_event,
+    grant_record,
+    held_at,
+    history,
+    judge,
     lint_record,
     team_id,
     team_key,
 )
+from heinzel.team.signing import unsigned_lines
 from heinzel.team.state import (
     PublishStats,
     last_receipts,
@@ -57,7 +63,7 @@ from machines.disk_body import DiskBody
 from machines.journal import expand_carried
 from machines.keys import Wake
 
-__all__ = ["Member", "Team", "machine_id"]
+__all__ = ["Member", "Team", "lease_grants", "machine_id"]
 
 _MACHINE = re.compile(r"mc-[0-9a-f]{20}")
 
@@ -123,6 +129,8 @@ class Team:
     claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     known_machine: str | None = None
     floors: dict[str, int] = field(default_factory=dict)
+    grants: dict[str, dict[int, Grant]] = field(default_factory=dict)
+    granted: set[tuple[str, int]] = field(default_factory=set)
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -151,6 +159,7 @@ class Team:
             str(self.sessions.settings.team.repository),
             self.me,
             self.sessions.clock,
+            self.sessions.settings.team.signing_key,
         )
 
     @property
@@ -194,11 +203,8 @@ class Team:
         if not self.members and not self.outbox.pending():
             return
         git = self.git
-        last = None
         try:
-            git.ensure()
-            last = git.state_tip()
-            git.fetch()
+            self.fetch(git, report.notices)
             self.online = True
         except HeinzelError as error:
             self.online = False
@@ -208,37 +214,144 @@ class Team:
             tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
         }
         if self.online:
-            if last is not None and not git.descends(last, git.state_tip()):
-                self._rewritten(git, last, report)
             teams = [m.team for m in self.members.values()]
             seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
-            ceilings = {t: seen[t] for t, (_, lease) in self.leases.items() if lease}
-            found = scan(git, teams, now, self.roster(), ceilings)
+            read = {t: lease for t, (_, lease) in self.leases.items()}
+            current = lease_grants(read)
+            found = scan(
+                git,
+                teams,
+                now,
+                self.roster(),
+                seen,
+                leases=current,
+                climb=_soft(seen, read),
+                unsigned=self.unsigned(),
+            )
             _newer_members(found.quarantined, report)
             self.received = found.keys
+            self.grants, self.granted = found.grants, found.granted
             self.floors = dict(seen)
             for tid, token in found.tokens.items():
                 self.floors[tid] = max(self.floors.get(tid, 0), token)
         self._decide(now, git, report)
+        self._record_grants()
         self._collect()
         self._flush(report)
 
-    def _rewritten(self, git: Git, last: str, report: _Report) -> None:
-        """``hz/state`` as fetched does not descend from the tip fetched last (a
+    def _record_grants(self) -> None:
+        """The lease history: each lease this machine holds whose ``lease.granted`` line
+        is not on ``hz/state`` yet goes into the outbox (its id names team and token, so
+        it lands once), and the history this tick judges by includes it."""
+        mine = {
+            tid: lease
+            for tid, (_, lease) in self.leases.items()
+            if lease is not None and lease.held_by(self.me, self.machine)
+        }
+        for tid, grant in lease_grants(mine).items():
+            self.grants.setdefault(tid, {})[grant.token] = grant
+        if not self.online:
+            return
+        waiting = {str(record.get("id")) for _, record in self.outbox.pending()}
+        records = [
+            record
+            for tid, grant in sorted(lease_grants(mine).items())
+            if (tid, grant.token) not in self.granted
+            and (record := grant_record(tid, grant))["id"] not in waiting
+        ]
+        self.outbox.put(records)
+
+    def fetch(self, git: Git, notices: list[str]) -> None:
+        """One fetch, by every path that fetches (the tick, ``hz team lint``): a fetched
+        ``hz/state`` that does not descend from the one examined last (a force-push, a
+        deletion) is announced once in ``notices`` and survived (`_rewritten`); whether
+        the remote was reached, and since when not, is kept for ``hz team status``."""
+        now = format_ts(self.sessions.clock())
+        try:
+            git.ensure()
+            last = git.seen_state() or git.state_tip()
+            git.fetch()
+        except HeinzelError as error:
+            known = self.remote_state()
+            self._remote_state(
+                unreachable_since=known.get("unreachable_since") or now, error=error.message
+            )
+            raise
+        tip = git.state_tip()
+        rewrite = None
+        if last is not None and not git.descends(last, tip):
+            rewrite = self._rewritten(git, last, notices)
+        git.see_state(tip)
+        self._verify(git, tip)
+        self._remote_state(
+            reached=now,
+            unreachable_since=None,
+            error=None,
+            **({"rewrite": rewrite} if rewrite else {}),
+        )
+
+    def _verify(self, git: Git, tip: str | None) -> None:
+        """With ``[team] allowed_signers``: the lines the commits fetched since the last
+        verified one add that are not signed by their writer (`unsigned_lines`) join
+        ``<home>/team/unsigned.json``, which every reader quarantines."""
+        allowed = self.sessions.settings.team.allowed_signers
+        if not allowed or tip is None:
+            return
+        done = git.run("rev-parse", "--verify", "--quiet", VERIFIED_STATE, check=False)
+        since = done.stdout.strip() or None
+        if since is not None and not git.descends(since, tip):
+            since = None  # a rewrite: verify the branch as it is now
+        found = {**self.unsigned(), **unsigned_lines(git, allowed, since, tip)}
+        ensure_private_dir(self.root)
+        write_atomic(self.root / "unsigned.json", json.dumps(found, sort_keys=True).encode())
+        git.run("update-ref", VERIFIED_STATE, tip)
+
+    def unsigned(self) -> dict[str, str]:
+        """``{receipt id: why}`` of the lines not signed by their writer (`_verify`)."""
+        try:
+            data = json.loads((self.root / "unsigned.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def remote_state(self) -> dict[str, Any]:
+        """What the last fetch found (``<home>/team/remote.json``): ``reached`` (the last
+        time the remote answered), ``unreachable_since`` and its ``error``, the last
+        ``rewrite`` and the hook's last ``declined`` pushes."""
+        try:
+            data = json.loads((self.root / "remote.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _remote_state(self, **changes: Any) -> None:
+        data = {**self.remote_state(), **changes}
+        ensure_private_dir(self.root)
+        write_atomic(self.root / "remote.json", json.dumps(data, sort_keys=True).encode())
+
+    def _rewritten(self, git: Git, last: str, notices: list[str]) -> dict[str, Any]:
+        """``hz/state`` as fetched does not descend from the tip examined last (a
         force-push or a deletion rewrote it): say so, and put this machine's receipts the
         rewrite dropped back into the outbox (pushed again without the token check:
-        they passed it once)."""
+        they passed it once, and they count as what they were)."""
         tip = git.state_tip()
         dropped = own_dropped(git, last, tip, self.me, self.machine)
-        report.notices.append(
+        notices.append(
             f"team: hz/state was rewritten: {(tip or 'deleted')[:12]} does not descend from "
             f"{last[:12]} fetched last; {len(dropped)} receipt(s) of this machine it dropped "
             "are pushed again. Protect hz/state from force-push and deletion (docs/team.md)"
         )
         if dropped:
             outbox = self.outbox
+            waiting = {str(record.get("id")) for _, record in outbox.pending()}
             outbox.set_again(outbox.again() | {str(r.get("id")) for r in dropped})
-            outbox.put(dropped)
+            outbox.put([r for r in dropped if str(r.get("id")) not in waiting])
+        return {
+            "at": format_ts(self.sessions.clock()),
+            "from": last,
+            "to": tip,
+            "dropped": len(dropped),
+        }
 
     def leases_seen(self, leases: dict[str, Lease | None]) -> dict[str, int]:
         """The highest token any lease of each team id was seen with, now or by this
@@ -315,16 +428,55 @@ class Team:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
             return
         self.stats.lease_pushes += 1
+        self._declined(pushed.declined, report)
+        self._taken(pushed.accepted)
         for ref, token in running.items():
             if ref in pushed.accepted:
                 self.held[ref.removeprefix(LEASE_PREFIX)] = token
         for tid, (commit, lease) in written.items():
             if LEASE_PREFIX + tid in pushed.accepted:
                 self.leases[tid] = (commit, lease)
+        self.leases_seen(  # a token this home granted is one it has seen
+            {
+                tid: lease
+                for tid, (_, lease) in written.items()
+                if LEASE_PREFIX + tid in pushed.accepted
+            }
+        )
         git.track_leases(
             {tid: c for tid, (c, _) in written.items() if LEASE_PREFIX + tid in pushed.accepted}
         )
-        self.stats.lease_conflicts += len(pushed.rejected)
+        self.stats.lease_conflicts += len(set(pushed.rejected) - set(pushed.declined))
+
+    def _declined(self, declined: Mapping[str, str], report: _Report) -> None:
+        """Pushes the server's hook refused (`heinzel.team.hook`) reach the person: each
+        is the tick's error (HZH480) with the hook's reason and how to fix it, and is kept
+        for ``hz team status`` until a push of that ref takes."""
+        names = {m.team: m.name for m in self.members.values()}
+        kept = {
+            d["ref"]: d
+            for d in self.remote_state().get("declined") or []
+            if isinstance(d, dict) and d.get("ref") not in declined
+        }
+        for ref, reason in sorted(declined.items()):
+            error = declined_error(ref, reason, names.get(ref.removeprefix(LEASE_PREFIX)))
+            report.errors.append({"id": "team", "code": error.code, "message": error.message})
+            report.notices.append(f"team: {error.message}; fix: {error.hint}")
+            kept[ref] = {
+                "ref": ref,
+                "reason": reason,
+                "message": error.message,
+                "hint": error.hint,
+                "at": format_ts(self.sessions.clock()),
+            }
+        self._remote_state(declined=list(kept.values()))
+
+    def _taken(self, refs: Iterable[str]) -> None:
+        """Refs a push just landed: the hook's refusals of them are over."""
+        known = self.remote_state().get("declined") or []
+        kept = [d for d in known if isinstance(d, dict) and d.get("ref") not in set(refs)]
+        if kept != known:
+            self._remote_state(declined=kept)
 
     def _notice(
         self, member: Member, lease: Lease, done: set[str], now: datetime, report: _Report
@@ -354,6 +506,11 @@ class Team:
         if member is None:
             return list(wakes), list(resumes)
         if member.team not in self.held:
+            lease = self.leases.get(member.team, (None, None))[1]
+            if self.online and lease is not None and not lease.held_by(self.me, self.machine):
+                # another holder runs it now: a turn of ours left open (killed after
+                # turn.started) could never leave its receipts; end it
+                return [], [(turn, "superseded") for turn, _ in resumes]
             return [], []
         done = self.received.get(member.team, set())
         kept = [w for w in wakes if team_key(w.key, heinzel, member.team) not in done]
@@ -428,7 +585,9 @@ class Team:
                 if LEASE_PREFIX + tid in pushed.accepted
             }
         )
-        self.stats.lease_conflicts += len(pushed.rejected)
+        self.stats.lease_conflicts += len(set(pushed.rejected) - set(pushed.declined))
+        self._declined(pushed.declined, report)
+        self._taken(pushed.accepted)
         crash_at("claimed")  # HZ_CRASH_AT=at:claimed: claims pushed, no turn started
         return refused
 
@@ -485,6 +644,17 @@ class Team:
                     begun = {**begun, "inputs": inputs}
                 token = begun.get("fencing")
                 moved[member.local] = event.seq
+                if (
+                    event.kind in _FINAL
+                    and event.data.get("reason") == "superseded"
+                    and self.held.get(member.team) != token
+                ):
+                    continue  # ended because another holder runs it: nothing to say
+                late = event.kind in ("approval.observed", "contract.approved", "contract.amended")
+                if late and not isinstance(token, int):
+                    # collected whenever this daemon ticks: the token this machine held
+                    # at its time, else none (a person's act needs no lease)
+                    token = self._held_at(member.team, event.ts)
                 if not isinstance(token, int) and member.team not in self.held:
                     continue  # not a team turn of ours, and we do not run it now
                 record = from_event(
@@ -506,15 +676,29 @@ class Team:
         outbox.put(records)
         outbox.advance(moved)
 
+    def _held_at(self, team: str, ts: str) -> int:
+        """The token this machine held for ``team`` at ``ts`` by the lease history, else 0."""
+        try:
+            grant = held_at(self.grants.get(team, {}), format_ts(parse_ts(ts)))
+        except ValueError:
+            return 0
+        if grant is None or grant.holder != self.me or grant.machine not in (None, self.machine):
+            return 0
+        return grant.token
+
     def _flush(self, report: _Report) -> None:
         if not self.online or not self.outbox.pending():
             return
+        current = lease_grants({t: lease for t, (_, lease) in self.leases.items()})
+        grants = {t: dict(g) for t, g in self.grants.items()}
+        for tid, grant in current.items():
+            grants.setdefault(tid, {})[grant.token] = grant
         try:
             publish(
                 self.git,
                 self.outbox,
                 roster=self.roster(),
-                tokens={tid: lease.token for tid, (_, lease) in self.leases.items() if lease},
+                grants=grants,
                 retries=self.sessions.settings.team.push_retries,
                 me=self.me,
                 stats=self.stats,
@@ -522,6 +706,26 @@ class Team:
             )
         except HeinzelError as error:
             report.errors.append({"id": "team", "code": error.code, "message": error.message})
+            if error.code == "HZH480":
+                report.notices.append(f"team: {error.message}; fix: {error.hint}")
+                self._remote_state(
+                    declined=[
+                        *[
+                            d
+                            for d in self.remote_state().get("declined") or []
+                            if isinstance(d, dict) and d.get("ref") != STATE_REF
+                        ],
+                        {
+                            "ref": STATE_REF,
+                            "reason": error.message,
+                            "message": error.message,
+                            "hint": error.hint,
+                            "at": format_ts(self.sessions.clock()),
+                        },
+                    ]
+                )
+        else:
+            self._taken([STATE_REF])
         if not self.outbox.pending() and self.outbox.again():
             self.outbox.set_again(frozenset())  # every receipt to push again has left
 
@@ -555,15 +759,22 @@ class Team:
 
     # -- reading -----------------------------------------------------------------------
 
-    def lint(self) -> list[str]:
-        """Fetch, then lint the whole ``hz/state`` branch and the lease refs."""
+    def lint(self, notices: list[str] | None = None) -> list[str]:
+        """Fetch (a rewrite found is announced in ``notices`` and survived), then lint
+        the whole ``hz/state`` branch and the lease refs."""
         git = self.git
-        git.ensure()
-        git.fetch()
+        self.fetch(git, notices if notices is not None else [])
         leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
         seen = self.leases_seen(leases)
-        ceilings = {t: seen[t] for t, lease in leases.items() if lease}
-        return lint_branch(git, self.roster(), leases, ceilings)
+        return lint_branch(
+            git,
+            self.roster(),
+            leases,
+            seen,
+            grants=lease_grants(leases),
+            climb=_soft(seen, leases),
+            unsigned=self.unsigned(),
+        )
 
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder,
@@ -578,8 +789,21 @@ class Team:
         now = self.sessions.clock()
         read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
         seen = self.leases_seen(read)
-        ceilings = {t: seen[t] for t, lease in read.items() if lease}
-        done = scan(git, teams, now, self.roster(), ceilings).keys if fetched else {}
+        grants, soft = lease_grants(read), _soft(seen, read)
+        done = (
+            scan(
+                git,
+                teams,
+                now,
+                self.roster(),
+                seen,
+                leases=grants,
+                climb=soft,
+                unsigned=self.unsigned(),
+            ).keys
+            if fetched
+            else {}
+        )
         found: dict[str, dict[str, Any]] = {}
         for member in members.values():
             lease = read.get(member.team)
@@ -608,8 +832,21 @@ class Team:
         now = self.sessions.clock()
         read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
         seen = self.leases_seen(read)
-        ceilings = {t: seen[t] for t, lease in read.items() if lease}
-        found = scan(git, members, now, self.roster(), ceilings) if fetched else None
+        grants, soft = lease_grants(read), _soft(seen, read)
+        found = (
+            scan(
+                git,
+                members,
+                now,
+                self.roster(),
+                seen,
+                leases=grants,
+                climb=soft,
+                unsigned=self.unsigned(),
+            )
+            if fetched
+            else None
+        )
         done = found.keys if found else {}
         shown = []
         for tid, (_, message) in sorted(leases.items()):
@@ -630,11 +867,47 @@ class Team:
                     **state,
                 }
             )
+        remote = self.remote_state()
+        declined = {
+            str(d.get("ref")): d for d in remote.get("declined") or [] if isinstance(d, dict)
+        }
+        for row in shown:
+            refused = declined.get(LEASE_PREFIX + row["team"])
+            if refused is not None:
+                row["refused"] = refused["reason"]
+                row["next"] = f"the hook refuses its lease pushes: {refused['hint']}"
+        held = [
+            row["name"] or row["team"]
+            for row in shown
+            if row["holder"] == self.me and row["machine"] in (None, self.machine)
+        ]
+        pending = len(self.outbox.pending())
+        meanwhile = None
+        if remote.get("unreachable_since"):
+            meanwhile = (
+                f"{pending} receipt(s) wait in the outbox; "
+                + (
+                    f"this machine resumes the open turns of {', '.join(held)} until its "
+                    "leases expire, and starts no new team slot"
+                    if held
+                    else "this machine runs no team slot"
+                )
+                + "; the other members' daemons run what their leases hold, and a delegate "
+                "takes this machine's leases once they expire"
+            )
         return {
             "repository": self.sessions.settings.team.repository,
             "handle": self.me,
             "machine": self.machine,
-            "outbox": len(self.outbox.pending()),
+            "remote": {
+                "reached": remote.get("reached"),
+                "unreachable_since": remote.get("unreachable_since"),
+                "error": remote.get("error"),
+                "meanwhile": meanwhile,
+                "rewrite": remote.get("rewrite"),
+                "declined": list(declined.values()),
+            },
+            "outbox": pending,
             "refused": self.outbox.refused(),
             "refusals": self.refusals(),
             "quarantined": [asdict(q) for q in found.quarantined] if found else [],
@@ -644,21 +917,19 @@ class Team:
 
     def refusals(self) -> list[dict[str, Any]]:
         """Each refused receipt with its reason and whether it could be pushed now
-        (``repushable``: the lint admits it with today's roster and its token is not
-        below its lease's as last fetched; `repush` puts those back into the outbox)."""
+        (``repushable``: the lint admits it with today's roster and its writer held its token
+        at its time by the lease history as last fetched; `repush` puts those back)."""
         git = self.git
         leases = git.leases() if (git.mirror / "HEAD").exists() else {}
-        tokens = {}
-        for tid, (_, message) in leases.items():
-            if (lease := Lease.from_message(message)) is not None:
-                tokens[tid] = lease.token
+        read = {tid: Lease.from_message(message) for tid, (_, message) in leases.items()}
+        grants = history((), lease_grants(read))
         roster = self.roster()
         found = []
         for refusal in self.outbox.refusals():
             record = refusal.pop("record")
             fine = isinstance(record, dict) and not lint_record(record, roster)
             if fine and isinstance(record, dict):
-                fine = int(record.get("token") or 0) >= tokens.get(str(record.get("team")), 0)
+                fine = judge(record, grants.get(str(record.get("team")), {})) is None
             found.append({**refusal, "repushable": fine})
         return found
 
@@ -728,6 +999,22 @@ def machine_id(root: Path) -> str:
     ensure_private_dir(root)
     write_atomic(path, made.encode())
     return made
+
+
+def _soft(seen: Mapping[str, int], leases: Mapping[str, Lease | None]) -> set[str]:
+    """The teams this home saw a lease of whose ref is unreadable or deleted now: their
+    ceiling is the highest token seen, raised only by ``lease.granted`` lines one at a
+    time (`heinzel.team.receipts.sort_records`)."""
+    return {tid for tid in seen if leases.get(tid) is None}
+
+
+def lease_grants(leases: Mapping[str, Lease | None]) -> dict[str, Grant]:
+    """Each lease that says when its token was granted, as the history's newest entry."""
+    return {
+        tid: Grant(lease.token, lease.holder, lease.machine, lease.since)
+        for tid, lease in leases.items()
+        if lease is not None and lease.since
+    }
 
 
 def _input_fps(

@@ -277,3 +277,33 @@ def test_the_github_cache_keeps_no_address_and_housekeeping_prunes_it(tmp_path: 
         assert [p for p in kept if p.exists()] == []
     finally:
         server.stop()
+
+
+def test_a_rate_limit_waits_as_long_as_its_line_says_however_often_it_recurs(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    """GitHub answers ``403`` with ``Retry-After: 120`` three ticks in a row: each tick's
+    HZH160 line says when the limit resets, and the source is asked again then, not after
+    a doubled backoff (4 min on the third) the line never mentioned."""
+    import re
+    from datetime import datetime
+
+    github.raw["/repos/octo/app/pulls"] = (403, {"Retry-After": "120"}, {"message": "rate limit"})
+    (tmp_path / "config.toml").write_text(
+        f'[adapters.code-host]\nbackend = "github"\nbase_url = "{github.url}"\n'
+    )
+    approved(tmp_path, "shipped", SHIPPED)
+    for now in (NOW, "2026-10-30T14:03:00Z", "2026-10-30T14:06:00Z"):
+        _code, report, _stderr = tick(tmp_path, now=now)
+        [error] = report["errors"]
+        said = int(re.search(r"resets in (\d+) s", error["message"]).group(1))  # type: ignore[union-attr]
+        [entry] = [
+            json.loads(p.read_text())
+            for p in (tmp_path / "home" / "heinzel" / "sources").glob("*.json")
+        ]
+        failed = entry["failed"]
+        kept = datetime.fromisoformat(
+            failed["retry_at"].replace("Z", "+00:00")
+        ) - datetime.fromisoformat(failed["at"].replace("Z", "+00:00"))
+        assert kept.total_seconds() <= said + 1, (failed, said)
+    assert failed["attempts"] == 3

@@ -5,14 +5,23 @@ Heinzelmännchen on mixed schedules (daily, weekdays, twice a day) owned round-r
 delegated to the other four, ticking together every six simulated hours through
 ``HZ_NOW``, with: seeded random SIGKILLs of ticks (the timer's next run follows at once),
 one member away each day (a pause past its leases' expiry), one member's clock ahead by
-20 s (within the default ``max_skew`` of 30 s), and one hostile push halfway (a forged
-``turn.finished`` with a token no lease granted, and a line by a handle off the roster).
+20 s (within the default ``max_skew`` of 30 s), one hostile push halfway (a forged
+``turn.finished`` with a token no lease granted, and a line by a handle off the roster),
+the N1 hand-over (one delegate, ``dee``, approved at the start but its daemon first ticks
+on day 3, after owners' leases ran out while they slept), and force-pushes of ``hz/state``
+(at a third and two thirds of the run, the branch set back three commits), each followed
+by ``hz team lint`` on another member's machine before any tick fetches it. Every member
+signs its ``hz/state`` commits with its own ``ssh-keygen`` key and quarantines lines not
+signed by their writer (``[team] signing_key``, ``allowed_signers``); the hostile push
+adds a forger's line: an unsigned ``turn.finished`` for the coming slot written as the
+lease's holder under its current token, which only the signature tells from a real one.
 
 Printed: slots due, slots run exactly once, doubles, slots coalesced into a later one (a
 slot that fell inside the lease of a member who went away: the latest-slot rule runs only
 the later one), slots lost (neither it nor a later one ran), pushes per hour,
 ``hz/state``'s bytes, ``hz team lint``'s time each week, and the worst time a slot waited
-for its turn to start. ``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
+for its turn to start, and the notices the ticks and lints said (rewrites among them).
+``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
 ``HZ_SOAK_TEAM_SEED`` (7), ``HZ_SOAK_TEAM_KILLS`` (a tick's kill chance, 0.15) change it.
 Exit 1 on a double or a lost slot.
 """
@@ -39,6 +48,7 @@ from heinzel.team.receipts import team_id
 
 MEMBERS = ("ana", "ben", "cai", "dee", "eli")
 SKEWED = "eli"
+LATE = "dee"  # approved at the start; its daemon first ticks on day 3 (N1)
 START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
 STEP = timedelta(hours=6)
 SCHEDULES = ("0 9 * * *", "30 14 * * 1-5", "0 8,20 * * *")
@@ -74,11 +84,20 @@ class Machine:
         self.root = root / handle
         self.root.mkdir()
         self.config = self.root / "config.toml"
+        key = self.root / "signing_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", handle, "-f", str(key)],
+            check=True,
+        )
         self.config.write_text(
             "[heinzel]\nmax_wakes_per_tick = 100\n\n"
-            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n',
+            f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n'
+            f'signing_key = "{key}"\nallowed_signers = "{root / "allowed_signers"}"\n',
             encoding="utf-8",
         )
+        kind, body = (key.parent / f"{key.name}.pub").read_text(encoding="utf-8").split()[:2]
+        with (root / "allowed_signers").open("a", encoding="utf-8") as signers:
+            signers.write(f'{handle} namespaces="git" {kind} {body}\n')
 
     def env(self, now: datetime) -> dict[str, str]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
@@ -142,9 +161,18 @@ def _setup(tmp: Path, count: int) -> tuple[Path, list[Machine], dict[str, str]]:
 
 
 def _hostile(remote: Path, name: str, slot: datetime) -> None:
-    """A forged turn.finished for ``name``'s coming ``slot`` (token 999) and a line by a
-    handle off the roster, written straight onto the bare repository's hz/state."""
+    """A forged turn.finished for ``name``'s coming ``slot`` (token 999), a line by a
+    handle off the roster, and an unsigned one as the lease's holder under its current
+    token, written straight onto the bare repository's hz/state."""
     team = team_id(name)
+    lease = json.loads(
+        subprocess.run(
+            ["git", "-C", str(remote), "log", "-1", "--format=%B", f"refs/hz/lease/{team}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     at = _ts(slot).replace("Z", ".000Z")
     base = {
         "kind": "turn.finished",
@@ -161,6 +189,7 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
     lines = [
         {**base, "id": "rc-" + "f" * 24, "by": "ben", "token": 999},
         {**base, "id": "rc-" + "e" * 24, "by": "mallory", "token": 1},
+        {**base, "id": "rc-" + "d" * 24, "by": lease["holder"], "token": lease["token"]},
     ]
     git = ["git", "-C", str(remote)]
     env = {
@@ -192,6 +221,22 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
     run("update-ref", "refs/heads/hz/state", commit)
 
 
+def _force_push(remote: Path, back: int = 3) -> bool:
+    """Set the bare repository's hz/state back ``back`` commits, as a member's force-push
+    would (the receipts of those commits dropped)."""
+    git = ["git", "-C", str(remote)]
+    done = subprocess.run(
+        [*git, "rev-parse", "--verify", "--quiet", f"refs/heads/hz/state~{back}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return False
+    subprocess.run([*git, "update-ref", "refs/heads/hz/state", done.stdout.strip()], check=True)
+    return True
+
+
 def _slots(schedule: str, until: datetime) -> list[datetime]:
     found, slot = [], START
     while (slot := next_slot(schedule, "UTC", slot)) is not None and slot <= until:  # type: ignore[assignment]
@@ -211,11 +256,21 @@ def main() -> None:
         setup_s = time.perf_counter() - began
         totals: Counter[str] = Counter()
         lint_times: list[tuple[int, float, int]] = []
+        last_problems: list[str] = []
         hostile_at = START + timedelta(days=days // 2, hours=7)
+        rewrites = [
+            START + timedelta(days=days // 3, hours=12),
+            START + timedelta(days=2 * days // 3, hours=12),
+        ]
+        late_until = START + timedelta(days=3)
         now = START + STEP
         while now <= end:
             away = MEMBERS[(now - START).days % len(MEMBERS)]
-            present = [m for m in machines if m.handle != away]
+            present = [
+                m
+                for m in machines
+                if m.handle != away and not (m.handle == LATE and now < late_until)
+            ]
             chance.shuffle(present)
             running = [(m, m.tick(now), chance.random() < kills) for m in present]
             for machine, process, kill in running:
@@ -232,6 +287,23 @@ def main() -> None:
                     totals[name] += int(team.get(name) or 0)
                 totals["ticks"] += 1
                 totals["errors"] += len(report.get("errors") or [])
+                notices = report.get("notices") or []
+                totals["notices"] += len(notices)
+                totals["rewrite notices"] += sum("rewritten" in n for n in notices)
+            if any(at <= now < at + STEP for at in rewrites) and _force_push(remote):
+                totals["rewrites"] += 1
+                linter = machines[(totals["rewrites"]) % len(machines)]  # lint between
+                done = subprocess.run(
+                    [sys.executable, "-m", "heinzel", "team", "lint", "--json"],
+                    env=linter.env(now),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                said = json.loads(done.stdout).get("notices", []) if done.stdout else []
+                totals["notices"] += len(said)
+                totals["rewrite notices"] += sum("rewritten" in n for n in said)
+                totals["lint rewrite notices"] += sum("rewritten" in n for n in said)
             if hostile_at <= now < hostile_at + STEP:
                 _hostile(remote, "duty-000", now + timedelta(hours=3))
             if ((now - START).days % 7 == 6 and now.hour == 18) or now + STEP > end:
@@ -243,8 +315,10 @@ def main() -> None:
                     text=True,
                     check=False,
                 )
-                problems = len(json.loads(done.stdout)["problems"]) if done.stdout else -1
+                said = json.loads(done.stdout)["problems"] if done.stdout else None
+                problems = len(said) if said is not None else -1
                 lint_times.append(((now - START).days, time.perf_counter() - lint_began, problems))
+                last_problems = said or []
             now += STEP
         size = sum(
             int(line.split()[3])
@@ -307,6 +381,13 @@ def main() -> None:
         + ", ".join(f"day {d}: {s:.2f} s ({p} quarantined)" for d, s, p in lint_times)
     )
     print(f"worst wait from a slot to its turn: {max(waits, default=timedelta(0))}")
+    for problem in last_problems:  # what the last lint quarantined, and why
+        print(f"  quarantined: {problem.split(': ', 1)[-1][:160]}")
+    print(
+        f"notices {totals['notices']}: {totals['rewrites']} force-pushes announced "
+        f"{totals['rewrite notices']} times ({totals['lint rewrite notices']} by the hz team "
+        "lint run between a force-push and the next tick)"
+    )
     if doubles or lost:
         raise SystemExit(1)
 

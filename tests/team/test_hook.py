@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .test_claims import _leases
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _append, _forged, _git
-from .test_two_machines import START, finished_slots, team_of_two
+from .test_two_machines import START, finished_slots, team_of_two, ts
 
 
 def _push(remote: Path, scratch: Path, *refspecs: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +40,8 @@ def test_the_server_refuses_a_stale_receipt_a_lower_token_and_a_rewrite(tmp_path
 
     scratch = tmp_path / "scratch.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(remote), str(scratch)], check=True)
-    stale = _forged("ana", 1, f"{TEAM}@{TUESDAY}", TUESDAY, 7)
+    # written under Ana's token 1 after Ben took token 2 (Tuesday 12:00): a stale holder's
+    stale = _forged("ana", 1, f"{TEAM}@{TUESDAY}", ts(START + timedelta(days=1, hours=13)), 7)
     _append(scratch, f"{TEAM}/{TUESDAY[:10]}.jsonl", [stale])
     refused = _push(remote, scratch, "refs/heads/hz/state:refs/heads/hz/state")
     assert refused.returncode != 0 and "stale fencing token 1" in refused.stderr
@@ -59,3 +60,34 @@ def test_the_server_refuses_a_stale_receipt_a_lower_token_and_a_rewrite(tmp_path
     assert finished_slots(remote) == [MONDAY, TUESDAY]
     printed = ana.hz(START, "team", "hook")
     assert printed.stdout.startswith("#!/bin/sh") and "check-push --roster" in printed.stdout
+
+
+def test_the_server_refuses_a_hand_set_lease_to_2099_and_a_token_jump(tmp_path: Path) -> None:
+    """A lease pushed by hand whose expiry runs to 2099, or whose token jumps from the
+    lease's past the next one, is refused by the hook, which names the reason; the
+    daemons' own takes and renewals land."""
+    remote, ana, ben = team_of_two(tmp_path)
+    ana.hz(START, "team", "hook", str(remote))
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    [held] = _leases(remote)
+    scratch = tmp_path / "scratch.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(remote), str(scratch)], check=True)
+    tree = _git(scratch, "hash-object", "-t", "tree", "-w", "--stdin", stdin="")
+    env = {"HZ_NOW": ts(START + timedelta(hours=13))}
+    for forged, reason in (
+        ({**held, "expiry": "2099-01-01T00:00:00Z"}, "further ahead than a holder writes"),
+        ({**held, "token": 50, "holder": "ben"}, "token 50 jumps past 2"),
+    ):
+        commit = _git(scratch, "commit-tree", tree, "-m", json.dumps(forged))
+        refused = subprocess.run(
+            ["git", "-C", str(scratch), "push", str(remote), f"+{commit}:refs/hz/lease/{TEAM}"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": os.environ["PATH"], "HOME": str(scratch), **env},
+        )
+        assert refused.returncode != 0 and reason in refused.stderr
+    assert _leases(remote) == [held]
+    ben.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick")
+    assert [lease["token"] for lease in _leases(remote)] == [2]
+    assert finished_slots(remote)[-1].startswith(ts(START + timedelta(days=1))[:10])

@@ -6,7 +6,15 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 from heinzel.team.lease import Lease, decide
-from heinzel.team.receipts import from_event, lint_record, lint_records, team_id, team_key
+from heinzel.team.receipts import (
+    Grant,
+    from_event,
+    grant_record,
+    lint_record,
+    lint_records,
+    team_id,
+    team_key,
+)
 from heinzel.team.team import _expanded
 from ledger.event import make_event
 
@@ -70,13 +78,25 @@ class TestLint:
             assert lint_record(receipt(key=key), {"ana"}) == []
         assert "notes.md" not in draft
 
-    def test_a_lower_token_after_a_higher_one_is_stale(self) -> None:
-        """Per team Heinzelmännchen the fencing tokens never go down on the branch."""
+    def test_a_receipt_is_judged_by_the_lease_it_was_written_under(self) -> None:
+        """Whatever the branch order: Ana's token-1 receipt written before Ben was
+        granted token 2 counts; one written after it is stale; a token-2 receipt by
+        someone other than its grantee is refused."""
         import json
 
-        lines = [("a:1", json.dumps(receipt(token=2))), ("a:2", json.dumps(receipt(token=1)))]
-        assert any("stale" in p for p in lint_records(lines, {"ana"}))
-        assert lint_records(list(reversed(lines)), {"ana"}) == []
+        granted = grant_record(TEAM, Grant(2, "ben", None, "2026-10-28T11:45:00.000Z"))
+        before = receipt(token=1, at="2026-10-28T09:10:00.000Z")
+        after = receipt(token=1, at="2026-10-28T12:00:00.000Z", id="rc-" + "1" * 24)
+        thief = receipt(token=2, at="2026-10-28T12:10:00.000Z", id="rc-" + "2" * 24)
+        for order in (1, -1):
+            lines = [(f"a:{n}", json.dumps(r)) for n, r in enumerate([granted, before][::order])]
+            assert lint_records(lines, {"ana", "ben"}) == []
+            lines = [(f"a:{n}", json.dumps(r)) for n, r in enumerate([granted, after][::order])]
+            [problem] = lint_records(lines, {"ana", "ben"})
+            assert "stale fencing token 1" in problem
+        lines = [(f"a:{n}", json.dumps(r)) for n, r in enumerate([granted, thief])]
+        [problem] = lint_records(lines, {"ana", "ben"})
+        assert "granted to ben, not to ana" in problem
 
 
 class TestLeaseRule:

@@ -68,9 +68,17 @@ def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(tmp_path
     [mine] = [r for r in receipts(remote) if r["kind"] == "turn.finished"]
     refused = ana.root / "home" / "team" / "refused"
     refused.mkdir(mode=0o700)
-    (refused / "000000000009.json").write_text(
-        json.dumps({**mine, "id": "rc-" + "9" * 24, "by": "cai"}), encoding="utf-8"
-    )
+    amended = {  # a new member's approval, needing no lease
+        **{k: mine[k] for k in ("team", "at")},
+        "id": "rc-" + "9" * 24,
+        "kind": "contract.amended",
+        "by": "cai",
+        "token": 0,
+        "key": f"{mine['team']}@v1",
+        "version": 1,
+        "fingerprint": "sha256:" + "a" * 64,
+    }
+    (refused / "000000000009.json").write_text(json.dumps(amended), encoding="utf-8")
     (refused / "000000000009.reason").write_text("by is not a roster handle", encoding="utf-8")
     status = json.loads(ana.hz(now, "team", "status", "--json").stdout)
     assert status["refusals"] == [

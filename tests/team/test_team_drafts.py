@@ -81,6 +81,7 @@ def test_a_draft_and_its_approval_leave_as_receipts_the_lint_admits(tmp_path: Pa
         "approval.observed",
         "contract.amended",
         "draft.placed",
+        "lease.granted",
         "turn.finished",
         "turn.finished",
     ]

@@ -53,10 +53,11 @@ TRIAL = "trial"
 """The ``usage`` line's ``kind`` for a trial's model request (docs/spine.md)."""
 
 _ENDED = ("turn.finished", "turn.skipped")
-_TRIED = ("schedule", "source-changed", "stale", "retry")
-"""The causes of the turns a trial thinks again: those that draft the output (an
-approval learns, a creation writes the contract, a chat or a discovery answers or
-proposes)."""
+_DRAFTING = ("schedule", "source-changed", "stale", "retry")
+"""The causes of the turns that draft the output; a trial thinks those again, and any
+other turn that drafted (a wake, a chat that asked for a draft), never an approval's or a
+creation's (one learns, the other writes the contract)."""
+_NEVER = ("approval", "created")
 
 
 @dataclass
@@ -132,7 +133,7 @@ def _past_turns(events: Sequence[Event]) -> list[_Past]:
             past.disposition = str(
                 event.data.get("disposition") or event.data.get("reason") or "skipped"
             )
-    return [p for p in turns.values() if p.think and p.ended and p.cause in _TRIED]
+    return [p for p in turns.values() if p.think and p.ended and p.cause not in _NEVER]
 
 
 def _placed_text(past: _Past, thought: Any) -> str | None:
@@ -234,6 +235,8 @@ def run_trial(
     for past in reversed(pasts):
         if len(chosen) >= turns:
             break
+        if past.cause not in _DRAFTING and past.disposition != "drafted":
+            continue  # a chat's answer or a proposal: no draft to compare
         try:
             gathered = body.get(past.turn, str(past.think))
             thought = body.get(past.turn, str(past.outcome)) if past.outcome else None

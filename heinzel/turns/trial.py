@@ -32,6 +32,7 @@ from heinzel.engine.context import build_context
 from heinzel.engine.errors import EngineError
 from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.spec import Cause, InputSpec, LessonView, SpineView, TurnSpec
+from heinzel.engine.tools import NONE_YET
 from heinzel.errors import HeinzelError
 from heinzel.session.spend import turn_spend
 from heinzel.turns.inputs import recent_bodies
@@ -134,6 +135,19 @@ def _past_turns(events: Sequence[Event]) -> list[_Past]:
                 event.data.get("disposition") or event.data.get("reason") or "skipped"
             )
     return [p for p in turns.values() if p.think and p.ended and p.cause not in _NEVER]
+
+
+def _recorded(records: Sequence[Mapping[str, Any]], tool: str) -> str | None:
+    """What ``tool`` answered the old turn, from its body's messages (None: never called)."""
+    for record in records:
+        if record.get("kind") != "messages":
+            continue
+        for message in record.get("messages") or []:
+            for part in message.get("parts") or []:
+                if part.get("part_kind") == "tool-return" and part.get("tool_name") == tool:
+                    content = part.get("content")
+                    return content if isinstance(content, str) else json.dumps(content)
+    return None
 
 
 def _placed_text(past: _Past, thought: Any) -> str | None:
@@ -390,13 +404,16 @@ def _try_one(
     view = SpineView(records=tuple(r for r in env.view.records if r.seq < past.seq))
     keep = sessions.settings.heinzel.summary_keep_turns
     bodies = Bodies(sessions.home.session_dir(heinzel_id))
+    # a tool the old turn called answers as it did then; one it never called, from now
+    said = _recorded(bodies.read(past.turn) or [], "last_approved")
+    approved = env.last_approved if said is None else (None if said == NONE_YET else said)
     context = build_context(
         spec,
         view,
         bodies=recent_bodies(bodies, view, keep),
         lessons=lessons,
         skills=env.skills,
-        last_approved=env.last_approved,
+        last_approved=approved,
         settings=env.context_settings,
     )
     recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left)
@@ -404,7 +421,7 @@ def _try_one(
     purse = Purse(budget, lambda: recorder.usd, None, hold=env.hold_day)
     services = TurnServices(
         view=view,
-        last_approved=env.last_approved,
+        last_approved=approved,
         contract_text=text,
         lessons=lessons,
         capabilities=(),

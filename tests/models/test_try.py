@@ -17,8 +17,16 @@ from typing import Any
 from ledger.spine import read_events
 from tests import forkhz
 
-from .conftest import CONTRACT, DONE, DRAFT, FRIDAY, User, outcome_after_report
-from .fake_providers import Outcome
+from .conftest import (
+    CONTRACT,
+    DONE,
+    DRAFT,
+    FRIDAY,
+    User,
+    answered_a_tool,
+    outcome_after_report,
+)
+from .fake_providers import Call, Outcome
 from .test_caps import Meter, W, _create, _meter
 from .test_caps import buyer as buyer_of_test_caps
 
@@ -144,6 +152,45 @@ class TestATrial:
         answers[0] = lambda body, n: Outcome(DRAFT)
         woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")  # the spine is free
         assert woke.returncode == 0, woke.stderr
+
+
+NOTHING = {"report": "nothing to learn", "nothing_to_do": True, "reason": "no edits"}
+
+
+def _asks_last_approved(outcome: dict[str, Any]) -> Any:
+    def script(body: dict[str, Any], n: int) -> Any:
+        return Outcome(outcome) if answered_a_tool(body) else Call("last_approved", {})
+
+    return script
+
+
+class TestToolsFromTheRecord:
+    def test_last_approved_answers_what_it_answered_the_old_turn(self, buyer: User) -> None:
+        """The Friday turn asked for the last approved text before anything was approved;
+        the draft is approved since. Tried again, the tool answers as it did on Friday."""
+        answers: list[Any] = [_asks_last_approved(DRAFT)]
+        meter = _placed_and_amended(buyer, answers)
+        [draft] = json.loads(buyer.hz("drafts", "--json").stdout)
+        approved = buyer.hz("approve", draft["key"])
+        assert approved.returncode == 0, approved.stderr
+        answers[0] = lambda body, n: Outcome(NOTHING)  # the approval turn learns nothing
+        ticked = buyer.hz("system", "daemon", "tick")
+        assert ticked.returncode == 0, ticked.stderr
+        shown = json.loads(buyer.hz("heinzel", "show", "notes-digest", "--json").stdout)
+        assert [d["state"] for d in shown["drafts"]] == ["approved"], shown["drafts"]
+        answers[0] = _asks_last_approved(TRIED)
+        sent = len(meter.seen)
+        tried = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert tried.returncode == 0, tried.stderr
+        [turn] = json.loads(tried.stdout)["turns"]
+        assert turn["status"] == "outcome", turn
+        said = [
+            m["content"]
+            for seen in meter.seen[sent:]
+            for m in seen.body["messages"]
+            if m.get("role") == "tool"
+        ]
+        assert said == ["(none yet)"], said
 
 
 class TestWhatATrialCannotTry:

@@ -272,7 +272,9 @@ def run_trial(
         chosen.append((past, gathered, thought))
     chosen.reverse()
     with sessions.hold_spine(heinzel_id) as spine:
-        env = host._env(heinzel_id, spine, "schedule", adapters, extra=(), slot="trial")
+        env = host._env(  # no configured model is made when another is tried
+            heinzel_id, spine, "schedule", adapters, extra=(), slot="trial", past_think=bool(model)
+        )
         lessons: list[LessonView] = list(env.lessons)
         if without_lesson is not None:
             kept = [one for one in lessons if str(one.id) != str(without_lesson)]
@@ -283,11 +285,12 @@ def run_trial(
                     f"`hz heinzel lessons {name}` lists them by number",
                 )
             lessons = kept
-        engine_model = env.model
         if model is not None:
             from heinzel.turns.models import named_model
 
             engine_model = named_model(sessions, model)
+        else:
+            engine_model = env.model
         contract_cap = (
             None if contract.hz.agent.max_usd is None else Decimal(str(contract.hz.agent.max_usd))
         )

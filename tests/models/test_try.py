@@ -214,6 +214,7 @@ class TestWhatATrialCannotTry:
         answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
         meter = _placed_and_amended(buyer, answers)
         spine, sent = _spine(buyer), len(meter.seen)
+        del buyer.env["OPENAI_API_KEY"]  # the configured model's key is not needed
         tried = buyer.hz("heinzel", "try", "notes-digest", "--model", "offline", "--json")
         assert tried.returncode == 0, tried.stderr
         [turn] = json.loads(tried.stdout)["turns"]

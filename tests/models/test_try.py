@@ -193,6 +193,32 @@ class TestToolsFromTheRecord:
         assert said == ["(none yet)"], said
 
 
+LESSON = "Put the rounding fix first."
+
+
+class TestALessonLeftOut:
+    def test_without_lesson_the_tried_turn_never_sees_it(self, buyer: User) -> None:
+        """The approval turn learned one lesson; tried with it, the model is told it, tried
+        --without-lesson SEQ, not (its number from `hz heinzel lessons`)."""
+        answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
+        meter = _placed_and_amended(buyer, answers)
+        [draft] = json.loads(buyer.hz("drafts", "--json").stdout)
+        assert buyer.hz("approve", draft["key"]).returncode == 0
+        learned = {"report": "learned", "lessons": [{"sentence": LESSON}]}
+        answers[0] = lambda body, n: Outcome(learned)
+        assert buyer.hz("system", "daemon", "tick").returncode == 0
+        listed = json.loads(buyer.hz("heinzel", "lessons", "notes-digest", "--json").stdout)
+        [lesson] = [one for one in listed if one["sentence"] == LESSON]
+        answers[0] = lambda body, n: Outcome(TRIED)
+        told = []
+        for extra in ([], ["--without-lesson", str(lesson["seq"])]):
+            sent = len(meter.seen)
+            tried = buyer.hz("heinzel", "try", "notes-digest", "--json", *extra)
+            assert tried.returncode == 0, tried.stderr
+            told.append(any(LESSON in json.dumps(s.body) for s in meter.seen[sent:]))
+        assert told == [True, False]
+
+
 class TestWhatATrialCannotTry:
     def test_an_expired_body_is_named_not_skipped(self, buyer: User) -> None:
         answers: list[Any] = [lambda body, n: Outcome(DRAFT)]

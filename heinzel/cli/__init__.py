@@ -26,6 +26,7 @@ def group() -> click.Group:
         report,
         serve,
         team,
+        trial,
         verbs,
     )
     from heinzel.cli.base import hz

@@ -9,7 +9,8 @@ ticks with one section and no second model call; Monday's approval with Priya's 
 two lessons; Tuesday's chat, whose turn proposes the amendment she asked for (hers, citing
 her message), approved as v2; the next Friday's draft under v2 with both lessons;
 Wednesday's discovered document, proposed once and declined; Theo's Friday, whose late
-row the report falls back on (the flow). The model is the built-in
+row the report falls back on (the flow); then the Tuesday after, an amendment she tries on
+her last three Fridays before approving it (`hz heinzel try`). The model is the built-in
 ``offline`` one (not AI, and it says so). `Week` is also what ``tests/e2e/test_priya.py``
 drives.
 """
@@ -38,6 +39,20 @@ FIXTURES = Path(__file__).resolve().parent / "demo_fixtures"
 copied into the wheel), so an installed hz plays the demo from any folder."""
 NAME = "weekly-report"
 V3 = "weekly-report.v3.prose.md"
+V5 = "weekly-report.v5.prose.md"
+SHORT = "the section has at most 12 lines"
+"""The done-when item of the amendment Priya tries before approving it (docs/try.md)."""
+TRIED = (
+    "Tue 17 Nov 10:00",
+    "an amendment tried on the last three Fridays",
+    "Priya wants the section short enough to read on her phone: she files an amendment "
+    f'adding "{SHORT}" to Done when and, before approving it, tries it on her last three '
+    "Fridays. hz thinks each of them again from the inputs it read then, under the "
+    "amendment, and shows the placed and the tried draft side by side with the new "
+    "checks on both. Nothing is placed and no turn starts: the spine gains only the "
+    "trial's usage lines (kind trial). The offline model cannot shorten a section, so two "
+    "Fridays would have placed nothing: she leaves the amendment pending.",
+)
 MARK = "<!-- hz:draft key="
 
 
@@ -69,6 +84,8 @@ class Step:
     exits: list[int] = field(default_factory=list)
     others: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """What other sessions gained (Theo's on his Friday), by name."""
+    said: str = ""
+    """What a command printed that the moment shows (the trial's side by side)."""
 
 
 class Week:
@@ -161,7 +178,9 @@ class Week:
 
     def spent(self) -> float:
         return sum(
-            float(e["data"].get("usd") or 0) for e in self.spine() if e["kind"] == "model.request"
+            float(e["data"].get("usd") or 0)
+            for e in self.spine()
+            if e["kind"] in ("model.request", "usage")
         )
 
     def moment(self, when: str, title: str, story: str, play: Callable[[Step], None]) -> Step:
@@ -219,6 +238,21 @@ class Week:
         self.hz(s, "2026-11-13T09:05:00Z", *tick)  # Fri 10:05: nudged again
         self.hz(s, "2026-11-13T14:05:00Z", *tick)  # Fri 15:05: the report falls back
         s.others["my-row"] = self.spine("my-row")
+
+    def tried(self, s: Step) -> None:
+        """The Tuesday after: Priya files an amendment asking for a short section and,
+        before approving it, tries it on her last three Fridays (`hz heinzel try`)."""
+        from heinzel.store.home import Home
+
+        now = "2026-11-17T09:00:00Z"
+        shown = json.loads(self.hz(s, now, "heinzel", "show", NAME, "--json"))
+        path = Home(self.home).contract_text_path(shown["id"], int(shown["contract_version"]))
+        lines = path.read_text(encoding="utf-8").split("\n")
+        last = max(i for i, line in enumerate(lines) if line.startswith("- [ ] "))
+        lines.insert(last + 1, f"- [ ] {SHORT}")
+        (self.work / V5).write_text("\n".join(lines), encoding="utf-8")
+        self.hz(s, now, "heinzel", "amend", NAME, "--from", V5)
+        s.said = self.hz(s, "2026-11-17T09:05:00Z", "heinzel", "try", NAME, "--turns", "3")
 
     def play(
         self, out: Callable[[Step], None] = lambda step: None, *, start: int = 0, until: int = 7
@@ -347,6 +381,9 @@ def _line(event: dict[str, Any]) -> str:
         shown.insert(0, f"input={data.get('input')} approved_at={data.get('approved_at')}")
     if event["kind"] == "notice.posted":
         shown.append(f"{str(data.get('message'))[:90]!r}")
+    if event["kind"] == "usage":  # spend outside a turn: a trial's request names its turn
+        shown.append(f"kind={data.get('kind')} usd={data.get('usd')} tokens={data.get('tokens')}")
+        shown += [f"of={data['of']}"] if data.get("of") else []
     if "sentence" in data:
         shown.append(f"{str(data['sentence'])[:60]!r}")
     pins = data.get("pins") or {}
@@ -380,6 +417,8 @@ def render_step(step: Step) -> str:
         lines.append(f"  {name}'s spine gained {len(others)} lines, its notices:")
         lines += [_line(e) for e in others if e["kind"] == "notice.posted"]
     lines.append(f"  cost: {step.usd:.2f} USD (the offline model is free)")
+    if step.said:
+        lines += ["  what it printed:", *(f"    {line}" for line in step.said.splitlines())]
     return "\n".join(lines)
 
 
@@ -389,6 +428,7 @@ def run_demo(home: Path, echo: Callable[[str], None]) -> Week:
     week.setup()
     echo(f"hz demo: Priya's weekly report (ADR 0049), in {home}")
     week.play(lambda step: echo(render_step(step)))
+    echo(render_step(week.moment(*TRIED, week.tried)))
     placed = _placed(week.spine())
     pending = week.report().count(MARK)
     tags = [line for line in week.report().splitlines() if line.startswith("🧝 DRAFT")]

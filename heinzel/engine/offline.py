@@ -39,7 +39,7 @@ from pydantic_ai.usage import RequestUsage
 if TYPE_CHECKING:
     from heinzel.engine.offline_amend import Addition
 
-__all__ = ["NOT_AI", "ParsedTurn", "draft_items", "offline_model", "parse_turn"]
+__all__ = ["NOT_AI", "ParsedTurn", "check_by_rule", "draft_items", "offline_model", "parse_turn"]
 
 NOT_AI = "offline model (rules, not AI)"
 _TURN = re.compile(
@@ -383,3 +383,18 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 def offline_model() -> FunctionModel:
     """hz's deterministic model, named ``offline`` (free, no network, not AI)."""
     return FunctionModel(_respond, model_name="offline")
+
+
+def check_by_rule(item: str, draft: str, inputs: dict[str, str]) -> dict[str, Any]:
+    """A Done-when item checked on ``draft`` by the rules the offline model checks its own
+    drafts by (a line limit; the inputs it names have items in the draft), whoever wrote
+    the draft: an input's items count when their words are in it (`hz heinzel try`)."""
+    lowered = draft.lower()
+    counts = {
+        name: sum(1 for one in draft_items(content) if one.lower() in lowered)
+        for name, content in inputs.items()
+        if not _FROM_USER.match(name)
+    }
+    if not counts:  # no input: a bullet counts for the item
+        counts = {"": sum(1 for line in draft.splitlines() if line.lstrip().startswith("-"))}
+    return _check(item, draft, counts)

@@ -32,11 +32,21 @@ from heinzel.engine.spec import (
     TurnSpec,
 )
 
-__all__ = ["INTERRUPTED", "Report", "TurnServices", "build_toolset", "replay_safety", "tool_name"]
+__all__ = [
+    "INTERRUPTED",
+    "NONE_YET",
+    "Report",
+    "TurnServices",
+    "build_toolset",
+    "replay_safety",
+    "tool_name",
+]
 
 INTERRUPTED = "interrupted: this call was cut off by a crash and is not run again"
 Verb = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z-]{1,30}$")]
 Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+NONE_YET = "(none yet)"
+"""What ``last_approved`` answers before anything was approved."""
 Window = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,2}[hdw]$")]
 _NAME = re.compile(r"[^a-z0-9_]+")
 
@@ -148,7 +158,7 @@ def build_toolset(
     def last_approved() -> str:
         """The text as the user last approved it, or '(none yet)'."""
         text = services.last_approved
-        return str(clean_value(text)) if text is not None else "(none yet)"
+        return str(clean_value(text)) if text is not None else NONE_YET
 
     def lessons() -> list[str]:
         """The active lessons learned from the user's edits."""

@@ -21,6 +21,7 @@ __all__ = [
     "Shown",
     "StateRow",
     "Stopped",
+    "Tried",
     "TurnRun",
 ]
 
@@ -142,6 +143,18 @@ class TurnRun(_Open, _Where):
     reason: str | None = None
     error: str | None = None
     usd: float | None = None
+
+
+class Tried(_Open, _Where):
+    """``heinzel_try``: the last turns thought again under the proposed version, each placed
+    draft beside the tried one with the checks and costs, and one summary line."""
+
+    name: str
+    version: int
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+    expired: list[dict[str, Any]] = Field(default_factory=list)
+    usd: float = 0.0
+    summary: str
 
 
 class ChatSent(_Open, _Where):

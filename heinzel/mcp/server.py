@@ -33,6 +33,7 @@ from heinzel.mcp.models import (
     Listing,
     Shown,
     Stopped,
+    Tried,
     TurnRun,
 )
 from ledger.errors import HzError
@@ -392,6 +393,29 @@ class Tools:
             self.call(lambda app: app.service.in_words(app.verbs().resume(name)), name=name),
         )
 
+    def heinzel_try(
+        self,
+        name: Name,
+        version: Annotated[
+            int | None, Field(ge=1, description="The version to try (default: the pending one).")
+        ] = None,
+        turns: Annotated[int, Field(ge=1, le=20, description="How many last turns.")] = 5,
+    ) -> Tried:
+        """Think its last turns again under the pending amendment (or `version`), placing
+        nothing and starting no turn, like `hz heinzel try NAME`: each placed draft beside
+        the tried one, the done-when checks on both, the cost of each. Spends (capped)."""
+
+        def trial(app: App) -> dict[str, Any]:
+            from heinzel.turns.host import TurnHost
+            from heinzel.turns.trial import run_trial
+
+            documents = app.adapters.get("documents")
+            reads = {"documents": documents} if documents is not None else {}
+            host = TurnHost(app.service)
+            return run_trial(app.service, host, name, adapters=reads, version=version, turns=turns)
+
+        return self._out(Tried, self.call(trial, name=name))
+
     def drafts(self) -> Drafts:
         """Every waiting draft with its place and its key, like `hz drafts`."""
         return self._out(Drafts, {"drafts": self.call(lambda app: app.service.drafts())})
@@ -445,6 +469,7 @@ TOOLS: list[tuple[str, ToolAnnotations]] = [
     ("heinzel_stop", WRITES),
     ("heinzel_retry", WRITES),
     ("heinzel_resume", WRITES),
+    ("heinzel_try", WRITES),
     ("approve", WRITES),
 ]
 

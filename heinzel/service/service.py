@@ -436,6 +436,7 @@ class Service(Sessions):
         shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
+        _add_trials(shown["cost_month"], self.home.spine_path(row["id"]), self._today()[:7])
         from heinzel.session.summaries import latest_summary
 
         shown["summary"] = latest_summary(
@@ -569,3 +570,16 @@ class Service(Sessions):
         from heinzel.service.doctor import diagnose  # the runners load only here
 
         return diagnose(self, online=online)
+
+
+def _add_trials(cost: dict[str, Any], spine: Path, month: str) -> None:
+    """The month's `hz heinzel try` spend in ``cost_month`` as the cause ``trial``."""
+    from heinzel.session.spend import trial_spend
+
+    usd, tokens = trial_spend(spine, month)
+    if not usd and not tokens:
+        return
+    cost["by_cause"]["trial"] = round(usd, 6)
+    cost["total"] = round(cost["total"] + usd, 6)
+    cost["tokens"] += tokens
+    cost["tokens_by_cause"]["trial"] = {"tokens": tokens, "tokens_cached": 0}

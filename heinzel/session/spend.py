@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
@@ -35,7 +36,15 @@ from ledger.index import Index
 from ledger.lock import Sleep, take_lock
 from ledger.reading import read_events
 
-__all__ = ["SPEND_LOCK", "hold_day", "open_spend", "spent_on_spines", "spent_today", "turn_spend"]
+__all__ = [
+    "SPEND_LOCK",
+    "hold_day",
+    "open_spend",
+    "spent_on_spines",
+    "spent_today",
+    "trial_spend",
+    "turn_spend",
+]
 
 _SPEND = ("model.request", "model.reserved", "model.released")
 SPEND_LOCK = "spend.lock"
@@ -155,3 +164,14 @@ def hold_day(
         yield Decimal(str(round(spent_today(index, home, clock()), 9)))  # no float dust
     finally:
         os.close(fd)
+
+
+def trial_spend(spine: Path, month: str) -> tuple[float, int]:
+    """USD and tokens of the spine's ``usage {kind: trial}`` lines of ``month`` (``YYYY-MM``):
+    what `hz heinzel try` spent, outside any turn (show reports it as the cause ``trial``)."""
+    usd, tokens = 0.0, 0
+    for event in read_events(spine, kinds=("usage",)):
+        if event.data.get("kind") == "trial" and event.ts.startswith(month):
+            usd += float(event.data.get("usd") or 0.0)
+            tokens += int(event.data.get("tokens") or 0)
+    return usd, tokens

@@ -270,6 +270,34 @@ class Views:
 
         return await self._act(request, approve)
 
+    async def try_(self, request: Request) -> Response:
+        """The amendment card's "Try it on the last turns": ``hz heinzel try`` (the pending
+        amendment on the last three turns), its side by side on a page of its own."""
+        form = await request.form()
+        ref = request.path_params["ref"]
+
+        def trial() -> dict[str, Any]:
+            from heinzel.turns.host import TurnHost
+            from heinzel.turns.trial import run_trial
+
+            app = self.app()
+            documents = app.adapters.get("documents")
+            reads = {"documents": documents} if documents is not None else {}
+            raw = str(form.get("turns") or "3")
+            turns = int(raw) if raw.isdigit() and 0 < int(raw) <= 20 else 3
+            return run_trial(app.service, TurnHost(app.service), ref, adapters=reads, turns=turns)
+
+        try:
+            tried = await run_in_threadpool(trial)
+        except HzError as error:
+            if request.headers.get("accept") == "application/json":
+                answer = {"code": error.code, "message": error.message, "hint": error.hint}
+                return JSONResponse(answer, _status(error))
+            return self._error(request, error)
+        if request.headers.get("accept") == "application/json":
+            return JSONResponse(tried)
+        return self._page(request, "try.html", ref=ref, tried=tried)
+
     async def decline(self, request: Request) -> Response:
         """``hz heinzel decline``: the pending amendment."""
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))

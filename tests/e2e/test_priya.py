@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from heinzel.cli.demo import MARK, Week, expanded
+from heinzel.cli.demo import MARK, SHORT, TRIED, Week, expanded
 
 
 def kinds(lines: list[dict[str, Any]]) -> list[str]:
@@ -112,3 +112,21 @@ class TestPriyasWeek:
         assert "### stale" in week.report()
         sessions = list((week.home / "heinzel").glob("hz-*/session.jsonl"))
         assert len(sessions) == 2  # nobody else to tell
+
+        # the Tuesday after (docs/try.md): her amendment tried on her last three Fridays
+        # shows each placed draft beside the tried one with its checks, places nothing,
+        # starts no turn, and records its requests as usage {kind: trial}
+        document, spine = week.report(), (week.home / "heinzel").glob("hz-*/session.jsonl")
+        files = {path: path.read_bytes() for path in spine}
+        tried = week.moment(*TRIED, week.tried)
+        assert tried.exits == [0, 0, 0] and week.report() == document
+        [amended, *usages] = tried.lines
+        assert amended["kind"] == "amendment.proposed" and usages, kinds(tried.lines)
+        assert all(e["kind"] == "usage" and e["data"]["kind"] == "trial" for e in usages)
+        assert all(e["turn"] is None for e in usages)
+        changed = [path for path, before in files.items() if path.read_bytes() != before]
+        assert len(changed) == 1 and changed[0].read_bytes().startswith(files[changed[0]])
+        said = tried.said
+        assert said.count("\nturn tn-") == 3 and said.count("done-when (placed | tried)") == 3
+        assert f"unmet | unmet  {SHORT}" in said and f" met  |  met   {SHORT}" in said
+        assert "3 turns tried under v5: 0 better, 0 worse, 3 same" in said

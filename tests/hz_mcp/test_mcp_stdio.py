@@ -28,6 +28,7 @@ TOOLS = {
     "heinzel_stop": False,
     "heinzel_retry": False,
     "heinzel_resume": False,
+    "heinzel_try": False,
     "approve": False,
 }
 
@@ -262,6 +263,7 @@ def test_the_lifecycle_through_the_tools(tmp_path: Path) -> None:
             ("heinzel_unpause", {"name": "weekly-report"}),
             ("heinzel_wake", {"name": "weekly-report", "message": "draft this week's section"}),
             ("heinzel_retry", {"name": "weekly-report", "hint": "shorter, please"}),
+            ("heinzel_try", {"name": "weekly-report"}),
             ("heinzel_stop", {"name": "weekly-report"}),
             ("heinzel_resume", {"name": "weekly-report"}),
             ("heinzel_retire", {"name": "weekly-report"}),
@@ -280,6 +282,13 @@ def test_the_lifecycle_through_the_tools(tmp_path: Path) -> None:
     assert not retried[0], retried[2]
     assert retried[1]["parent"] == seen["heinzel_wake"][1]["turn"]
     assert retried[1]["disposition"] == "drafted"
+    tried = seen["heinzel_try"]
+    assert not tried[0], tried[2]
+    assert [t["turn"] for t in tried[1]["turns"]] == [
+        seen["heinzel_wake"][1]["turn"],
+        retried[1]["turn"],
+    ]
+    assert tried[1]["summary"].startswith("2 turns tried under v1"), tried[1]["summary"]
     assert seen["heinzel_stop"][0] and "HZH237" in seen["heinzel_stop"][2]
     assert seen["heinzel_resume"][0] and "HZH236" in seen["heinzel_resume"][2]
     assert seen["heinzel_retire"][1]["state"] == "retired"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")
 """The parts of a Heinzelmännchen's page that move with its spine (``templates/_NAME.html``)."""
 SAID = {"already-approved": "It is already approved: nothing more to do."}
 """What a button without JavaScript came back to say (``?said=``), in fixed words."""
+FAVICON = (Path(__file__).resolve().parent / "static" / "favicon.svg").read_bytes()
+_CACHED = {"Cache-Control": "max-age=86400"}
 
 
 class Views:
@@ -68,8 +70,57 @@ class Views:
             request, name, {"csrf": self.keys.csrf, "states": STATES, **context}, status
         )
 
-    def _error(self, request: Request, error: HzError) -> Response:
-        return self._page(request, "error.html", _status(error), error=error)
+    def _error(self, request: Request, error: HzError, status: int | None = None) -> Response:
+        """The error as hz's own page (its code, message, a link onward and the hint), or
+        as JSON ``{code, message, hint}`` when JSON is asked for."""
+        status = status or _status(error)
+        if request.headers.get("accept") == "application/json":
+            return JSONResponse(
+                {"code": error.code, "message": error.message, "hint": error.hint}, status
+            )
+        ref = request.path_params.get("ref")
+        onward = ("/", "Back to the list")
+        if ref and not (isinstance(error, HzError) and error.code == "HZH080"):
+            onward = (f"/h/{ref}", "Back to its page")
+        return self._page(request, "error.html", status, error=error, onward=onward)
+
+    # -- what the router answers itself --------------------------------------------
+
+    def no_route(self, request: Request) -> Response:
+        """An address with no page (404), as hz's page, not the router's plain text."""
+        missing = HeinzelError(
+            "HZH540",
+            f"there is no page at {request.url.path}",
+            "every page is reached from the list: follow its links",
+        )
+        return self._error(request, missing, 404)
+
+    def wrong_method(self, request: Request, headers: Mapping[str, str]) -> Response:
+        """A page asked for by a method it does not take (405): which one it takes."""
+        allowed = headers.get("Allow", "") or headers.get("allow", "")
+        takes = "POST" if "POST" in allowed else "GET"
+        how = "sent by a button on a page" if takes == "POST" else "opened, not sent to"
+        wrong = HeinzelError(
+            "HZH541",
+            f"{request.url.path} is {how} ({takes}), not {request.method}",
+            "use the page's own buttons and links",
+        )
+        answer = self._error(request, wrong, 405)
+        answer.headers["Allow"] = allowed or takes
+        return answer
+
+    def broken(self, request: Request) -> Response:
+        """An error hz did not foresee (500): said on hz's page, nothing of it shown."""
+        broken = HeinzelError(
+            "HZH542",
+            "the page failed on an error hz did not foresee",
+            "reload the page; if it fails again, `hz system doctor` checks the home",
+        )
+        return self._error(request, broken, 500)
+
+    def favicon(self, request: Request) -> Response:
+        """The tab's icon (the browser asks ``/favicon.ico`` on every page)."""
+        return Response(FAVICON, media_type="image/svg+xml", headers=_CACHED)
 
     # -- pages ---------------------------------------------------------------------
 

@@ -19,10 +19,10 @@ from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
 from heinzel.usd import usd_text
-from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb
+from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb, resumable
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
-from heinzel.web.turnview import open_questions, turn_detail
+from heinzel.web.turnview import open_questions, pending_drafts, turn_detail
 from ledger.errors import HzError
 
 __all__ = ["Views"]
@@ -38,6 +38,13 @@ PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")
 """The parts of a Heinzelmännchen's page that move with its spine (``templates/_NAME.html``)."""
 SAID = {"already-approved": "It is already approved: nothing more to do."}
 """What a button without JavaScript came back to say (``?said=``), in fixed words."""
+ENDED = {
+    "stopped": "You stopped it while it ran: it ended before finishing its work.",
+    "superseded": "A newer turn took its place while it waited.",
+    "max-resumes": "It was resumed after too many crashes and was given up.",
+    "timeout": "It ran past its time limit and was ended.",
+}
+"""A sentence for how a turn was abandoned (its reason), where no cause says more."""
 FAVICON = (Path(__file__).resolve().parent / "static" / "favicon.svg").read_bytes()
 _CACHED = {"Cache-Control": "max-age=86400"}
 
@@ -208,6 +215,8 @@ class Views:
             "h": data,
             "verified": app.service.verify(data["id"])[0],
             "questions": open_questions(app, data["id"]),
+            "drafts": pending_drafts(app, data["id"]),
+            "resumable": resumable(app.service, data),
             "failure": _failure(app.service.home.session_dir(data["id"]), data["turns"]),
         }
 
@@ -481,17 +490,18 @@ def _chats(inbox: Inbox) -> list[dict[str, Any]]:
 
 
 def _failure(session_dir: Path, turns: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The last turn that ran (skips aside) when it failed or was abandoned: its id, how it
-    ended, and the cause kept for it (code, message, hint), as the command line prints."""
+    """The last turn when it failed or was abandoned: its id, how it ended, a sentence
+    saying so (``said``), and the cause kept for it (code, message, hint), as the command
+    line prints."""
     from heinzel.turns.failure import cause_of
 
-    ran = [t for t in turns if t.get("state") != "skipped"]
-    if not ran:
+    if not turns:
         return None
-    last = ran[-1]
+    last = turns[-1]  # a retry that ended skipped is the last turn: the card goes with it
     how = last.get("disposition") or last.get("state")
     if how not in ("failed", "abandoned"):
         return None
     cause = cause_of(session_dir, str(last["id"])) or {}
-    code = cause.get("code") or last.get("reason")
-    return {"turn": last["id"], "how": how, "code": code, **cause}
+    reason = str(last.get("reason") or "")
+    said = ENDED.get(reason, f"It ended {how}" + (f" ({reason})." if reason else "."))
+    return {"turn": last["id"], "how": how, "reason": reason, "said": said, "code": None, **cause}

@@ -154,11 +154,12 @@ class Turns:
         recorded: Callable[[], None] | None = None,
         request_id: str | None = None,
         question: str | None = None,
+        run: bool = True,
     ) -> dict[str, Any]:
         """``text`` as the free-text answer to the oldest open question, or to
         ``question`` (its turn id or key) (``hz heinzel answer``, and a chat while a
         question is open): recorded once, the waiting turn resumed, its follow-up turn
-        run (`heinzel.turns.answer_text`)."""
+        run (`heinzel.turns.answer_text`; ``run=False``: only recorded)."""
         from heinzel.turns.answer_text import answer_text
         from heinzel.turns.host import TurnHost
 
@@ -175,5 +176,6 @@ class Turns:
                 recorded=recorded,
                 request_id=request_id,
                 question=question,
+                run=run,
             )
         }

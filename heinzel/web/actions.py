@@ -144,6 +144,12 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
             app.verbs().resume(heinzel_id)
         elif verb == "learn":  # a draft approved on the page (its key on stdin)
             learn(app, heinzel_id, hint)
+        elif verb == "answered":  # a question's words are recorded; its turn (on stdin)
+            from heinzel.turns.answer_text import follow_up  # resumes, its follow-up runs
+            from heinzel.turns.host import TurnHost, default_adapters
+
+            adapters = default_adapters(app.service.settings)
+            follow_up(TurnHost(app.service), heinzel_id, hint, adapters)
         elif verb == "answer":  # the answer is recorded; its turn (on stdin) goes on here
             from heinzel.turns.host import TurnHost, default_adapters
 

@@ -332,14 +332,24 @@ class Views:
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write (recorded here, its turn
-        going on in a child process, so the answer comes at once), or the words that answer
-        a question the model asked (``text``, and ``question``: the asking turn)."""
+        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        a question the model asked (``text``, and ``question``: the asking turn); either
+        is recorded here and its turn goes on in a child process, so the answer comes at
+        once."""
 
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
             if form.get("text") is not None:
                 question = str(form.get("question") or "") or None
-                return app.turns.respond(ref, str(form.get("text")), question=question)
+                if question is None:
+                    return app.turns.respond(ref, str(form.get("text")))
+                row = app.service.resolve(ref)
+                done = app.turns.answer_text(
+                    str(row["id"]), str(form.get("text")), question=question, run=False
+                )
+                # recorded: the asking turn resumes and its follow-up runs in a child
+                home = app.service.home.root
+                self.start_verb(home, str(row["id"]), "answered", str(done["turn"]))
+                return {**done, "started": True}
             proposal = str(form.get("proposal") or "") or None
             said = form.get("said") == "yes"
             done = app.turns.answer(ref, said, proposal, resume=False)

@@ -178,3 +178,61 @@ def test_a_stopped_turn_says_so_in_a_sentence(home: Path) -> None:
     finally:
         stop_serving(process)
         model.close()
+
+
+def test_a_failed_card_stays_gone_after_a_retry_that_ended_skipped(home: Path) -> None:
+    """A wake fails (the provider answers 401); the card's Retry runs a turn whose model
+    finds nothing to do (skipped): the failure card goes and does not come back, because
+    the card follows the last turn."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from .scripted import MODEL, fake
+
+    failing = {"on": True}
+
+    def script(body: dict[str, Any], n: int) -> Any:
+        if failing["on"]:
+            return fake.Http(401)
+        return fake.Outcome({"report": "nothing new", "nothing_to_do": True, "reason": "quiet"})
+
+    provider = fake.Provider("openai", script)
+    env = {
+        **demo_env(home),
+        "HZ_MODEL": MODEL,
+        "HZ_MODEL_FAST": MODEL,
+        "HZ_MODEL_BEST": MODEL,
+        "HZ_BASE_URL": provider.base_url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    hid = heinzel_id(home)
+    woke = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert woke.returncode == 1, woke.stderr
+    failing["on"] = False
+    process, url = start_serving(home, free_port(), env)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = _page(browser, viewport={"width": 1280, "height": 900})
+                page.goto(url)
+                page.goto(url.split("/auth", maxsplit=1)[0] + f"/h/{hid}")
+                card = page.locator("#part-failure section.failed")
+                card.wait_for()
+                card.locator("button", has_text="Retry").click()
+                page.locator("#part-turns li", has_text="retry").filter(
+                    has_text="skipped"
+                ).first.wait_for(timeout=HANG_MS)
+                card.wait_for(state="detached", timeout=HANG_MS)
+                page.reload()
+                page.locator("#part-turns li", has_text="skipped").first.wait_for()
+                assert page.locator("#part-failure section.failed").count() == 0
+            finally:
+                browser.close()
+    finally:
+        stop_serving(process)
+        provider.close()

@@ -168,3 +168,32 @@ def test_a_text_answer_returns_at_once_and_its_turn_goes_on_in_a_child(
     finally:
         gate.set()
         provider.close()
+
+
+def test_resume_is_not_offered_on_a_question_and_its_refusal_is_said(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """A turn waiting on the model's question: the page offers no Resume (it can't end
+    that wait), and a Resume posted anyway is refused in the request (HZH360, the answer
+    box named), never "resume: its turn runs now" with a child that then refuses."""
+    hid = heinzel_id(home)
+    woken = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(woken.stdout)["state"] == "waiting", woken.stderr
+    client = TestClient(web_app(home, children, env), follow_redirects=False)
+    with client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        page = client.get(f"/h/{hid}").text
+        actions = page.split('id="actions"')[1].split("</section>")[0]
+        assert 'value="resume"' not in actions, actions
+        csrf = page.split('name="csrf" content="')[1].split('"')[0]
+        headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+        refused = client.post(f"/h/{hid}/do", data={"verb": "resume"}, headers=headers)
+        assert refused.status_code == 400
+        assert refused.json()["code"] == "HZH360" and "Waiting on you" in refused.json()["hint"]
+    assert children == []

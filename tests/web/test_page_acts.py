@@ -173,6 +173,11 @@ def test_a_stopped_turn_says_so_in_a_sentence(home: Path) -> None:
                 assert page.locator("#part-actions button", has_text="Resume").count() == 0
                 if AXE.exists():
                     assert axe_violations(page) == []
+                # the list's card: the notice's next is a link to the page, the command a detail
+                page.goto(url.split("/auth", maxsplit=1)[0] + "/")
+                link = page.locator("ul.notices a", has_text="See why, and retry")
+                assert link.get_attribute("href") == f"/h/{heinzel_id(home)}#part-failure"
+                assert "next:" not in (page.text_content("ul.notices") or "")
             finally:
                 browser.close()
     finally:

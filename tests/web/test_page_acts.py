@@ -241,3 +241,67 @@ def test_a_failed_card_stays_gone_after_a_retry_that_ended_skipped(home: Path) -
     finally:
         stop_serving(process)
         provider.close()
+
+
+def test_a_text_answer_on_the_page_returns_at_once(home: Path) -> None:
+    """The model asks a question; its answer box on the page says "Answered" while the
+    follow-up turn's model request is still held (a gate only the test opens), then the
+    question leaves "Waiting on you" once the turn goes on, without a reload."""
+    import json
+    import threading
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from .scripted import MODEL, fake
+
+    answer, question = "only the platform team's", "Which incidents belong in it?"
+    gate, reached = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any], n: int) -> Any:
+        if answer in json.dumps(body):
+            reached.set()
+            gate.wait(timeout=HANG)
+            return fake.Outcome({"report": "noted", "nothing_to_do": True, "reason": "answered"})
+        return fake.Outcome({"report": "one thing is unclear", "question": question})
+
+    provider = fake.Provider("openai", script)
+    env = {
+        **demo_env(home),
+        "HZ_MODEL": MODEL,
+        "HZ_MODEL_FAST": MODEL,
+        "HZ_MODEL_BEST": MODEL,
+        "HZ_BASE_URL": provider.base_url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    hid = heinzel_id(home)
+    woke = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(woke.stdout)["state"] == "waiting", woke.stderr
+    process, url = start_serving(home, free_port(), env)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = _page(browser, viewport={"width": 1280, "height": 900})
+                page.goto(url)
+                page.goto(url.split("/auth", maxsplit=1)[0] + f"/h/{hid}")
+                asked = page.locator("#part-pending .question.ask", has_text=question)
+                asked.locator("textarea").fill(answer)
+                asked.locator("button", has_text="Answer").click()
+                page.locator("#said", has_text="Answered; its turn goes on.").wait_for()
+                assert not gate.is_set()
+                assert reached.wait(timeout=HANG)  # the child's follow-up asks the model
+                gate.set()
+                page.locator("#part-pending", has_text=question).wait_for(
+                    state="detached", timeout=HANG_MS
+                )
+            finally:
+                browser.close()
+    finally:
+        gate.set()
+        stop_serving(process)
+        provider.close()

@@ -31,7 +31,7 @@ from ledger.files import ensure_private_dir, write_atomic
 from machines import Wake, crash_hook
 from machines.journal import content_hash
 
-__all__ = ["answer_text"]
+__all__ = ["answer_text", "follow_up"]
 
 
 def answer_text(
@@ -43,6 +43,7 @@ def answer_text(
     recorded: Callable[[], None] | None = None,
     request_id: str | None = None,
     question: str | None = None,
+    run: bool = True,
 ) -> dict[str, Any]:
     """Record the answer to the oldest open question, resume its turn, run the follow-up
     (``recorded`` runs once the answer is in the spine, before any turn resumes: a chat
@@ -52,14 +53,16 @@ def answer_text(
     the turn id or key of the open question to answer, where several wait (HZH350 when
     none of them is that one)). HZH210 when the question was answered while this waited
     for the lock; ``answered_by`` in the answer when a first answer a killed process left
-    (another request's) stands, and ``recorded`` then does not run."""
+    (another request's) stands, and ``recorded`` then does not run. ``run=False``: only
+    record it, the asking turn's id in ``turn``, for `follow_up` in another process (the
+    web head's child)."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)
     owed = unfinished_answers(service, heinzel_id)
     if not waiting and owed:
         # answered before a crash: the first answer stands; finish what it started
-        return {"name": name, **_follow_up(host, heinzel_id, str(owed[0].turn), adapters)}
+        return {"name": name, **follow_up(host, heinzel_id, str(owed[0].turn), adapters)}
     if not waiting:
         raise HeinzelError(
             "HZH210",
@@ -116,12 +119,15 @@ def answer_text(
         spine.append("question.answered", data, turn=turn, key=key)
     if recorded is not None and ours:
         recorded()
-    done = _follow_up(host, heinzel_id, turn, adapters)
-    said = {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    asked = {"name": name, "question": str(chosen.data.get("question") or "")}
+    if not run:
+        said = {**asked, "turn": turn}
+    else:
+        said = {**asked, **follow_up(host, heinzel_id, turn, adapters)}
     return said if ours else {**said, "answered_by": whose or "an earlier answer"}
 
 
-def _follow_up(
+def follow_up(
     host: TurnHost, heinzel_id: str, turn: str, adapters: Mapping[str, object]
 ) -> dict[str, Any]:
     """The asking turn resumed (while it still waits) and the one follow-up turn run."""

@@ -151,12 +151,14 @@ class Turns:
         question: str | None = None,
         adapters: Mapping[str, object] | None = None,
         request_id: str | None = None,
+        run: bool = True,
     ) -> dict[str, Any]:
         """``hz heinzel answer NAME SAID``: yes|no to an open proposed write (`answer`),
         else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296);
         ``question`` (a turn id) picks one of several open questions (HZH350).
         ``request_id``: the caller's id for an answer in words, kept with it; sent again,
-        it says which question it answered and runs nothing."""
+        it says which question it answered and runs nothing. ``run=False`` (with
+        ``question``): the answer only recorded, for `answer_text`'s follow-up elsewhere."""
         from heinzel.errors import HeinzelError
         from heinzel.session.questions import open_questions
 
@@ -168,7 +170,12 @@ class Turns:
         waiting = open_questions(service, row["id"])
         if question is not None:
             return self.answer_text(
-                row["id"], said, adapters=adapters, question=question, request_id=request_id
+                row["id"],
+                said,
+                adapters=adapters,
+                question=question,
+                request_id=request_id,
+                run=run,
             )
         if proposal is not None or waiting:
             # with nothing proposed, `answer` says so (HZH210), whatever was said
@@ -190,11 +197,12 @@ class Turns:
         recorded: Callable[[], None] | None = None,
         request_id: str | None = None,
         question: str | None = None,
+        run: bool = True,
     ) -> dict[str, Any]:
         """``text`` as the free-text answer to the oldest open question, or to
         ``question`` (its turn id or key) (``hz heinzel answer``, and a chat while a
         question is open): recorded once, the waiting turn resumed, its follow-up turn
-        run (`heinzel.turns.answer_text`)."""
+        run (`heinzel.turns.answer_text`; ``run=False``: only recorded)."""
         from heinzel.turns.answer_text import answer_text
         from heinzel.turns.host import TurnHost
 
@@ -211,5 +219,6 @@ class Turns:
                 recorded=recorded,
                 request_id=request_id,
                 question=question,
+                run=run,
             )
         }

@@ -48,12 +48,21 @@ def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
         team.check_asked(ref)  # HZH304: a team one runs only where its lease is
     db = service.read_db
     if verb == "resume":
-        found = db.execute("SELECT 1 FROM waits WHERE heinzel = ? LIMIT 1", [row["id"]])
-        if found.fetchone() is None:
+        waiting = db.execute(
+            "SELECT turn FROM waits WHERE heinzel = ? ORDER BY turn DESC LIMIT 1", [row["id"]]
+        ).fetchone()
+        if waiting is None:
             raise HeinzelError(
                 "HZH236",
                 f"{row['name']} has no waiting turn",
                 f"`hz heinzel wake {row['name']}` starts a new one",
+            )
+        asked = asked_by(service, row, str(waiting[0]))
+        if asked is not None:  # the command's HZH360, said here, not by a child nobody hears
+            raise HeinzelError(
+                "HZH360",
+                f"{row['name']}'s turn {waiting[0]} waits on your answer to: {asked['text']}",
+                'answer it in "Waiting on you" on its page',
             )
     if verb == "retry":
         found = db.execute(
@@ -67,6 +76,25 @@ def check_turn_verb(app: Any, ref: str, verb: str) -> dict[str, Any]:
                 f"`hz heinzel wake {row['name']}` starts a new one",
             )
     return dict(row)
+
+
+def asked_by(service: Any, row: Any, turn: str) -> dict[str, Any] | None:
+    """The open question ``turn`` of ``row`` waits on (a resume can't end that wait)."""
+    from heinzel.session.questions import waiting_questions
+
+    for asked in waiting_questions(service, str(row["id"]), str(row["name"])):
+        if asked["turn"] == turn:
+            return dict(asked)
+    return None
+
+
+def resumable(service: Any, row: Any) -> bool:
+    """Whether Resume can work: a turn waits, and not on an answer (what `check_turn_verb`
+    refuses otherwise); the page offers the button only then."""
+    waiting = service.read_db.execute(
+        "SELECT turn FROM waits WHERE heinzel = ? ORDER BY turn DESC LIMIT 1", [row["id"]]
+    ).fetchone()
+    return waiting is not None and asked_by(service, row, str(waiting[0])) is None
 
 
 def spawn_verb(
@@ -116,6 +144,12 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
             app.verbs().resume(heinzel_id)
         elif verb == "learn":  # a draft approved on the page (its key on stdin)
             learn(app, heinzel_id, hint)
+        elif verb == "answered":  # a question's words are recorded; its turn (on stdin)
+            from heinzel.turns.answer_text import follow_up  # resumes, its follow-up runs
+            from heinzel.turns.host import TurnHost, default_adapters
+
+            adapters = default_adapters(app.service.settings)
+            follow_up(TurnHost(app.service), heinzel_id, hint, adapters)
         elif verb == "answer":  # the answer is recorded; its turn (on stdin) goes on here
             from heinzel.turns.host import TurnHost, default_adapters
 

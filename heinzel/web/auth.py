@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
 from ledger.files import ensure_private_dir, write_atomic
@@ -77,31 +77,73 @@ class TokenAuth(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         host = request.headers.get("host", "")
         if host not in self.hosts:
-            return _refuse(403, f"this server answers only to {', '.join(sorted(self.hosts))}")
+            return _refuse(
+                request,
+                403,
+                "HZH543",
+                f"this server answers only to {', '.join(sorted(self.hosts))}",
+            )
+        if request.url.path == "/favicon.ico" and request.method in SAFE:
+            return await call_next(request)  # the tab's icon, asked by every page (401 too)
         if request.url.path == "/auth":
-            if request.method != "GET" or not self.keys.token_ok(
-                request.query_params.get("token", "")
-            ):
-                return _refuse(403, "that token is not this server's; use the URL it printed")
+            if request.method not in SAFE:  # the token may well be right: say what is
+                refused = _refuse(
+                    request,
+                    405,
+                    "HZH544",
+                    "/auth is opened (GET), not posted: open the URL `hz system serve` printed",
+                )
+                refused.headers["Allow"] = "GET"
+                return refused
+            if not self.keys.token_ok(request.query_params.get("token", "")):
+                return _refuse(
+                    request,
+                    403,
+                    "HZH545",
+                    "that token is not this server's; use the URL it printed",
+                )
             response = RedirectResponse("/", status_code=303)
             response.set_cookie(
                 self.cookie, self.keys.session, httponly=True, samesite="strict", path="/"
             )
             return response
         if not self.keys.session_ok(request.cookies.get(self.cookie)):
-            return _refuse(401, "open the URL `hz system serve` printed (it carries the token)")
+            return _refuse(
+                request,
+                401,
+                "HZH546",
+                "open the URL `hz system serve` printed (it carries the token)",
+            )
         if request.method not in SAFE:
             origin = request.headers.get("origin")
             if origin is None or origin.removeprefix(f"{request.url.scheme}://") != host:
-                return _refuse(403, "a change must come from this server's own pages (Origin)")
+                return _refuse(
+                    request,
+                    403,
+                    "HZH547",
+                    "a change must come from this server's own pages (Origin)",
+                )
             given: str | None = request.headers.get("x-csrf-token")
             if given is None:  # a plain form: read the body (it is replayed to the route)
                 fields = parse_qs((await request.body()).decode("utf-8", "replace"))
                 given = fields.get("csrf", [None])[-1]
             if not self.keys.csrf_ok(given):
-                return _refuse(403, "the form's CSRF token is missing or stale; reload the page")
+                return _refuse(
+                    request,
+                    403,
+                    "HZH547",
+                    "the form's CSRF token is missing or stale; reload the page",
+                )
         return await call_next(request)
 
 
-def _refuse(status: int, why: str) -> Response:
-    return PlainTextResponse(f"{status}: {why}\n", status_code=status)
+def _refuse(request: Request, status: int, code: str, why: str) -> Response:
+    """The gate's refusal: ``STATUS: why`` as text for a script (the page's own buttons
+    show it as it came), and hz's error page, with ``code``, for a browser's navigation."""
+    if "text/html" not in request.headers.get("accept", ""):
+        return PlainTextResponse(f"{status}: {why}\n", status_code=status)
+    from heinzel.web.views import TEMPLATES  # the views import this module
+
+    error = {"code": code, "message": f"{status}: {why}", "hint": ""}
+    page = TEMPLATES.get_template("error.html").render(csrf="", error=error, onward=None)
+    return HTMLResponse(page, status_code=status)

@@ -2,8 +2,8 @@
 CDN, no Graphviz. Layers left to right: a Heinzelmännchen at ``2 x height + 1``; an
 artifact one layer after its highest writer, or one before its lowest reader when nothing
 writes it. Edges: solid when declared and observed, dashed when only declared, dotted
-when only observed. Every text is escaped; names too long for a box are cut, with the
-whole in the node's ``<title>``.
+when only observed. Every text is escaped; the boxes are as wide as the longest name, so
+no label is cut (the page scrolls the picture inside its card, never the page).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ WIDTH, HEIGHT = 220, 34
 LAYER, ROW, MARGIN = 270, 56, 16
 """A layer's width, a row's height, the picture's margin."""
 DASH = {"both": "", "declared": "6 4", "observed": "2 3"}
-CHARS = 30
+CHAR, PAD = 8.2, 10
+"""The widest a character of a label draws (13 px, bold), and a label's padding."""
 
 
 def _layers(graph: Mapping[str, Any]) -> dict[str, int]:
@@ -43,21 +44,25 @@ def _layers(graph: Mapping[str, Any]) -> dict[str, int]:
     return layer
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= CHARS else "…" + text[-(CHARS - 1) :]
+def _box_width(names: list[str]) -> int:
+    """A box wide enough for the longest name, whole (at most `CHAR` pixels a character
+    of 13 px text, bold for a Heinzelmännchen), never narrower than `WIDTH`."""
+    return max([WIDTH, *(int(len(n) * CHAR) + 2 * PAD for n in names)])
 
 
 def render_svg(graph: Mapping[str, Any]) -> str:
     """The SVG text of ``graph`` (the JSON schema of docs/graph.md)."""
     layer = _layers(graph)
+    box = _box_width([str(n.get("name") or n["id"]) for n in graph["nodes"]])
+    step = box + LAYER - WIDTH
     rows: dict[int, int] = {}
     place: dict[str, tuple[int, int]] = {}
     for node in sorted(graph["nodes"], key=lambda n: (layer[n["id"]], str(n.get("name") or ""))):
         column = layer[node["id"]]
         row = rows.get(column, 0)
         rows[column] = row + 1
-        place[node["id"]] = (MARGIN + column * LAYER, MARGIN + row * ROW)
-    width = max((x for x, _ in place.values()), default=0) + WIDTH + 2 * MARGIN
+        place[node["id"]] = (MARGIN + column * step, MARGIN + row * ROW)
+    width = max((x for x, _ in place.values()), default=0) + box + 2 * MARGIN
     height = max((y for _, y in place.values()), default=0) + HEIGHT + 2 * MARGIN
     count = sum(1 for n in graph["nodes"] if n["kind"] == "heinzel")
     label = f"The graph: {count} Heinzelmännchen and what they read and write"
@@ -76,7 +81,7 @@ def render_svg(graph: Mapping[str, Any]) -> str:
         dash = DASH.get(e["mark"], "")
         style = f' stroke-dasharray="{dash}"' if dash else ""
         out.append(
-            f'<line x1="{x1 + WIDTH}" y1="{y1 + HEIGHT // 2}" x2="{x2}" y2="{y2 + HEIGHT // 2}" '
+            f'<line x1="{x1 + box}" y1="{y1 + HEIGHT // 2}" x2="{x2}" y2="{y2 + HEIGHT // 2}" '
             f'stroke="currentColor" stroke-width="1.5"{style} marker-end="url(#arrow)" '
             f'class="edge {escape(e["mark"])}"><title>{escape(e["kind"])} ({escape(e["mark"])})'
             "</title></line>"
@@ -91,10 +96,10 @@ def render_svg(graph: Mapping[str, Any]) -> str:
         fill = "#eef4ff" if heinzel else "#f6f6f6"
         out.append(
             f'<g class="node {escape(node["kind"])}"><title>{escape(title)}</title>'
-            f'<rect x="{x}" y="{y}" width="{WIDTH}" height="{HEIGHT}" rx="{radius}" '
+            f'<rect x="{x}" y="{y}" width="{box}" height="{HEIGHT}" rx="{radius}" '
             f'fill="{fill}" stroke="currentColor"/>'
-            f'<text x="{x + 8}" y="{y + 22}" font-size="13"'
-            f"{weight}>{escape(_short(name))}</text></g>"
+            f'<text x="{x + PAD}" y="{y + 22}" font-size="13"'
+            f"{weight}>{escape(name)}</text></g>"
         )
     out.append("</svg>")
     return "".join(out)

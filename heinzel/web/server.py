@@ -10,6 +10,8 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -82,10 +84,22 @@ def create_app(
         Route("/h/{ref}/answer", views.answer, methods=["POST"]),
         Route("/h/{ref}/dismiss", views.dismiss, methods=["POST"]),
         Route("/h/{ref}/do", views.do, methods=["POST"]),
+        Route("/favicon.ico", views.favicon),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+
+    async def unknown(request: Request, _: Exception) -> Response:
+        return views.no_route(request)
+
+    async def wrong_method(request: Request, error: Exception) -> Response:
+        return views.wrong_method(request, getattr(error, "headers", None) or {})
+
+    async def broken(request: Request, _: Exception) -> Response:
+        return views.broken(request)
+
     return Starlette(
         routes=routes,
+        exception_handlers={404: unknown, 405: wrong_method, 500: broken},
         middleware=[
             Middleware(TokenAuth, keys=keys, hosts=hosts, cookie=cookie),
             Middleware(Utf8Only),  # behind the gate: a stranger still gets 401 or 403

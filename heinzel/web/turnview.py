@@ -128,3 +128,35 @@ def turn_detail(app: App, heinzel_id: str, turn: str) -> dict[str, Any] | None:
     ]
     detail["draft"] = _clip(drafts[-1].get("text", "")) if drafts else None
     return detail
+
+
+def pending_drafts(app: App, heinzel_id: str) -> list[dict[str, Any]]:
+    """Each draft waiting for approval (oldest first) with its text, from the body of the
+    turn that drafted it (None once that body expired): the page shows what it approves."""
+    rows = app.service.index.db.execute(
+        "SELECT key, turn, asset, output, contract_version, placed_at FROM drafts "
+        "WHERE heinzel = ? AND state = 'pending' ORDER BY placed_at",
+        [heinzel_id],
+    ).fetchall()
+    found = []
+    for key, turn, asset, output, version, placed_at in rows:
+        records = Bodies(app.service.home.session_dir(heinzel_id)).read(str(turn)) or []
+        texts = [
+            v["outcome"]["draft"].get("text", "")
+            for r in records
+            if r.get("kind") == "value"
+            and isinstance(v := r.get("value"), dict)
+            and isinstance(v.get("outcome"), dict)
+            and isinstance(v["outcome"].get("draft"), dict)
+        ]
+        found.append(
+            {
+                "key": key,
+                "turn": turn,
+                "where": str(asset or output or "").removeprefix("file:"),
+                "contract_version": version,
+                "placed_at": placed_at,
+                "text": _clip(texts[-1]) if texts else None,
+            }
+        )
+    return found

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,10 @@ from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
 from heinzel.usd import usd_text
-from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb
+from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb, resumable
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
-from heinzel.web.turnview import open_questions, turn_detail
+from heinzel.web.turnview import open_questions, pending_drafts, turn_detail
 from ledger.errors import HzError
 
 __all__ = ["Views"]
@@ -38,6 +38,15 @@ PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")
 """The parts of a Heinzelmännchen's page that move with its spine (``templates/_NAME.html``)."""
 SAID = {"already-approved": "It is already approved: nothing more to do."}
 """What a button without JavaScript came back to say (``?said=``), in fixed words."""
+ENDED = {
+    "stopped": "You stopped it while it ran: it ended before finishing its work.",
+    "superseded": "A newer turn took its place while it waited.",
+    "max-resumes": "It was resumed after too many crashes and was given up.",
+    "timeout": "It ran past its time limit and was ended.",
+}
+"""A sentence for how a turn was abandoned (its reason), where no cause says more."""
+FAVICON = (Path(__file__).resolve().parent / "static" / "favicon.svg").read_bytes()
+_CACHED = {"Cache-Control": "max-age=86400"}
 
 
 class Views:
@@ -68,8 +77,57 @@ class Views:
             request, name, {"csrf": self.keys.csrf, "states": STATES, **context}, status
         )
 
-    def _error(self, request: Request, error: HzError) -> Response:
-        return self._page(request, "error.html", _status(error), error=error)
+    def _error(self, request: Request, error: HzError, status: int | None = None) -> Response:
+        """The error as hz's own page (its code, message, a link onward and the hint), or
+        as JSON ``{code, message, hint}`` when JSON is asked for."""
+        status = status or _status(error)
+        if request.headers.get("accept") == "application/json":
+            return JSONResponse(
+                {"code": error.code, "message": error.message, "hint": error.hint}, status
+            )
+        ref = request.path_params.get("ref")
+        onward = ("/", "Back to the list")
+        if ref and not (isinstance(error, HzError) and error.code == "HZH080"):
+            onward = (f"/h/{ref}", "Back to its page")
+        return self._page(request, "error.html", status, error=error, onward=onward)
+
+    # -- what the router answers itself --------------------------------------------
+
+    def no_route(self, request: Request) -> Response:
+        """An address with no page (404), as hz's page, not the router's plain text."""
+        missing = HeinzelError(
+            "HZH540",
+            f"there is no page at {request.url.path}",
+            "every page is reached from the list: follow its links",
+        )
+        return self._error(request, missing, 404)
+
+    def wrong_method(self, request: Request, headers: Mapping[str, str]) -> Response:
+        """A page asked for by a method it does not take (405): which one it takes."""
+        allowed = headers.get("Allow", "") or headers.get("allow", "")
+        takes = "POST" if "POST" in allowed else "GET"
+        how = "sent by a button on a page" if takes == "POST" else "opened, not sent to"
+        wrong = HeinzelError(
+            "HZH541",
+            f"{request.url.path} is {how} ({takes}), not {request.method}",
+            "use the page's own buttons and links",
+        )
+        answer = self._error(request, wrong, 405)
+        answer.headers["Allow"] = allowed or takes
+        return answer
+
+    def broken(self, request: Request) -> Response:
+        """An error hz did not foresee (500): said on hz's page, nothing of it shown."""
+        broken = HeinzelError(
+            "HZH542",
+            "the page failed on an error hz did not foresee",
+            "reload the page; if it fails again, `hz system doctor` checks the home",
+        )
+        return self._error(request, broken, 500)
+
+    def favicon(self, request: Request) -> Response:
+        """The tab's icon (the browser asks ``/favicon.ico`` on every page)."""
+        return Response(FAVICON, media_type="image/svg+xml", headers=_CACHED)
 
     # -- pages ---------------------------------------------------------------------
 
@@ -157,6 +215,8 @@ class Views:
             "h": data,
             "verified": app.service.verify(data["id"])[0],
             "questions": open_questions(app, data["id"]),
+            "drafts": pending_drafts(app, data["id"]),
+            "resumable": resumable(app.service, data),
             "failure": _failure(app.service.home.session_dir(data["id"]), data["turns"]),
         }
 
@@ -303,17 +363,28 @@ class Views:
         return await self._act(request, lambda app, ref, form: app.service.decline(ref))
 
     async def answer(self, request: Request) -> Response:
-        """``hz heinzel answer``: yes or no to a proposed write (recorded here, its turn
-        going on in a child process, so the answer comes at once), or the words that answer
-        a question the model asked (``text``, and ``question``: the asking turn)."""
+        """``hz heinzel answer``: yes or no to a proposed write, or the words that answer
+        a question the model asked (``text``, and ``question``: the asking turn); either
+        is recorded here and its turn goes on in a child process, so the answer comes at
+        once."""
 
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
             if form.get("text") is not None:
                 question = str(form.get("question") or "") or None
                 request_id = str(form.get("request_id") or "") or None  # a resend: once
-                return app.turns.respond(
-                    ref, str(form.get("text")), question=question, request_id=request_id
+                text = str(form.get("text"))
+                if question is None:
+                    return app.turns.respond(ref, text, request_id=request_id)
+                done = app.turns.respond(
+                    ref, text, question=question, request_id=request_id, run=False
                 )
+                if "delivered" in done:  # sent before: nothing runs again
+                    return done
+                # recorded: the asking turn resumes and its follow-up runs in a child
+                row = app.service.resolve(ref)
+                home = app.service.home.root
+                self.start_verb(home, str(row["id"]), "answered", str(done["turn"]))
+                return {**done, "started": True}
             proposal = str(form.get("proposal") or "") or None
             said = form.get("said") == "yes"
             done = app.turns.answer(ref, said, proposal, resume=False)
@@ -464,17 +535,18 @@ def _chats(inbox: Inbox) -> list[dict[str, Any]]:
 
 
 def _failure(session_dir: Path, turns: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The last turn that ran (skips aside) when it failed or was abandoned: its id, how it
-    ended, and the cause kept for it (code, message, hint), as the command line prints."""
+    """The last turn when it failed or was abandoned: its id, how it ended, a sentence
+    saying so (``said``), and the cause kept for it (code, message, hint), as the command
+    line prints."""
     from heinzel.turns.failure import cause_of
 
-    ran = [t for t in turns if t.get("state") != "skipped"]
-    if not ran:
+    if not turns:
         return None
-    last = ran[-1]
+    last = turns[-1]  # a retry that ended skipped is the last turn: the card goes with it
     how = last.get("disposition") or last.get("state")
     if how not in ("failed", "abandoned"):
         return None
     cause = cause_of(session_dir, str(last["id"])) or {}
-    code = cause.get("code") or last.get("reason")
-    return {"turn": last["id"], "how": how, "code": code, **cause}
+    reason = str(last.get("reason") or "")
+    said = ENDED.get(reason, f"It ended {how}" + (f" ({reason})." if reason else "."))
+    return {"turn": last["id"], "how": how, "reason": reason, "said": said, "code": None, **cause}

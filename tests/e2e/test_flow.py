@@ -116,6 +116,19 @@ class Home:
             page = client.get("/").text
         return mcp, page.count(words)
 
+    def page(self, now: str, name: str) -> str:
+        """The web head's page of ``name`` (`/h/NAME`) as the browser gets it."""
+        env = self.env(now)
+        app = create_app(
+            lambda: App.from_environment(str(self.home), env),
+            "t" * 32,
+            hosts=["testserver"],
+            idle_seconds=0,
+        )
+        with TestClient(app, follow_redirects=False) as client:
+            assert client.get(f"/auth?token={'t' * 32}").status_code == 303
+            return client.get(f"/h/{name}").text
+
     def setup(self) -> None:
         """Monday: all three created and approved; Thursday morning Theo's first row,
         approved by him."""
@@ -168,6 +181,10 @@ class TestTheosFriday:
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needed-by") == 0
         assert home.hz("2026-11-13T09:06:00Z", "heinzel", "list").count("needs your approval") == 1
         assert home.surfaces("2026-11-13T09:06:00Z", "needs your approval") == (1, 1)
+        # and on the upstream's own page, its next step a link to "Waiting on you"
+        head = home.page("2026-11-13T09:06:00Z", "my-row").split('id="part-failure"')[0]
+        assert head.count("needs your approval") == 1, head
+        assert '<a href="#part-pending">Approve its draft</a>' in head
 
         # Fri 15:05 Berlin: killed right after input.fell_back, recovered by the next tick
         home.hz("2026-11-13T14:05:00Z", "system", "daemon", "tick", crash="after:input.fell_back")

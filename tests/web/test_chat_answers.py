@@ -14,6 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from ledger.spine import read_events
+from tests.waits import HANG
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
 from .scripted import MODEL, fake
@@ -153,3 +154,83 @@ def test_the_pages_message_resent_with_its_id_is_delivered_once(
     assert [e.key for e in events if e.kind == "turn.started" and e.seq > answered.seq] == [
         f"{hid}@answer:{answered.turn}"
     ]
+
+
+def test_a_text_answer_returns_at_once_and_its_turn_goes_on_in_a_child(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """The answer box's POST returns while the follow-up turn's model request is still
+    held (a gate only the test opens): the answer is recorded in the request, the turn it
+    resumes and its follow-up go on in a child, which ends once the gate opens."""
+    import threading
+
+    gate, reached = threading.Event(), threading.Event()
+
+    def held(body: dict[str, Any], n: int) -> Any:
+        if ANSWER in json.dumps(body):
+            reached.set()
+            gate.wait(timeout=HANG)
+        return _script(body, n)
+
+    provider = fake.Provider("openai", held)
+    env = {**env, "HZ_BASE_URL": provider.base_url}
+    hid = heinzel_id(home)
+    try:
+        woken = subprocess.run(
+            [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        asked = json.loads(woken.stdout)
+        client = TestClient(web_app(home, children, env), follow_redirects=False)
+        with client:
+            assert client.get(f"/auth?token={TOKEN}").status_code == 303
+            page = client.get(f"/h/{hid}").text
+            csrf = page.split('name="csrf" content="')[1].split('"')[0]
+            headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+            form = {"text": ANSWER, "question": asked["turn"]}
+            sent = client.post(f"/h/{hid}/answer", data=form, headers=headers)
+            assert sent.status_code == 200, sent.text
+            assert sent.json()["started"] is True and not gate.is_set()
+            assert reached.wait(timeout=HANG)  # the child's follow-up asks the model
+            gate.set()
+            [child] = children
+            assert child.wait(timeout=HANG) == 0
+        events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
+        follow = [e for e in events if e.kind == "turn.started" and e.turn != asked["turn"]]
+        assert follow and follow[-1].data.get("cause") == "asked", follow
+        assert events[-1].kind in ("turn.finished", "turn.skipped"), events[-1]
+    finally:
+        gate.set()
+        provider.close()
+
+
+def test_resume_is_not_offered_on_a_question_and_its_refusal_is_said(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """A turn waiting on the model's question: the page offers no Resume (it can't end
+    that wait), and a Resume posted anyway is refused in the request (HZH360, the answer
+    box named), never "resume: its turn runs now" with a child that then refuses."""
+    hid = heinzel_id(home)
+    woken = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(woken.stdout)["state"] == "waiting", woken.stderr
+    client = TestClient(web_app(home, children, env), follow_redirects=False)
+    with client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        page = client.get(f"/h/{hid}").text
+        actions = page.split('id="actions"')[1].split("</section>")[0]
+        assert 'value="resume"' not in actions, actions
+        csrf = page.split('name="csrf" content="')[1].split('"')[0]
+        headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+        refused = client.post(f"/h/{hid}/do", data={"verb": "resume"}, headers=headers)
+        assert refused.status_code == 400
+        assert refused.json()["code"] == "HZH360" and "Waiting on you" in refused.json()["hint"]
+    assert children == []

@@ -42,6 +42,8 @@ class TestGate:
                 paths.append(("GET", "/static/hz.css"))
                 paths.append(("GET", "/static/hz.js"))
             elif isinstance(route, Route):
+                if route.path == "/favicon.ico":
+                    continue  # the tab's icon is open: TestGate.test_the_icon_is_open
                 for method in sorted(route.methods or {"GET"}):
                     paths.append((method, route.path.replace("{ref}", hid)))
         assert len(paths) >= 11
@@ -64,6 +66,33 @@ class TestGate:
             assert "SameSite=strict" in header or "SameSite=Strict" in header
             assert TOKEN not in header
             assert browser.get("/").status_code == 200
+
+    def test_the_icon_is_open_and_the_rest_still_closed(self, home: Path) -> None:
+        """/favicon.ico answers every page's tab (a 401 page's too) with hz's icon; a
+        browser's navigation without the cookie gets hz's error page, a script the text."""
+        web = create_app(lambda: app_of(home), TOKEN, hosts=["testserver"], idle_seconds=0)
+        with TestClient(web) as anonymous:
+            icon = anonymous.get("/favicon.ico")
+            assert icon.status_code == 200
+            assert icon.headers["content-type"].startswith("image/svg+xml")
+            page = anonymous.get("/", headers={"Accept": "text/html"})
+            assert page.status_code == 401
+            assert "HZH546" in page.text and "<h1>" in page.text
+            assert 'rel="icon"' in page.text
+            assert anonymous.get("/").text.startswith("401: ")
+
+    def test_posting_the_right_token_says_to_open_it(self, home: Path) -> None:
+        """POST /auth with the right token is 405 and says to open the URL, never that
+        the token is wrong."""
+        web = create_app(lambda: app_of(home), TOKEN, hosts=["testserver"], idle_seconds=0)
+        with TestClient(web, follow_redirects=False) as browser:
+            answer = browser.post(
+                f"/auth?token={TOKEN}", headers={"Origin": ORIGIN, "Accept": "text/html"}
+            )
+            assert answer.status_code == 405
+            assert answer.headers["allow"] == "GET"
+            assert "HZH544" in answer.text and "not this server" not in answer.text
+            assert COOKIE not in answer.cookies
 
     def test_another_host_is_refused(self, client: TestClient) -> None:
         """A request naming another Host (DNS rebinding) is 403 even with the cookie."""
@@ -261,3 +290,27 @@ def test_the_answer_button_is_hz_heinzel_answer(client: TestClient, home: Path) 
     answer = post(client, f"/h/{heinzel_id(home)}/answer", {"said": "yes"})
     assert answer.status_code == 400  # type: ignore[attr-defined]
     assert "HZH210" in answer.text  # type: ignore[attr-defined]
+
+
+class TestErrorPages:
+    def test_an_unknown_address_is_hz_own_page(self, client: TestClient) -> None:
+        """An address with no route is hz's page (HZH540, a link back), not "Not Found"."""
+        for path in ("/nowhere", "/h/x/y/z", "/static/nothing.css"):
+            answer = client.get(path)
+            assert answer.status_code == 404, path
+            assert "HZH540" in answer.text and 'href="/"' in answer.text, path
+            assert answer.headers["content-type"].startswith("text/html")
+        wanted = client.get("/nowhere", headers={"Accept": "application/json"})
+        assert wanted.json()["code"] == "HZH540"
+
+    def test_a_wrong_method_says_which_one(self, client: TestClient, home: Path) -> None:
+        """GET on a button's address is 405 HZH541 naming POST, with a link to the page;
+        POST on a page's address names GET."""
+        hid = heinzel_id(home)
+        answer = client.get(f"/h/{hid}/approve")
+        assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+        assert "HZH541" in answer.text and "(POST), not GET" in answer.text
+        assert f'href="/h/{hid}"' in answer.text
+        csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
+        posted = client.post("/graph", data={"csrf": csrf}, headers={"Origin": ORIGIN})
+        assert posted.status_code == 405 and "(GET), not POST" in posted.text

@@ -29,6 +29,7 @@
           (answer.learns ? "; " + answer.learns + "." : "."));
     }
     if (answer.declined) { return "Declined."; }
+    if (answer.question !== undefined && answer.started) { return "Answered; its turn goes on."; }
     if (answer.verb && answer.started) { return answer.verb + ": its turn runs now."; }
     if (answer.started) { return "Sent; its turn goes on."; }
     if (answer.state) { return "Done: now " + answer.state + "."; }

@@ -128,25 +128,53 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
 @home_option
 def run(interval: float, home: str | None) -> None:
     """Tick in a loop until SIGTERM or SIGINT (it ends after the tick in progress); each
-    tick printed as `hz system daemon tick` prints it.
+    tick printed as `hz system daemon tick` prints it. The daemon imports hz and
+    pydantic-ai once and runs each tick in a forked process of its own: a turn that
+    crashes ends that process (HZH520 on stderr), never the daemon, and the next tick
+    resumes it.
 
     \b
     Example:
       hz system daemon run --interval 300
     """
-    from heinzel.tick.daemon import run_loop
+    from heinzel.tick.resident import in_child, preload, status_text
 
-    app = open_app(home)
+    preload()
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
-    run_loop(
-        lambda: app.tick(sleep=time.sleep).run(),
-        interval=interval,
-        wait=stop.wait,
-        on_report=lambda report: _show_tick(app, report.to_json(), False),
-        on_error=lambda error: click.echo(error.render(), err=True),
-    )
+
+    def one_tick() -> int:
+        from ledger.errors import HzError
+
+        app = None
+        try:
+            app = open_app(home)
+            _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), False)
+        except HzError as error:
+            click.echo(error.render(), err=True)
+            return 1
+        except Exception as error:  # a bug in hz: one coded line, and the daemon goes on
+            message = f"the tick failed unexpectedly: {type(error).__name__}: {error}"
+            hint = "a bug in hz: report it with this line; the next tick runs as usual"
+            click.echo(f"HZH521: {message[:300]}\nhint: {hint}", err=True)
+            return 1
+        finally:
+            if app is not None:
+                app.service.close()
+        return 0
+
+    while True:
+        status = in_child(one_tick)
+        if status not in (0, 1):
+            click.echo(
+                f"HZH520: the tick's process ended with {status_text(status)} before the "
+                "tick ended; the daemon goes on\nhint: the next tick resumes the turn it was "
+                "running (woken_by: recovery); `hz heinzel show NAME` shows where it stopped",
+                err=True,
+            )
+        if stop.wait(interval):
+            return
 
 
 def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:

@@ -144,28 +144,8 @@ def run(interval: float, home: str | None) -> None:
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
 
-    def one_tick() -> int:
-        from ledger.errors import HzError
-
-        app = None
-        try:
-            app = open_app(home)
-            _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), False)
-        except HzError as error:
-            click.echo(error.render(), err=True)
-            return 1
-        except Exception as error:  # a bug in hz: one coded line, and the daemon goes on
-            message = f"the tick failed unexpectedly: {type(error).__name__}: {error}"
-            hint = "a bug in hz: report it with this line; the next tick runs as usual"
-            click.echo(f"HZH521: {message[:300]}\nhint: {hint}", err=True)
-            return 1
-        finally:
-            if app is not None:
-                app.service.close()
-        return 0
-
     while True:
-        status = in_child(one_tick)
+        status = in_child(lambda: daemon_tick(home))
         if status not in (0, 1):
             click.echo(
                 f"HZH520: the tick's process ended with {status_text(status)} before the "
@@ -175,6 +155,29 @@ def run(interval: float, home: str | None) -> None:
             )
         if stop.wait(interval):
             return
+
+
+def daemon_tick(home: str | None) -> int:
+    """One tick of the resident daemon, in its forked process: the home opened afresh,
+    the report printed, the index closed; 0, or 1 when the tick could not run."""
+    from ledger.errors import HzError
+
+    app = None
+    try:
+        app = open_app(home)
+        _show_tick(app, app.tick(sleep=time.sleep).run().to_json(), False)
+    except HzError as error:
+        click.echo(error.render(), err=True)
+        return 1
+    except Exception as error:  # a bug in hz: one coded line, and the daemon goes on
+        message = f"the tick failed unexpectedly: {type(error).__name__}: {error}"
+        hint = "a bug in hz: report it with this line; the next tick runs as usual"
+        click.echo(f"HZH521: {message[:300]}\nhint: {hint}", err=True)
+        return 1
+    finally:
+        if app is not None:
+            app.service.close()
+    return 0
 
 
 def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:

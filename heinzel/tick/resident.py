@@ -43,9 +43,14 @@ PRELOAD = (
     "pydantic_ai.providers.openai",
     "pydantic_ai.models.anthropic",
     "pydantic_ai.providers.anthropic",
+    "machines.loading",
+    "genai_prices.data",
+    "anyio._backends._asyncio",
+    "concurrent.futures.thread",
 )
 """What a tick's turns import (``python -X importtime`` of a wake and a tick, as
-`tests/forkhz.py` preloads), and the providers' models, which read their keys when a
+`tests/forkhz.py` preloads, and what a drafted wake still imported after them: the
+model prices, the event loop's backend), and the providers' models, which read their keys when a
 model is made, not at import (a provider whose SDK is not installed is left out)."""
 
 _PR_SET_PDEATHSIG = 1

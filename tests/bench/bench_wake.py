@@ -215,17 +215,32 @@ def resident(template: Path, base: Path) -> None:
     from heinzel.tick.resident import in_child, preload
 
     work = base / "resident" / "priya"
+    document = template / "report-0.md"  # the home names it by its absolute path
+    pristine = document.read_bytes()
+    said = base / "resident-out.txt"
+
+    def round_home() -> None:
+        document.write_bytes(pristine)
+        fresh(template, work)
+        os.chdir(work)
+
+    def drafted() -> None:
+        text = said.read_text(encoding="utf-8")
+        assert "report-0: schedule -> drafted" in text, text[-400:]
+
     bare = [
         run([sys.executable, "-c", "pass"], wake_env(base, FRIDAY), base)[0] for _ in range(ROUNDS)
     ]
     fresh_cpu = []
     for _ in range(ROUNDS):
+        document.write_bytes(pristine)
         fresh(template, work)
         argv = [HZ, "system", "daemon", "tick"]
         fresh_cpu.append(run(argv, wake_env(work, FRIDAY), work)[0])
+        assert b"<!-- hz:draft" in document.read_bytes()
     kept = dict(os.environ)
     here = os.getcwd()
-    quiet = os.open(os.devnull, os.O_WRONLY)
+    quiet = os.open(said, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
 
     def tick_quietly() -> int:
         os.dup2(quiet, 1)
@@ -240,25 +255,27 @@ def resident(template: Path, base: Path) -> None:
     warm: list[float] = []
     try:
         preload()  # as the daemon does when it starts; then the forks, as its ticks
+        os.environ.clear()
+        os.environ.update(wake_env(work, FRIDAY))
         for _ in range(ROUNDS):
-            fresh(template, work)
-            os.environ.clear()
-            os.environ.update(wake_env(work, FRIDAY))
-            os.chdir(work)
+            round_home()
+            os.ftruncate(quiet, 0)
             before = children()
             assert in_child(tick_quietly) == 0
             forked.append(children() - before)
+            drafted()
         saved = os.dup(1), os.dup(2)
         try:
             for n in range(ROUNDS + 1):  # the first warms this process: not counted
-                fresh(template, work)
-                os.chdir(work)
+                round_home()
+                os.ftruncate(quiet, 0)
                 before = time.process_time()
                 os.dup2(quiet, 1)
                 os.dup2(quiet, 2)
                 assert daemon_tick(None) == 0
                 if n:
                     warm.append(time.process_time() - before)
+                drafted()
         finally:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
@@ -267,6 +284,7 @@ def resident(template: Path, base: Path) -> None:
         os.environ.clear()
         os.environ.update(kept)
         os.close(quiet)
+        document.write_bytes(pristine)
     floor = statistics.median(bare)
     took, daemon, own = (statistics.median(x) for x in (fresh_cpu, forked, warm))
     print(

@@ -89,7 +89,6 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
     """The tick's report with each Heinzelmännchen's name beside its id, and the cause
     (code, message, hint) of each turn that failed or was abandoned."""
     from heinzel.errors import HeinzelError
-    from heinzel.turns.failure import cause_of
 
     names: dict[str, str] = {}
 
@@ -107,6 +106,8 @@ def _named(app: Any, report: dict[str, Any]) -> dict[str, Any]:
     for woken in report["woken"]:
         for ended in woken.get("ended", []):
             if _badly(ended):
+                from heinzel.turns.failure import cause_of  # a turn's records: by need
+
                 where = app.service.home.session_dir(str(woken["id"]))
                 ended["cause"] = cause_of(where, ended.get("turn"))
             if ended.get("disposition") == "learned" and ended.get("turn"):

@@ -1,7 +1,8 @@
 """The resident daemon: one process that has imported hz and pydantic-ai once, and runs
 each tick in a forked child (``hz system daemon run``).
 
-The parent imports what a tick and its turns import (`preload`), freezes those objects
+The parent imports what a tick and its turns import and builds pydantic-ai's message
+validator (`preload`), freezes those objects
 out of the collector's way (so the children share their pages), and never opens the
 home: no index connection, no lock, no spine is ever carried across a fork. Each tick
 is `in_child`: an ``os.fork`` whose child opens the home afresh, takes the tick lock and
@@ -62,6 +63,12 @@ def preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    with contextlib.suppress(ImportError):
+        # pydantic-ai builds its messages' validator on first use (a deferred schema,
+        # the largest part of a first model request's CPU): build it once, here
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        ModelMessagesTypeAdapter.validate_python([])
     gc.collect()
     gc.freeze()
 

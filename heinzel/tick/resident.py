@@ -92,12 +92,11 @@ def in_child(work: Callable[[], int]) -> int:
                 sys.stdout.flush()
                 sys.stderr.flush()
             os._exit(code)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            return os.waitstatus_to_exitcode(status)
-        except ChildProcessError:  # pragma: no cover  (reaped elsewhere: unknown)
-            return 70
+    try:
+        _, status = os.waitpid(pid, 0)  # a signal handler's interruption is retried
+    except ChildProcessError:  # pragma: no cover  (reaped elsewhere: its status unknown)
+        return 70
+    return os.waitstatus_to_exitcode(status)
 
 
 def _die_with(parent: int) -> None:

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from heinzel.capabilities.documents import absolute_asset
-from heinzel.contract.schedule import next_slot
 from heinzel.contract.types import parse_duration
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args, source_key
@@ -276,6 +275,8 @@ class TickProjection:
             latest = max(parse_ts(slot) for slot in slots)
         except ValueError:
             return
+        from heinzel.contract.schedule import next_slot  # croniter: by need
+
         following = next_slot(row[0], row[1], latest)
         if following is not None and (row[2] is None or format_ts(following) > row[2]):
             db.execute(

@@ -27,11 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo
 
-from croniter import croniter
-
-from heinzel.contract.types import format_duration
 from ledger.event import format_ts, parse_ts
 
 __all__ = [
@@ -93,6 +89,10 @@ class Nudge:
 
 def deadline_before(rule: str, timezone: str, now: datetime) -> datetime:
     """The latest deadline of ``rule`` at or before ``now``, in UTC."""
+    from zoneinfo import ZoneInfo  # croniter and the zones only where a deadline is
+
+    from croniter import croniter
+
     zone = ZoneInfo(timezone or "UTC")
     after = (now + timedelta(microseconds=1)).astimezone(zone)
     found: datetime = croniter(rule, after).get_prev(datetime)
@@ -101,6 +101,10 @@ def deadline_before(rule: str, timezone: str, now: datetime) -> datetime:
 
 def deadline_after(rule: str, timezone: str, now: datetime) -> datetime:
     """The first deadline of ``rule`` strictly after ``now``, in UTC."""
+    from zoneinfo import ZoneInfo
+
+    from croniter import croniter
+
     zone = ZoneInfo(timezone or "UTC")
     found: datetime = croniter(rule, now.astimezone(zone)).get_next(datetime)
     return found.astimezone(UTC)
@@ -108,6 +112,8 @@ def deadline_after(rule: str, timezone: str, now: datetime) -> datetime:
 
 def local_time(at: datetime, timezone: str) -> str:
     """A deadline as its reader wrote it: ``Fri 13 Nov 12:00 Europe/Berlin``."""
+    from zoneinfo import ZoneInfo
+
     local = at.astimezone(ZoneInfo(timezone or "UTC"))
     return f"{local:%a} {local.day} {local:%b %H:%M} {timezone or 'UTC'}"
 
@@ -176,6 +182,8 @@ def due_nudges(db: Database, now: datetime, known: list[Need] | None = None) -> 
         passed = [lead for lead in need.nudge if deadline - timedelta(seconds=lead) <= now]
         if not passed:
             continue
+        from heinzel.contract.types import format_duration  # the contract models: by need
+
         lead = min(passed)
         reader = _name(db, need.reader)
         when = local_time(deadline, need.timezone)
@@ -221,6 +229,8 @@ def due_escalations(db: Database, now: datetime, known: list[Need] | None = None
         key = f"{need.reader}@notice:escalated:{need.input}:{format_ts(deadline)}"
         if drafted is not None or _posted(db, key):
             continue
+        from heinzel.contract.types import format_duration
+
         reader = _name(db, need.reader)
         message = (
             f"{reader} has no draft {format_duration(timedelta(seconds=need.escalate_after))} "

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from heinzel.contract.schedule import next_slot
 from heinzel.index.schema import ADDED_COLUMNS, MARKED, SCHEMA, TABLES
 from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
@@ -182,6 +181,8 @@ class HeinzelProjection:
             "watched": json.dumps(dict.fromkeys(facts.inputs)),
         }
         if approved:
+            from heinzel.contract.schedule import next_slot  # croniter: by need
+
             due = next_slot(facts.schedule, facts.timezone, parse_ts(event.ts))
             values.update(
                 contract_version=facts.version, fingerprint=facts.fingerprint, next_due=_iso(due)

@@ -9,10 +9,12 @@ the derived tables; losing it (a new index file) costs at most one extra render.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from ledger.index import write_transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = ["SEEN_STATE", "record_seen"]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from heinzel.contract.schedule import next_slot
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
@@ -86,6 +85,8 @@ class Due:
 def latest_slot(schedule: str, timezone: str | None, due: datetime, now: datetime) -> datetime:
     """The latest slot at or before ``now``, starting from the first missed one ``due``:
     a laptop that slept through three Fridays renders once, for the last."""
+    from heinzel.contract.schedule import next_slot  # croniter: only with a slot due
+
     slot = due
     for _ in range(10_000):
         following = next_slot(schedule, timezone, slot)

@@ -27,7 +27,6 @@ from typing import Any, Protocol, cast
 from heinzel.capabilities.protocols import Approved, ReadCapability, Rejected
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
-from heinzel.index.flow import unanswered
 from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.sessions import Sessions
 from heinzel.session.spend import spent_today
@@ -46,7 +45,6 @@ from ledger.lock import Sleep, take_lock
 from machines import keys
 from machines.crash import crash_at
 from machines.keys import Wake, coalesce
-from machines.resume import skip_turn
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.waits import Facts, due_waits
 
@@ -301,8 +299,10 @@ class Tick:
     def _drafts(self, due: Due, plan: _Plan, report: TickReport) -> set[str]:
         """Ask the documents adapter for each placed draft; decided ones wake the learning
         turn (the approval key is once per placed draft)."""
-        documents = self.adapters.get("documents")
         decided: set[str] = set()
+        if not due.drafts:
+            return decided  # nothing placed: the adapters are not even built (issue 42)
+        documents = self.adapters.get("documents")
         if documents is None:
             return decided
         for row in due.drafts:
@@ -494,6 +494,8 @@ class Tick:
                     report.skipped.append({"id": heinzel, "turn": turn, "reason": "superseded"})
                     continue
                 if woken_by == "unanswered":
+                    from heinzel.index.flow import unanswered
+
                     if unanswered(self.service.index.db, heinzel) == "abandon":
                         self._unanswered(heinzel, turn, now, report)
                         continue
@@ -589,6 +591,8 @@ class Tick:
         report: TickReport,
     ) -> None:
         """One ``turn.skipped{reason: cap}`` for the new wakes, and the day's notice."""
+        from machines.resume import skip_turn  # the runner's imports: not for an idle tick
+
         day = format_ts(now)[:10]
         with self.service.open_spine(heinzel) as spine:
             journal = SpineJournal(spine, SpineIndex.scan(spine.path))

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -339,6 +340,7 @@ def flat(base: Path) -> None:
         f"tick process, nothing due, over 10,000 asleep: {c10k:6.3f} s CPU {m10k / 1024:6.1f} MiB"
     )
     verdict("tick CPU 10,000 / 10 asleep", c10k / c10, 1.5, f"{c10k / c10:.2f}x")
+    idle_and_skip(base, c10)
     verdict("tick peak memory 10,000 / 10 asleep", m10k / m10, 1.5, f"{m10k / m10:.2f}x")
     if shutil.which("strace") is None:
         print("MISS tick fsyncs over 1,000 asleep: strace is not installed (target 2)")
@@ -348,6 +350,44 @@ def flat(base: Path) -> None:
     tick_process(thousand, START + timedelta(minutes=20), strace=log)
     calls = strace_calls(log)
     verdict("tick fsyncs over 1,000 asleep, nothing due", calls, 2, f"{calls}", unit="")
+
+
+def cpu_of(argv: list[str], env: dict[str, str]) -> float:
+    """CPU seconds of one child process (its own rusage); it must exit 0."""
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, err[-400:]
+    child.stderr.close()
+    return usage.ru_utime + usage.ru_stime
+
+
+def idle_and_skip(base: Path, moved_nothing: float) -> None:
+    """Issue 42 item 1: an idle tick (a home with nothing in it, so nothing due: the due
+    queries and nothing else) and a nothing-moved tick (10 asleep, their shared file's
+    recheck due, nothing moved, no wake: ``moved_nothing``, the least of `flat`'s rounds),
+    as ratios of CPU to ``python -c pass`` measured beside them. Targets 6x and 8x."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base)}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    empty = {**env, "HZ_HOME": str(base / "idle-home"), "HZ_NOW": format_ts(START)}
+    bare = [cpu_of([sys.executable, "-c", "pass"], env) for _ in range(9)]
+    idle = [cpu_of([HZ, "system", "daemon", "tick"], empty) for _ in range(9)]
+    floor, took = statistics.median(bare), statistics.median(idle)
+    print(f"python -c pass (baseline): {floor * 1000:6.1f} ms CPU")
+    verdict(
+        "an idle tick (nothing due), CPU",
+        took / floor,
+        6,
+        f"{took / floor:.1f}x ({took * 1000:.0f} ms CPU)",
+    )
+    verdict(
+        "a nothing-moved tick (a recheck, no wake), CPU",
+        moved_nothing / floor,
+        8,
+        f"{moved_nothing / floor:.1f}x ({moved_nothing * 1000:.0f} ms CPU)",
+    )
 
 
 def strace_calls(log: Path) -> int:

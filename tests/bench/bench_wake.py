@@ -19,7 +19,15 @@
    hz's own imports. Its target is the issue's 8x for a whole offline wake, applied to
    the part beyond the floor, for both wakes (the OpenAI wake's extra 4x paid for its
    client, which its floor now holds).
-2. The fsyncs of a drafted wake by strace: the first wake in a home whose Heinzelmännchen
+2. A drafted wake the resident daemon runs (`hz system daemon run`, issue 42 item 2):
+   the tick that wakes ``report-0`` at its slot, in a process forked from one that
+   imported hz and pydantic-ai once (`heinzel.tick.resident`, the daemon's own
+   ``in_child`` and ``daemon_tick``), beside the same tick as a fresh
+   ``hz system daemon tick`` process. The turn's own work is the same tick run again in
+   an already warm process (no fork); what the daemon's wake costs beyond it (the fork,
+   the home opened afresh, what the preload left to import) is its share. Target: at
+   most 3x ``python -c pass``.
+3. The fsyncs of a drafted wake by strace: the first wake in a home whose Heinzelmännchen
    has never run (nothing staged yet: target 10) and a later one (target 8).
 
 Each round runs in a fresh copy of the home, so every wake drafts the same turn.
@@ -194,6 +202,105 @@ def imports_share(template: Path, work: Path, extra: dict[str, str]) -> float:
     return own / 1e6 / wall
 
 
+RESIDENT = 3
+"""A daemon's wake beyond the turn's own work, as a ratio to ``python -c pass``."""
+
+
+def resident(template: Path, base: Path) -> None:
+    """Item 2 of the module's list (run last: it imports hz into this process)."""
+    import resource
+    import time
+
+    from heinzel.cli.verbs import daemon_tick
+    from heinzel.tick.resident import in_child, preload
+
+    work = base / "resident" / "priya"
+    document = template / "report-0.md"  # the home names it by its absolute path
+    pristine = document.read_bytes()
+    said = base / "resident-out.txt"
+
+    def round_home() -> None:
+        document.write_bytes(pristine)
+        fresh(template, work)
+        os.chdir(work)
+
+    def drafted() -> None:
+        text = said.read_text(encoding="utf-8")
+        assert "report-0: schedule -> drafted" in text, text[-400:]
+
+    bare = [
+        run([sys.executable, "-c", "pass"], wake_env(base, FRIDAY), base)[0] for _ in range(ROUNDS)
+    ]
+    fresh_cpu = []
+    for _ in range(ROUNDS):
+        document.write_bytes(pristine)
+        fresh(template, work)
+        argv = [HZ, "system", "daemon", "tick"]
+        fresh_cpu.append(run(argv, wake_env(work, FRIDAY), work)[0])
+        assert b"<!-- hz:draft" in document.read_bytes()
+    kept = dict(os.environ)
+    here = os.getcwd()
+    quiet = os.open(said, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+
+    def tick_quietly() -> int:
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        return daemon_tick(None)
+
+    def children() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    forked: list[float] = []
+    warm: list[float] = []
+    try:
+        preload()  # as the daemon does when it starts; then the forks, as its ticks
+        os.environ.clear()
+        os.environ.update(wake_env(work, FRIDAY))
+        for _ in range(ROUNDS):
+            round_home()
+            os.ftruncate(quiet, 0)
+            before = children()
+            assert in_child(tick_quietly) == 0
+            forked.append(children() - before)
+            drafted()
+        saved = os.dup(1), os.dup(2)
+        try:
+            for n in range(ROUNDS + 1):  # the first warms this process: not counted
+                round_home()
+                os.ftruncate(quiet, 0)
+                before = time.process_time()
+                os.dup2(quiet, 1)
+                os.dup2(quiet, 2)
+                assert daemon_tick(None) == 0
+                if n:
+                    warm.append(time.process_time() - before)
+                drafted()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(kept)
+        os.close(quiet)
+        document.write_bytes(pristine)
+    floor = statistics.median(bare)
+    took, daemon, own = (statistics.median(x) for x in (fresh_cpu, forked, warm))
+    print(
+        f"drafted wake by a tick: fresh process {took / floor:.1f}x ({took * 1000:.0f} ms CPU), "
+        f"resident daemon {daemon / floor:.1f}x ({daemon * 1000:.0f} ms CPU), the turn's own "
+        f"work in a warm process {own / floor:.1f}x ({own * 1000:.0f} ms CPU)"
+    )
+    verdict(
+        "a drafted wake the resident daemon runs, beyond the turn's own work",
+        (daemon - own) / floor,
+        RESIDENT,
+        f"{(daemon - own) / floor:.1f}x ({(daemon - own) * 1000:.0f} ms CPU; "
+        f"{took / daemon:.1f}x less CPU than a fresh process)",
+    )
+
+
 def fsyncs(template: Path, base: Path) -> None:
     """Item 2 of the module's list."""
     if shutil.which("strace") is None:
@@ -223,6 +330,7 @@ def main() -> None:
         finally:
             provider.close()
         fsyncs(template, base)
+        resident(template, base)
 
 
 if __name__ == "__main__":

@@ -168,9 +168,11 @@ def hold_day(
 
 def trial_spend(spine: Path, month: str) -> tuple[float, int]:
     """USD and tokens of the spine's ``usage {kind: trial}`` lines of ``month`` (``YYYY-MM``):
-    what `hz heinzel try` spent, outside any turn (show reports it as the cause ``trial``)."""
+    what `hz heinzel try` spent, outside any turn (show reports it as the cause ``trial``).
+    Lines it cannot read (damaged, or a newer hz's envelope) are read around: show still
+    answers for such a spine, as it does from the index."""
     usd, tokens = 0.0, 0
-    for event in read_events(spine, kinds=("usage",)):
+    for event in read_events(spine, kinds=("usage",), skip_damaged=True):
         if event.data.get("kind") == "trial" and event.ts.startswith(month):
             usd += float(event.data.get("usd") or 0.0)
             tokens += int(event.data.get("tokens") or 0)

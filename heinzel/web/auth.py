@@ -142,7 +142,7 @@ def _refuse(request: Request, status: int, code: str, why: str) -> Response:
     show it as it came), and hz's error page, with ``code``, for a browser's navigation."""
     if "text/html" not in request.headers.get("accept", ""):
         return PlainTextResponse(f"{status}: {why}\n", status_code=status)
-    from heinzel.web.views import TEMPLATES  # the views import this module
+    from heinzel.web.pages import TEMPLATES
 
     error = {"code": code, "message": f"{status}: {why}", "hint": ""}
     page = TEMPLATES.get_template("error.html").render(csrf="", error=error, onward=None)

@@ -13,25 +13,19 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
-from starlette.templating import Jinja2Templates
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
-from heinzel.usd import usd_text
 from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb, resumable
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
+from heinzel.web.pages import TEMPLATES
 from heinzel.web.turnview import open_questions, pending_drafts, turn_detail
 from ledger.errors import HzError
 
 __all__ = ["Views"]
 
-TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
-TEMPLATES.env.filters["usd"] = usd_text
-TEMPLATES.env.filters["when"] = lambda ts: (
-    f"{ts[:10]} {ts[11:16]} UTC" if isinstance(ts, str) and len(ts) >= 16 else (ts or "-")
-)
 STATES = ("proposed", "asleep", "awake", "waiting", "paused", "retired")
 POLL = 0.2
 PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")

@@ -26,6 +26,7 @@ keeps each example's home to read; ``HZ_CHAOS_CAP`` sets another daily cap.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -45,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests import forkhz
-from tests.tick.chaos_world import Ended, Loopback, Spines, violations
+from tests.tick.chaos_world import FAULTS, Ended, Loopback, Spines, violations
 from tests.tick.homes import HZ, make_home
 
 QUIET_TICKS = 8
@@ -60,17 +61,25 @@ INVARIANTS = {
     "cap": "no day's spend (paid to the provider, or recorded) is above max_usd_per_day",
     "spend-recorded": "the model.request lines sum to what the provider was paid",
     "coded": "no traceback; every refusal starts with its code",
+    "retry-once": "a retry's request id runs one turn, however often it is sent",
+    "answer-once": "a question is answered once (a resent answer or chat is told so)",
+    "approval-once": "no draft's approval is observed twice",
+    "approval-seen": "once quiet, every draft approved in its document was observed",
+    "spend-released": "a request its process saw reach no provider (or answered without "
+    "usage) releases its reservation: only what the provider served is spent",
+    "forget-runs": "`forget` while a turn runs is never refused for the lock",
     "quiet": f"once nothing new comes, {QUIET_TICKS} ticks end with one that wakes nothing",
 }
 DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split(",")))
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
 
 NAMES = ("report-0", "report-1")
-CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.007"))
-"""The day's cap: two requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
-worst case of a third (about 0.005 USD) reserved, or three paid; a fourth would cross it.
-``HZ_CHAOS_CAP=0.05`` leaves a day room to draft and learn (a soak that explores those)."""
-TURN_CAP = "0.006"  # a request's worst case fits one turn
+CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.012"))
+"""The day's cap: three requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
+worst case of a fourth (about 0.0075 USD: a token per byte of the worked example's prompt
+and the default ``max_tokens``) not reserved; so a day drafts, asks, answers and learns a
+little, and then its cap skips. ``HZ_CHAOS_CAP=0.05`` leaves a day room for more."""
+TURN_CAP = "0.01"  # a request's worst case fits one turn (0.006 no longer did: all skipped)
 START = datetime(2026, 11, 6, 14, 30, tzinfo=UTC)  # half an hour after the first slot
 PARALLEL = 4  # processes running at once; the next waits for the oldest
 TIMEOUT = 120.0  # seconds any one process may take: more fails the test loudly
@@ -85,10 +94,27 @@ input = 0.15
 output = 0.6
 """
 DRAFT_LINE = re.compile(r"^🧝 DRAFT .*\n", re.MULTILINE)
+QUESTION_TURN = re.compile(r"--question (\S+)")
 TRACE = os.environ.get("HZ_CHAOS_TRACE") == "1"
 SOAK = int(os.environ.get("HZ_SOAK_EXAMPLES", "0"))
 
 pytestmark = pytest.mark.slow
+
+
+def _takes_request_id(verb: str) -> bool:
+    """Whether ``hz heinzel VERB`` takes ``--request-id`` (chat and retry do; answer and
+    wake once their resends are made idempotent too)."""
+    import click
+
+    from heinzel.cli import group
+
+    heinzel = group().get_command(click.Context(group()), "heinzel")
+    assert isinstance(heinzel, click.Group)
+    command = heinzel.get_command(click.Context(heinzel), verb)
+    return command is not None and any("--request-id" in p.opts for p in command.params)
+
+
+WITH_ID = {verb: _takes_request_id(verb) for verb in ("answer", "wake")}
 
 
 def _slot(now: datetime) -> datetime:
@@ -144,6 +170,8 @@ class Chaos(RuleBasedStateMachine):
         self.breaches: dict[str, str] = {}  # invariant -> when and how it first broke
         self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
         self.sent: list[tuple[str, str]] = []  # (name, request id) of chats sent with an id
+        self.retried: list[tuple[str, str]] = []  # (name, request id) of retries sent with one
+        self.fault: str | None = None  # the provider's fault for processes started now
 
     # -- processes -----------------------------------------------------------------
 
@@ -164,6 +192,11 @@ class Chaos(RuleBasedStateMachine):
         }
         if crash is not None:
             env["HZ_CRASH_AT"] = f"append:{crash}"
+        if self.fault == "refuse":
+            env["HZ_BASE_URL"] = self.provider.refused_url
+        elif self.fault is not None:
+            self.provider.modes[tag] = self.fault
+            env["HZ_REQUEST_TIMEOUT"] = "1s"
         out, err = self.tmp / f"{tag}.out", self.tmp / f"{tag}.err"
         with out.open("w") as stdout, err.open("w") as stderr:
             process = forkhz.Popen(
@@ -175,9 +208,10 @@ class Chaos(RuleBasedStateMachine):
             Running(args, tag, day, process, out, err, message, crash=crash is not None)
         )
 
-    def _wait(self, run: Running) -> None:
+    def _wait(self, run: Running, *, gate: bool = True) -> None:
         """Wait for one process (the gate opened first: it may be waiting on it)."""
-        self.provider.gate.set()
+        if gate:
+            self.provider.gate.set()
         try:
             code = run.process.wait(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -208,6 +242,19 @@ class Chaos(RuleBasedStateMachine):
             for key in entry.get("keys") or [entry.get("key")]:
                 if key and re.match(r"^hz-\w+@\d{4}-", str(key)):
                     self.ledger.owed.add(str(key))
+
+    def _run(self, *args: str, message: str | None = None, gate: bool = True) -> Ended:
+        """Start one process and wait for it (a step of a scenario, in order); ``gate``:
+        open the provider's gate first (else a held request stays held)."""
+        self._start(*args, message=message)
+        self._wait(self.running[-1], gate=gate)
+        return self.ledger.ended[-1]
+
+    def _new_day(self) -> None:
+        """Everything waited for, a fair provider and a new day (a fresh daily cap)."""
+        self.settle()
+        self.provider.weather, self.provider.asks, self.fault = "fair", 0, None
+        self.now += timedelta(days=1)
 
     def _reap(self) -> None:
         for run in [r for r in self.running if r.process.poll() is not None]:
@@ -343,12 +390,15 @@ class Chaos(RuleBasedStateMachine):
             else:
                 entry.unlink()
 
-    @rule(weather=st.sampled_from(["fair", "fail", "ask", "slow", "answers"]))
+    @rule(weather=st.sampled_from(["fair", "fail", "ask", "slow", "answers", *FAULTS]))
     def weather(self, weather: str) -> None:
         """The provider from now on: ``fair`` drafts, ``fail`` answers 500, ``ask`` asks one
         question, ``slow`` holds every request until the machine next waits for a process
-        (or ``answers``)."""
-        if weather == "slow":
+        (or ``answers``); the processes started from now on until ``fair`` meet one of
+        `FAULTS`: refused, stalled past their timeout, garbage or the wrong shape."""
+        if weather in FAULTS:
+            self.fault = weather
+        elif weather == "slow":
             self.provider.gate.clear()
         elif weather == "answers":
             self.provider.gate.set()
@@ -356,6 +406,92 @@ class Chaos(RuleBasedStateMachine):
             self.provider.asks += 1
         else:
             self.provider.weather = weather
+            if weather == "fair":
+                self.fault = None
+
+    @rule(
+        name=st.sampled_from(NAMES),
+        how=st.sampled_from(["resend", "delivered-then-asked", "locked", "by-question"]),
+    )
+    def question(self, name: str, how: str) -> None:
+        """A question waits (a new day, the provider asks once) and chats and answers come:
+        ``resend``: a chat with an id answers it, then is sent again (it must not run
+        again); ``delivered-then-asked``: a chat delivered as its own turn is sent again
+        while the question waits (it must not become the answer); ``locked``: a chat that
+        would answer it while another writer holds the spine's lock, then another chat
+        (neither may be lost, nor the first refused and delivered); ``by-question``:
+        ``hz heinzel answer --question TURN``, then the same answer again."""
+        self._new_day()
+        first, second = f"rq-chaos{self.count:05d}q", f"rq-chaos{self.count:05d}r"
+        self.sent += [(name, first), (name, second)] if how == "locked" else [(name, first)]
+        if how == "delivered-then-asked":
+            self._chat_now(name, first, new=True)
+        self.provider.asks = 1
+        asked = self._run("heinzel", "wake", name)
+        if how == "by-question":
+            found = QUESTION_TURN.search(asked.stdout)
+            if found is not None:
+                answer = ("heinzel", "answer", name, "only incidents", "--question", found[1])
+                if WITH_ID["answer"]:
+                    answer = (*answer, "--request-id", first)
+                self._run(*answer)
+                self._run(*answer)
+        elif how == "locked":
+            lock = self.root / "home" / "heinzel" / self.ids[name] / "lock"
+            held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX)  # another writer, for longer than lock_timeout
+                self._chat_now(name, first, new=True)
+            finally:
+                os.close(held)
+            self._chat_now(name, second, new=True)
+        else:  # resend: the answering chat, then again; delivered-then-asked: again now
+            if how == "resend":
+                self._chat_now(name, first, new=True)
+            self._chat_now(name, first, new=False)
+
+    def _chat_now(self, name: str, rid: str, *, new: bool) -> Ended:
+        """`hz heinzel chat NAME WORDS --request-id RID`, waited for (``new``: its first send)."""
+        words = f"note {rid}"
+        args = ("heinzel", "chat", name, words, "--request-id", rid)
+        return self._run(*args, message=words if new else None)
+
+    @rule(name=st.sampled_from(NAMES), crash=crashes)
+    def retry_with_id(self, name: str, crash: int | None) -> None:
+        """`hz heinzel retry NAME HINT --request-id R`, a new R."""
+        rid = f"rq-chaos{self.count:05d}t"
+        self.retried.append((name, rid))
+        self._start("heinzel", "retry", name, "shorter, please", "--request-id", rid, crash=crash)
+
+    @precondition(lambda self: self.retried)
+    @rule(pick=st.integers(min_value=0, max_value=1 << 16), wait=st.booleans())
+    def retry_again(self, pick: int, wait: bool) -> None:
+        """A retry sent again with its request id (after the first ended, or beside it)."""
+        name, rid = self.retried[pick % len(self.retried)]
+        if wait:
+            self.settle()
+        self._start("heinzel", "retry", name, "shorter, please", "--request-id", rid)
+
+    @rule(name=st.sampled_from(NAMES))
+    def identical_drafts(self, name: str) -> None:
+        """Two drafts of the same text (a quiet week), each approved in the document on its
+        own day: each approval must be observed (learned from) once."""
+        for _ in range(2):
+            self._new_day()
+            self._run("heinzel", "wake", name)
+            self.approve(name, "document")
+            self._run("system", "daemon", "tick", "--json")
+
+    @rule(name=st.sampled_from(NAMES), seq=st.integers(min_value=1, max_value=6))
+    def forget_while_running(self, name: str, seq: int) -> None:
+        """`forget` while a turn of it runs (held in think by a slow provider): it takes
+        effect from the next turn, never refused for the lock."""
+        self._new_day()
+        self.provider.gate.clear()
+        self._start("heinzel", "wake", name)
+        if self.provider.wait_held(TIMEOUT):
+            self._run("heinzel", "forget", name, str(seq), gate=False)
+        self.settle()
 
     @rule()
     def settle(self) -> None:

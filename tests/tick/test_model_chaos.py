@@ -27,13 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import http.client
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
+import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -100,6 +105,100 @@ TRACE = os.environ.get("HZ_CHAOS_TRACE") == "1"
 SOAK = int(os.environ.get("HZ_SOAK_EXAMPLES", "0"))
 
 pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Head:
+    """A running `hz system serve`, logged in: the session cookie and the page's CSRF."""
+
+    port: int
+    cookie: str = ""
+    csrf: str = ""
+
+    def ask(
+        self, method: str, path: str, body: str = "", headers: dict[str, str] | None = None
+    ) -> tuple[int, str, str]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
+        try:
+            sent = {"Cookie": self.cookie, **(headers or {})} if self.cookie else headers or {}
+            connection.request(method, path, body=body, headers=sent)
+            answer = connection.getresponse()
+            return answer.status, answer.getheader("set-cookie", ""), answer.read().decode()
+        finally:
+            connection.close()
+
+    def post(self, path: str, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """POST a form as the page's script does (JSON back, the CSRF token, Origin)."""
+        status, _, text = self.ask(
+            "POST",
+            path,
+            urllib.parse.urlencode(form),
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+                "Origin": f"http://127.0.0.1:{self.port}",
+                "X-CSRF-Token": self.csrf,
+            },
+        )
+        return status, json.loads(text) if text.startswith("{") else {"body": text[:300]}
+
+
+@contextlib.contextmanager
+def served(env: dict[str, str], cwd: Path) -> Iterator[Head]:
+    """`hz system serve` on a free port, as a person starts it, logged in through the URL
+    it prints; at the end the turns it started (its children) are waited for, then it is
+    stopped (SIGTERM)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [HZ, "system", "serve", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = ""
+        while "open: " not in line:
+            line = server.stdout.readline()
+            assert line or server.poll() is None, f"hz system serve ended ({server.returncode})"
+        url = urllib.parse.urlsplit(line.split("open: ", 1)[1].strip())
+        head = Head(port)
+        with contextlib.suppress(OSError):  # it printed its URL before uvicorn binds
+            socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT).close()
+        for _ in range(int(TIMEOUT * 20)):
+            try:
+                _, cookie, _ = head.ask("GET", f"{url.path}?{url.query}")
+                break
+            except ConnectionRefusedError:
+                threading.Event().wait(0.05)  # until its port accepts (bounded)
+        head.cookie = cookie.split(";")[0]
+        page = head.ask("GET", "/")[2]
+        head.csrf = page.split('name="csrf" content="')[1].split('"')[0]
+        yield head
+        _wait_children(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=TIMEOUT)
+
+
+def _wait_children(pid: int) -> None:
+    """Until the processes ``pid`` started (a served head's turns) have ended."""
+    tasks = Path(f"/proc/{pid}/task")
+    children = {
+        int(child) for task in tasks.glob("*") for child in (task / "children").read_text().split()
+    }
+    for child in children:
+        for _ in range(int(TIMEOUT * 20)):
+            stat = Path(f"/proc/{child}/stat")
+            with contextlib.suppress(FileNotFoundError):
+                if stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    threading.Event().wait(0.05)  # a turn in a child runs on (bounded)
+                    continue
+            break
 
 
 def _takes_request_id(verb: str) -> bool:
@@ -548,6 +647,31 @@ class Chaos(RuleBasedStateMachine):
             retry = {"name": name, "hint": "shorter, please", "request_id": rid}
             self._mcp(("heinzel_retry", retry, False), ("heinzel_retry", retry, False))
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        action=st.sampled_from(["chat", "answer", "approve", "retry", "stop", "wake"]),
+    )
+    def page(self, name: str, action: str) -> None:
+        """A button of the page, POSTed to the served head (`hz system serve`, logged in
+        with its printed URL, the page's CSRF token and Origin, as a browser sends them):
+        the sidebar's chat, an answer in words, approving the draft, and retry, stop, wake.
+        The turns it starts run in children of the server, waited for before it stops."""
+        form = {
+            "chat": ("chat", {"text": f"a page note {self.count}"}),
+            "answer": ("answer", {"text": "only incidents"}),
+            "approve": ("approve", {}),
+        }.get(action, ("do", {"verb": action, "hint": "shorter, please"}))
+        with served(self._env()[1], self.root) as head:
+            status, said = head.post(f"/h/{name}/{form[0]}", form[1])
+        code = 0 if status < 400 else 1
+        words = form[1].get("text") if action == "chat" else None
+        stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+        self.ledger.ended.append(
+            Ended(("page", action, name), code, False, json.dumps(said), stderr, words)
+        )
+        if TRACE:
+            print(f"page {action} {name} -> {status}: {said}"[:400])
+
     @rule()
     def settle(self) -> None:
         while self.running:
@@ -679,6 +803,11 @@ def _tour(machine: Chaos) -> None:
     machine._run("heinzel", "wake", NAMES[1])
     machine.mcp(NAMES[1], "chat", 0)  # answers the question, then is sent again
     machine.mcp(NAMES[1], "retry", 0)
+    machine.promises_hold()
+    machine._new_day()
+    machine._run("heinzel", "wake", NAMES[0])
+    for action in ("approve", "chat", "retry", "stop", "wake"):
+        machine.page(NAMES[0], action)
     machine.promises_hold()
     for fault in FAULTS:
         machine._new_day()

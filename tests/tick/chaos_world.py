@@ -49,6 +49,10 @@ DRAFT = {
         "done_when": [{"item": item, "met": True, "note": "checked"} for item in DONE_WHEN],
     },
 }
+READER_GOAL = "Reader of report-0"
+"""Words of the reader's goal (tests/tick/test_model_chaos.py): a request that holds them
+is the reader's, and must hold no pending draft of report-0's document (`Loopback.leaked`)."""
+LEAKS = ("🧝 DRAFT", "hz:draft key=", "hz:end key=")
 ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
 LEARNED = {"report": "learned from the edits", "lessons": [{"sentence": "keep it short"}]}
 INPUT_USD, OUTPUT_USD = Decimal("0.15"), Decimal("0.6")
@@ -91,6 +95,8 @@ class Loopback:
     """Process tag -> the fault it met from its start (`FAULTS`), for all its requests."""
     held: int = 0
     """Requests waiting at the closed gate right now."""
+    leaked: list[str] = field(default_factory=list)
+    """What the reader's requests saw of report-0's pending drafts or hz's tags."""
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -157,6 +163,12 @@ class Loopback:
             return 200, b"<html>502 bad gateway</html>"
         if mode == "shape":
             return 200, b'{"object": "list", "data": []}'
+        sent = json.dumps(body, ensure_ascii=False)
+        if READER_GOAL in sent:
+            seen = [leak for leak in LEAKS if leak in sent]
+            if seen:
+                with self.lock:
+                    self.leaked.append(f"a request of the reader ({tag}) held {seen}")
         tools = [t["function"]["name"] for t in body.get("tools") or []]
         final = next((t for t in tools if t.startswith("final_result")), None)
         with self.lock:

@@ -192,12 +192,15 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (3, "tick"),
     (3, "wake"),
     (3, "kill"),
+    (3, "kill_in_think"),
     (2, "approve"),
     (2, "verb"),
     (2, "retry_with_id"),
     (2, "retry_again"),
     (1, "question"),
     (1, "mcp"),
+    (1, "page"),
+    (1, "read"),
     (1, "person"),
     (1, "weather"),
     (1, "identical_drafts"),
@@ -207,10 +210,10 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
 
 def _storm_step(machine: Chaos, rng: random.Random) -> None:
     """One seeded step: a rule of the model (tests/tick/test_model_chaos.py) with its
-    arguments; a third of the processes started with a crash point (a real exit 137)."""
+    arguments; two in five of the processes started with a crash point (a real exit 137)."""
     rule = rng.choices([r for _, r in STORM], weights=[w for w, _ in STORM])[0]
     name = rng.choice(["report-0", "report-1"])
-    crash = rng.randint(1, 8) if rng.random() < 0.33 else None
+    crash = rng.randint(1, 5) if rng.random() < 0.4 else None
     if rule == "chat":
         machine.chat(name, with_id=rng.random() < 0.6, crash=crash)
     elif rule == "chat_again" and machine.sent:
@@ -221,6 +224,8 @@ def _storm_step(machine: Chaos, rng: random.Random) -> None:
         machine.wake(name, crash)
     elif rule == "kill":
         machine.kill(rng.randrange(1 << 16))
+    elif rule == "kill_in_think":
+        machine.kill_in_think(name, rng.choice(["wake", "chat", "tick"]))
     elif rule == "approve":
         machine.approve(name, rng.choice(["document", "command"]))
     elif rule == "verb":
@@ -233,6 +238,10 @@ def _storm_step(machine: Chaos, rng: random.Random) -> None:
         machine.question(name, rng.choice(["resend", "delivered-then-asked", "by-question"]))
     elif rule == "mcp":
         machine.mcp(name, rng.choice(["chat", "chat again", "answer", "retry"]), rng.randrange(99))
+    elif rule == "read":
+        machine.read(crash)
+    elif rule == "page":
+        machine.page(name, rng.choice(["chat", "answer", "approve", "retry", "stop", "wake"]))
     elif rule == "person":
         machine.person(name, rng.choice(["forget", "show", "lessons"]), rng.randint(1, 40))
     elif rule == "weather":

@@ -50,9 +50,17 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests import forkhz
+from tests import forkhz, inprocess
 from tests.hz_mcp import client as mcp_client
-from tests.tick.chaos_world import FAULTS, Ended, Loopback, Spines, violations
+from tests.tick.chaos_world import (
+    DONE_WHEN,
+    FAULTS,
+    READER_GOAL,
+    Ended,
+    Loopback,
+    Spines,
+    violations,
+)
 from tests.tick.homes import HZ, make_home
 
 QUIET_TICKS = 8
@@ -74,12 +82,37 @@ INVARIANTS = {
     "spend-released": "a request its process saw reach no provider (or answered without "
     "usage) releases its reservation: only what the provider served is spent",
     "forget-runs": "`forget` while a turn runs is never refused for the lock",
+    "reader-approved": "a model request reading another's document never sees a pending "
+    "draft or hz's tags in it",
     "quiet": f"once nothing new comes, {QUIET_TICKS} ticks end with one that wakes nothing",
 }
 DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split(",")))
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
 
 NAMES = ("report-0", "report-1")
+READER = "reader"
+"""A third Heinzelmännchen whose input is report-0's document (its output): every model
+request of it must see that document's approved text only (`chaos_world.READER_GOAL`)."""
+READER_CONTRACT = f"""---
+name: {READER}
+kind: responsibility
+hz:
+  requires: [documents:read, documents:write]
+  inputs:
+    upstream: {{from: documents.read, args: {{doc: 'file:report-0.md'}}}}
+  outputs:
+    section: {{asset: 'file:reader.md'}}
+  publishes: [documents.place_draft]
+  agent: {{max_usd: 0.5}}
+---
+
+### Goal
+
+{READER_GOAL}: keep reader.md a digest of what report-0 approved.
+
+### Done when
+
+""" + "".join(f"- [ ] {item}\n" for item in DONE_WHEN)
 CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.012"))
 """The day's cap: three requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
 worst case of a fourth (about 0.0075 USD: a token per byte of the worked example's prompt
@@ -264,14 +297,15 @@ class Chaos(RuleBasedStateMachine):
         self.provider = Loopback()
         self.now = START
         self.count = 0
+        self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
+        self.fault: str | None = None  # the provider's fault for processes started now
+        self._reader()
         self.running: list[Running] = []
         self.ledger = Ledger()
         self.steps = -1  # the invariant runs once before the first step, too
         self.breaches: dict[str, str] = {}  # invariant -> when and how it first broke
-        self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
         self.sent: list[tuple[str, str]] = []  # (name, request id) of chats sent with an id
         self.retried: list[tuple[str, str]] = []  # (name, request id) of retries sent with one
-        self.fault: str | None = None  # the provider's fault for processes started now
         self.quieted = False  # `_quiet` ran (a tour or a storm runs it before teardown)
 
     # -- processes -----------------------------------------------------------------
@@ -288,6 +322,16 @@ class Chaos(RuleBasedStateMachine):
         self.running.append(
             Running(args, tag, self.days[tag], process, out, err, message, crash=crash is not None)
         )
+
+    def _reader(self) -> None:
+        """`READER`, which reads report-0's document (another's output) and drafts its own:
+        created and approved in this process (set-up, tests/inprocess.py)."""
+        (self.root / "reader.prose.md").write_text(READER_CONTRACT, encoding="utf-8")
+        (self.root / "reader.md").write_text("# What report-0 said\n", encoding="utf-8")
+        _, env = self._env()
+        for args in (["heinzel", "new", "--from", "reader.prose.md"], ["approve", READER]):
+            done = inprocess.hz(args, env, self.root)
+            assert done.returncode == 0, (args, done.stderr)
 
     def _env(self, crash: int | None = None) -> tuple[str, dict[str, str]]:
         """A new process's tag and environment: the provider's URL by its tag (or the
@@ -647,6 +691,31 @@ class Chaos(RuleBasedStateMachine):
             retry = {"name": name, "hint": "shorter, please", "request_id": rid}
             self._mcp(("heinzel_retry", retry, False), ("heinzel_retry", retry, False))
 
+    @rule(crash=crashes)
+    def read(self, crash: int | None) -> None:
+        """`hz heinzel wake reader`: it reads report-0's document as it is now (a pending
+        draft in it, or not)."""
+        self._start("heinzel", "wake", READER, crash=crash)
+
+    @rule(name=st.sampled_from(NAMES), verb=st.sampled_from(["wake", "chat", "tick"]))
+    def kill_in_think(self, name: str, verb: str) -> None:
+        """A SIGKILL while the process's request waits at the provider (the gate closed):
+        reserved, maybe paid for nothing yet; the next process recovers its turn."""
+        self.settle()
+        self.provider.gate.clear()
+        if verb == "tick":
+            self._start("system", "daemon", "tick", "--json")
+        elif verb == "chat":
+            self.chat(name, with_id=True, crash=None)
+        else:
+            self._start("heinzel", "wake", name)
+        run = self.running[-1]
+        if self.provider.wait_held(TIMEOUT):
+            run.killed = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(run.process.pid, signal.SIGKILL)
+        self._wait(run)
+
     @rule(
         name=st.sampled_from(NAMES),
         action=st.sampled_from(["chat", "answer", "approve", "retry", "stop", "wake"]),
@@ -698,6 +767,8 @@ class Chaos(RuleBasedStateMachine):
         )
         if self.provider.problems:
             broken["provider"] = list(self.provider.problems)
+        if self.provider.leaked:
+            broken["reader-approved"] = list(self.provider.leaked)
         for name, what in broken.items():
             if name not in DISABLED and name not in self.breaches:
                 self.breaches[name] = f"after step {self.steps}: " + "\n    ".join(what)
@@ -797,6 +868,10 @@ def _tour(machine: Chaos) -> None:
     machine.identical_drafts(NAMES[1])
     machine.promises_hold()
     machine.forget_while_running(NAMES[0], 3)
+    machine.promises_hold()
+    machine._new_day()
+    machine._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document
+    machine.read(None)
     machine.promises_hold()
     machine._new_day()
     machine.provider.asks = 1

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 from tests.models.fake_providers import Provider
@@ -132,10 +133,16 @@ class Loopback:
     def base_url(self, tag: str) -> str:
         return f"http://127.0.0.1:{self.server.server_port}/{tag}/v1"
 
-    def wait_held(self, limit: float = HOLD_LIMIT) -> bool:
-        """Until a request waits at the closed gate (a turn is in think): whether one does."""
-        with self.arrived:
-            return self.arrived.wait_for(lambda: self.held > 0, timeout=limit)
+    def wait_held(self, process: Popen[Any], limit: float = HOLD_LIMIT) -> bool:
+        """Until a request waits at the closed gate (a turn is in think): whether one does
+        before ``process`` ends (it may have sent none: a cap, a refusal) or ``limit``."""
+        for _ in range(int(limit * 10)):
+            with self.arrived:
+                if self.arrived.wait_for(lambda: self.held > 0, timeout=0.1):
+                    return True
+            if process.poll() is not None:
+                return False
+        return False
 
     def close(self) -> None:
         self.gate.set()

@@ -662,7 +662,7 @@ class Chaos(RuleBasedStateMachine):
         self._new_day()
         self.provider.gate.clear()
         self._start("heinzel", "wake", name)
-        if self.provider.wait_held(TIMEOUT):
+        if self.provider.wait_held(self.running[-1].process, TIMEOUT):
             self._run("heinzel", "forget", name, str(seq), gate=False)
         self.settle()
 
@@ -710,7 +710,7 @@ class Chaos(RuleBasedStateMachine):
         else:
             self._start("heinzel", "wake", name)
         run = self.running[-1]
-        if self.provider.wait_held(TIMEOUT):
+        if self.provider.wait_held(run.process, TIMEOUT):
             run.killed = True
             with contextlib.suppress(ProcessLookupError):
                 os.kill(run.process.pid, signal.SIGKILL)

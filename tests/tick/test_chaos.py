@@ -192,7 +192,7 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (3, "tick"),
     (3, "wake"),
     (3, "kill"),
-    (3, "kill_in_think"),
+    (5, "kill_in_think"),
     (2, "approve"),
     (2, "verb"),
     (2, "retry_with_id"),
@@ -210,10 +210,10 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
 
 def _storm_step(machine: Chaos, rng: random.Random) -> None:
     """One seeded step: a rule of the model (tests/tick/test_model_chaos.py) with its
-    arguments; two in five of the processes started with a crash point (a real exit 137)."""
+    arguments; half the processes started with a crash point (a real exit 137)."""
     rule = rng.choices([r for _, r in STORM], weights=[w for w, _ in STORM])[0]
     name = rng.choice(["report-0", "report-1"])
-    crash = rng.randint(1, 5) if rng.random() < 0.4 else None
+    crash = rng.randint(1, 5) if rng.random() < 0.5 else None
     if rule == "chat":
         machine.chat(name, with_id=rng.random() < 0.6, crash=crash)
     elif rule == "chat_again" and machine.sent:

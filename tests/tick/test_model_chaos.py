@@ -216,6 +216,8 @@ def served(env: dict[str, str], cwd: Path) -> Iterator[Head]:
     finally:
         server.terminate()
         server.wait(timeout=TIMEOUT)
+        if server.stdout is not None:
+            server.stdout.close()
 
 
 def _wait_children(pid: int) -> None:

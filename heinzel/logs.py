@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -24,14 +25,17 @@ if TYPE_CHECKING:
 
 # structlog loads with the first logger (`get_logger`), and a caller that would only log
 # below the level asks `enabled` first: a command that writes no log line never pays for it
-# (start-up by need). The waiting configuration: its level and how to apply it.
+# (start-up by need). The waiting configuration: its level and how to apply it, read and
+# changed under the lock (threads of the web head log, and open their `App`s, together).
 _pending: list[tuple[int, Callable[[], None]]] = []
+_lock = threading.RLock()
 
 __all__ = [
     "CONTENT_KEYS",
     "bind_heinzel",
     "bind_turn",
     "configure_logging",
+    "configure_now",
     "drop_content",
     "enabled",
     "get_logger",
@@ -77,41 +81,59 @@ def configure_logging(
     colour (the command line passes stderr, so logs never mix with ``--json`` output).
     The level is checked now; with ``later`` structlog is configured by the first
     `get_logger` (a process that never logs never loads it), unless it was configured
-    otherwise by then.
+    by then: that configuration stands (a web head's worker thread opening its `App`
+    leaves the one made before the threads started, `configure_now`).
     """
     numeric = logging.getLevelNamesMapping().get(level.upper())
     if numeric is None:
         raise HeinzelError(
             "HZH020", f"unknown log level {level!r}", "use debug, info, warning or error"
         )
-    _pending.clear()
-    if later:
-        _pending.append((numeric, lambda: _configure(mode, stream, clock, numeric)))
-    else:
-        _configure(mode, stream, clock, numeric)
+    with _lock:
+        _pending.clear()
+        if not later:
+            _configure(mode, stream, clock, numeric)
+        elif not _configured():
+            _pending.append((numeric, lambda: _configure(mode, stream, clock, numeric)))
+
+
+def configure_now() -> None:
+    """Apply the waiting configuration now (structlog loaded and configured in this
+    thread): a process that logs from several threads (the web head) calls it once
+    before they start, so no thread configures structlog while another logs."""
+    _settle()
 
 
 def _configured() -> bool:
-    """Whether structlog was configured (never, if nothing imported it yet)."""
-    structlog = sys.modules.get("structlog")
-    return structlog is not None and bool(structlog.is_configured())
+    """Whether structlog was configured (never, if nothing imported it yet, nor while
+    another thread is still importing it: its module is there, half made)."""
+    is_configured = getattr(sys.modules.get("structlog"), "is_configured", None)
+    return is_configured is not None and bool(is_configured())
 
 
 def _settle() -> None:
     """Apply the waiting configuration, unless structlog was configured meanwhile by
     someone else (a test's capture): theirs stands."""
-    if _pending and not _configured():
-        _pending[0][1]()
-    _pending.clear()
+    with _lock:
+        if _pending and not _configured():
+            _pending[0][1]()
+        _pending.clear()
+
+
+def _waiting() -> int | None:
+    """The level of the waiting configuration, if one waits."""
+    with _lock:
+        return _pending[0][0] if _pending else None
 
 
 def enabled(level: str) -> bool:
     """Whether a line at ``level`` would be written, answered without loading structlog
     while the configuration waits (`configure_logging` ``later``): a caller that would log
     only below the level makes no logger at all. A configured structlog filters by itself."""
-    if _configured() or not _pending:
+    waiting = _waiting()
+    if _configured() or waiting is None:
         return True
-    return logging.getLevelNamesMapping()[level.upper()] >= _pending[0][0]
+    return logging.getLevelNamesMapping()[level.upper()] >= waiting
 
 
 def log_machines() -> None:
@@ -120,8 +142,9 @@ def log_machines() -> None:
     (`machines.logs.configure_later`). Called where a turn's machinery runs."""
     from machines import logs
 
-    if _pending:
-        logs.configure_later(_pending[0][0], _settle)
+    waiting = _waiting()
+    if waiting is not None:
+        logs.configure_later(waiting, _settle)
 
 
 def _configure(mode: LogMode, stream: TextIO, clock: Clock, numeric: int) -> None:

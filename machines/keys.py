@@ -8,9 +8,9 @@ Every key starts with the owner's id and ``@`` (ADR 0049 statement 5, 13):
 | source-changed | ``<id>@<input>:<fingerprint>`` |
 | discovered | ``<id>@discovered:<source>`` (once per source) |
 | asked | ``<id>@<request id>`` |
-| approval | ``<id>@approval:<output>:<draft hash>`` (once per placed draft) |
+| approval | ``<id>@approval:<output>:#<16 hex of the draft key>`` (once per placed draft) |
 | created | ``<id>@created`` (once ever) |
-| retry | ``<id>@retry:<parent turn>:<request id>`` |
+| retry | ``<id>@retry:<request id>`` (old form: ``<id>@retry:<parent turn>:<request id>``) |
 | stale | ``<id>@stale:<output>:<valid_until>`` |
 | place_draft effect | ``<id>@v<contract version>@<slot>@<asset>`` |
 | question effect | ``<id>@question:<turn>:<n>`` |
@@ -80,17 +80,29 @@ def asked(owner: str, request_id: str) -> str:
     return f"{_part('id', owner)}@{_part('request id', request_id)}"
 
 
-def approval(owner: str, output: str, draft_hash: str) -> str:
-    """``<id>@approval:<output>:<draft hash>``: one learning turn per placed draft."""
-    return f"{_part('id', owner)}@approval:{_part('output', output)}:{_part('hash', draft_hash)}"
+def approval(owner: str, output: str, draft_key: str) -> str:
+    """``<id>@approval:<output>:#<16 hex>``: one learning turn per placed draft, named by
+    the hash of its key (`_hashed`), so two drafts of the same text are two approvals."""
+    return f"{_part('id', owner)}@approval:{_part('output', output)}:{_hashed(draft_key)}"
 
 
 def approval_parts(key: str) -> tuple[str, str, str]:
-    """What `approval` built the key from: the owner, the output and the draft hash (empty
-    strings for the parts a key that is not an approval key lacks)."""
+    """What `approval` built the key from: the owner, the output and the draft's part (the
+    hash of its key; a key written before issue 38 has the draft's text hash there);
+    empty strings for the parts a key that is not an approval key lacks."""
     owner, _, rest = key.partition("@approval:")
-    output, _, draft_hash = rest.partition(":")
-    return owner, output, draft_hash
+    output, _, draft = rest.partition(":")
+    return owner, output, draft
+
+
+def approval_names(key: str, draft_key: str, draft_hash: str | None) -> bool:
+    """Whether the approval ``key`` names the draft ``draft_key`` (of text hash
+    ``draft_hash``): its part is the hash of that key, or, in a key written before
+    issue 38 (``<id>@approval:<output>:<text hash>``), that text hash."""
+    part = approval_parts(key)[2]
+    if part.startswith("#"):
+        return part == _hashed(draft_key)
+    return bool(part) and part == (draft_hash or "unhashed")
 
 
 def created(owner: str) -> str:
@@ -98,12 +110,21 @@ def created(owner: str) -> str:
     return f"{_part('id', owner)}@created"
 
 
-def retry(owner: str, parent_turn: str, request_id: str) -> str:
-    """``<id>@retry:<parent turn>:<request id>``: a fork of a turn, once per request."""
-    return (
-        f"{_part('id', owner)}@retry:{_part('parent turn', parent_turn)}"
-        f":{_part('request id', request_id)}"
-    )
+def retry(owner: str, request_id: str) -> str:
+    """``<id>@retry:<request id>``: a fork of a turn, once per request whatever turn it
+    forks (the parent goes into ``turn.started``). Keys of the old form
+    ``<id>@retry:<parent turn>:<request id>`` still read: `retry_request` gives their
+    request id alike."""
+    return f"{_part('id', owner)}@retry:{_part('request id', request_id)}"
+
+
+def retry_request(key: str) -> str | None:
+    """The request id of a retry key, of either form (``<id>@retry:<request id>`` or the
+    old ``<id>@retry:<parent turn>:<request id>``); None for any other key."""
+    tail = key.partition("@")[2]
+    if not tail.startswith("retry:"):
+        return None
+    return tail.rsplit(":", 1)[-1]
 
 
 def stale(owner: str, output: str, valid_until: str) -> str:

@@ -15,26 +15,30 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["configure_later", "enabled", "info", "settle", "warning"]
 
 _later: list[tuple[int, Callable[[], None]]] = []
+_lock = threading.RLock()  # threads of one host log together: one of them configures
 
 
 def configure_later(level: int | None, configure: Callable[[], None] | None = None) -> None:
     """Register how structlog is to be configured, at ``level`` (logging's numbers), when
     something first logs at or above it; ``None`` forgets a registration."""
-    _later.clear()
-    if level is not None and configure is not None:
-        _later.append((level, configure))
+    with _lock:
+        _later.clear()
+        if level is not None and configure is not None:
+            _later.append((level, configure))
 
 
 def _configured() -> bool:
-    """Whether structlog was configured: never, if nothing imported it yet."""
-    structlog = sys.modules.get("structlog")
-    return structlog is not None and bool(structlog.is_configured())
+    """Whether structlog was configured: never, if nothing imported it yet, nor while
+    another thread is still importing it (its module is there, half made)."""
+    is_configured = getattr(sys.modules.get("structlog"), "is_configured", None)
+    return is_configured is not None and bool(is_configured())
 
 
 def enabled(level: int) -> bool:
@@ -42,14 +46,16 @@ def enabled(level: int) -> bool:
     filters by itself), else the registered configuration's level; without either, no."""
     if _configured():
         return True
-    return bool(_later) and level >= _later[0][0]
+    with _lock:
+        return bool(_later) and level >= _later[0][0]
 
 
 def settle() -> None:
     """Configure structlog as registered, now (the registered function decides what a
     structlog configured meanwhile by someone else means)."""
-    if _later:
-        _later.pop()[1]()
+    with _lock:  # a thread that finds it taken waits until structlog is configured
+        if _later:
+            _later.pop()[1]()
 
 
 def info(event: str, **values: Any) -> None:

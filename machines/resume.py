@@ -300,7 +300,7 @@ async def retry_fork(
     turn: str | None = None,
 ) -> TurnState:
     """Fork an ended turn: a new turn for ``wake`` (hz's is ``Wake("retry",
-    keys.retry(owner, parent, request_id))``, once per request), recording
+    keys.retry(owner, request_id))``, once per request), recording
     ``{"parent": parent}`` in its ``turn.started``. The recipe for a turn that ended
     abandoned (max-resumes, timeout), failed, or cannot go on (HZM010, HZM013): the
     parent stays as it ended and the fork runs from gather. HZM018 when the parent

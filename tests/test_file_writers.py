@@ -16,6 +16,8 @@ ALLOWED = {
     "machines/crashruns.py": "/dev/null as a crash run's standard output",
     "machines/examples/notes_agent.py": "an example host of the machine, not hz (embedding.md)",
     "heinzel/cli/demo.py": "the demo plays the user: it edits the user's own documents",
+    "heinzel/capabilities/inplace.py": "a user's hard-linked document overwritten in place "
+    "(O_NOFOLLOW, its inode checked after the open) behind a journal `write_atomic` wrote",
     "heinzel/runners/files.py": "a run's own file in its fresh 0700 directory: O_CREAT | "
     "O_EXCL | O_NOFOLLOW, 0600",
     "heinzel/team/git.py": "scratch commit objects in a 0700 temporary directory, hashed by "

@@ -26,7 +26,8 @@ exist yet is created (mode 0600) when its folder exists. After an approval is ob
 `settle` removes the section's two comments, so the user's text stays clean.
 
 Placing reads the file, changes only hz's section and replaces the file atomically,
-keeping its permissions; a file that changed between read and replace is read again
+keeping its permissions (in place behind a journal when it has other hard links,
+`heinzel.capabilities.inplace`); a file that changed between read and replace is read again
 (three tries), so a concurrent save is never overwritten. Nothing outside the section is
 ever changed. A key is ``<id>@v<n>@<slot>@<asset>`` (ADR 0049, statement 5): the asset is
 what follows the third ``@``, which is how `find` knows the file.
@@ -41,10 +42,8 @@ markers are already there; the tick reads the state only of drafts the spine pla
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import stat
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +51,7 @@ from types import MappingProxyType
 from typing import Any
 
 from heinzel.capabilities.errors import CapabilityError
+from heinzel.capabilities.inplace import recover, replace_document
 from heinzel.capabilities.protocols import (
     Approved,
     DraftState,
@@ -75,6 +75,7 @@ __all__ = [
     "TAG_PREFIX",
     "LocalDocuments",
     "absolute_asset",
+    "approved_text",
     "asset_of_key",
     "draft_tag",
     "neutralise_markers",
@@ -184,6 +185,24 @@ def without_pending(text: str) -> str:
     for first, last in sorted(cut, reverse=True):
         del lines[first : last + 1 + (last + 1 < len(lines) and not lines[last + 1])]
     return "\n".join(lines)
+
+
+def approved_text(text: str) -> str:
+    """``text`` as approved (`without_pending`), with hz's own lines left out too: the two
+    comments of each approved section the tick has not settled yet (and the blank line
+    inside each, as `LocalDocuments.settle` removes them), and any stray marker or tag
+    line. What a reader of another Heinzelmännchen's output is given (docs/graph.md)."""
+    lines = without_pending(text).split("\n")
+    drop: set[int] = set()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(_MARK) or line.lstrip().startswith(TAG_PREFIX):
+            drop.add(i)
+            if _START_RE.match(stripped) and i + 1 < len(lines) and not lines[i + 1].strip():
+                drop.add(i + 1)
+            if stripped.startswith("<!-- hz:end ") and i > 0 and not lines[i - 1].strip():
+                drop.add(i - 1)
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
 
 
 def text_hash(text: str) -> str:
@@ -422,8 +441,10 @@ class LocalDocuments:
         return Path(os.path.realpath(path))
 
     def _load(self, path: Path) -> bytes:
-        """The document's bytes (a regular file, its links already resolved)."""
+        """The document's bytes (a regular file, its links already resolved), after an
+        interrupted in-place write of it is settled (`heinzel.capabilities.inplace`)."""
         try:
+            recover(path)
             return read_capped(path, MAX_DOCUMENT_BYTES, follow=False)
         except OSError as error:
             raise CapabilityError(
@@ -477,15 +498,9 @@ class LocalDocuments:
             write_atomic(path, updated)
             os.chmod(path, 0o600)
             return True
-        info = os.stat(path)
         if self._load(path) != original:
             return False
-        write_atomic(path, updated)
-        os.chmod(path, stat.S_IMODE(info.st_mode))
-        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
-            # only root gives a file away; otherwise the writer owns it, as with an editor
-            with contextlib.suppress(PermissionError):
-                os.chown(path, info.st_uid, info.st_gid)
+        replace_document(path, updated)  # in place when hard-linked (`inplace`)
         return True
 
 

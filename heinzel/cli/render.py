@@ -202,12 +202,19 @@ def show(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def questions_lines(questions: list[dict[str, Any]], indent: str = "  ") -> list[str]:
-    """Each question waiting on the user in its words, and the command that answers it."""
+def questions_lines(
+    questions: list[dict[str, Any]], indent: str = "  ", *, own: str | None = None
+) -> list[str]:
+    """Each question waiting on the user in its words, and the command that answers it.
+    ``own``: the turn a verb's line is about; a question another turn asked is named as
+    that turn's (``earlier question of turn tn-...``), never shown as this turn's."""
     lines = []
     pad = indent + " " * len("question: ")
     for q in questions:
-        lines.append(f"{indent}question: {q['text']}")
+        if own is not None and q.get("turn") != own:
+            lines.append(f"{indent}earlier question of turn {q.get('turn')}: {q['text']}")
+        else:
+            lines.append(f"{indent}question: {q['text']}")
         lines.append(f"{pad}asked {q['asked_at']}; answer: {q['answer']}")
     return lines
 
@@ -328,7 +335,11 @@ def wake(data: dict[str, Any]) -> str:
             f"(or `hz approve {data['name']}`)"
         )
     return "\n".join(
-        [line, *reply_lines(data), *questions_lines(data.get("questions") or [], indent="")]
+        [
+            line,
+            *reply_lines(data),
+            *questions_lines(data.get("questions") or [], indent="", own=data["turn"]),
+        ]
     )
 
 
@@ -345,6 +356,7 @@ def reply_lines(data: dict[str, Any]) -> list[str]:
 def forgot(data: dict[str, Any]) -> str:
     """`hz heinzel forget`: what later turns no longer see (or see instead)."""
     what = data["target"].replace("turn:", "turn ").replace("seq:", "line #")
+    queued = f"\nqueued: {data['queued']}" if data.get("queued") else ""
     if data["replacement"] is None:
-        return f"{data['name']}: later turns no longer see {what} (the record keeps it)"
-    return f"{data['name']}: later turns see {what} as: {data['replacement']}"
+        return f"{data['name']}: later turns no longer see {what} (the record keeps it){queued}"
+    return f"{data['name']}: later turns see {what} as: {data['replacement']}{queued}"

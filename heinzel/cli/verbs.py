@@ -150,9 +150,14 @@ def run(interval: float, home: str | None) -> None:
 
 
 def _reported(home: str | None, data: dict[str, Any], as_json: bool) -> None:
-    """A verb's answer; a turn it ran that failed or was abandoned exits 1 with its cause."""
+    """A verb's answer; a turn it ran that failed or was abandoned exits 1 with its cause
+    (a resend that ran nothing exits 0, whatever its first delivery's turn became)."""
     from heinzel.turns.failure import cause_of
 
+    said = str(data.get("delivered") or "")
+    if said.startswith("already delivered") and "resumed now" not in said:
+        emit(open_app(home).service.in_words(data), as_json, render_verb)
+        return
     if data.get("state") in ("failed", "abandoned") or data.get("disposition") in (
         "failed",
         "abandoned",
@@ -177,7 +182,7 @@ def render_verb(data: dict[str, Any]) -> str:
         for key, value in data.items()
         if key not in hidden and value is not None  # never `reason: None`
     ]
-    questions = questions_lines(data.get("questions") or [], indent="")
+    questions = questions_lines(data.get("questions") or [], indent="", own=data.get("turn"))
     return "\n".join([*shown, *reply_lines(data), *questions])
 
 

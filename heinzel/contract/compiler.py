@@ -336,6 +336,8 @@ _HINTS = {
     "HZC012": "a name is a slug: lowercase letters and digits joined by single hyphens",
     "HZC013": "namespace is me (yours) or team (the team's)",
     "HZC014": "render_on_schedule is always or if-moved",
+    "HZH430": "source_changed is wake (an input that moved wakes it) or at-slot (only its "
+    "schedule does)",
     "HZC015": "agent.model_class is fast, standard or best; the model itself is configuration",
     "HZC020": 'five cron fields in quotes, like "0 15 * * FRI" (minute hour day month weekday), '
     "or @hourly, @daily, @weekly, @monthly, @yearly",

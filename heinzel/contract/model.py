@@ -50,6 +50,7 @@ __all__ = [
     "NeededBy",
     "Output",
     "RenderOnSchedule",
+    "SourceChanged",
 ]
 
 MAX_TURN_USD = 100.0
@@ -57,6 +58,7 @@ MAX_TURN_USD = 100.0
 
 Namespace = Literal["me", "team"]
 RenderOnSchedule = Literal["always", "if-moved"]
+SourceChanged = Literal["wake", "at-slot"]
 ModelClass = Literal["fast", "standard", "best"]
 Unanswered = Literal["fall-back", "abandon"]
 ArgValue = str | int | float | bool | list[str | int | float | bool]
@@ -265,6 +267,11 @@ class Hz(_Strict):
         RenderOnSchedule,
         _choice("HZC014", "render_on_schedule", ("always", "if-moved")),
     ] = "always"
+    source_changed: Annotated[
+        SourceChanged, _choice("HZH430", "source_changed", ("wake", "at-slot"))
+    ] = "wake"
+    """What an input that moved does to one with a schedule: wakes it (``wake``, ADR 0049
+    statement 7), or waits for its slot (``at-slot``, which reads it staged then)."""
     requires: Annotated[list[Requirement], AfterValidator(_sorted_set)] = Field(
         default_factory=list
     )
@@ -294,14 +301,16 @@ class Hz(_Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """No hints and the default ``unanswered`` are left out, so contracts written
-        before them keep their fingerprint."""
+        """No hints and the default ``unanswered`` and ``source_changed`` are left out,
+        so contracts written before them keep their fingerprint."""
         data: dict[str, Any] = handler(self)
         for hint in ("discover", "alias"):
             if not data.get(hint):
                 data.pop(hint, None)
         if data.get("unanswered") == "fall-back":
             data.pop("unanswered", None)
+        if data.get("source_changed") == "wake":
+            data.pop("source_changed", None)
         return data
 
 

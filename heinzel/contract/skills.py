@@ -250,7 +250,10 @@ def copies(name: str, dirs: Sequence[Path]) -> list[Path]:
 def skills_for_turn(uses: Sequence[str], dirs: Sequence[Path], turn: Turn) -> list[Skill]:
     """The skills of one turn: ``uses`` in the contract's order (`resolve_skills`), then
     every other skill whose ``applies`` matches ``turn``, in layer order (general to
-    specific) and by name, the most specific copy of each name winning."""
+    specific) and by name, the most specific copy of each name winning. A skill file that
+    does not load (bad YAML, a granting key: its ``ContractError``) stops only the turns
+    of the contracts that use it; for the others it applies to nothing (its ``applies``
+    cannot be read)."""
     chosen = resolve_skills(uses, dirs)
     named = set(uses)
     seen: dict[str, Path] = {}
@@ -260,7 +263,10 @@ def skills_for_turn(uses: Sequence[str], dirs: Sequence[Path], turn: Turn) -> li
                 if file.parent.name not in named:
                     seen.setdefault(file.parent.name, file)
     for name in seen:
-        skill = load_skill(copies(name, dirs)[-1])
+        try:
+            skill = load_skill(copies(name, dirs)[-1])
+        except ContractError:
+            continue  # a skill that does not load applies to nobody; its users stop on it
         if _matches(skill, turn):
             chosen.append(skill)
     return chosen

@@ -8,10 +8,11 @@ sent with the request, bounds its output (`OUTPUT_TOKENS` unless the settings as
 fewer). That worst case, at the model's price, goes to the `Purse`, which reserves it
 durably against the turn's and the day's caps or refuses; a refusal raises `CapReached`
 and nothing is sent. The reply's ``model.request`` line settles the reservation; a request
-the provider refused (an HTTP error) releases it. A request whose worst case is nothing
-(the free ``offline`` model) reserves nothing and writes no line. Any other end (a crash,
-a lost reply, a cancel mid-request) leaves it counted in full (docs/engine.md, "The
-reservation protocol").
+that provably cost nothing releases it (`heinzel.engine.faults.unpaid`: it reached no
+provider, was refused with an HTTP error, or was answered without usage). A request whose
+worst case is nothing (the free ``offline`` model) reserves nothing and writes no line.
+Any other end (a crash, a reply cut off mid-body, a cancel mid-request) leaves it counted
+in full (docs/engine.md, "The reservation protocol").
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Any
 
-from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from heinzel.engine.faults import unpaid, watching
 from heinzel.engine.money import Pricing, Purse
 
 __all__ = ["OUTPUT_TOKENS", "CapReached", "CappedModel", "request_bytes"]
@@ -94,11 +95,13 @@ class CappedModel(WrapperModel):
     ) -> ModelResponse:
         """The wrapped request, sent only once its worst case is reserved."""
         bounded = self._reserve(messages, model_settings, model_request_parameters)
-        try:
-            return await self.wrapped.request(messages, bounded, model_request_parameters)
-        except ModelHTTPError:
-            self._release()  # the provider refused it: no reply, nothing spent
-            raise
+        with watching() as replies:
+            try:
+                return await self.wrapped.request(messages, bounded, model_request_parameters)
+            except Exception as error:
+                if unpaid(error, replies):
+                    self._release()  # no reply, or none with usage: nothing spent
+                raise
 
     @asynccontextmanager
     async def request_stream(
@@ -110,14 +113,16 @@ class CappedModel(WrapperModel):
     ) -> AsyncGenerator[StreamedResponse]:
         """The wrapped streamed request, opened only once its worst case is reserved."""
         bounded = self._reserve(messages, model_settings, model_request_parameters)
-        try:
-            async with self.wrapped.request_stream(
-                messages, bounded, model_request_parameters, run_context
-            ) as stream:
-                yield stream
-        except ModelHTTPError:
-            self._release()
-            raise
+        with watching() as replies:
+            try:
+                async with self.wrapped.request_stream(
+                    messages, bounded, model_request_parameters, run_context
+                ) as stream:
+                    yield stream
+            except Exception as error:
+                if unpaid(error, replies):
+                    self._release()
+                raise
 
     def _release(self) -> None:
         if self.reserved:

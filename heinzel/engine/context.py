@@ -12,7 +12,7 @@ bytes: nothing here reads a clock, a file or the environment.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ __all__ = [
     "build_context",
     "context_edits",
     "cut_units",
+    "lesson_scrub",
     "render_events",
 ]
 
@@ -87,7 +88,8 @@ def _attr(text: str) -> str:
 
 
 def context_edits(view: SpineView) -> tuple[dict[str, str | None], set[str]]:
-    """The context edits by target, and the lessons dismissed."""
+    """The context edits by target, and the lessons dismissed (``lesson.dismissed{lesson}``,
+    the lesson's seq; ``{id}`` in older views)."""
     edits: dict[str, str | None] = {}
     dismissed: set[str] = set()
     for record in view.records:
@@ -97,28 +99,76 @@ def context_edits(view: SpineView) -> tuple[dict[str, str | None], set[str]]:
                 None if replacement is None else str(replacement)
             )
         elif record.kind == "lesson.dismissed":
-            dismissed.add(str(record.data.get("id")))
+            dismissed.add(str(record.data.get("lesson", record.data.get("id"))))
     return edits, dismissed
+
+
+def _lesson_edit(lesson_id: str, edits: Mapping[str, str | None]) -> tuple[bool, str | None]:
+    """Whether a context edit targets the lesson (``lesson:<id>``, or ``seq:<id>``: its
+    ``lesson.recorded`` line, which `hz heinzel forget` names), and its replacement."""
+    for target in (f"lesson:{lesson_id}", f"seq:{lesson_id}"):
+        if target in edits:
+            return True, edits[target]
+    return False, None
+
+
+def _recorded(view: SpineView) -> list[LessonView]:
+    return [
+        LessonView(str(r.data.get("id", r.seq)), str(r.data.get("sentence", "")))
+        for r in view.records
+        if r.kind == "lesson.recorded"
+    ]
 
 
 def active_lessons(
     view: SpineView, lessons: Sequence[LessonView] | None = None
 ) -> list[LessonView]:
-    """The lessons the model sees: recorded (or given), minus dismissed and edited-away ones."""
+    """The lessons the model sees: recorded (or given), minus dismissed and edited-away
+    ones, an edited one in its replacement's words."""
     edits, dismissed = context_edits(view)
-    if lessons is None:
-        lessons = [
-            LessonView(str(r.data.get("id", r.seq)), str(r.data.get("sentence", "")))
-            for r in view.records
-            if r.kind == "lesson.recorded"
-        ]
     shown: list[LessonView] = []
-    for lesson in lessons:
-        target = f"lesson:{lesson.id}"
-        if lesson.id in dismissed or (target in edits and edits[target] is None):
+    for lesson in _recorded(view) if lessons is None else lessons:
+        edited, replacement = _lesson_edit(lesson.id, edits)
+        if lesson.id in dismissed or (edited and replacement is None):
             continue
-        shown.append(LessonView(lesson.id, edits.get(target) or lesson.sentence))
+        shown.append(LessonView(lesson.id, replacement or lesson.sentence))
     return shown
+
+
+DISMISSED = "(a dismissed lesson)"
+"""What the model reads where a dismissed or forgotten lesson's words were."""
+
+
+def lesson_scrub(view: SpineView) -> Callable[[str], str]:
+    """The words of every lesson dismissed or edited (by ``lesson.dismissed`` or a
+    ``context.edit`` of it), put out of any text the model reads (a past turn's verbatim
+    body, which quotes the outcome that recorded it; the events; the summary): each
+    occurrence, as written or JSON-escaped, becomes `DISMISSED` or the edit's text."""
+    edits, dismissed = context_edits(view)
+    swaps: list[tuple[str, str]] = []
+    for lesson in _recorded(view):
+        edited, replacement = _lesson_edit(lesson.id, edits)
+        if lesson.sentence.strip() and (lesson.id in dismissed or edited):
+            instead = DISMISSED if lesson.id in dismissed or replacement is None else replacement
+            for form in (
+                lesson.sentence,
+                json.dumps(lesson.sentence, ensure_ascii=False)[1:-1],
+                json.dumps(lesson.sentence)[1:-1],
+            ):
+                swaps.append((form, instead))
+    swaps.sort(key=lambda pair: -len(pair[0]))
+
+    def scrub(text: str) -> str:
+        for words, instead in swaps:
+            if words in text:
+                text = text.replace(words, instead)
+        return text
+
+    return scrub
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _scalar(value: Any) -> str | None:
@@ -185,29 +235,35 @@ def cut_units(messages: Sequence[ModelMessage]) -> list[list[ModelMessage]]:
     return units
 
 
-def _render_message(message: ModelMessage) -> list[str]:
+def _render_message(message: ModelMessage, scrub: Callable[[str], str] = _same) -> list[str]:
     lines: list[str] = []
     for part in message.parts:
         kind = part.part_kind
         if kind == "user-prompt":
             content = getattr(part, "content", "")
-            lines.append(f"user: {_scalar(content) if isinstance(content, str) else '(media)'}")
+            shown = _scalar(scrub(content)) if isinstance(content, str) else "(media)"
+            lines.append(f"user: {shown}")
         elif kind == "text":
-            lines.append(f"model: {_scalar(getattr(part, 'content', ''))}")
+            lines.append(f"model: {_scalar(scrub(str(getattr(part, 'content', ''))))}")
         elif kind == "tool-call":
             args = getattr(part, "args", None)
             shown = args if isinstance(args, str) else json.dumps(args, sort_keys=True)
-            lines.append(f"call {getattr(part, 'tool_name', '')}({_scalar(shown)})")
+            lines.append(f"call {getattr(part, 'tool_name', '')}({_scalar(scrub(shown))})")
         elif kind == "tool-return":
             content = getattr(part, "content", "")
             shown = content if isinstance(content, str) else json.dumps(content, default=str)
-            lines.append(f"result {getattr(part, 'tool_name', '')}: {_scalar(shown)}")
+            lines.append(f"result {getattr(part, 'tool_name', '')}: {_scalar(scrub(shown))}")
     return lines
 
 
-def render_body(messages: Sequence[ModelMessage], budget: int) -> list[str]:
-    """A past turn's messages as text within ``budget`` characters, oldest units cut first."""
-    rendered = [[line for m in unit for line in _render_message(m)] for unit in cut_units(messages)]
+def render_body(
+    messages: Sequence[ModelMessage], budget: int, scrub: Callable[[str], str] = _same
+) -> list[str]:
+    """A past turn's messages as text within ``budget`` characters, oldest units cut first
+    (``scrub``: what is taken out of each text first, `lesson_scrub`)."""
+    rendered = [
+        [line for m in unit for line in _render_message(m, scrub)] for unit in cut_units(messages)
+    ]
     kept: list[list[str]] = []
     used = 0
     for unit in reversed(rendered):
@@ -219,13 +275,13 @@ def render_body(messages: Sequence[ModelMessage], budget: int) -> list[str]:
     return [line for unit in kept for line in unit]
 
 
-def _summary_part(record: SpineRecord) -> str:
+def _summary_part(record: SpineRecord, scrub: Callable[[str], str] = _same) -> str:
     data = record.data
     lines = [f'<summary seq="{record.seq}">']
     for key in ("asset", "wants", "decisions", "open_questions", "next_deadline", "sources"):
         value = data.get(key)
         shown = "; ".join(map(str, value)) if isinstance(value, list) else value
-        lines.append(f"{key}: {_data(str(shown)) if shown is not None else '-'}")
+        lines.append(f"{key}: {_data(scrub(str(shown))) if shown is not None else '-'}")
     lines.append("</summary>")
     return "\n".join(lines)
 
@@ -283,13 +339,14 @@ def build_context(
     settings = settings or ContextSettings()
     records = view.records
     edits, _ = context_edits(view)
+    scrub = lesson_scrub(view)
     summaries = [r for r in records if r.kind == "summary.written"]
     last_summary = summaries[-1] if summaries else None
     since = last_summary.seq if last_summary else 0
     before = list(dict.fromkeys(_turn_order([r for r in records if r.seq < since])))
     kept = set(before[-settings.summary_keep_turns :]) if settings.summary_keep_turns else set()
     shown = [r for r in records if r.seq > since or (r.turn in kept)]
-    events = render_events(shown, edits)
+    events = [scrub(line) for line in render_events(shown, edits)]
     turns_since = len(set(_turn_order([r for r in records if r.seq > since])))
     chars = sum(len(line) + 1 for line in events)
     summary_due = turns_since > settings.summary_after_turns or chars > settings.summary_chars
@@ -298,9 +355,9 @@ def build_context(
     parts: list[str] = []
     summary_edit = f"seq:{last_summary.seq}" if last_summary is not None else ""
     if last_summary is not None and summary_edit not in edits:
-        parts.append(_summary_part(last_summary))
+        parts.append(_summary_part(last_summary, scrub))
     elif last_summary is not None and edits[summary_edit] is not None:
-        replaced = _data(str(edits[summary_edit]))
+        replaced = _data(scrub(str(edits[summary_edit])))
         parts.append(f'<summary seq="{last_summary.seq}" edited="true">\n{replaced}\n</summary>')
     if events:
         parts.append("<events>\n" + _data("\n".join(events)) + "\n</events>")
@@ -308,7 +365,7 @@ def build_context(
     bodies = bodies or {}
     for turn in recent:
         if turn in bodies and f"turn:{turn}" not in edits:
-            lines = render_body(bodies[turn], settings.body_chars)
+            lines = render_body(bodies[turn], settings.body_chars, scrub)
             body = _data("\n".join(lines))
             parts.append(f'<turn-body turn="{_attr(turn)}">\n{body}\n</turn-body>')
     if last_approved is not None:

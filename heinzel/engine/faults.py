@@ -22,10 +22,20 @@ spine (``turn.finished{error}``, never content) and the coded cause in the turn'
 its `EngineError`, and `SPINE_CODES` maps a spine code back to its HZE code (for
 ``hz system doctor``, which reads the last turns from the index). Nothing here imports
 pydantic-ai at module level: the doctor uses the table at start-up.
+
+`unpaid` says whether a failed request provably cost nothing, from its fault and what
+`check_reply` saw of its replies (`Replies`, for the request `watching` watches): no reply
+began (refused, TLS, no such host, a timeout or a broken connection before any byte, an
+HTTP error), or each reply that began was read whole and carried no usage (no JSON, or
+JSON of the wrong shape without ``usage``). A reply cut off mid-body, one that carried a
+usage, or an unknown error may have been paid (docs/engine.md, "The reservation protocol").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,12 +61,15 @@ __all__ = [
     "SPINE_CODES",
     "Fault",
     "NotJsonReply",
+    "Replies",
     "WrongShapeReply",
     "check_reply",
     "code_of",
     "describe",
     "fault_of",
     "transient",
+    "unpaid",
+    "watching",
 ]
 
 INVALID_OUTCOME = "invalid-outcome"
@@ -190,6 +203,42 @@ def fault_of(error: BaseException) -> Fault | None:
     return None
 
 
+@dataclass(slots=True)
+class Replies:
+    """What came back for one model request (its attempts together), as `check_reply` saw."""
+
+    open: int = 0
+    """2xx replies that began and whose body was never read whole (cut off, or a stream of
+    events): their usage is unknown."""
+    usage: bool = False
+    """A reply read whole carried a ``usage``: the provider may have billed it."""
+
+
+_REPLIES: ContextVar[Replies | None] = ContextVar("hz_replies", default=None)
+
+
+@contextmanager
+def watching() -> Iterator[Replies]:
+    """What `check_reply` sees of the replies to the requests made inside (one model
+    request and its retries: the same task, so the same context)."""
+    replies = Replies()
+    token = _REPLIES.set(replies)
+    try:
+        yield replies
+    finally:
+        _REPLIES.reset(token)
+
+
+def unpaid(error: BaseException, replies: Replies) -> bool:
+    """Whether the request that failed with ``error`` provably cost nothing: a provider
+    fault (not the content filter, whose reply is billed) and no reply whose usage is
+    unknown or said something."""
+    fault = fault_of(error)
+    if fault is None or fault.spine == "reply-refused":
+        return False
+    return not replies.open and not replies.usage
+
+
 def transient(error: BaseException) -> bool:
     """Whether asking the provider again may help (connection, timeout, 429, 5xx)."""
     fault = fault_of(error)
@@ -269,18 +318,24 @@ def _streamed(request: Any) -> bool:
 async def check_reply(response: Any) -> None:
     """The HTTP client's response hook: a 2xx reply to a model request that is no JSON
     (`NotJsonReply`), or JSON where the request asked for a stream (`WrongShapeReply`).
-    A stream of events passes unread; the provider's client reads the rest."""
+    A stream of events passes unread; the provider's client reads the rest. What it saw
+    goes to the `Replies` being watched (`watching`): whether the reply was read whole,
+    whether it carried a usage."""
     import json
 
     if response.request.method != "POST" or not 200 <= response.status_code < 300:
         return
+    replies = _REPLIES.get() or Replies()
+    replies.open += 1  # until its body is read whole: a cut-off reply may be billed
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "text/event-stream":
         return
     body = await response.aread()
+    replies.open -= 1
     try:
-        json.loads(body)
+        reply = json.loads(body)
     except ValueError:
         raise NotJsonReply(f"{kind or 'no content type'}, {len(body)} bytes") from None
+    replies.usage = replies.usage or (isinstance(reply, dict) and bool(reply.get("usage")))
     if _streamed(response.request):
         raise WrongShapeReply("one JSON body where the API streams events")

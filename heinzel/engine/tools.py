@@ -21,7 +21,7 @@ from pydantic import Field, StringConstraints
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext
 
 from heinzel.engine.clean import clean_value
-from heinzel.engine.context import context_edits, render_events
+from heinzel.engine.context import context_edits, lesson_scrub, render_events
 from heinzel.engine.errors import BAD_TOOL_NAME, EngineError
 from heinzel.engine.spec import (
     HandoffRequest,
@@ -163,7 +163,8 @@ def build_toolset(
         turns = list(dict.fromkeys(r.turn for r in records if r.kind == "turn.started" and r.turn))
         chosen = set(turns[-n:])
         lines = render_events([r for r in records if r.turn in chosen], context_edits(view)[0])
-        return [str(clean_value(line)) for line in lines]
+        scrub = lesson_scrub(view)
+        return [str(clean_value(scrub(line))) for line in lines]
 
     def report(ctx: RunContext[None], verb: Verb, target: Short, description: Short) -> str:
         """Append one entry to your own action log (what you did, to what); nothing else."""

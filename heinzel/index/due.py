@@ -5,8 +5,9 @@ same spine events and rebuilt with them, so the tick answers "what is due" with 
 queries that never open a spine (ADR 0049 statements 9 and 20):
 
 - ``tick_inputs``: each watched input of the approved contract (capability, method,
-  args made absolute against the contract's folder, window, recheck, facet) and its
-  source key;
+  args made absolute against the contract's folder, window, recheck, facet), its
+  source key and ``at_slot`` (a scheduled contract's ``source_changed: at-slot``: a move
+  never wakes it);
 - ``tick_outputs``: each output's ``valid_for``;
 - ``tick_reads``: each input that reads a document or file, by its asset ref, so the
   tick finds the readers of another's output by an index lookup (docs/graph.md);
@@ -58,7 +59,7 @@ CREATE TABLE IF NOT EXISTS tick_origins (heinzel TEXT PRIMARY KEY, origin TEXT);
 CREATE TABLE IF NOT EXISTS tick_inputs (
     heinzel TEXT NOT NULL, input TEXT NOT NULL, capability TEXT NOT NULL, method TEXT NOT NULL,
     args TEXT NOT NULL, window_s INTEGER, recheck_s INTEGER NOT NULL DEFAULT 0, facet TEXT,
-    source_key TEXT NOT NULL, PRIMARY KEY (heinzel, input)
+    source_key TEXT NOT NULL, at_slot INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (heinzel, input)
 );
 CREATE INDEX IF NOT EXISTS tick_inputs_key ON tick_inputs(source_key);
 CREATE TABLE IF NOT EXISTS tick_outputs (
@@ -166,6 +167,10 @@ class TickProjection:
 
     def create(self, db: Database) -> None:
         db.executescript(TICK_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(tick_inputs)").fetchall()}
+        if "at_slot" not in columns:  # an index made before ``source_changed``: every
+            # contract then had the default (an input that moved wakes it)
+            db.execute("ALTER TABLE tick_inputs ADD COLUMN at_slot INTEGER NOT NULL DEFAULT 0")
 
     def clear(self, db: Database, source: str) -> None:
         for table in TABLES:
@@ -204,7 +209,7 @@ class TickProjection:
             window = parse_duration(spec["window"]) if spec.get("window") else None
             key = source_key(capability, method, args, window)
             db.execute(
-                "INSERT INTO tick_inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO tick_inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     source,
                     name,
@@ -215,6 +220,7 @@ class TickProjection:
                     _seconds(spec.get("recheck")) or 0,
                     spec.get("facet"),
                     key,
+                    1 if hz.get("schedule") and hz.get("source_changed") == "at-slot" else 0,
                 ],
             )
             read = read_asset(capability, method, args)

@@ -47,6 +47,7 @@ __all__ = [
     "needs",
     "pending_draft",
     "unanswered",
+    "upstream_inputs",
 ]
 
 
@@ -266,6 +267,18 @@ def fallbacks(db: Database, reader: str, now: datetime) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def upstream_inputs(db: Database, heinzel: str) -> frozenset[str]:
+    """The names of ``heinzel``'s inputs that read another Heinzelmännchen's output (the
+    asset an input reads, ``tick_reads``, that another one writes, ``tick_outputs``):
+    gather gives them as approved (`heinzel.capabilities.documents.approved_text`)."""
+    rows = db.execute(
+        "SELECT DISTINCT r.input FROM tick_reads r JOIN tick_outputs o ON o.asset = r.asset "
+        "WHERE r.heinzel = ? AND o.heinzel != ?",
+        [heinzel, heinzel],
+    ).fetchall()
+    return frozenset(str(r[0]) for r in rows)
 
 
 def pending_draft(db: Database, heinzel: str, output: str) -> str | None:

@@ -9,15 +9,13 @@ that is already approved (its tag line gone, or the tick has read the approval) 
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from heinzel.capabilities.documents import TAG_PREFIX, asset_of_key
+from heinzel.capabilities.inplace import recover, replace_document
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
-from ledger.files import write_atomic
 
 __all__ = ["approve_draft"]
 
@@ -43,25 +41,48 @@ def _refuse_superseded(service: Sessions, key: str) -> None:
     )
 
 
-def _already(key: str, path: Path | None = None) -> HeinzelError:
-    where = f" (its tag line is gone from {path})" if path is not None else ""
+def _learns(service: Sessions, heinzel_id: str) -> str:
+    """When the approval of a pending draft of ``heinzel_id`` is learned from: the tick
+    reads the drafts of one that is neither paused nor retired."""
+    row = service.queries.row(heinzel_id)
+    name, hold = row["name"], row.get("hold")
+    if hold == "paused":
+        return (
+            f"{name} is paused: it learns from your edits once unpaused "
+            f"(`hz heinzel unpause {name}`)"
+        )
+    if hold == "retired":
+        return (
+            f"{name} is retired: it learns from your edits only if unretired "
+            f"(`hz heinzel unretire {name}`)"
+        )
+    return "the next tick learns from your edits (`hz system daemon tick`, or the daemon)"
+
+
+def _already(service: Sessions, heinzel_id: str, key: str, path: Path) -> HeinzelError:
     return HeinzelError(
         "HZH073",
-        f"the draft {key} is already approved{where}",
-        "nothing to do: the next `hz system daemon tick` learns from your edits",
+        f"the draft {key} is already approved (its tag line is gone from {path})",
+        f"nothing to do: {_learns(service, heinzel_id)}",
     )
 
 
 def _refuse_approved(service: Sessions, key: str) -> None:
-    """A key whose draft the tick already saw approved: HZH073."""
+    """A key whose draft the tick already saw approved (and learned from): HZH073."""
     rows = list(
         service.index.db.query(
-            "SELECT key FROM drafts WHERE key = ? AND state = 'approved'",
+            "SELECT h.name FROM drafts d JOIN heinzel h ON h.id = d.heinzel "
+            "WHERE d.key = ? AND d.state = 'approved'",
             [key],
         )
     )
     if rows:
-        raise _already(key)
+        name = rows[0]["name"]
+        raise HeinzelError(
+            "HZH073",
+            f"the draft {key} is already approved, and its approval was learned from",
+            f"nothing to do: `hz heinzel show {name}` lists what {name} learned",
+        )
 
 
 def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
@@ -82,6 +103,7 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
     key = str(found[-1]["key"])
     path = Path(asset_of_key(key).partition(":")[2])
     try:
+        recover(path)  # an in-place write of it a crash interrupted (`inplace`)
         data = path.read_bytes()
         lines = data.decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as error:
@@ -102,13 +124,11 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
             "approve again (a draft whose markers are gone reads as rejected at the next tick)",
         )
     if at[0] == 0 or not lines[at[0] - 1].lstrip().startswith(TAG_PREFIX):
-        raise _already(key, path)
+        raise _already(service, str(found[-1]["heinzel"]), key, path)
     del lines[at[0] - 1]
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    write_atomic(path, "\n".join(lines).encode("utf-8"))
-    os.chmod(path, mode)
+    replace_document(path, "\n".join(lines).encode("utf-8"))  # in place when hard-linked
     return {
         "approved": key,
         "file": str(path),
-        "state": "approved in place; the next tick learns from your edits",
+        "state": f"approved in place; {_learns(service, str(found[-1]['heinzel']))}",
     }

@@ -15,6 +15,11 @@ after its file, so the tick finds chats nobody took with one directory listing
 the two (``HZ_CRASH_AT=at:inboxed``) leaves a file without its mark: the tick's
 housekeeping marks it again (`Inbox.remark`), so the message is delivered all the same.
 
+A ``context.edit`` that ``hz heinzel forget`` could not write because another process held
+the spine's lock (a turn running there) is a request too (kind ``edit``, its id beginning
+``rq-edit``): the next process that holds the lock to run a turn writes it first
+(`apply_edits`), so it takes effect from the next turn, as forgetting promises.
+
 A wake the tick hands to a turn running in another process (kind ``requested``,
 `Inbox.hand`) is a request too: its message is the wake's ``{cause, key}``, its id derived
 from the key (so a tick that hands it again changes nothing), and it is marked like a chat.
@@ -34,14 +39,17 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.spine import Spine
 
-__all__ = ["KINDS", "Inbox", "Request", "handed"]
+__all__ = ["EDIT_PREFIX", "KINDS", "Inbox", "Request", "apply_edits", "handed"]
 
-KINDS: Final = ("chat", "stop", "retry", "wake", "requested")
+KINDS: Final = ("chat", "stop", "retry", "wake", "requested", "edit")
 MARKED: Final = ("chat", "requested")
 """The kinds the tick looks for (`Inbox.marked`) until a turn has them."""
 _NAME: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
 _ID: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
+EDIT_PREFIX: Final = "rq-edit"
+"""How the id of a queued ``context.edit`` begins (`apply_edits` lists only those)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +266,34 @@ def handed(request: Request) -> tuple[str, str] | None:
     if cause not in CAUSES or not isinstance(key, str) or "@" not in key:
         return None
     return cause, key
+
+
+def apply_edits(inbox: Inbox, spine: Spine) -> int:
+    """Write each ``context.edit`` that ``hz heinzel forget`` left in the inbox while
+    another process held the spine's lock (kind ``edit``, its message the line's data),
+    oldest first, and delete its file (the line is its record; a crash in between writes
+    the same edit again, which changes nothing); call it holding the lock, before a turn
+    reads its context. The number written."""
+    written = 0
+    if not inbox.directory.is_dir():
+        return written
+    for path in sorted(inbox.directory.glob(f"{EDIT_PREFIX}*.json")):
+        try:
+            request = inbox.read(path.stem)
+        except HeinzelError:
+            request = None
+        if request is None or request.kind != "edit":
+            continue
+        try:
+            data = json.loads(request.message)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("target"), str):
+            edit = {"target": data["target"], "replacement": data.get("replacement")}
+            spine.append("context.edit", edit, short_text=("replacement",))
+            written += 1
+        path.unlink(missing_ok=True)  # the spine's line is its record now
+    return written
 
 
 def _digest(message: str) -> str:

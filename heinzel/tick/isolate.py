@@ -9,7 +9,9 @@ moves a garbage last line aside like a torn tail (``spine.torn_tail``), and veri
 which records a break in the middle as ``spine.break_contained``; anything uncoded is
 HZH221, naming the exception's type, never a traceback. The same code for the same
 Heinzelmännchen is reported once per tick (the daily discovery and the wakes both read the
-contract file, say).
+contract file, say). The tick's parts that are no one's (the staging of every source,
+``sources``; the source cache's pruning) are isolated the same way under their name (a
+full disk while staging is the write's HZL002 in the report, and the tick goes on).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from heinzel.ids import is_id
 from heinzel.logs import bind_heinzel, get_logger
 from heinzel.session.sessions import Sessions
 from ledger.errors import HzError
@@ -56,7 +59,11 @@ def _record(
         return  # one broken file is one error in the report, whichever parts met it
     found = {"id": heinzel_id, "part": part, "code": code, "message": message}
     errors.append({**found, "hint": hint} if hint else found)
-    bind_heinzel(get_logger(), heinzel_id).warning("tick.isolated", part=part, code=code)
+    log = get_logger()
+    # a part of the tick that is no one Heinzelmännchen's ("sources", "source-cache") is
+    # logged under its name: binding it as an id would raise HZH003 over the real code
+    log = bind_heinzel(log, heinzel_id) if is_id(heinzel_id) else log.bind(scope=heinzel_id)
+    log.warning("tick.isolated", part=part, code=code)
 
 
 def _contain(sessions: Sessions, heinzel_id: str) -> None:

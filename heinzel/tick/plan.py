@@ -53,6 +53,8 @@ class InputRow:
     source_key: str
     last_seen: str | None
     scheduled: bool
+    at_slot: bool = False
+    """Its contract says ``source_changed: at-slot``: a move never wakes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,7 @@ class Planner:
                 source_key=r["source_key"],
                 last_seen=r["fingerprint"],
                 scheduled=bool(r["schedule"]),
+                at_slot=bool(r["at_slot"]),
             )
             for r in self._rows(sql, params)
         ]
@@ -211,8 +214,10 @@ class Planner:
     ) -> list[InputRow]:
         """The watchers of source ``key`` the tick must hear of after polling it: with
         ``fingerprints`` (its fresh or staged facets and ``whole`` fingerprint), those it
-        wakes (no schedule, and what they last saw differs) and those watching a facet it
-        does not have (their error); without (the source failed), every watcher."""
+        wakes (what they last saw differs; one with a schedule only once a turn of it saw
+        the input, its first look being its slot, and never one whose contract says
+        ``source_changed: at-slot``) and those watching a facet it does not have (their
+        error); without (the source failed), every watcher."""
         sql = (
             "SELECT i.*, h.schedule, s.fingerprint FROM tick_inputs i "
             "JOIN heinzel h ON h.id = i.heinzel "
@@ -226,7 +231,8 @@ class Planner:
         current = f"CASE WHEN i.facet IS NULL THEN ? ELSE {facet} END"
         return self._inputs(
             f"{sql} AND ((i.facet IS NOT NULL AND {facet} IS NULL) OR "
-            f"(COALESCE(h.schedule, '') = '' AND s.fingerprint IS NOT {current}))",
+            f"(i.at_slot = 0 AND s.fingerprint IS NOT {current} AND "
+            "(COALESCE(h.schedule, '') = '' OR s.fingerprint IS NOT NULL)))",
             [key, facets, whole, facets],
         )
 
@@ -268,15 +274,14 @@ class Planner:
         return states
 
     def _pending_draft_of(self, approval_key: str) -> bool:
-        """Whether a pending draft still has this approval key's output and content (a
-        later draft of the same text, whose decision is still to come)."""
-        heinzel, output, digest = keys.approval_parts(approval_key)
-        row = self.db.execute(
-            "SELECT 1 FROM drafts WHERE heinzel = ? AND output = ? AND hash = ? "
-            "AND state = 'pending'",
-            [heinzel, output, digest],
-        ).fetchone()
-        return row is not None
+        """Whether the draft this approval key names is still pending (a key of the older
+        form, by the text's hash: any pending draft of that text), its decision to come."""
+        heinzel, output, _ = keys.approval_parts(approval_key)
+        rows = self.db.execute(
+            "SELECT key, hash FROM drafts WHERE heinzel = ? AND output = ? AND state = 'pending'",
+            [heinzel, output],
+        ).fetchall()
+        return any(keys.approval_names(approval_key, str(k), h) for k, h in rows)
 
     def answers(self, heinzel_ids: Iterable[str]) -> frozenset[str]:
         """Answered question keys of these Heinzelmännchen."""
@@ -346,16 +351,21 @@ class Planner:
         return {i: height(i, frozenset()) for i in ids}
 
     def approved_upstream(self) -> list[dict[str, Any]]:
-        """Readers without a schedule of another one's output, each with that output's
-        last approved fingerprint (docs/graph.md, "Downstream wakes follow approved output
-        only"); rows a turn already took are the tick's to drop by key."""
+        """Readers of another one's output, each with that output's last approved
+        fingerprint (docs/graph.md, "Downstream wakes follow approved output only"); one
+        with a schedule only once a turn of it read the input (its first look is its
+        slot), none whose contract says ``source_changed: at-slot``; rows a turn already
+        took are the tick's to drop by key."""
         return self._rows(
             "SELECT r.heinzel, r.input, a.output_fp, a.at FROM tick_reads r "
             "JOIN tick_outputs o ON o.asset = r.asset AND o.heinzel != r.heinzel "
             "JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
             "JOIN heinzel h ON h.id = r.heinzel "
-            "WHERE r.scheduled = 0 AND h.hold IS NULL AND h.contract_version IS NOT NULL "
-            "ORDER BY a.at, r.heinzel, r.input"
+            "JOIN tick_inputs i ON i.heinzel = r.heinzel AND i.input = r.input "
+            "LEFT JOIN tick_seen s ON s.heinzel = r.heinzel AND s.input = r.input "
+            "WHERE (r.scheduled = 0 OR s.fingerprint IS NOT NULL) AND i.at_slot = 0 "
+            "AND h.hold IS NULL "
+            "AND h.contract_version IS NOT NULL ORDER BY a.at, r.heinzel, r.input"
         )
 
     def reads_upstream(self, heinzel: str, input_name: str) -> bool:

@@ -4,8 +4,8 @@
 due (`heinzel.tick.plan.Planner`), reads the state of every placed draft from the
 documents adapter, fetches each source whose recheck is due exactly once and stages it in
 the source cache (`heinzel.store.sources.fetch_once`) before any turn starts, and builds the
-wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved for
-Heinzelmännchen without a schedule, waits that are due, turns a dead process left
+wakes: schedule slots, approvals and rejections, stale outputs, inputs that moved (for a
+scheduled one once a turn of it read the input), waits that are due, turns a dead process left
 running, requests still pending in an inbox with no turn to take them, and once a day the
 sources the contracts' ``discover`` hints name (`heinzel.tick.discover`). The new wakes of
 one whose turn runs in another process are handed to that turn (`heinzel.tick.handing`).
@@ -293,8 +293,7 @@ class Tick:
             if isinstance(state, Approved | Rejected):
                 decided.add(row["key"])
                 output = row["output"] or "output"
-                digest = row["hash"] or "unhashed"
-                wake = Wake("approval", keys.approval(row["heinzel"], output, digest))
+                wake = Wake("approval", keys.approval(row["heinzel"], output, row["key"]))
                 plan.wake(row["heinzel"], wake, row["placed_at"] or "")
         return decided
 
@@ -366,14 +365,22 @@ class Tick:
     def _moved(
         self, due: Due, staged: TickFetch, plan: _Plan, report: TickReport, planner: Planner
     ) -> None:
-        """An input that moved wakes a Heinzelmännchen without a schedule; one with a
-        schedule renders at its slot from the staged input instead. An input that reads
-        another one's output never wakes it here (a pending draft moves the file too):
-        it wakes on that output's approvals (`_approved_upstream`)."""
+        """An input that moved wakes its watcher (ADR 0049 statement 7), one with a
+        schedule too, its wake coalesced with a slot due in the same tick (one turn, both
+        causes). One with a schedule whose turns never read the input (nothing seen yet)
+        first looks at it at its slot, and one whose contract says ``source_changed:
+        at-slot`` only ever there. An input that reads another one's output never
+        wakes it here (a pending draft moves the file too): it wakes on that output's
+        approvals (`_approved_upstream`)."""
         scheduled = {row.heinzel for row in due.inputs if row.scheduled}
+        at_slot = {(row.heinzel, row.input) for row in due.inputs if row.at_slot}
         for item in staged.staged:
             watcher = item.request.watcher
-            if watcher in scheduled or not item.moved or item.fingerprint is None:
+            if not item.moved or item.fingerprint is None:
+                continue
+            if (watcher, item.request.input) in at_slot:
+                continue  # its contract says source_changed: at-slot
+            if watcher in scheduled and item.request.last_seen is None:
                 continue
             if planner.reads_upstream(watcher, item.request.input):
                 continue
@@ -527,13 +534,15 @@ class Tick:
         """How an approval wake that ran no turn ended, from the index: the draft read as
         rejected (its markers gone: one ``approval.observed{rejected}``) or nothing to
         learn (no approved draft under the key any more)."""
-        _, output, digest = keys.approval_parts(key)
-        rows = list(
-            self.service.index.db.query(
-                "SELECT key, state FROM drafts WHERE heinzel = ? AND output = ? AND hash = ?",
-                [heinzel, output, digest],
+        _, output, _ = keys.approval_parts(key)
+        rows = [
+            row
+            for row in self.service.index.db.query(
+                "SELECT key, hash, state FROM drafts WHERE heinzel = ? AND output = ?",
+                [heinzel, output],
             )
-        )
+            if keys.approval_names(key, str(row["key"]), row["hash"])
+        ]
         draft = str(rows[0]["key"]) if rows else None
         rejected = bool(rows) and rows[0]["state"] == "rejected"
         ended = dict.fromkeys(("turn", "state", "disposition", "reason", "error"))

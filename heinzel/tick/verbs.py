@@ -17,8 +17,10 @@ Each message is first a request file (`heinzel.store.inbox`), then a spine line 
 - ``resume``: the waiting turn now, ``woken_by: asked``.
 - ``stop``: a turn running elsewhere gets a stop request in the inbox, honoured at its next
   step boundary; a turn a dead process left open ends ``abandoned stopped`` here.
-- ``retry``: a turn of cause retry keyed ``<id>@retry:<parent>:<request id>``, the hint in
-  the inbox; the host forks it after the parent's gather and supersedes its draft.
+- ``retry``: a turn of cause retry keyed ``<id>@retry:<request id>`` (once per request id,
+  whatever turn is last by then; the old form ``<id>@retry:<parent>:<request id>`` reads
+  alike), the hint in the inbox; the host forks it after the parent's gather and
+  supersedes its draft.
 """
 
 from __future__ import annotations
@@ -51,6 +53,19 @@ QUEUED_BUSY = (
     "(do not send it again)"
 )
 QUEUED_STOPPED = "queued: stopped before its turn started; the next tick delivers the message"
+QUEUED_ANSWER = (
+    "queued: another process held the lock, so this is not the question's answer; the next "
+    "tick delivers the message as a chat of its own (do not send it again; the question "
+    "still waits: hz heinzel answer)"
+)
+ANSWERED_QUEUED = (
+    "answers the open question (recorded; another process holds the lock now, so the next "
+    "tick goes on with its turn: do not send it again)"
+)
+QUEUED_ANSWERED = (
+    "queued: the question already has an earlier answer; the next tick delivers the "
+    "message as a chat of its own (do not send it again)"
+)
 QUEUED_OPEN = (
     "queued: a turn a stopped process left is open; the next tick resumes it and delivers "
     "the message (do not send it again)"
@@ -103,6 +118,10 @@ class Verbs:
     def _elsewhere(self, heinzel_id: str) -> bool:
         return lock_held(self.service.home.session_dir(heinzel_id) / "lock")
 
+    def _busy(self, heinzel_id: str, turn: str | None) -> bool:
+        """Whether ``turn`` (the running one, if any) runs in another process now."""
+        return turn is not None and self._elsewhere(heinzel_id)
+
     @staticmethod
     def _refuse_held(row: Mapping[str, Any], what: str) -> None:
         """A paused or retired one runs no turn, whoever asks (as ``hz heinzel wake``
@@ -153,17 +172,40 @@ class Verbs:
         request = self._request(heinzel, "chat", message, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
+        # one delivery per request id: the first claim (a steer, a question's answer, its
+        # own turn, a queued follow-up) is where it went; a resend runs nothing more
         steered = self._claim(heinzel, wake.key, ("turn.steered",))
         if steered is not None:  # sent again: it went into that turn, and nowhere else
             Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
             return {**base, **_into(steered, "before this was sent again")}
+        answered = Inbox(self.service.home, heinzel).answered_chats().get(request.request_id)
+        if answered is not None:  # it is the answer to that turn's question, and only that
+            return {
+                **base,
+                "turn": answered,
+                "delivered": f"already delivered: answers the question of turn {answered}",
+            }
         turn = self._running(heinzel)
-        asks = open_asks(self.service, heinzel)
-        if asks and self.answer is not None and not (turn and self._elsewhere(heinzel)):
-            return self._answered(heinzel, request, base, asks[0], run=run)
-        if turn and self._elsewhere(heinzel):
-            return {**base, "turn": turn, "delivered": "queued for the running turn"}
         earlier = self._keyed_turn(heinzel, wake.key)
+        if earlier is not None and (earlier != turn or self._busy(heinzel, turn)):
+            # its own turn ran (or runs, or waits): say what the record says; only a turn a
+            # killed process left open is resumed, below
+            return self._already(heinzel, base, wake.key, earlier, resumed=False)
+        requested = self._claim(heinzel, wake.key, ("turn.requested",))
+        if requested is not None and earlier is None:
+            return {
+                **base,
+                "turn": requested[1],
+                "delivered": f"already delivered: queued as a follow-up of turn {requested[1]} "
+                "(it or the next tick runs it; do not send it again)",
+            }
+        asks = open_asks(self.service, heinzel)
+        if asks and self.answer is not None and earlier is None and not self._busy(heinzel, turn):
+            answered_now = self._answered(heinzel, request, base, asks[0], run=run)
+            if answered_now is not None:
+                return answered_now
+        if self._busy(heinzel, turn):
+            return {**base, "turn": turn, "delivered": "queued for the running turn"}
         if turn and earlier is None:
             # a turn a stopped process left open: the tick's recovery resumes it, and its
             # host delivers the message (or, when the turn ends first, runs it after)
@@ -217,12 +259,13 @@ class Verbs:
 
     def _answered(
         self, heinzel: str, request: Request, base: dict[str, Any], asked: Event, *, run: bool
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         """The message answers the open question (``hz heinzel answer``'s path: the answer
         recorded once, the waiting turn resumed, its follow-up run); the request is taken
         as soon as the answer is in the spine, before the waiting turn resumes, so no
         turn's inbox delivery gets it a second time. ``run=False``: only say so (the web
-        head runs this again in a child process)."""
+        head runs this again in a child process). None: another message answered the
+        question while this one waited for the lock; it is an ordinary chat."""
         question = str(asked.data.get("question") or "")
         said = {**base, "delivered": "answers the open question", "question": question}
         if not run:
@@ -233,7 +276,24 @@ class Verbs:
         def take() -> None:
             inbox.take(request.request_id, at=self.service.clock())
 
-        done = dict(self.answer(heinzel, request.message, take, request.request_id))
+        try:
+            done = dict(self.answer(heinzel, request.message, take, request.request_id))
+        except HzError as error:
+            if error.code == "HZL010" and inbox.answered_chats().get(request.request_id):
+                # recorded as the answer, then another process took the lock before its
+                # turn went on: delivered; the next tick resumes it with the request
+                return {**said, "delivered": ANSWERED_QUEUED}
+            if error.code == "HZL010":
+                # another process held the lock all along: nothing of the answer is kept
+                # (its file is written under the lock); the chat waits in the inbox
+                return {**base, "delivered": QUEUED_ANSWER}
+            if error.code == "HZH210":  # answered by another message while this waited
+                return None
+            raise
+        if done.pop("answered_by", None) is not None:
+            # a first answer a killed process left stands: this chat is not it, and waits
+            # in the inbox for the next tick, as a chat of its own
+            return {**base, "delivered": QUEUED_ANSWERED}
         take()  # an answer owed since a crash: finished above, the request taken now
         done.pop("name", None)
         done.pop("question", None)
@@ -257,7 +317,14 @@ class Verbs:
             "SELECT state, disposition, reason FROM turns WHERE heinzel = ? AND id = ?",
             [heinzel, turn],
         ).fetchone()
-        how = "its turn resumed now" if resumed else "its turn ran then; nothing ran again"
+        state = str(row[0]) if row else None
+        how = "its turn ran then; nothing ran again"
+        if resumed:
+            how = "its turn resumed now"
+        elif state == "running":
+            how = "its turn runs now; nothing runs again"
+        elif state == "waiting":
+            how = "its turn waits; nothing ran again"
         said = {**base, "delivered": f"already delivered ({how})", "key": key}
         said["turn"] = turn
         fields = ("state", "disposition", "reason")
@@ -365,10 +432,33 @@ class Verbs:
                 f"`hz heinzel wake {row['name']}` starts a new one",
             )
         request = self._request(heinzel, "retry", hint, request_id)
-        wake = Wake("retry", keys.retry(heinzel, parent, request.request_id))
-        states = self.runner.run_wakes(heinzel, [wake], adapters=self.adapters)
+        base = {"name": row["name"], "request_id": request.request_id}
+        earlier = self._retried(heinzel, request.request_id)
+        if earlier is not None:  # once per request id: a resend runs nothing
+            turn, key = earlier
+            return self._already(heinzel, base, key, turn, resumed=False)
+        wake = Wake("retry", keys.retry(heinzel, request.request_id))
+        # the key names no parent: the host forks the one given (`heinzel.turns.fork`)
+        states = self.runner.run_wakes(
+            heinzel, [wake], adapters=self.adapters, data={"parent_turn": parent}
+        )
         ended = _ended(states[-1] if states else None)
-        return {"name": row["name"], "parent": parent, "key": wake.key, **ended}
+        return {**base, "parent": parent, "key": wake.key, **ended}
+
+    def _retried(self, heinzel: str, request_id: str) -> tuple[str, str] | None:
+        """The retry turn of ``request_id`` and its key, when one is on record: keyed
+        ``<id>@retry:<request id>``, or of the old form ``<id>@retry:<parent>:<request id>``
+        (read alike, `machines.keys.retry_request`)."""
+        from machines.keys import retry_request
+
+        rows = self.service.read_db.execute(
+            "SELECT id, key FROM turns WHERE heinzel = ? AND key GLOB ? ORDER BY start_seq",
+            [heinzel, f"{heinzel}@retry:*"],
+        ).fetchall()
+        for turn, key in rows:
+            if retry_request(str(key)) == request_id:
+                return str(turn), str(key)
+        return None
 
 
 def _ended(state: object | None) -> dict[str, Any]:

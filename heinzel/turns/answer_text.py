@@ -22,6 +22,7 @@ from typing import Any
 from heinzel.errors import HeinzelError
 from heinzel.session.questions import open_asks, unfinished_answers
 from heinzel.turns.host import TurnHost, summary
+from heinzel.turns.record import IndexedJournal
 from ledger.bodies import Bodies
 from ledger.files import ensure_private_dir, write_atomic
 from machines import Wake, crash_hook
@@ -79,23 +80,40 @@ def answer_text(
     inbox = service.home.inbox_dir(heinzel_id)
     ensure_private_dir(inbox)
     path = inbox / f"answer-{turn}.json"
-    try:
-        text = str(json.loads(path.read_text(encoding="utf-8"))["message"])
-    except (OSError, ValueError, KeyError, TypeError):
-        record = {"key": key, "message": text, "at": service.clock().isoformat()}
-        if request_id is not None:
-            record["request"] = request_id
-        write_atomic(path, json.dumps(record).encode("utf-8"))
-    digest = content_hash(text)
+    # the answer file is written under the spine's lock: a sender that cannot take the
+    # lock (HZL010) keeps nothing of its answer, so no later message is taken for it
     with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+        journal = IndexedJournal(spine, service.index.db, heinzel_id)
+        if any(e.kind == "question.answered" for e in journal.key_events(key)):
+            raise HeinzelError(
+                "HZH210",
+                f"{name}'s question of turn {turn} was answered while this waited",
+                f"`hz heinzel show {name}` shows what is pending",
+            )
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            text = str(kept["message"])  # a first answer a killed process left stands
+            whose = kept.get("request") if isinstance(kept.get("request"), str) else None
+            ours = request_id is None or whose == request_id
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            whose, ours = request_id, True
+            record = {"key": key, "message": text, "at": service.clock().isoformat()}
+            if request_id is not None:
+                record["request"] = request_id
+            write_atomic(path, json.dumps(record).encode("utf-8"))
+        digest = content_hash(text)
         Bodies(service.home.session_dir(heinzel_id)).append(
             turn, {"kind": "answer", "key": key, "hash": digest, "text": text}
         )
-        spine.append("question.answered", {"id": path.stem, "hash": digest}, turn=turn, key=key)
-    if recorded is not None:
+        data = {"id": path.stem, "hash": digest}
+        if whose is not None:
+            data["request"] = whose  # the chat whose words answer it (optional field)
+        spine.append("question.answered", data, turn=turn, key=key)
+    if recorded is not None and ours:
         recorded()
     done = _follow_up(host, heinzel_id, turn, adapters)
-    return {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    said = {"name": name, "question": str(chosen.data.get("question") or ""), **done}
+    return said if ours else {**said, "answered_by": whose or "an earlier answer"}
 
 
 def _follow_up(

@@ -1,7 +1,8 @@
 """Approval turns (ADR 0049 statement 6): what the user changed in an approved draft.
 
 The tick wakes a Heinzelmännchen with cause ``approval`` (key
-``<id>@approval:<output>:<draft hash>``) when a placed draft's tag line is gone. The
+``<id>@approval:<output>:#<hash of the draft's key>``) when a placed draft's tag line is
+gone: each placed draft is its own approval, whatever its text. The
 turn's inputs are the draft as placed (from the drafting turn's body) and the text as
 approved (the documents adapter's `draft_state`); the model (``model_fast``) turns the
 difference into lessons, and act records ``lesson.recorded`` for each and
@@ -10,7 +11,7 @@ A deleted section (rejected) is one ``approval.observed{rejected: true, draft_ke
 
 An approval wake the tick handed to a turn running in another process (`Inbox.hand`) may
 find nothing to learn from when the follow-up runs it: that turn placed a newer draft of
-the same text (the same approval key, and the older draft's approval counts for nothing,
+the same output (the older draft is superseded, and its approval counts for nothing,
 `heinzel.tick.superseded`), or the section is tagged again. `nothing_to_learn` then takes
 the handed request, or every tick would wake it again, and never to any end; the tick
 reads the pending drafts again each time, so an approval still to come is not lost.
@@ -32,19 +33,22 @@ __all__ = ["approval_inputs", "nothing_to_learn", "observe_rejection"]
 
 
 def _draft_row(service: Any, heinzel_id: str, key: str) -> dict[str, Any] | None:
-    _, output, digest = keys.approval_parts(key)
+    """The draft the approval ``key`` names (`machines.keys.approval_names`); a key of the
+    older form (the text's hash) names the latest draft of that text, else the output's
+    latest draft, as it always did."""
+    _, output, part = keys.approval_parts(key)
     rows = [
         dict(r)
         for r in service.index.db.query(
-            "SELECT key, turn, hash FROM drafts WHERE heinzel = ? AND output = ? "
+            "SELECT key, turn, hash, state FROM drafts WHERE heinzel = ? AND output = ? "
             "ORDER BY placed_at DESC",
             [heinzel_id, output],
         )
     ]
     for row in rows:
-        if digest and digest in (row["hash"] or ""):
+        if keys.approval_names(key, str(row["key"]), row["hash"]):
             return row
-    return rows[0] if rows else None
+    return rows[0] if rows and not part.startswith("#") else None
 
 
 def _placed_text(service: Any, heinzel_id: str, row: dict[str, Any]) -> str:
@@ -61,8 +65,8 @@ def approval_inputs(
 ) -> tuple[tuple[InputSpec, ...], dict[str, Any]] | None:
     """The inputs ``draft`` and ``approved`` and the observation; None while not approved."""
     row = _draft_row(service, heinzel_id, key)
-    if row is None or documents is None:
-        return None
+    if row is None or documents is None or row["state"] == "superseded":
+        return None  # a superseded draft's approval counts for nothing (tick/superseded.py)
     state = documents.draft_state(row["key"])
     if not isinstance(state, Approved):
         return None

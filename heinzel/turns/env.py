@@ -96,6 +96,10 @@ class TurnEnv:
     (`heinzel.turns.interrupt.Interrupt.listen`)."""
     pending_draft: Callable[[str], str | None] = lambda _output: None
     """The key of an output's pending draft (None: none), for a wait on its approval."""
+    upstream: frozenset[str] = frozenset()
+    """The inputs that read another Heinzelmännchen's output
+    (`heinzel.index.flow.upstream_inputs`): gather gives each as its approved text, every
+    pending draft and hz line left out (`heinzel.capabilities.documents.approved_text`)."""
     fallbacks: Sequence[Mapping[str, Any]] = ()
     """The inputs whose upstream missed their ``needed_by`` deadline
     (`heinzel.index.flow.fallbacks`): gather reads their last approved version and

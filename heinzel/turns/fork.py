@@ -1,5 +1,6 @@
 """Retry as a fork (ADR 0049 statement 13): a turn of cause ``retry`` keyed
-``<id>@retry:<parent>:<request id>`` runs from the parent's gathered inputs.
+``<id>@retry:<request id>`` (once per request: the key names no parent, which changes once
+a retry ran) runs from the parent's gathered inputs.
 
 The fork's ``turn.started`` records ``parent_turn`` and ``from_step: think``; its gather
 hands on what the parent's gather put in the body (the staged inputs, never fetched
@@ -26,10 +27,12 @@ FROM_STEP = "think"
 
 
 def retry_parent(wakes: Sequence[Wake]) -> str | None:
-    """The parent turn a retry wake names (None for any other wake)."""
+    """The parent turn a retry wake of the old form ``<id>@retry:<parent>:<request id>``
+    names (None for any other wake: a retry keyed ``<id>@retry:<request id>`` has its
+    parent given with it, `fork_data`)."""
     for wake in wakes:
         tail = wake.key.split("@", 1)[-1]
-        if wake.cause == "retry" and tail.startswith("retry:"):
+        if wake.cause == "retry" and tail.startswith("retry:") and tail.count(":") == 2:
             return tail.split(":")[1]
     return None
 

@@ -27,12 +27,13 @@ from heinzel.engine.money import Price, Pricing
 from heinzel.engine.spec import InputSpec, Skill, SpineView
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
-from heinzel.index.flow import fallbacks, pending_draft
+from heinzel.index.flow import fallbacks, pending_draft, upstream_inputs
 from heinzel.index.seen import record_seen
 from heinzel.session.amendments import propose_amendment
 from heinzel.session.open_turns import lock_held
 from heinzel.session.spend import hold_day, spent_today
 from heinzel.store.contracts import approved_text
+from heinzel.store.inbox import Inbox, apply_edits
 from heinzel.store.sources import SourceCache, TickFetch
 from heinzel.turns.approval import approval_inputs, nothing_to_learn
 from heinzel.turns.chat import ChatReads, ChatWrites
@@ -217,6 +218,7 @@ class TurnHost:
             if approval or reused is not None
             else input_requests(heinzel_id, contract, origin),
             pending_draft=lambda output: pending_draft(service.index.db, heinzel_id, output),
+            upstream=upstream_inputs(service.index.db, heinzel_id),
             fallbacks=[]
             if approval or reused is not None or past_think
             else fallbacks(service.index.db, heinzel_id, service.clock()),
@@ -365,6 +367,8 @@ class TurnHost:
             extra, approval = found
             requests = []
         parent = retry_parent(wakes)
+        if parent is None and data and data.get("parent_turn"):
+            parent = str(data["parent_turn"])  # a retry keyed by its request id alone
         reused = None
         if parent is not None:
             reused = self._parent_inputs(heinzel_id, parent)
@@ -376,6 +380,7 @@ class TurnHost:
         if staged is not None:
             refuse_unfetched(staged, heinzel_id)
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             given = wakes
             if len(kept := undelivered(journal, wakes)) < len(wakes):
@@ -513,6 +518,7 @@ class TurnHost:
         """Resume one turn (after a crash: ``recovery``; after a wait: what woke it)."""
         service = self.service
         with service.hold_spine(heinzel_id, on_durable=[crash_hook()]) as spine:
+            apply_edits(Inbox(service.home, heinzel_id), spine)  # forgets queued
             journal = IndexedJournal(spine, service.index.db, heinzel_id)
             states, follow = self._resume_held(
                 heinzel_id, spine, journal, turn, woken_by, adapters=adapters
@@ -595,7 +601,10 @@ class TurnHost:
             write_atomic(inbox / f"{request}.json", json.dumps(record).encode("utf-8"))
         wake = Wake("asked", keys.asked(heinzel_id, request))
         states = self.run_wakes(heinzel_id, [wake], adapters=adapters)
-        done = summary(states, service.home.session_dir(heinzel_id))
+        # how its own turn ended, not a follow-up's run after it (a chat queued meanwhile):
+        # a wake whose turn was stopped says so, and exits 1, whatever ran next
+        own = [state for state in states if wake.key in state.keys]
+        done = summary(own or states, service.home.session_dir(heinzel_id))
         if self.interrupted is not None:
             done["interrupted"] = self.interrupted
         return done

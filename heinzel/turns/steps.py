@@ -17,6 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
 
+from heinzel.capabilities.documents import approved_text
 from heinzel.engine.context import build_context
 from heinzel.engine.errors import TURN_TIME_UP, EngineError
 from heinzel.engine.money import Budget, Purse, turn_cap
@@ -89,11 +90,15 @@ class HeinzelSteps:
 
     async def gather(self, ctx: TurnContext) -> Any:
         """The staged inputs (from the cache, or a fork's parent's) and this wake's own
-        inputs, into the body."""
+        inputs, into the body; an input that reads another Heinzelmännchen's output as its
+        approved text."""
         if self.env.reused is not None:
             staged = [dict(i) for i in self.env.reused]
         else:
             staged = read_staged(self.env.requests, self.env.cache, self.env.restage)
+        for item in staged:  # another's output: its approved text only (docs/graph.md)
+            if item.get("name") in self.env.upstream:
+                item["content"] = approved_text(str(item.get("content") or ""))
         extra = [
             {"name": i.name, "source": i.source, "content": i.content}
             for i in self.env.extra_inputs

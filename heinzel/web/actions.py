@@ -82,19 +82,19 @@ def spawn_verb(
 
 def learn(app: Any, heinzel_id: str, draft_key: str) -> None:
     """Run the learning turn of an approved draft now, as the tick would: the approval wake
-    keyed by the draft's output and hash (the key rule keeps it to one turn, whoever runs
+    keyed by the draft's output and key (the key rule keeps it to one turn, whoever runs
     it first); a draft the index no longer has pending is left to the tick."""
     from heinzel.turns.host import default_adapters
     from machines import keys
     from machines.keys import Wake
 
     found = app.service.index.db.execute(
-        "SELECT output, hash FROM drafts WHERE heinzel = ? AND key = ? AND state = 'pending'",
+        "SELECT output FROM drafts WHERE heinzel = ? AND key = ? AND state = 'pending'",
         [heinzel_id, draft_key],
     ).fetchone()
     if found is None:
         return
-    key = keys.approval(heinzel_id, found[0] or "output", found[1] or "unhashed")
+    key = keys.approval(heinzel_id, found[0] or "output", draft_key)
     adapters = default_adapters(app.service.settings)
     app.turns.run_wakes(heinzel_id, [Wake("approval", key)], adapters=adapters)
 

@@ -15,6 +15,7 @@ from starlette.staticfiles import StaticFiles
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
+from heinzel.logs import configure_now
 from heinzel.web.actions import spawn_verb
 from heinzel.web.auth import COOKIE, Keys, TokenAuth, cookie_name, new_token
 from heinzel.web.background import spawn_chat_turn
@@ -96,10 +97,12 @@ def serve(open_app: Callable[[], App], port: int, echo: Callable[[str], None]) -
 
     The port is taken first: one already in use is `HZH310`, and then neither the token
     file (another server's) nor a URL is touched. A new token is written at each start, so
-    an old URL or cookie stops working."""
+    an old URL or cookie stops working. Logging is configured here, once, before the
+    worker threads start: a thread never configures structlog while another logs."""
     import uvicorn
 
     home = open_app().service.home.root
+    configure_now()
     listening = _listen(port)
     token = new_token(home / "web")
     hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]

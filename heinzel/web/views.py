@@ -236,7 +236,10 @@ class Views:
         return await self._act(request, self._chat)
 
     def _chat(self, app: App, ref: str, form: Any) -> dict[str, Any]:
-        sent = app.verbs().chat(ref, str(form.get("text", "")), run=False)
+        # the page's id for this message (`hz.js`): a resend of it (a retried POST, a
+        # second click) is claimed as `hz heinzel chat --request-id` is, delivered once
+        request_id = str(form.get("request_id") or "") or None
+        sent = app.verbs().chat(ref, str(form.get("text", "")), request_id=request_id, run=False)
         if sent.get("started") is False:
             heinzel_id = str(sent["key"]).partition("@")[0]
             self.start_turn(app.service.home.root, heinzel_id, str(sent["request_id"]))

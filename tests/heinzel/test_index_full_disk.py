@@ -91,3 +91,44 @@ def test_sqlite_failures_are_told_apart_by_their_result_code(tmp_path: Path) -> 
     assert "SQLITE_IOERR_SHMOPEN" in shm.message
     assert sqlite_error(index, failure(517, "SQLITE_BUSY_SNAPSHOT")).code == "HZL052"
     assert sqlite_error(index, failure(26, "SQLITE_NOTADB")).code == "HZL051"
+
+
+def test_a_tick_on_a_full_disk_gives_the_writes_code_never_hzh003(tmp_path: Path) -> None:
+    """`hz system daemon tick` under file size limits from the index's size up, so the disk
+    fills at each of the tick's next writes in turn (the staging's among them): each run
+    ends with a coded error or reports it, never `HZH003 not a Heinzelmännchen id:
+    'sources'` (the staging's failure was logged under its part's name as if an id), and
+    the staging's own failure is reported under ``sources`` with HZL053."""
+    from tests.turns.conftest import CONTRACT
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
+    (work / "report.md").write_text("# Report\n", encoding="utf-8")
+    text = CONTRACT.format(render="always", done_when="every item of `notes` is covered")
+    (work / "digest.prose.md").write_text(text, encoding="utf-8")
+    home = tmp_path / "home"
+    env = {**os.environ, "HZ_HOME": str(home), "HZ_CONFIG": "", "HZ_NOW": "2026-10-30T14:00:00Z"}
+    for args in (("heinzel", "new", "--from", "digest.prose.md"), ("approve", "notes-digest")):
+        made = subprocess.run([HZ, *args], cwd=work, env=env, capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+    kept = tmp_path / "kept"
+    shutil.copytree(home, kept)
+    wal = home / "heinzel" / "index.sqlite-wal"
+    size = max(wal.stat().st_size, (home / "heinzel" / "index.sqlite").stat().st_size)
+    staged = []
+    for extra in range(8_000, 40_000, 8_000):
+        shutil.rmtree(home)
+        shutil.copytree(kept, home)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(size + extra), "system", "daemon", "tick"],
+            cwd=work,
+            env={**env, "HZ_NOW": "2026-10-30T14:05:00Z"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert "HZH003" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert "HZL053: " in done.stderr, done.stderr
+        staged.append("HZL053: sources: " in done.stderr)
+    assert any(staged), "no limit made the staging's index write fail"

@@ -20,9 +20,9 @@ class TestBuilders:
             keys.source_changed("hz-1", "prs", "fp9"),
             keys.discovered("hz-1", "doc:incidents"),
             keys.asked("hz-1", "req7"),
-            keys.approval("hz-1", "section", "h1"),
+            keys.approval("hz-1", "section", "hz-1@v1@slot@file:r.md"),
             keys.created("hz-1"),
-            keys.retry("hz-1", "turn3", "req8"),
+            keys.retry("hz-1", "req8"),
             keys.stale("hz-1", "section", "2026-11-06T15:00"),
             keys.place_draft("hz-1", 2, "2026-10-30T15:00", "doc:checkout/weekly-report"),
             keys.question("hz-1", "turn3", 1),
@@ -31,13 +31,26 @@ class TestBuilders:
             "hz-1@prs:fp9",
             "hz-1@discovered:doc:incidents",
             "hz-1@req7",
-            "hz-1@approval:section:h1",
+            "hz-1@approval:section:#3cd742d3ddb524e1",
             "hz-1@created",
-            "hz-1@retry:turn3:req8",
+            "hz-1@retry:req8",
             "hz-1@stale:section:2026-11-06T15:00",
             "hz-1@v2@2026-10-30T15:00@doc:checkout/weekly-report",
             "hz-1@question:turn3:1",
         ]
+
+    def test_an_approval_key_names_one_draft_whatever_its_text(self) -> None:
+        """Two drafts of the same text have two approval keys; a key of the older form
+        (the text's hash) still names the drafts of that text."""
+        first, second = "hz-1@v1@slot1@file:r.md", "hz-1@v1@slot2@file:r.md"
+        key = keys.approval("hz-1", "section", first)
+        assert key != keys.approval("hz-1", "section", second)
+        assert keys.approval_names(key, first, "sha256:aa")
+        assert not keys.approval_names(key, second, "sha256:aa")
+        older = "hz-1@approval:section:sha256:aa"
+        assert keys.approval_parts(older) == ("hz-1", "section", "sha256:aa")
+        assert keys.approval_names(older, first, "sha256:aa")
+        assert not keys.approval_names(older, first, "sha256:bb")
 
     @pytest.mark.parametrize("bad", ["", "a b", "x@y"])
     def test_a_bad_part_is_refused(self, bad: str) -> None:

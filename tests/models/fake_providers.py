@@ -2,12 +2,12 @@
 
 A `Provider` answers each POST with what its script says for that request: a tool call,
 the outcome through pydantic-ai's output tool, an HTTP error, a malformed body, a page
-that is no JSON, a refusal by the content filter, or no answer at all (`Hang`: the
-server sets `Provider.received` and holds the request until the test ends). It records
-every request's path, headers and body, so a test can check which key reached the
-provider and what the model was sent. Shapes follow the providers' documented
-examples (``tool_use`` blocks and ``usage.input_tokens``; ``tool_calls`` and
-``usage.prompt_tokens``).
+that is no JSON, a refusal by the content filter, no answer at all (`Hang`: the
+server sets `Provider.received` and holds the request until the test ends), or an answer
+cut off after its headers (`Stall`). It records every request's path, headers and body,
+so a test can check which key reached the provider and what the model was sent. Shapes
+follow the providers' documented examples (``tool_use`` blocks and ``usage.input_tokens``;
+``tool_calls`` and ``usage.prompt_tokens``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,18 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Call", "Filtered", "Hang", "Http", "Outcome", "Page", "Provider", "Raw", "closed_port"]
+__all__ = [
+    "Call",
+    "Filtered",
+    "Hang",
+    "Http",
+    "Outcome",
+    "Page",
+    "Provider",
+    "Raw",
+    "Stall",
+    "closed_port",
+]
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,12 @@ class Hang:
     """No answer: the request is held until the provider is closed."""
 
 
-Step = Call | Outcome | Http | Raw | Page | Filtered | Hang
+@dataclass(frozen=True)
+class Stall:
+    """A reply cut off: ``200`` and its headers, then no body until the provider is closed."""
+
+
+Step = Call | Outcome | Http | Raw | Page | Filtered | Hang | Stall
 Script = Callable[[dict[str, Any], int], Step | list[Call]]
 
 
@@ -110,6 +126,15 @@ class Provider:
                 )
                 step = provider.script(body, len(provider.seen))
                 if isinstance(step, Hang):
+                    provider.received.set()
+                    provider.release.wait(timeout=600)
+                    return
+                if isinstance(step, Stall):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.flush()
                     provider.received.set()
                     provider.release.wait(timeout=600)
                     return

@@ -23,7 +23,7 @@ from ledger.spine import read_events
 from tests import forkhz
 
 from .conftest import CONTRACT, CREATED, DRAFT, FRIDAY, KEY, MODELS, User, outcome_after_report
-from .fake_providers import Http, Outcome, Provider
+from .fake_providers import Hang, Http, Outcome, Page, Provider, Raw, Stall, closed_port
 
 OUT_TOKENS = 4096
 """What hz allows a request to write (``max_tokens``), all of which the meter bills."""
@@ -241,6 +241,104 @@ class TestARefusedRequestCostsNothing:
         [end] = _lines(buyer, "turn.finished")
         assert end.data["disposition"] == "failed" and end.data["usd"] == 0
         assert _show(buyer)["spend_today"]["usd"] == 0
+
+
+def _nowhere(user: User) -> None:
+    user.env["HZ_BASE_URL"] = f"http://127.0.0.1:{closed_port()}/v1"
+
+
+def _tls(user: User) -> None:
+    user.serve(lambda body, n: Http(500))
+    user.env["HZ_BASE_URL"] = user.env["HZ_BASE_URL"].replace("http://", "https://")
+
+
+def _timed_out(step: Any) -> Any:
+    def setup(user: User) -> None:
+        user.serve(lambda body, n: step)
+        user.env["HZ_REQUEST_TIMEOUT"] = "1s"
+
+    return setup
+
+
+USAGE = '"usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}'
+UNPAID: dict[str, tuple[Any, str]] = {
+    # name: (set-up, the failed turn's spine code); each request reached no provider or
+    # was answered without usage
+    "refused": (_nowhere, "provider-unreachable"),
+    "tls": (_tls, "provider-tls"),
+    "timeout": (_timed_out(Hang()), "provider-timeout"),
+    "html": (lambda u: u.serve(lambda b, n: Page()), "reply-not-json"),
+    "shape": (lambda u: u.serve(lambda b, n: Raw('{"choices": "oops"}')), "reply-malformed"),
+}
+MAYBE_PAID: dict[str, tuple[Any, str]] = {
+    # a reply that began and was cut off, or one whose usage said something: counted
+    "cut-off": (_timed_out(Stall()), "provider-timeout"),
+    "shape-with-usage": (
+        lambda u: u.serve(lambda b, n: Raw('{"choices": "oops", ' + USAGE + "}")),
+        "reply-malformed",
+    ),
+}
+
+
+def _failed_wake(user: User, spine: str) -> None:
+    woke = user.hz("heinzel", "wake", "notes-digest", "--json")
+    assert woke.returncode == 1, woke.stderr
+    assert json.loads(woke.stdout)["error"] == spine, woke.stdout
+
+
+def _report_usd(user: User) -> list[float]:
+    shown = user.hz("heinzel", "report", "notes-digest", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return [t["decided"]["usd"] for t in json.loads(shown.stdout)["turns"]]
+
+
+class TestAFailedRequestCostsWhatWasPaid:
+    @pytest.mark.parametrize("fault", list(UNPAID))
+    def test_a_request_that_reached_no_provider_costs_nothing(
+        self, buyer: User, fault: str
+    ) -> None:
+        """Refused, TLS, a timeout before any byte, no JSON, the wrong shape without usage:
+        each request's reservation is released, the failed turn's end line, `show`,
+        `report` and the day's spend say 0, and under a day cap worth one and a half
+        requests a second wake is sent again (not skipped for the cap)."""
+        setup, spine = UNPAID[fault]
+        _create(buyer)
+        setup(buyer)
+        buyer.execd = fault in ("refused", "tls", "timeout")  # as tests/models/test_provider_faults
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("1.5"))
+        for _ in range(2):
+            _failed_wake(buyer, spine)
+        reserved, released = _lines(buyer, "model.reserved"), _lines(buyer, "model.released")
+        assert (len(reserved), len(released)) == (2, 2), (reserved, released)
+        assert [e.data["usd"] for e in _lines(buyer, "turn.finished")] == [0, 0]
+        assert _lines(buyer, "turn.skipped") == []
+        shown = _show(buyer)
+        assert shown["spend_today"]["usd"] == 0 and shown["cost_today"] == 0, shown
+        assert _report_usd(buyer) == [0, 0]
+        assert spent_on_spines(Home(buyer.home), FRIDAY[:10]) == 0
+
+    @pytest.mark.parametrize("fault", list(MAYBE_PAID))
+    def test_a_request_that_may_have_been_paid_counts_in_full(
+        self, buyer: User, fault: str
+    ) -> None:
+        """A reply cut off after its headers, or one of the wrong shape that carried a
+        usage, may have been billed: its reservation counts, and the next wake under a
+        cap worth one and a half requests is skipped for the cap."""
+        setup, spine = MAYBE_PAID[fault]
+        _create(buyer)
+        setup(buyer)
+        buyer.execd = fault == "cut-off"
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("1.5"))
+        _failed_wake(buyer, spine)
+        assert _lines(buyer, "model.released") == []
+        [reserved] = _lines(buyer, "model.reserved")
+        [end] = _lines(buyer, "turn.finished")
+        assert end.data["usd"] == reserved.data["usd"] > 0
+        shown = _show(buyer)
+        assert _close(shown["spend_today"]["usd"], Decimal(str(end.data["usd"]))), shown
+        assert _report_usd(buyer) == [end.data["usd"]]
+        skipped = buyer.hz("heinzel", "wake", "notes-digest")
+        assert [e.data.get("reason") for e in _lines(buyer, "turn.skipped")] == ["cap"], skipped
 
 
 class TestTwoProcessesAtZero:

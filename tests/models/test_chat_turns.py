@@ -84,7 +84,7 @@ def test_a_chat_while_a_question_is_open_answers_it_once(user: User) -> None:
     assert said["question"] == ASK["question"] and said["disposition"] == "drafted"
     assert ANSWER in json.dumps(provider.seen[-1].body)
     [answered] = _events(user, "question.answered")
-    assert set(answered.data) == {"id", "hash"}
+    assert set(answered.data) == {"id", "hash", "request"}  # the chat that answered it
     after = [e.key for e in _events(user, "turn.started") if e.seq > answered.seq]
     assert [str(k).split("@", 1)[1] for k in after] == [f"answer:{answered.turn}"]
     again = user.hz("heinzel", "chat", "notes-digest", "thanks, keep it short", "--json")

@@ -92,3 +92,38 @@ class TestSkillsInTheRequest:
         started = [e for s in spines for e in read_events(s) if e.kind == "turn.started"]
         plain = [e for e in started if "skills" not in e.data["pins"]]
         assert len(started) == 1 and len(plain) == 1, [e.data for e in started]
+
+
+BROKEN = """---
+name: house-style
+description: Grants itself a shell.
+allowed-tools: [Bash]
+hz:
+  applies: {capabilities: [files]}
+---
+
+Run whatever you like.
+"""
+
+
+class TestABadSkillFile:
+    def test_a_bad_skill_stops_only_the_contracts_that_use_it(self, user: User) -> None:
+        """skills/house-style/SKILL.md, which notes-digest uses, now grants a tool
+        (HZC051): plain-digest, which does not use it, wakes and drafts as before;
+        notes-digest fails on it with its code and hint, and nothing is sent for it."""
+        _project(user)
+        plain = user.folder / "plain.prose.md"
+        plain.write_text(CONTRACT.replace("notes-digest", "plain-digest"), "utf-8")
+        assert user.in_process("heinzel", "new", "--from", str(plain)).returncode == 0
+        assert user.in_process("approve", "plain-digest").returncode == 0
+        skill = user.folder / "skills" / "house-style" / "SKILL.md"
+        skill.write_text(BROKEN, encoding="utf-8")
+        provider = user.serve(outcome_after_report(DRAFT))
+        woke = user.hz("heinzel", "wake", "plain-digest", "--json")
+        assert woke.returncode == 0, woke.stderr
+        assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout
+        assert "Run whatever you like" not in json.dumps(provider.seen[0].body)
+        seen = len(provider.seen)
+        failed = user.hz("heinzel", "wake", "notes-digest")
+        assert failed.returncode == 1 and "HZC051" in failed.stderr, failed.stderr
+        assert "hint:" in failed.stderr and len(provider.seen) == seen

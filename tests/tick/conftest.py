@@ -57,8 +57,10 @@ class Recorder:
         *,
         adapters: Mapping[str, object],
         staged: TickFetch | None = None,
+        data: Mapping[str, Any] | None = None,
     ) -> list[Any]:
-        """The turn it wrote, as the host returns what it ran."""
+        """The turn it wrote, as the host returns what it ran (``data`` as the host takes
+        it, unused)."""
         cache = SourceCache.of(self.service.home)
         self.staged_seen.append(
             [cache.get(s.key) is not None for s in (staged.staged if staged else [])]

@@ -77,7 +77,8 @@ def test_a_moved_source_wakes_only_the_watcher_without_a_schedule(
     built: list[SourceRequest],
 ) -> None:
     """The file moves: the one watcher without a schedule wakes (source-changed); the 40
-    with a schedule render at their slot, and no request is built for them."""
+    with a schedule, none of whose turns read it yet, first look at it at their slot, and
+    no request is built for them."""
     shared, _, reactive = fleet(tmp_path, service, 40)
     tick()
     clock.step(minutes=20)

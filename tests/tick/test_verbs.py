@@ -181,7 +181,8 @@ class TestResumeStopRetry:
     def test_retry_forks_the_last_turn_with_the_hint(
         self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
     ) -> None:
-        """No ended turn is HZH238; then the key names the parent and the request."""
+        """No ended turn is HZH238; then the key names the request (the parent is given
+        with it), and the parent is the last ended turn."""
         heinzel = approved(service, contract(tmp_path, "again", schedule=None))
         verbs = Verbs(service, recorder, adapters)
         with pytest.raises(HeinzelError) as caught:
@@ -189,7 +190,7 @@ class TestResumeStopRetry:
         assert caught.value.code == "HZH238"
         verbs.chat("again", "draft it")
         answer = verbs.retry("again", "shorter", request_id="rq-9")
-        assert answer["key"] == f"{heinzel}@retry:t-0001:rq-9"
+        assert (answer["key"], answer["parent"]) == (f"{heinzel}@retry:rq-9", "t-0001")
         assert Inbox(service.home, heinzel).read("rq-9").message == "shorter"  # type: ignore[union-attr]
 
 

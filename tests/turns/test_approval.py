@@ -33,7 +33,7 @@ class TestApproval:
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
         Turns(service).wake(heinzel_id, None, adapters=adapters)
-        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        draft = next(iter(service.index.db.query("SELECT key FROM drafts")))["key"]
         wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
         assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
         _approve_with_edit(folder / "report.md")
@@ -55,7 +55,7 @@ class TestApproval:
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
         Turns(service).wake(heinzel_id, None, adapters=adapters)
-        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        draft = next(iter(service.index.db.query("SELECT key FROM drafts")))["key"]
         (folder / "report.md").write_text("# Report\n", encoding="utf-8")
         wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
         assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
@@ -91,7 +91,7 @@ class TestLessonSecrets:
         service, heinzel_id, folder = make_service()
         adapters = default_adapters(service.settings)
         Turns(service).wake(heinzel_id, None, adapters=adapters)
-        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        draft = next(iter(service.index.db.query("SELECT key FROM drafts")))["key"]
         wake = Wake("approval", keys.approval(heinzel_id, "section", draft))
         assert Turns(service).run_wakes(heinzel_id, [wake], adapters=adapters) == []
         _approve_with_secret(folder / "report.md")

@@ -71,7 +71,7 @@ class TestWhatTheModelSees:
         report.write_text(
             "\n".join(line for line in report.read_text().split("\n") if "DRAFT" not in line)
         )
-        draft = next(iter(service.index.db.query("SELECT hash FROM drafts")))["hash"]
+        draft = next(iter(service.index.db.query("SELECT key FROM drafts")))["key"]
         approval = Wake("approval", keys.approval(heinzel_id, "section", draft))
         Turns(service).run_wakes(heinzel_id, [approval], adapters=adapters)
         seen: list[str] = []

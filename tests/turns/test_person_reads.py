@@ -4,6 +4,7 @@ latest summary (ADR 0049 statements 8, 19), lines hidden from the model with `fo
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -139,6 +140,38 @@ class TestForget:
         assert [e.seq for e in events if e.turn == first] == before
         edits = [e.data for e in events if e.kind == "context.edit"]
         assert edits == [{"target": f"turn:{first}", "replacement": None}]
+
+    def test_forget_while_another_process_holds_the_lock_takes_effect_next_turn(
+        self, home: dict[str, Any]
+    ) -> None:
+        """`forget` while a turn runs elsewhere (the test holds the spine's lock as its
+        process would): exit 0, never HZL010, the edit queued; the next turn writes the
+        `context.edit` before it starts and its context has none of the forgotten turn."""
+        wake(home, 2)
+        wake(home, 3)
+        first, second = turn_ids(home)
+        fd = os.open(spine(home).parent / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            forgot = run(home, "heinzel", "forget", "notes-digest", first, "--json")
+        finally:
+            os.close(fd)
+        assert forgot.returncode == 0, forgot.stderr
+        said = json.loads(forgot.stdout)
+        assert said["target"] == f"turn:{first}"
+        assert said["queued"].startswith("a turn runs now")
+        assert [e for e in read_events(spine(home)) if e.kind == "context.edit"] == []
+        wake(home, 4)
+        third = turn_ids(home)[-1]
+        assert f"turn={first}" not in seen_by(home, third)
+        assert f"turn={second}" in seen_by(home, third)
+        events = list(read_events(spine(home)))
+        [edit] = [e for e in events if e.kind == "context.edit"]
+        assert edit.data == {"target": f"turn:{first}", "replacement": None}
+        [started] = [e for e in events if e.kind == "turn.started" and e.turn == third]
+        assert edit.seq < started.seq
+        wake(home, 5)  # written once
+        assert len([e for e in read_events(spine(home)) if e.kind == "context.edit"]) == 1
 
     def test_a_line_can_be_replaced_by_a_short_text(self, home: dict[str, Any]) -> None:
         """`forget NAME SEQ --instead TEXT`: the model sees the text in that line's place."""

@@ -116,3 +116,40 @@ def test_the_page_shows_the_question_and_answers_it_from_its_box(
         assert answered.turn == asked["turn"]
         after = client.get(f"/h/{hid}").text.split('id="pending"')[1].split("</section>")[0]
         assert QUESTION not in after, after
+
+
+def test_the_pages_message_resent_with_its_id_is_delivered_once(
+    home: Path, children: list[subprocess.Popen[bytes]], env: dict[str, str]
+) -> None:
+    """The sidebar's message carries its request id (`hz.js`); the same POST again (a
+    retried request, a second click) after it answered the open question says "already
+    delivered", starts no child and runs nothing: one `question.answered`, naming it."""
+    hid = heinzel_id(home)
+    woken = subprocess.run(
+        [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(woken.stdout)["state"] == "waiting", woken.stderr
+    client = TestClient(web_app(home, children, env), follow_redirects=False)
+    with client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        csrf = client.get("/").text.split('name="csrf" content="')[1].split('"')[0]
+        headers = {"Origin": ORIGIN, "X-CSRF-Token": csrf, "Accept": "application/json"}
+        form = {"text": ANSWER, "request_id": "rq-page1"}
+        sent = client.post(f"/h/{hid}/chat", data=form, headers=headers)
+        assert sent.json()["delivered"] == "answers the open question", sent.text
+        assert children[0].wait(timeout=120) == 0
+        again = client.post(f"/h/{hid}/chat", data=form, headers=headers)
+        assert again.status_code == 200, again.text
+        assert again.json()["delivered"].startswith("already delivered: answers the question")
+        assert len(children) == 1
+    events = list(read_events(home / "heinzel" / hid / "session.jsonl"))
+    [answered] = [e for e in events if e.kind == "question.answered"]
+    assert answered.data["request"] == "rq-page1"
+    assert again.json()["turn"] == answered.turn
+    assert [e.key for e in events if e.kind == "turn.started" and e.seq > answered.seq] == [
+        f"{hid}@answer:{answered.turn}"
+    ]

@@ -189,7 +189,12 @@
     if (!text.trim()) { return; }
     var mine = item(document.getElementById("messages"), "me", text, "sending…");
     form.elements.text.value = "";
-    post(form.action, new URLSearchParams({ text: text, csrf: csrf })).then(function (answer) {
+    // one request id per message: sending the same words again after "not sent" reuses
+    // it, so hz delivers the message once whatever reached it (`--request-id`)
+    var rid = form.dataset.text === text && form.dataset.rid ? form.dataset.rid :
+      "rq-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 12);
+    var fields = { text: text, csrf: csrf, request_id: rid };
+    post(form.action, new URLSearchParams(fields)).then(function (answer) {
       var failed = answer.code || answer.refused;
       var shown = answer.refused ||
         (answer.code ? answer.code + ": " + answer.message : "sent: " + answer.delivered);
@@ -197,6 +202,8 @@
       if (answer.hint) { item(live, "error", "hint: " + answer.hint); }
       if (failed) { tell(shown, true); }
       mine.lastChild.textContent = failed ? "not sent" : "sent";
+      form.dataset.text = failed ? text : "";
+      form.dataset.rid = failed ? rid : "";
       if (failed && !form.elements.text.value) { form.elements.text.value = text; }
     });
   });

@@ -274,6 +274,9 @@ class Spines:
     still there: hz has not yet observed it)."""
     pending: set[str] = field(default_factory=set)
     """Drafts whose 🧝 DRAFT line is still in their document."""
+    skipped_approvals: set[str] = field(default_factory=set)
+    """``#<16 hex of a draft's key>`` of the approval wakes a turn skipped (a cap): the tick
+    took the approval on and said so (machines/keys.py's ``approval``)."""
 
     @classmethod
     def read(cls, home: Path) -> Spines:
@@ -320,6 +323,9 @@ class Spines:
                 kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
             ):
                 self.ended_with.update(waiting.pop(turn, []))
+            if kind == "turn.skipped":
+                for key in _wake_keys(line):
+                    self.skipped_approvals.add(key.rpartition(":")[2])
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)
                 self.runs.update(keys_of[turn])
@@ -450,9 +456,18 @@ def violations(
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
         say("turns-end", [f"{t} is still open" for t in facts.open])
-        unseen = sorted(k for k in facts.approved if not facts.approvals[k])
+        unseen = sorted(
+            k
+            for k in facts.approved
+            if not facts.approvals[k] and _approval_part(k) not in facts.skipped_approvals
+        )
         say("approval-seen", [f"{k} approved in its document, never observed" for k in unseen])
     return broken
+
+
+def _approval_part(draft_key: str) -> str:
+    """The draft's part of its approval wake's key: ``#`` and 16 hex of its key's sha256."""
+    return "#" + hashlib.sha256(draft_key.encode("utf-8")).hexdigest()[:16]
 
 
 def _carries_a_draft(data: dict[str, Any]) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "Upgrade",
     "Upgrades",
     "check_line",
+    "contained_offsets",
     "iter_lines",
     "parse_event",
     "read_events",
@@ -237,27 +238,37 @@ def read_events(
     kinds: Collection[str] | None = None,
     upgrades: Upgrades | None = None,
     skip_damaged: bool = False,
+    left_out: list[int] | None = None,
 ) -> Iterator[Event]:
     """The spine's events in order, each with its ``offset`` and line ``hash``.
 
     ``from_offset`` (an earlier event's offset) starts reading there without
     touching what comes before; ``from_seq`` skips events below that seq;
     ``kinds`` (after upgrading) keeps only kinds the reader knows. A torn tail is
-    not yielded. A complete line that does not parse as an envelope raises
-    HZL030, unless ``skip_damaged`` (verify reports such lines by seq).
+    not yielded. A complete line that does not parse as an envelope is left out when
+    the spine records its break as contained (a ``spine.break_contained`` naming its
+    offset: `contained_offsets`), as a torn tail is; any other raises HZL030, unless
+    ``skip_damaged`` (verify reports such lines by seq). The offset of each damaged line
+    left out is added to ``left_out``, when given.
     """
     path = spine_file(path)
+    contained: frozenset[int] | None = None
     for offset, raw in iter_lines(path, from_offset):
         if not raw.endswith(b"\n"):
             return
         event = parse_event(raw[:-1], offset)
         if event is None:
-            if skip_damaged:
+            if contained is None and not skip_damaged:
+                contained = contained_offsets(path)  # read once, and only for damage
+            if skip_damaged or (contained is not None and offset in contained):
+                if left_out is not None:
+                    left_out.append(offset)
                 continue
             raise LedgerError(
                 "HZL030",
                 f"the line at byte {offset} of {path} is not a spine envelope",
-                "run verify on this spine to see the break; the writer keeps appending after it",
+                "run verify on this spine to see the break; the spine's writer records it "
+                "(Spine.verify: spine.break_contained) and readers then leave the line out",
             )
         if event.seq < from_seq:
             continue
@@ -265,3 +276,22 @@ def read_events(
             event = upgrades.upgrade(event)
         if kinds is None or event.kind in kinds:
             yield event
+
+
+_BREAK_CONTAINED = b'"kind":"spine.break_contained"'
+
+
+def contained_offsets(path: Path) -> frozenset[int]:
+    """The byte offsets of the lines whose break the spine at ``path`` records as
+    contained (``spine.break_contained``, written by `Spine.verify` or `Spine.open`):
+    lines readers leave out. One pass over the file, parsing only those lines."""
+    found: set[int] = set()
+    for _, raw in iter_lines(spine_file(path)):
+        if _BREAK_CONTAINED not in raw or not raw.endswith(b"\n"):
+            continue
+        event = parse_event(raw[:-1], 0)
+        if event is not None and event.kind == "spine.break_contained":
+            offset = event.data.get("offset")
+            if isinstance(offset, int) and not isinstance(offset, bool):
+                found.add(offset)
+    return frozenset(found)

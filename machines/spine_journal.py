@@ -311,13 +311,17 @@ class SpineJournal:
         pending = self.spine.pending
         found: list[Event] = []
         if not pending or offset < pending[0].offset:
+            left_out: list[int] = []  # damaged lines the spine records as contained
             events = read_events(
                 self.spine.path,
                 from_offset=offset,
                 upgrades=self.upgrades,
                 skip_damaged=bool(self.index.damaged),  # contained when the journal opened
+                left_out=left_out,
             )
             found = [e for e in events if e.turn == turn]
+            if left_out and not any(e.kind in TERMINAL_KINDS for e in found):
+                self._refuse_hole(turn, left_out[0])
         return found + [e for e in pending if e.turn == turn]
 
     def _check_whole(self, turn: str, offset: int) -> None:
@@ -328,13 +332,16 @@ class SpineJournal:
             return
         hole = next((at for at in self.index.damaged if at > offset), None)
         if hole is not None:
-            raise MachineError(
-                "HZM075",
-                f"turn {turn} has not ended and the damaged line at byte {hole} of "
-                f"{self.spine.path} lies after its start: its record may miss a line",
-                "the break is recorded (spine.break_contained); put the line back from a "
-                "copy of the spine to resume the turn; every other turn and key goes on",
-            )
+            self._refuse_hole(turn, hole)
+
+    def _refuse_hole(self, turn: str, hole: int) -> None:
+        raise MachineError(
+            "HZM075",
+            f"turn {turn} has not ended and the damaged line at byte {hole} of "
+            f"{self.spine.path} lies after its start: its record may miss a line",
+            "the break is recorded (spine.break_contained); put the line back from a "
+            "copy of the spine to resume the turn; every other turn and key goes on",
+        )
 
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, from the index (what a line carries for

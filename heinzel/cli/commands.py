@@ -331,9 +331,12 @@ def prune(home: str | None, as_json: bool) -> None:
 @heinzel.command("wake")
 @click.argument("name")
 @click.option("--message", default=None, help="A message for the turn (its body gets the text).")
+@click.option("--request-id", default=None, help="Resend the same wake idempotently.")
 @home_option
 @json_option
-def wake(name: str, message: str | None, home: str | None, as_json: bool) -> None:
+def wake(
+    name: str, message: str | None, request_id: str | None, home: str | None, as_json: bool
+) -> None:
     """Start a new turn now (cause asked) and run it to its end or its wait.
 
     \b
@@ -344,9 +347,17 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
     team = app.team()
     if team is not None:
         team.check_asked(name)  # HZH304: a team one runs only where its lease is
-    done = app.service.in_words(app.turns.wake(name, message))
+    done = app.service.in_words(app.turns.wake(name, message, request_id=request_id))
     emit(done, as_json, render.wake)
-    exit_if_ended_badly(done)
+    if not _resent(done):
+        exit_if_ended_badly(done)
+
+
+def _resent(done: dict[str, Any]) -> bool:
+    """A resend that ran nothing (`already delivered ...`): exit 0, whatever its first
+    delivery's turn became."""
+    said = str(done.get("delivered") or "")
+    return said.startswith("already delivered") and "resumed now" not in said
 
 
 @heinzel.command("answer")
@@ -356,6 +367,7 @@ def wake(name: str, message: str | None, home: str | None, as_json: bool) -> Non
 @click.option(
     "--question", default=None, help="Which question, by its turn id (when several wait)."
 )
+@click.option("--request-id", default=None, help="Resend the same answer idempotently.")
 @home_option
 @json_option
 def answer(
@@ -364,6 +376,7 @@ def answer(
     *,
     proposal: str | None,
     question: str | None,
+    request_id: str | None,
     home: str | None,
     as_json: bool,
 ) -> None:
@@ -375,9 +388,12 @@ def answer(
       hz heinzel answer weekly-report "only the platform team's incidents"
     """
     app = open_app(home)
-    done = app.service.in_words(app.turns.respond(name, said, proposal, question=question))
+    done = app.service.in_words(
+        app.turns.respond(name, said, proposal, question=question, request_id=request_id)
+    )
     emit(done, as_json, render.wake)
-    exit_if_ended_badly(done)
+    if not _resent(done):
+        exit_if_ended_badly(done)
 
 
 @hz.command("approve")

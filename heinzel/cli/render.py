@@ -268,6 +268,7 @@ def verify(reports: list[dict[str, Any]]) -> str:
         else:
             lines += [
                 f"BROKEN {r['file']}: seq {b['seq']}: {b['reason']} {b['detail']}".rstrip()
+                + (" (contained)" if b.get("contained") else "")
                 for b in r["breaks"]
             ]
     return "\n".join(lines) or "no sessions"
@@ -321,6 +322,8 @@ def doctor(data: dict[str, Any]) -> str:
 
 
 def wake(data: dict[str, Any]) -> str:
+    if str(data.get("delivered") or "").startswith("already delivered"):
+        return f"{data['name']}: {data['delivered']} (turn {data.get('turn')})"
     if data.get("turn") is None:
         return f"{data['name']}: nothing to do"
     ended = data.get("disposition") or data["state"]

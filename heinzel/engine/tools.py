@@ -21,7 +21,7 @@ from pydantic import Field, StringConstraints
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext
 
 from heinzel.engine.clean import clean_value
-from heinzel.engine.context import context_edits, lesson_scrub, render_events
+from heinzel.engine.context import active_lessons, context_edits, lesson_scrub, render_events
 from heinzel.engine.errors import BAD_TOOL_NAME, EngineError
 from heinzel.engine.spec import (
     HandoffRequest,
@@ -152,7 +152,8 @@ def build_toolset(
 
     def lessons() -> list[str]:
         """The active lessons learned from the user's edits."""
-        return [str(clean_value(lesson.sentence)) for lesson in services.lessons]
+        shown = active_lessons(services.view, services.lessons)  # context edits applied
+        return [str(clean_value(lesson.sentence)) for lesson in shown]
 
     def previous_turns(n: Annotated[int, Field(ge=1, le=20)] = 3) -> list[str]:
         """The spine events of the last n turns, one compact line each."""

@@ -11,6 +11,10 @@ screened before the SDK's transport sees it (`screen`):
   are not UTF-8): ``HZH347``; a ``tools/call`` gets it as a tool error result
   (``isError``), any other request as ``-32602 Invalid params`` (``-32600``, id null,
   when the id itself is not text); a notification has no id to answer and is logged;
+- a request (a ``method``) whose ``id`` is there but neither a string nor an integer (an
+  object, an array, 1.5 or 2.0, true, null): ``-32600 Invalid Request``, ``id`` null, as
+  JSON-RPC 2.0 says of an id that can't be read (the SDK took it for a notification and
+  answered nothing);
 - JSON the SDK's message types refuse: ``-32600 Invalid Request``, with the id when it
   has one;
 - anything else goes to the SDK unchanged.
@@ -58,6 +62,9 @@ def screen(raw: bytes) -> tuple[str | None, str | None]:
     bad = _not_text(message)
     if bad is not None:
         return None, _refused(message, ident, *bad)
+    if _unreadable_id(message):
+        said = f"Invalid Request: the id must be a string or an integer, not {_kind(message['id'])}"
+        return None, _error(None, types.INVALID_REQUEST, said)
     try:
         types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
@@ -89,6 +96,23 @@ def _refused(message: Any, ident: int | str | None, path: str, value: str) -> st
         result=result.model_dump(by_alias=True, exclude_none=True, mode="json"),
     )
     return answer.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def _unreadable_id(message: Any) -> bool:
+    """Whether ``message`` is a request whose id is neither a string nor an integer (a
+    string that is not text is refused before, `_refused`)."""
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return False
+    ident = message["id"]
+    return ident is None or isinstance(ident, bool | float | dict | list)
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    kinds = {dict: "an object", list: "an array", float: "a decimal number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _why(error: Exception) -> str:

@@ -174,15 +174,19 @@ class Tools:
         rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))
         return self._out(Created, {"created": rows})
 
-    def heinzel_wake(self, name: Name, message: Text | None = None) -> TurnRun:
+    def heinzel_wake(
+        self, name: Name, message: Text | None = None, request_id: RequestId = None
+    ) -> TurnRun:
         """Start a turn now (cause asked) and run it to its end or its wait, like
-        `hz heinzel wake NAME --message TEXT`."""
+        `hz heinzel wake NAME --message TEXT`. Resending with the same request_id is
+        idempotent."""
         return self._out(
             TurnRun,
             self.call(
-                lambda app: app.service.in_words(_asked(app, name, message)),
+                lambda app: app.service.in_words(_asked(app, name, message, request_id)),
                 name=name,
                 message=message,
+                request_id=request_id,
             ),
         )
 
@@ -208,16 +212,19 @@ class Tools:
         proposal: Filter = None,
         text: Text | None = None,
         question: TurnId = None,
+        *,
+        request_id: RequestId = None,
     ) -> TurnRun:
         """Answer what it asked: a write it proposed in a chat turn (`approve` true or
         false, `proposal` when several wait), like `hz heinzel answer NAME yes|no`; or a
         question its outcome asked (`text`, the answer in words; `question`, the asking
         turn's id from `heinzel_show`'s `questions`, when several wait), like
-        `hz heinzel answer NAME TEXT --question TURN`. The turn goes on at once."""
+        `hz heinzel answer NAME TEXT --question TURN`. The turn goes on at once. Resending
+        an answer in words with the same request_id is idempotent."""
 
         def answer(app: App) -> dict[str, Any]:
             if text is not None:
-                done = app.turns.respond(name, text, question=question)
+                done = app.turns.respond(name, text, question=question, request_id=request_id)
             elif approve is None:
                 raise HeinzelError(
                     "HZH351",
@@ -230,7 +237,15 @@ class Tools:
             return app.service.in_words(done)
 
         return self._out(
-            TurnRun, self.call(answer, name=name, proposal=proposal, text=text, question=question)
+            TurnRun,
+            self.call(
+                answer,
+                name=name,
+                proposal=proposal,
+                text=text,
+                question=question,
+                request_id=request_id,
+            ),
         )
 
     def heinzel_pause(self, name: Name) -> Changed:
@@ -301,12 +316,12 @@ class Tools:
         return self._out(Approved, {"approved": rows})
 
 
-def _asked(app: App, name: str, message: str | None) -> dict[str, Any]:
+def _asked(app: App, name: str, message: str | None, request_id: str | None) -> dict[str, Any]:
     """`hz heinzel wake`'s turn: a team one only where its lease is (HZH304)."""
     team = app.team()
     if team is not None:
         team.check_asked(name)
-    return app.turns.wake(name, message)
+    return app.turns.wake(name, message, request_id=request_id)
 
 
 def _each(what: str, values: list[str]) -> dict[str, str | None]:

@@ -127,8 +127,10 @@ def approve_draft(service: Sessions, item: str) -> dict[str, Any] | None:
         raise _already(service, str(found[-1]["heinzel"]), key, path)
     del lines[at[0] - 1]
     replace_document(path, "\n".join(lines).encode("utf-8"))  # in place when hard-linked
+    learns = _learns(service, str(found[-1]["heinzel"]))
     return {
         "approved": key,
         "file": str(path),
-        "state": f"approved in place; {_learns(service, str(found[-1]['heinzel']))}",
+        "state": f"approved in place; {learns}",
+        "learns": learns,
     }

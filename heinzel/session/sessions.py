@@ -22,6 +22,7 @@ from heinzel.index.queries import Queries
 from heinzel.index.schema import ADDED_COLUMNS, SCHEMA
 from heinzel.logs import bind_heinzel, configure_logging, enabled, get_logger, log_machines
 from heinzel.store.home import Home
+from ledger.errors import HzError, LedgerError
 from ledger.event import Event
 from ledger.files import ensure_private_dir, is_private_dir
 
@@ -194,10 +195,15 @@ class Sessions:
         return Queries(self.read_db, self.clock)
 
     def open_spine(
-        self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
+        self,
+        heinzel_id: str,
+        *,
+        on_durable: Sequence[Callable[[Event], None]] = (),
+        lock_timeout: float | None = None,
     ) -> Spine:
         """The session's spine for writing (its lock held), the index kept current;
-        ``on_durable`` hooks run after the index's (a crash hook last of all)."""
+        ``on_durable`` hooks run after the index's (a crash hook last of all). The lock is
+        waited for ``lock_timeout`` seconds (default: the ``lock_timeout`` setting)."""
         from ledger.spine import Spine
         from machines.crash import crash_hook
 
@@ -206,7 +212,11 @@ class Sessions:
         spine = Spine.open(
             self.home.session_dir(heinzel_id),
             clock=self.clock,
-            lock_timeout=self.settings.heinzel.lock_timeout.total_seconds(),
+            lock_timeout=(
+                self.settings.heinzel.lock_timeout.total_seconds()
+                if lock_timeout is None
+                else lock_timeout
+            ),
             on_durable=[
                 crash_hook(early=True),
                 lambda event: self.index.apply(heinzel_id, event),
@@ -221,11 +231,27 @@ class Sessions:
     def hold_spine(
         self, heinzel_id: str, *, on_durable: Sequence[Callable[[Event], None]] = ()
     ) -> Iterator[Spine]:
-        """The spine opened for a turn: while held, `append` writes through it."""
+        """The spine opened for a turn: while held, `append` writes through it. A line a
+        reader could not take (HZL030: one damaged in the middle) is contained before the
+        error goes on: `Spine.verify` records its break (``spine.break_contained``), and
+        from then on readers leave that line out, so the next turn goes on."""
         with self.open_spine(heinzel_id, on_durable=on_durable) as spine:
             self._held[heinzel_id] = spine
             try:
                 yield spine
+            except LedgerError as error:
+                if error.code != "HZL030" or spine.closed:
+                    raise
+                try:
+                    spine.verify()
+                except HzError:
+                    raise error from None  # not recorded (a full disk): as it was
+                raise LedgerError(
+                    "HZL030",
+                    error.message,
+                    "the break is now recorded (spine.break_contained) and readers leave the "
+                    "line out: run the command again; `hz heinzel verify` still reports it",
+                ) from error
             finally:
                 del self._held[heinzel_id]
 

@@ -240,8 +240,8 @@ class Planner:
         """The state of the turn each key already has (``running``, ``waiting``,
         ``finished``, ``skipped``), ``steered`` for a chat's key a turn was steered with,
         or ``observed`` for an approval key whose rejection
-        was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and no
-        pending draft of the same text is left; keys with neither are absent. So a
+        was recorded without a turn (`heinzel.turns.approval.observe_rejection`) and the
+        draft it names is no longer pending; keys with neither are absent. So a
         handed approval wake of a rejected draft is taken, not woken every tick."""
         wanted = sorted(set(keys))
         if not wanted:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import new_id
+from heinzel.session.claims import Claim, already, claim_of
 from heinzel.session.open_turns import abandon_turn, lock_held
 from heinzel.session.questions import open_asks, waiting_questions
 from heinzel.session.sessions import Sessions
@@ -174,31 +175,18 @@ class Verbs:
         wake = Wake("asked", keys.asked(heinzel, request.request_id))
         # one delivery per request id: the first claim (a steer, a question's answer, its
         # own turn, a queued follow-up) is where it went; a resend runs nothing more
-        steered = self._claim(heinzel, wake.key, ("turn.steered",))
-        if steered is not None:  # sent again: it went into that turn, and nowhere else
+        claim = claim_of(self.service, heinzel, request.request_id)
+        if claim is not None and claim.kind == "steered":  # it went into that turn only
             Inbox(self.service.home, heinzel).take(request.request_id, at=self.service.clock())
-            return {**base, **_into(steered, "before this was sent again")}
-        answered = Inbox(self.service.home, heinzel).answered_chats().get(request.request_id)
-        if answered is not None:  # it is the answer to that turn's question, and only that
-            return {
-                **base,
-                "turn": answered,
-                "delivered": f"already delivered: answers the question of turn {answered}",
-            }
+            return {**base, **_into(("turn.steered", claim.turn), "before this was sent again")}
+        if claim is not None and claim.kind in ("answer", "requested"):
+            return {**base, **already(self.service, heinzel, claim)}
         turn = self._running(heinzel)
-        earlier = self._keyed_turn(heinzel, wake.key)
+        earlier = claim.turn if claim is not None else None
         if earlier is not None and (earlier != turn or self._busy(heinzel, turn)):
             # its own turn ran (or runs, or waits): say what the record says; only a turn a
             # killed process left open is resumed, below
             return self._already(heinzel, base, wake.key, earlier, resumed=False)
-        requested = self._claim(heinzel, wake.key, ("turn.requested",))
-        if requested is not None and earlier is None:
-            return {
-                **base,
-                "turn": requested[1],
-                "delivered": f"already delivered: queued as a follow-up of turn {requested[1]} "
-                "(it or the next tick runs it; do not send it again)",
-            }
         asks = open_asks(self.service, heinzel)
         if asks and self.answer is not None and earlier is None and not self._busy(heinzel, turn):
             answered_now = self._answered(heinzel, request, base, asks[0], run=run)
@@ -218,21 +206,21 @@ class Verbs:
             if error.code != "HZL010":
                 raise
             # another process held the lock all along: the message waits in the inbox
-            claim = self._claim(heinzel, wake.key)
-            if claim is None:
+            taken = self._claim(heinzel, wake.key)
+            if taken is None:
                 return {**base, "delivered": QUEUED_BUSY}
-            return {**base, **_into(claim, "while this waited for the lock")}
+            return {**base, **_into(taken, "while this waited for the lock")}
         if earlier is not None:
             # the request id was sent before and its turn is on record: say what the record
             # says (a turn a killed process left open is resumed above, not run twice)
             return self._already(heinzel, base, wake.key, earlier, resumed=bool(states))
-        claim = self._claim(heinzel, wake.key)
+        taken = self._claim(heinzel, wake.key)
         own = {getattr(state, "turn", None) for state in states}
-        if claim is None:  # stopped by a signal before its turn started: the tick runs it
+        if taken is None:  # stopped by a signal before its turn started: the tick runs it
             return {**base, "delivered": QUEUED_STOPPED}
-        if claim[1] not in own:
+        if taken[1] not in own:
             # another process delivered it while this one waited for the lock
-            return {**base, **_into(claim, "while this waited for the lock")}
+            return {**base, **_into(taken, "while this waited for the lock")}
         ended = _ended(states[-1] if states else None)
         return {**base, "delivered": "a new turn", "key": wake.key, **ended, **self._filed(heinzel)}
 
@@ -299,36 +287,15 @@ class Verbs:
         done.pop("question", None)
         return {**said, **done}
 
-    def _keyed_turn(self, heinzel: str, key: str) -> str | None:
-        """The turn that ran (or skipped) under ``key``, when one is on record."""
-        row = self.service.read_db.execute(
-            "SELECT id FROM turns WHERE heinzel = ? AND (key = ? OR EXISTS "
-            "(SELECT 1 FROM json_each(turns.keys) WHERE value = ?)) "
-            "ORDER BY start_seq LIMIT 1",
-            [heinzel, key, key],
-        ).fetchone()
-        return str(row[0]) if row else None
-
     def _already(
         self, heinzel: str, base: dict[str, Any], key: str, turn: str, *, resumed: bool
     ) -> dict[str, Any]:
-        """A chat resent with its request id: the turn it had, as the record says."""
-        row = self.service.read_db.execute(
-            "SELECT state, disposition, reason FROM turns WHERE heinzel = ? AND id = ?",
-            [heinzel, turn],
-        ).fetchone()
-        state = str(row[0]) if row else None
-        how = "its turn ran then; nothing ran again"
+        """A request resent with its id: the turn it had, as the record says
+        (`heinzel.session.claims.already`), or that it was resumed now."""
+        said = {**base, **already(self.service, heinzel, Claim("turn", turn)), "key": key}
         if resumed:
-            how = "its turn resumed now"
-        elif state == "running":
-            how = "its turn runs now; nothing runs again"
-        elif state == "waiting":
-            how = "its turn waits; nothing ran again"
-        said = {**base, "delivered": f"already delivered ({how})", "key": key}
-        said["turn"] = turn
-        fields = ("state", "disposition", "reason")
-        return said | {f: v for f, v in zip(fields, row or (), strict=False) if v is not None}
+            said["delivered"] = "already delivered (its turn resumed now)"
+        return said
 
     def _filed(self, heinzel: str) -> dict[str, Any]:
         """The amendment the turn filed, when it waits on the user (how to approve it)."""

@@ -585,15 +585,21 @@ class TurnHost:
     # -- asked turns -----------------------------------------------------------------
 
     def wake(
-        self, heinzel_id: str, message: str | None, *, adapters: Mapping[str, object]
+        self,
+        heinzel_id: str,
+        message: str | None,
+        *,
+        adapters: Mapping[str, object],
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """A turn of cause asked: the message into the inbox first, then the turn. A wake
         with no message writes its request only while another process holds the spine's
         lock (this one then waits for it, and may be killed waiting): with the lock free
         the turn's own ``turn.started`` is the request's first and only record, and
-        gather has nothing to read from an empty one (two fsyncs a wake saved)."""
+        gather has nothing to read from an empty one (two fsyncs a wake saved).
+        ``request_id``: the caller's (checked unclaimed by `Turns.wake`), else a new one."""
         service = self.service
-        request = "rq-" + new_id(service.clock)[3:]
+        request = request_id or "rq-" + new_id(service.clock)[3:]
         if message is not None or lock_held(service.home.session_dir(heinzel_id) / "lock"):
             inbox = service.home.inbox_dir(heinzel_id)
             ensure_private_dir(inbox)

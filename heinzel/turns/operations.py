@@ -75,21 +75,49 @@ class Turns:
         message: str | None = None,
         *,
         adapters: Mapping[str, object] | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
-        state does not wake: proposed, paused, retired, or a turn already running)."""
+        state does not wake: proposed, paused, retired, or a turn already running).
+        ``request_id``: the caller's id for this wake; sent again, it says where the first
+        went and runs nothing (`heinzel.session.claims`)."""
         from heinzel.store.lifecycle import Lifecycle
         from heinzel.turns.host import TurnHost
 
         service = self.sessions
         row = service.resolve(ref)
+        resent = self._resent(row, request_id)
+        if resent is not None:
+            return resent
         Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = self._adapters(adapters)
-        done = TurnHost(self.sessions).wake(row["id"], message, adapters=chosen)
+        done = TurnHost(self.sessions).wake(
+            row["id"], message, adapters=chosen, request_id=request_id
+        )
         placed = [d for d in service.queries.drafts() if d["heinzel"] == row["id"]]
         if done.get("disposition") == "drafted" and placed:
             done["draft"] = str(placed[-1]["asset"])
         return {"name": row["name"], **done}
+
+    def _resent(self, row: Mapping[str, Any], request_id: str | None) -> dict[str, Any] | None:
+        """A request id already delivered (`heinzel.session.claims`): where it went, for
+        the resend's answer (exit 0, nothing run); None for a new one (HZH231 for an id
+        that is not one)."""
+        if request_id is None:
+            return None
+        from heinzel.session.claims import already, claim_of
+        from heinzel.store.inbox import Inbox
+
+        heinzel = str(row["id"])
+        Inbox(self.sessions.home, heinzel).path(request_id)  # HZH231: not a request id
+        claim = claim_of(self.sessions, heinzel, request_id)
+        if claim is None:
+            return None
+        return {
+            "name": row["name"],
+            "request_id": request_id,
+            **already(self.sessions, heinzel, claim),
+        }
 
     def answer(
         self,
@@ -121,18 +149,26 @@ class Turns:
         *,
         question: str | None = None,
         adapters: Mapping[str, object] | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """``hz heinzel answer NAME SAID``: yes|no to an open proposed write (`answer`),
         else ``said`` as the free-text answer to an outcome's question (HZH295, HZH296);
-        ``question`` (a turn id) picks one of several open questions (HZH350)."""
+        ``question`` (a turn id) picks one of several open questions (HZH350).
+        ``request_id``: the caller's id for an answer in words, kept with it; sent again,
+        it says which question it answered and runs nothing."""
         from heinzel.errors import HeinzelError
         from heinzel.session.questions import open_questions
 
         service = self.sessions
         row = service.resolve(ref)
+        resent = self._resent(row, request_id)
+        if resent is not None:
+            return resent
         waiting = open_questions(service, row["id"])
         if question is not None:
-            return self.answer_text(row["id"], said, adapters=adapters, question=question)
+            return self.answer_text(
+                row["id"], said, adapters=adapters, question=question, request_id=request_id
+            )
         if proposal is not None or waiting:
             # with nothing proposed, `answer` says so (HZH210), whatever was said
             if waiting and said not in ("yes", "no"):
@@ -142,7 +178,7 @@ class Turns:
                     f"hz heinzel answer {row['name']} yes (or no)",
                 )
             return self.answer(ref, said == "yes", proposal, adapters=adapters)
-        return self.answer_text(row["id"], said, adapters=adapters)
+        return self.answer_text(row["id"], said, adapters=adapters, request_id=request_id)
 
     def answer_text(
         self,

@@ -249,7 +249,8 @@ class Views:
     async def approve(self, request: Request) -> Response:
         """``hz approve``: v1, the pending amendment, or a draft (its key in ``item``). A
         draft's learning turn starts at once in a child process (what the next tick would
-        run), so the page moves without waiting for the tick; approving what is already
+        run), so the page moves without waiting for the tick (not for a paused or retired
+        one, which learns once it is back); approving what is already
         approved (a second click) says so, never an error page."""
 
         def approve(app: App, ref: str, form: Any) -> dict[str, Any]:
@@ -259,8 +260,10 @@ class Views:
                 if error.code != "HZH073":
                     raise
                 return {"already": True, "message": error.message, "said": SAID["already-approved"]}
-            if "file" in done:  # a draft: its tag line is gone; the learning turn goes on
-                heinzel_id = str(done["approved"]).partition("@")[0]
+            heinzel_id = str(done["approved"]).partition("@")[0]
+            if "file" in done and app.service.queries.row(heinzel_id).get("hold") is None:
+                # a draft: its tag line is gone; the learning turn goes on (a paused or
+                # retired one's waits, as the tick leaves it: ``learns`` says until when)
                 self.start_verb(app.service.home.root, heinzel_id, "learn", str(done["approved"]))
                 done["started"] = True
             return done
@@ -279,7 +282,10 @@ class Views:
         def answer(app: App, ref: str, form: Any) -> dict[str, Any]:
             if form.get("text") is not None:
                 question = str(form.get("question") or "") or None
-                return app.turns.respond(ref, str(form.get("text")), question=question)
+                request_id = str(form.get("request_id") or "") or None  # a resend: once
+                return app.turns.respond(
+                    ref, str(form.get("text")), question=question, request_id=request_id
+                )
             proposal = str(form.get("proposal") or "") or None
             said = form.get("said") == "yes"
             done = app.turns.answer(ref, said, proposal, resume=False)

@@ -70,3 +70,23 @@ def test_a_reader_sees_the_approved_text_and_not_the_next_pending_one(home: Home
     again = read_by_b(home, "2026-11-02T09:30:00Z")
     assert "the first note" in again and "a second note" not in again
     assert "<!-- hz:" not in again and TAG not in again
+
+
+def test_a_files_read_reader_gets_the_approved_text_too(tmp_path: Path) -> None:
+    """A reader of ``a``'s document through ``files.read`` (not ``documents.read``) is
+    given it as approved as well: ``a``'s pending draft left out."""
+    home = Home(tmp_path / "root")
+    (home.work / "a-in.md").write_text("# notes\n\n- the first note\n", encoding="utf-8")
+    contract(home.work, "a", {"notes": "a-in.md"}, "a.md")
+    path = contract(home.work, "b", {"up": "a.md"}, "b.md")
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("{from: documents.read, args: {doc: 'file:a.md'}}", "")
+    text = text.replace("up: ", "up: {from: files.read, args: {path: 'a.md'}}")
+    text = text.replace("requires: [documents:read,", "requires: [files:read, documents:read,")
+    path.write_text(text, encoding="utf-8")
+    for name in "ab":
+        home.ok(T0, "heinzel", "new", "--from", f"{name}.prose.md")
+        home.ok(T0, "approve", name)
+    home.ok("2026-11-02T09:00:00Z", "heinzel", "wake", "a")
+    assert TAG in (home.work / "a.md").read_text(encoding="utf-8")
+    assert read_by_b(home, "2026-11-02T09:10:00Z").strip() == "# a.md"

@@ -142,6 +142,21 @@ def test_other_requests_are_answered_too(tmp_path: Path) -> None:
     assert unreadable.error.message.startswith("HZH347: the field `id`")
 
 
+def test_a_request_whose_id_is_no_id_is_an_invalid_request(tmp_path: Path) -> None:
+    """A request whose id is an object, an array, null, true, 1.5 or 2.0 is answered -32600
+    with id null, as JSON-RPC 2.0 says of an id it can't read (the SDK read each as a
+    notification and answered nothing, so the client waited forever); the session goes
+    on."""
+    ids = [b'{"n":1}', b"[1]", b"null", b"true", b"1.5", b"2.0"]
+    frames = [b'{"jsonrpc":"2.0","id":' + i + b',"method":"tools/list"}' for i in ids]
+    refused = exchange(tmp_path, frames)[None]
+    assert [e.error.code for e in refused] == [types.INVALID_REQUEST] * len(ids), refused
+    kinds = [e.error.message.rsplit(" not ", 1)[1] for e in refused]
+    decimal = "a decimal number"
+    assert kinds == ["an object", "an array", "null", "true", decimal, decimal]
+    assert all("string or an integer" in e.error.message for e in refused)
+
+
 def test_text_beyond_the_basic_plane_is_served_through_the_sdk_client(tmp_path: Path) -> None:
     """The SDK's client sends a name of letters outside ASCII and an emoji (a surrogate
     pair in JSON's escapes is text, not a refusal): the tool runs and says no such name."""

@@ -30,7 +30,7 @@ class TestSurface:
             "self", "kind", "data", "turn", "key", "short_text",
         ]  # fmt: skip
         assert list(inspect.signature(ledger.read_events).parameters) == [
-            "path", "from_seq", "from_offset", "kinds", "upgrades", "skip_damaged",
+            "path", "from_seq", "from_offset", "kinds", "upgrades", "skip_damaged", "left_out",
         ]  # fmt: skip
         assert list(inspect.signature(ledger.Bodies.prune).parameters) == [
             "self", "now", "retention_days", "ended",

@@ -19,6 +19,36 @@ from tests.loop.conftest import Hz
 from tests.web.conftest import ORIGIN, TOKEN
 
 
+def page_approve(
+    env: dict[str, str], draft: dict[str, str]
+) -> tuple[dict[str, Any], list[subprocess.Popen[bytes]]]:
+    """The page's approve button for ``draft`` (the web head over the home, JSON asked),
+    and the child processes it started (`heinzel.web.actions`)."""
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start_verb(root: Path, hid: str, verb: str, hint: str) -> None:
+        children.append(spawn_verb(root, hid, verb, hint, env))
+
+    web = create_app(
+        lambda: App.from_environment(env["HZ_HOME"], env),
+        TOKEN,
+        hosts=["testserver"],
+        idle_seconds=0,
+        start_verb=start_verb,
+    )
+    with TestClient(web, follow_redirects=False) as client:
+        assert client.get(f"/auth?token={TOKEN}").status_code == 303
+        page = client.get(f"/h/{draft['heinzel']}").text
+        csrf = page.split('name="csrf" content="')[1].split('"')[0]
+        answer = client.post(
+            f"/h/{draft['heinzel']}/approve",
+            data={"item": draft["key"], "csrf": csrf},
+            headers={"Origin": ORIGIN, "Accept": "application/json"},
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json(), children
+
+
 class TestOneLiveDraft:
     """Findings 1 and 2 through the `hz` executable."""
 
@@ -202,28 +232,8 @@ class TestSameTextTwice:
             assert approved("heinzel", "wake", "notes-digest").code == 0
             [draft] = json.loads(approved("drafts", "--json").out)
             env = {**hz_env, "HZ_NOW": f"2026-10-30T14:{minute}:00Z"}
-            children: list[subprocess.Popen[bytes]] = []
-
-            def start_verb(root: Path, hid: str, verb: str, hint: str) -> None:
-                children.append(spawn_verb(root, hid, verb, hint, env))  # noqa: B023
-
-            web = create_app(
-                lambda: App.from_environment(hz_env["HZ_HOME"], env),  # noqa: B023
-                TOKEN,
-                hosts=["testserver"],
-                idle_seconds=0,
-                start_verb=start_verb,
-            )
-            with TestClient(web, follow_redirects=False) as client:
-                assert client.get(f"/auth?token={TOKEN}").status_code == 303
-                page = client.get(f"/h/{draft['heinzel']}").text
-                csrf = page.split('name="csrf" content="')[1].split('"')[0]
-                answer = client.post(
-                    f"/h/{draft['heinzel']}/approve",
-                    data={"item": draft["key"], "csrf": csrf},
-                    headers={"Origin": ORIGIN, "Accept": "application/json"},
-                )
-                assert answer.status_code == 200, answer.text
+            answer, children = page_approve(env, draft)
+            assert answer["started"] is True, answer
             [child] = children
             assert child.wait(timeout=120) == 0
             assert json.loads(approved("drafts", "--json").out) == []
@@ -280,6 +290,23 @@ class TestApproveSaysWhenItLearns:
         assert approved("heinzel", "unpause", "notes-digest").code == 0
         [woken] = json.loads(approved("system", "daemon", "tick", "--json").out)["woken"]
         assert [w["cause"] for w in woken["wakes"]] == ["approval"]
+
+    def test_a_paused_ones_draft_approved_on_the_page_waits_too(
+        self, approved: Hz, hz_env: dict[str, str]
+    ) -> None:
+        """The page's approve button for a paused one's draft starts no learning turn and
+        says so; the first tick after unpausing learns from it."""
+        assert approved("heinzel", "wake", "notes-digest").code == 0
+        [draft] = json.loads(approved("drafts", "--json").out)
+        assert approved("heinzel", "pause", "notes-digest").code == 0
+        env = {**hz_env, "HZ_NOW": "2026-10-30T14:30:00Z"}
+        answer, children = page_approve(env, draft)
+        assert children == [] and "started" not in answer
+        assert answer["learns"].startswith("notes-digest is paused: it learns from your edits")
+        assert approved("heinzel", "unpause", "notes-digest").code == 0
+        [woken] = json.loads(approved("system", "daemon", "tick", "--json").out)["woken"]
+        assert [w["cause"] for w in woken["wakes"]] == ["approval"]
+        assert [e["disposition"] for e in woken["ended"]] == ["learned"]
 
 
 class TestHardLinks:

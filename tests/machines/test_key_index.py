@@ -182,6 +182,31 @@ class TestADamagedLineMidSpine:
                 journal.turn_events("t-open")
             assert journal.turn_events("t0")[-1].kind == "turn.finished"
 
+    def test_a_host_index_reads_around_a_recorded_break_but_not_into_an_open_turn(
+        self, tmp_path: Path, how: str
+    ) -> None:
+        """A host whose own index answers for earlier lines (`SpineIndex.at_tail`, as hz's):
+        once the spine records the break (``spine.break_contained``), its readers leave the
+        damaged line out, so an ended turn reads (it was HZL030); an open turn with the
+        line after its start is still HZM075, never resumed from a record that may miss a
+        line."""
+        clock = ManualClock()
+        _jobs(tmp_path, clock, 1, open_one=True)
+        with Spine.open(tmp_path, clock=clock) as spine:
+            spine.append("usage", {"tokens": 1}, turn="t-open")
+            spine.append("usage", {"tokens": 2}, turn="t-open")
+        offsets = SpineIndex.scan(tmp_path).turn_offsets
+        lines = (tmp_path / "session.jsonl").read_bytes().count(b"\n")
+        _damage(tmp_path / "session.jsonl", lines - 2, how)
+        with Spine.open(tmp_path, clock=clock) as spine:
+            index = SpineIndex.at_tail(spine)
+            index.turn_offsets.update(offsets)
+            journal = SpineJournal(spine, index)
+            assert spine.verify().uncontained() == []  # recorded by the open (the end)
+            assert journal.turn_events("t0")[-1].kind == "turn.finished"
+            with pytest.raises(MachineError, match="HZM075"):
+                journal.turn_events("t-open")
+
     def test_an_edited_line_that_still_parses_is_found_and_recorded(
         self, tmp_path: Path, how: str
     ) -> None:

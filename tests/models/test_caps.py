@@ -247,6 +247,10 @@ def _nowhere(user: User) -> None:
     user.env["HZ_BASE_URL"] = f"http://127.0.0.1:{closed_port()}/v1"
 
 
+def _no_such_host(user: User) -> None:
+    user.env["HZ_BASE_URL"] = "http://hz-provider.invalid/v1"  # RFC 6761: never resolves
+
+
 def _tls(user: User) -> None:
     user.serve(lambda body, n: Http(500))
     user.env["HZ_BASE_URL"] = user.env["HZ_BASE_URL"].replace("http://", "https://")
@@ -265,6 +269,7 @@ UNPAID: dict[str, tuple[Any, str]] = {
     # name: (set-up, the failed turn's spine code); each request reached no provider or
     # was answered without usage
     "refused": (_nowhere, "provider-unreachable"),
+    "dns": (_no_such_host, "provider-unreachable"),
     "tls": (_tls, "provider-tls"),
     "timeout": (_timed_out(Hang()), "provider-timeout"),
     "html": (lambda u: u.serve(lambda b, n: Page()), "reply-not-json"),
@@ -297,14 +302,14 @@ class TestAFailedRequestCostsWhatWasPaid:
     def test_a_request_that_reached_no_provider_costs_nothing(
         self, buyer: User, fault: str
     ) -> None:
-        """Refused, TLS, a timeout before any byte, no JSON, the wrong shape without usage:
-        each request's reservation is released, the failed turn's end line, `show`,
-        `report` and the day's spend say 0, and under a day cap worth one and a half
-        requests a second wake is sent again (not skipped for the cap)."""
+        """Refused, no such host, TLS, a timeout before any byte, no JSON, the wrong shape
+        without usage: each request's reservation is released, the failed turn's end line,
+        `show`, `report` and the day's spend say 0, and under a day cap worth one and a
+        half requests a second wake is sent again (not skipped for the cap)."""
         setup, spine = UNPAID[fault]
         _create(buyer)
         setup(buyer)
-        buyer.execd = fault in ("refused", "tls", "timeout")  # as tests/models/test_provider_faults
+        buyer.execd = fault in ("refused", "dns", "tls", "timeout")  # as test_provider_faults
         buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("1.5"))
         for _ in range(2):
             _failed_wake(buyer, spine)

@@ -266,3 +266,66 @@ def test_a_second_wake_names_the_older_question_as_the_older_turns(user: User) -
     lines = second.stdout.splitlines()
     assert f"earlier question of turn {asked['turn']}: {ASK['question']}" in lines, lines
     assert not any(line.startswith("question:") for line in lines), lines
+
+
+def test_an_answer_resent_with_its_id_answers_no_other_question(user: User) -> None:
+    """`hz heinzel answer NAME TEXT --request-id R` answers the open question; a later turn
+    asks another; the same answer resent (and over MCP heinzel_answer) says which question
+    it answered, exits 0, and leaves the new question waiting: no second answer, no model
+    request."""
+    heinzel = _approved(user)
+    provider = user.serve(lambda body, n: Outcome(DRAFT if n == 2 else ASK))
+    first = json.loads(user.hz("heinzel", "wake", "notes-digest", "--json").stdout)
+    assert first["state"] == "waiting", first
+    answer = ("heinzel", "answer", "notes-digest", ANSWER, "--request-id", "rq-ans1")
+    done = user.hz(*answer, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["disposition"] == "drafted"
+    second = json.loads(user.hz("heinzel", "wake", "notes-digest", "--json").stdout)
+    assert second["state"] == "waiting", second
+    asked = len(provider.seen)
+    again = user.hz(*answer)
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"notes-digest: already delivered: answers the question of turn {first['turn']} "
+        f"(turn {first['turn']})"
+    ) in again.stdout.splitlines(), again.stdout
+
+    async def resend(s: ClientSession) -> Any:  # an agent's MCP heinzel_answer, the same id
+        arguments = {"name": "notes-digest", "text": ANSWER, "request_id": "rq-ans1"}
+        return await s.call_tool("heinzel_answer", arguments)
+
+    mcp = session(user.env, user.folder, resend)
+    assert not mcp.is_error, mcp
+    assert mcp.structured_content["turn"] == first["turn"]
+    [answered] = _events(user, "question.answered")
+    assert (answered.turn, answered.data["request"]) == (first["turn"], "rq-ans1")
+    assert len(provider.seen) == asked
+    assert _claims(user, heinzel, "rq-ans1") == {"rq-ans1": 1}
+
+
+def test_a_wake_resent_with_its_id_runs_once(user: User) -> None:
+    """`hz heinzel wake NAME --request-id R` twice (and over MCP heinzel_wake): one turn
+    keyed ``<id>@R``; the resends say "already delivered", exit 0, run nothing."""
+    heinzel = _approved(user)
+    provider = user.serve(lambda body, n: Outcome(DRAFT))
+    wake = ("heinzel", "wake", "notes-digest", "--request-id", "rq-wake1", "--json")
+    first = user.hz(*wake)
+    assert first.returncode == 0, first.stderr
+    ran = json.loads(first.stdout)
+    assert ran["disposition"] == "drafted", ran
+    asked = len(provider.seen)
+    again = user.hz(*wake)
+    assert again.returncode == 0, again.stderr
+    said = json.loads(again.stdout)
+    assert said["delivered"] == "already delivered (its turn ran then; nothing ran again)"
+    assert said["turn"] == ran["turn"]
+
+    async def resend(s: ClientSession) -> Any:  # an agent's MCP heinzel_wake, the same id
+        return await s.call_tool("heinzel_wake", {"name": "notes-digest", "request_id": "rq-wake1"})
+
+    mcp = session(user.env, user.folder, resend)
+    assert not mcp.is_error, mcp
+    assert mcp.structured_content["turn"] == ran["turn"]
+    assert len(provider.seen) == asked
+    assert _claims(user, heinzel, "rq-wake1") == {"rq-wake1": 1}

@@ -11,8 +11,8 @@ from typing import Any
 
 from ledger.spine import read_events
 
-from .conftest import CONTRACT, DRAFT, User
-from .fake_providers import Outcome
+from .conftest import CONTRACT, DRAFT, User, answered_a_tool
+from .fake_providers import Call, Outcome
 
 WORDS = "Always open with the PURPLE-OTTER summary"
 """The lesson the first turn learns (words found nowhere else)."""
@@ -71,13 +71,18 @@ def test_a_dismissed_lesson_reaches_no_later_turn(user: User) -> None:
 
 def test_a_forgotten_lesson_line_is_replaced_everywhere(user: User) -> None:
     """`hz heinzel forget` of the lesson's line with ``--instead``: the model reads the
-    replacement where the lesson's words were, in the instructions and the body."""
+    replacement where the lesson's words were, in the instructions, the body and what its
+    ``lessons`` tool returns."""
     seq = _learned(user)
     forgot = user.hz(
         "heinzel", "forget", "notes-digest", str(seq), "--instead", "keep it to GREEN-FOX lines"
     )
     assert forgot.returncode == 0, forgot.stderr
-    _wake(user)
-    sent = _sent(user)
+    assert user.provider is not None
+    user.provider.script = lambda body, n: (
+        Outcome(DRAFT) if answered_a_tool(body) else Call("lessons", {})
+    )
+    assert _wake(user)["disposition"] == "drafted"
+    sent = _sent(user)  # the second request: it carries the tool's answer
     assert "PURPLE-OTTER" not in sent, sent
-    assert sent.count("GREEN-FOX") >= 2, sent
+    assert sent.count("GREEN-FOX") >= 3, sent

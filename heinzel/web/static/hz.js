@@ -25,7 +25,8 @@
     }
     if (answer.approved) {
       return "Approved " + (answer.file ? "the draft" : answer.approved) +
-        (answer.started ? "; it learns from your edits now." : ".");
+        (answer.started ? "; it learns from your edits now." :
+          (answer.learns ? "; " + answer.learns + "." : "."));
     }
     if (answer.declined) { return "Declined."; }
     if (answer.verb && answer.started) { return answer.verb + ": its turn runs now."; }

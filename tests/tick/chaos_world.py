@@ -98,6 +98,12 @@ class Loopback:
     """Requests waiting at the closed gate right now."""
     leaked: list[str] = field(default_factory=list)
     """What the reader's requests saw of report-0's pending drafts or hz's tags."""
+    dismissed: set[str] = field(default_factory=set)
+    """The words of lessons the user dismissed (added once `hz heinzel dismiss` ended)."""
+    resurfaced: list[str] = field(default_factory=list)
+    """Requests that arrived after a dismissal and still held the dismissed words."""
+    taught: int = 0
+    """Lessons taught so far: each learning answer's sentence is its own."""
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -171,6 +177,10 @@ class Loopback:
         if mode == "shape":
             return 200, b'{"object": "list", "data": []}'
         sent = json.dumps(body, ensure_ascii=False)
+        with self.lock:
+            back = [words for words in self.dismissed if words in sent]
+            if back:
+                self.resurfaced.append(f"a request of {tag} held the dismissed {back}")
         if READER_GOAL in sent:
             seen = [leak for leak in LEAKS if leak in sent]
             if seen:
@@ -183,7 +193,9 @@ class Loopback:
                 error = {"error": {"message": "boom", "type": "server_error"}}
                 return 500, json.dumps(error).encode()
             if "read_approved" in tools:
-                outcome: dict[str, Any] = LEARNED
+                self.taught += 1
+                taught = [{"sentence": f"keep it short, lesson {self.taught}"}]
+                outcome: dict[str, Any] = {**LEARNED, "lessons": taught}
             elif self.asks > 0:
                 self.asks -= 1
                 outcome = ASK

@@ -201,6 +201,7 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (1, "mcp"),
     (1, "page"),
     (1, "read"),
+    (1, "dismiss"),
     (1, "person"),
     (1, "weather"),
     (1, "identical_drafts"),
@@ -238,6 +239,8 @@ def _storm_step(machine: Chaos, rng: random.Random) -> None:
         machine.question(name, rng.choice(["resend", "delivered-then-asked", "by-question"]))
     elif rule == "mcp":
         machine.mcp(name, rng.choice(["chat", "chat again", "answer", "retry"]), rng.randrange(99))
+    elif rule == "dismiss":
+        machine.dismiss(name)
     elif rule == "read":
         machine.read(crash)
     elif rule == "page":

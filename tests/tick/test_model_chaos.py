@@ -39,6 +39,7 @@ import tempfile
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -83,6 +84,8 @@ INVARIANTS = {
     "spend-released": "a request its process saw reach no provider (or answered without "
     "usage) releases its reservation: only what the provider served is spent",
     "forget-runs": "`forget` while a turn runs is never refused for the lock",
+    "lesson-gone": "no model request after a lesson's dismissal holds its words (the "
+    "previous turns read verbatim included)",
     "reader-approved": "a model request reading another's document never sees a pending "
     "draft or hz's tags in it",
     "quiet": f"once nothing new comes, {QUIET_TICKS} ticks end with one that wakes nothing",
@@ -114,11 +117,12 @@ hz:
 ### Done when
 
 """ + "".join(f"- [ ] {item}\n" for item in DONE_WHEN)
-CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.012"))
-"""The day's cap: three requests (about 0.002 USD each, tests/tick/chaos_world.py) with the
-worst case of a fourth (about 0.0075 USD: a token per byte of the worked example's prompt
-and the default ``max_tokens``) not reserved; so a day drafts, asks, answers and learns a
-little, and then its cap skips. ``HZ_CHAOS_CAP=0.05`` leaves a day room for more."""
+CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.02"))
+"""The day's cap: about nine requests (about 0.002 USD each, tests/tick/chaos_world.py), but
+a tick takes on a wake only while the turn's cap (`TURN_CAP`) still fits under it, and a
+request reserves its worst case (about 0.0087 USD: a token per byte of the worked example's
+prompt and the default ``max_tokens``); so a day drafts, asks, answers and learns a little,
+and then its cap skips. ``HZ_CHAOS_CAP=0.05`` leaves a day room for more."""
 TURN_CAP = "0.01"  # a request's worst case fits one turn (0.006 no longer did: all skipped)
 START = datetime(2026, 11, 6, 14, 30, tzinfo=UTC)  # half an hour after the first slot
 PARALLEL = 4  # processes running at once; the next waits for the oldest
@@ -235,6 +239,17 @@ def _wait_children(pid: int) -> None:
                     threading.Event().wait(0.05)  # a turn in a child runs on (bounded)
                     continue
             break
+
+
+def _lessons(listed: str) -> list[tuple[str, str]]:
+    """``hz heinzel lessons NAME --json``: each lesson's number and sentence."""
+    found = json.loads(listed)
+    rows = found.get("lessons", []) if isinstance(found, dict) else found
+    return [
+        (str(row.get("number", row.get("seq"))), str(row.get("lesson", row.get("sentence"))))
+        for row in rows
+        if isinstance(row, dict) and not row.get("dismissed")
+    ]
 
 
 def _takes_request_id(verb: str) -> bool:
@@ -694,6 +709,24 @@ class Chaos(RuleBasedStateMachine):
             retry = {"name": name, "hint": "shorter, please", "request_id": rid}
             self._mcp(("heinzel_retry", retry, False), ("heinzel_retry", retry, False))
 
+    @rule(name=st.sampled_from(NAMES))
+    def dismiss(self, name: str) -> None:
+        """A lesson learned from an approved draft, then dismissed (`hz heinzel dismiss`),
+        then a turn on the next day: no request after the dismissal may hold its words."""
+        self._new_day()
+        self._run("heinzel", "wake", name)
+        self.approve(name, "document")
+        self._run("system", "daemon", "tick", "--json")  # the learning turn
+        listed = self._run("heinzel", "lessons", name, "--json")
+        lessons = _lessons(listed.stdout) if listed.code == 0 else []
+        if lessons:
+            number, words = lessons[-1]
+            if self._run("heinzel", "dismiss", name, number).code == 0:
+                with self.provider.lock:
+                    self.provider.dismissed.add(words)
+        self._new_day()
+        self._run("heinzel", "wake", name)
+
     @rule(crash=crashes)
     def read(self, crash: int | None) -> None:
         """`hz heinzel wake reader`: it reads report-0's document as it is now (a pending
@@ -733,11 +766,16 @@ class Chaos(RuleBasedStateMachine):
             "answer": ("answer", {"text": "only incidents"}),
             "approve": ("approve", {}),
         }.get(action, ("do", {"verb": action, "hint": "shorter, please"}))
-        with served(self._env()[1], self.root) as head:
+        with served(self._env()[1], self.root) as head, ThreadPoolExecutor(2) as pool:
+            # the page itself asked for at the same time (the head's threads start together)
+            shown = pool.submit(head.ask, "GET", f"/h/{name}")
             status, said = head.post(f"/h/{name}/{form[0]}", form[1])
+            if shown.result()[0] >= 500:
+                status, said = shown.result()[0], {"body": shown.result()[2][:300]}
         code = 0 if status < 400 else 1
         words = form[1].get("text") if action == "chat" else None
-        stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+        stderr = f"{said.get('code')}: {said.get('message')}" if "code" in said else str(said)
+        stderr = stderr if code else ""
         self.ledger.ended.append(
             Ended(("page", action, name), code, False, json.dumps(said), stderr, words)
         )
@@ -772,6 +810,8 @@ class Chaos(RuleBasedStateMachine):
             broken["provider"] = list(self.provider.problems)
         if self.provider.leaked:
             broken["reader-approved"] = list(self.provider.leaked)
+        if self.provider.resurfaced:
+            broken["lesson-gone"] = list(self.provider.resurfaced)
         for name, what in broken.items():
             if name not in DISABLED and name not in self.breaches:
                 self.breaches[name] = f"after step {self.steps}: " + "\n    ".join(what)
@@ -871,6 +911,8 @@ def _tour(machine: Chaos) -> None:
     machine.identical_drafts(NAMES[1])
     machine.promises_hold()
     machine.forget_while_running(NAMES[0], 3)
+    machine.promises_hold()
+    machine.dismiss(NAMES[1])
     machine.promises_hold()
     machine._new_day()
     machine._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document

@@ -928,6 +928,10 @@ def _tour(machine: Chaos) -> None:
     machine._run("heinzel", "wake", NAMES[0])
     for action in ("approve", "chat", "retry", "stop", "wake"):
         machine.page(NAMES[0], action)
+    machine._new_day()
+    machine.provider.asks = 1
+    machine._run("heinzel", "wake", NAMES[0])
+    machine.page(NAMES[0], "answer")  # the question it asked, answered on the page
     machine.promises_hold()
     for fault in FAULTS:
         machine._new_day()

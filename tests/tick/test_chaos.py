@@ -12,10 +12,15 @@ to one Heinzelmännchen at once; every chat must then have exactly one claim on 
 (steered into one turn, or the key of one turn of its own, never both, never none), and
 every steer a model request after it (unless the resume rules abandoned its turn).
 
-The short run is part of `make test`; `make soak` runs the long one (``HZ_SOAK_ROUNDS``),
-``HZ_SOAK_SEED`` picks another seed. The processes are forked from the fork server
-(tests/forkhz.py): a wake's process takes about 0.2 s there against 0.7 s exec'd, so more
-of them overlap.
+The second test is the storm of every surface (issue 38, item 10): the chaos model's
+rules (tests/tick/test_model_chaos.py) drawn by the seed, with its invariants, printing
+its figures (processes, kills, chats, delivered twice, lost, doubles, spend against the
+provider's takings, chains verified, uncoded exits).
+
+The short runs are part of `make test`; `make soak` runs the long ones (``HZ_SOAK_ROUNDS``,
+``HZ_SOAK_STORM_STEPS``), ``HZ_SOAK_SEED`` picks another seed. The processes are forked
+from the fork server (tests/forkhz.py): a wake's process takes about 0.2 s there against
+0.7 s exec'd, so more of them overlap.
 """
 
 from __future__ import annotations
@@ -290,10 +295,11 @@ def _figures(machine: Chaos) -> dict[str, Any]:
 @pytest.mark.slow
 def test_a_seeded_storm_of_every_surface_prints_its_figures() -> None:
     """The model's rules (chats with and without ids and their resends, ticks, approvals,
-    answers, retries, stops, forget, MCP, a faulty provider) drawn by a seed, four `hz`
-    processes at once, a third with a crash point and real SIGKILLs between; then quiet
-    and the figures `make soak` prints (docs/architecture.md keeps one run's). Every
-    invariant of the model must hold (its teardown says which broke)."""
+    answers, retries, stops, forget, dismissals, MCP tool calls, the page's buttons, the
+    reader, a faulty provider) drawn by a seed, four `hz` processes at once, half with a
+    crash point, and real SIGKILLs (of whatever runs, and while a request waits at the
+    provider); then quiet and the figures `make soak` prints (docs/architecture.md keeps
+    one run's). Every invariant of the model must hold (its teardown says which broke)."""
     rng = random.Random(SEED)
     machine = Chaos()
     try:

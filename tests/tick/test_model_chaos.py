@@ -1,15 +1,23 @@
-"""The lever (issue 27, item 5): a model-based chaos test across features.
+"""The lever (issue 27, item 5; issue 38, item 9): a model-based chaos test across features.
 
 A Hypothesis `RuleBasedStateMachine` drives real `hz` processes on one home, several at
 once: ``hz heinzel wake``, ``hz heinzel chat`` (with and without ``--request-id``, and a
 chat sent again with its id), ``hz system daemon tick`` with ``HZ_NOW`` moved forward to
 and past the schedule's slots, a draft approved in its document (its ``🧝 DRAFT`` line
-deleted) and by ``hz approve``, ``hz heinzel answer``, ``retry``, ``stop``, and kills: a
-real ``SIGKILL`` of a running process, an ``HZ_CRASH_AT`` point, or a power cut (every
-process killed, a source-cache entry lost or torn). The provider is a
-loopback OpenAI-compatible server (tests/tick/chaos_world.py) that the real client talks
-to; the machine makes it slow (a closed gate), failing (500) or asking a question, and it
-charges every answer, so the day's spend is real money against ``max_usd_per_day``.
+deleted; two drafts of the same text each approved on its day) and by ``hz approve``,
+``hz heinzel answer`` (with ``--question``, and sent again), ``retry`` (with
+``--request-id``, and sent again), ``stop``, ``forget`` (also while a turn runs),
+``dismiss`` of a learned lesson, chats while a question waits (the answering chat sent
+again, a delivered chat sent again, a chat while another writer holds the lock), tool
+calls through ``hz mcp`` from the MCP SDK's client, the page's buttons POSTed to the
+served head (``hz system serve``), a reader of another's document, and kills: a real
+``SIGKILL`` of a running process (also while its request waits at the provider), an
+``HZ_CRASH_AT`` point, or a power cut (every process killed, a source-cache entry lost or
+torn). The provider is a loopback OpenAI-compatible server (tests/tick/chaos_world.py)
+that the real client talks to; the machine makes it slow (a closed gate), failing (500),
+asking a question, refusing the connection, stalling past the request timeout, or
+answering garbage or the wrong shape, and it charges every answer it serves, so the day's
+spend is real money against ``max_usd_per_day``.
 
 After every step the invariants are checked on the spine files themselves; at the end
 the machine waits for every process, ticks until a tick wakes nothing, and checks that
@@ -17,9 +25,11 @@ what must happen did (`INVARIANTS`). A broken one fails with its name and the
 falsifying steps. ``HZ_CHAOS_DISABLE=name,name`` switches named invariants off (to say
 which defect is still open, never to hide one).
 
-The short seeded run (``derandomize``: the same sequences every time) is part of `make
-test`; `make soak` runs the long one (``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS``
-steps, new sequences each run). ``HZ_CHAOS_TRACE=1`` prints how each process ended and
+The short run is part of `make test`: a fixed tour (every rule and fault once, in order,
+each on a day of its own, so each defect of issue 38 has the step that shows it) and two
+seeded random examples (``derandomize``: the same sequences every time); `make soak` runs
+the long one (``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS`` steps, new sequences each
+run). ``HZ_CHAOS_TRACE=1`` prints how each process ended and
 keeps each example's home to read; ``HZ_CHAOS_CAP`` sets another daily cap.
 """
 

@@ -74,6 +74,8 @@ STALL = 1.5
 """Seconds a stalled request is held: past the 1 s request timeout its process runs with."""
 RETRY_KEY = re.compile(r"^(hz-[0-9A-Za-z]+)@retry:(?:.*:)?(rq-[^:]+)$")
 """A retry's wake key, ``<id>@retry:<request id>`` (older: ``<id>@retry:<parent>:<id>``)."""
+WAKE_ID = re.compile(r"@rq-chaos\d+w$")
+"""The key of a wake the chaos model sent with ``--request-id`` (its ids end in ``w``)."""
 PENDING = re.compile(r"🧝 DRAFT .*\n<!-- hz:draft key=(\S+) -->")
 MARKED = re.compile(r"<!-- hz:draft key=(\S+) -->")
 
@@ -434,6 +436,10 @@ def violations(
     )
     say("slot-once", [f"{k} drafted {n} times" for k, n in facts.drafts.items() if n > 1])
     say("retry-once", [f"retry {k} ran {n} times" for k, n in facts.retries.items() if n > 1])
+    say(
+        "wake-once",
+        [f"wake {k} ran {n} times" for k, n in facts.runs.items() if WAKE_ID.search(k) and n > 1],
+    )
     say("answer-once", [f"{k} answered {n} times" for k, n in facts.answers.items() if n > 1])
     say("approval-once", [f"{k} observed {n} times" for k, n in facts.approvals.items() if n > 1])
     say("spend-released", [f"{k}: its reservation booked as spend" for k in facts.kept])

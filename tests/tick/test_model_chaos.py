@@ -87,6 +87,7 @@ INVARIANTS = {
     "spend-recorded": "the model.request lines sum to what the provider was paid",
     "coded": "no traceback; every refusal starts with its code",
     "retry-once": "a retry's request id runs one turn, however often it is sent",
+    "wake-once": "a wake's request id runs one turn, however often it is sent",
     "answer-once": "a question is answered once (a resent answer or chat is told so)",
     "approval-once": "no draft's approval is observed twice",
     "approval-seen": "once quiet, every draft approved in its document was observed (or its "
@@ -657,6 +658,17 @@ class Chaos(RuleBasedStateMachine):
         args = ("heinzel", "chat", name, words, "--request-id", rid)
         return self._run(*args, message=words if new else None)
 
+    @precondition(lambda self: WITH_ID["wake"])
+    @rule(name=st.sampled_from(NAMES), wait=st.booleans())
+    def wake_twice(self, name: str, wait: bool) -> None:
+        """`hz heinzel wake NAME --request-id W`, then the same again (after the first
+        ended, or beside it): one turn for W."""
+        rid = f"rq-chaos{self.count:05d}w"
+        self._start("heinzel", "wake", name, "--request-id", rid)
+        if wait:
+            self.settle()
+        self._start("heinzel", "wake", name, "--request-id", rid)
+
     @rule(name=st.sampled_from(NAMES), crash=crashes)
     def retry_with_id(self, name: str, crash: int | None) -> None:
         """`hz heinzel retry NAME HINT --request-id R`, a new R."""
@@ -917,6 +929,9 @@ def _tour(machine: Chaos) -> None:
     machine._run("heinzel", "wake", NAMES[1])
     machine.retry_with_id(NAMES[1], None)
     machine.retry_again(-1, wait=True)
+    if WITH_ID["wake"]:
+        machine._new_day()
+        machine.wake_twice(NAMES[1], wait=True)
     machine.promises_hold()
     machine.identical_drafts(NAMES[1])
     machine.promises_hold()

@@ -43,9 +43,9 @@ from ledger.reading import read_events
 from machines.journal import expand_carried
 from tests import forkhz
 from tests.tick.chaos_world import CODED as STARTS_CODED
-from tests.tick.chaos_world import FAULTS, SLOT, Spines
+from tests.tick.chaos_world import FAULTS, SLOT, WAKE_ID, Spines
 from tests.tick.homes import CODED, FRIDAY, HZ, claims_in, env, hz, make_home, tick
-from tests.tick.test_model_chaos import Chaos
+from tests.tick.test_model_chaos import WITH_ID, Chaos
 
 NAMES = ["report-0", "report-1", "report-2"]
 ROUNDS = int(os.environ.get("HZ_SOAK_ROUNDS", "4"))
@@ -207,6 +207,7 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (1, "page"),
     (1, "read"),
     (1, "dismiss"),
+    (1, "wake_twice"),
     (1, "person"),
     (1, "weather"),
     (1, "identical_drafts"),
@@ -244,6 +245,8 @@ def _storm_step(machine: Chaos, rng: random.Random) -> None:
         machine.question(name, rng.choice(["resend", "delivered-then-asked", "by-question"]))
     elif rule == "mcp":
         machine.mcp(name, rng.choice(["chat", "chat again", "answer", "retry"]), rng.randrange(99))
+    elif rule == "wake_twice" and WITH_ID["wake"]:
+        machine.wake_twice(name, rng.random() < 0.5)
     elif rule == "dismiss":
         machine.dismiss(name)
     elif rule == "read":
@@ -275,7 +278,8 @@ def _figures(machine: Chaos) -> dict[str, Any]:
         "slots twice": sum(1 for k, n in facts.runs.items() if SLOT.match(k) and n > 1),
         "drafts twice": sum(1 for n in facts.drafts.values() if n > 1),
         "requests twice": sum(1 for n in facts.retries.values() if n > 1)
-        + sum(1 for n in facts.answers.values() if n > 1),
+        + sum(1 for n in facts.answers.values() if n > 1)
+        + sum(1 for k, n in facts.runs.items() if WAKE_ID.search(k) and n > 1),
         "approvals unseen": sum(1 for k in facts.approved if not facts.approvals[k]),
         "reservations booked": len(facts.kept),
         "spend recorded": sum(facts.spent.values(), Decimal(0)).quantize(Decimal("1e-9")),

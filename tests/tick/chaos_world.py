@@ -477,13 +477,13 @@ def violations(
         unseen = sorted(
             k
             for k in facts.approved
-            if not facts.approvals[k] and _approval_part(k) not in facts.skipped_approvals
+            if not facts.approvals[k] and approval_part(k) not in facts.skipped_approvals
         )
         say("approval-seen", [f"{k} approved in its document, never observed" for k in unseen])
     return broken
 
 
-def _approval_part(draft_key: str) -> str:
+def approval_part(draft_key: str) -> str:
     """The draft's part of its approval wake's key: ``#`` and 16 hex of its key's sha256."""
     return "#" + hashlib.sha256(draft_key.encode("utf-8")).hexdigest()[:16]
 

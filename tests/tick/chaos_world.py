@@ -289,8 +289,9 @@ class Spines:
     pending: set[str] = field(default_factory=set)
     """Drafts whose 🧝 DRAFT line is still in their document."""
     skipped_approvals: set[str] = field(default_factory=set)
-    """``#<16 hex of a draft's key>`` of the approval wakes a turn skipped (a cap): the tick
-    took the approval on and said so (machines/keys.py's ``approval``)."""
+    """``#<16 hex of a draft's key>`` of the approval wakes a turn skipped (a cap), and of
+    the approvals a ``notice.posted`` (``superseded``) told the user count for nothing (a
+    newer draft had replaced that one): the tick took the approval on and said so."""
 
     @classmethod
     def read(cls, home: Path) -> Spines:
@@ -331,6 +332,8 @@ class Spines:
                 self.kept.append(f"{heinzel}/{turn} seq {seq} ({data.get('error')})")
             if kind == "question.answered":
                 self.answers[str(line["key"])] += 1
+            if kind == "notice.posted" and data.get("reason") == "superseded":
+                self.skipped_approvals.add("#" + str(line["key"]).rpartition(":")[2])
             if kind == "approval.observed" and data.get("draft_key"):
                 self.approvals[str(data["draft_key"])] += 1
             if kind == "turn.skipped" or (

@@ -160,7 +160,7 @@ SOAK_KILLS ?= 300
 SOAK_STORM_STEPS ?= 500
 soak: $(STAMP)
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) HZ_SOAK_STORM_STEPS=$(SOAK_STORM_STEPS) \
-	  $(BIN)/pytest -q -s tests/tick/test_chaos.py
+	  HZ_CHAOS_CAP=0.05 HZ_CHAOS_TURN_CAP=0.03 $(BIN)/pytest -q -s tests/tick/test_chaos.py
 	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
 	  tests/tick/test_one_message.py tests/heinzel/test_concurrent_index.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \

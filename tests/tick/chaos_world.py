@@ -340,8 +340,8 @@ class Spines:
                 kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
             ):
                 self.ended_with.update(waiting.pop(turn, []))
-            if kind == "turn.skipped":
-                for key in _wake_keys(line):
+            if kind == "turn.skipped":  # its own keys, or its turn.started's
+                for key in _wake_keys(line) or keys_of.get(turn, []):
                     self.skipped_approvals.add(key.rpartition(":")[2])
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)

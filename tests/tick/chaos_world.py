@@ -288,10 +288,11 @@ class Spines:
     still there: hz has not yet observed it)."""
     pending: set[str] = field(default_factory=set)
     """Drafts whose 🧝 DRAFT line is still in their document."""
-    skipped_approvals: set[str] = field(default_factory=set)
-    """``#<16 hex of a draft's key>`` of the approval wakes a turn skipped (a cap), and of
-    the approvals a ``notice.posted`` (``superseded``) told the user count for nothing (a
-    newer draft had replaced that one): the tick took the approval on and said so."""
+    taken_approvals: set[str] = field(default_factory=set)
+    """``#<16 hex of a draft's key>`` of the approval wakes a turn took on (however it then
+    ended: learned, skipped by a cap, failed, each shown to the user), and of the approvals
+    a ``notice.posted`` (``superseded``) told the user count for nothing (a newer draft had
+    replaced that one)."""
 
     @classmethod
     def read(cls, home: Path) -> Spines:
@@ -333,16 +334,17 @@ class Spines:
             if kind == "question.answered":
                 self.answers[str(line["key"])] += 1
             if kind == "notice.posted" and data.get("reason") == "superseded":
-                self.skipped_approvals.add("#" + str(line["key"]).rpartition(":")[2])
+                self.taken_approvals.add("#" + str(line["key"]).rpartition(":")[2])
             if kind == "approval.observed" and data.get("draft_key"):
                 self.approvals[str(data["draft_key"])] += 1
             if kind == "turn.skipped" or (
                 kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
             ):
                 self.ended_with.update(waiting.pop(turn, []))
-            if kind == "turn.skipped":  # its own keys, or its turn.started's
-                for key in _wake_keys(line) or keys_of.get(turn, []):
-                    self.skipped_approvals.add(key.rpartition(":")[2])
+            if kind in ("turn.started", "turn.skipped"):  # a turn took the approval on
+                for key in _wake_keys(line):
+                    if "@approval:" in key:
+                        self.taken_approvals.add(key.rpartition(":")[2])
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)
                 self.runs.update(keys_of[turn])
@@ -480,7 +482,7 @@ def violations(
         unseen = sorted(
             k
             for k in facts.approved
-            if not facts.approvals[k] and approval_part(k) not in facts.skipped_approvals
+            if not facts.approvals[k] and approval_part(k) not in facts.taken_approvals
         )
         say("approval-seen", [f"{k} approved in its document, never observed" for k in unseen])
     return broken

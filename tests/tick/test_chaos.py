@@ -197,7 +197,7 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (3, "tick"),
     (3, "wake"),
     (3, "kill"),
-    (9, "kill_in_think"),
+    (12, "kill_in_think"),
     (2, "approve"),
     (2, "verb"),
     (2, "retry_with_id"),
@@ -283,7 +283,7 @@ def _figures(machine: Chaos) -> dict[str, Any]:
         "approvals unseen": sum(
             1
             for k in facts.approved
-            if not facts.approvals[k] and approval_part(k) not in facts.skipped_approvals
+            if not facts.approvals[k] and approval_part(k) not in facts.taken_approvals
         ),
         "reservations booked after a failure": len(facts.kept),
         "spend recorded (model.request)": sum(facts.spent.values(), Decimal(0)).quantize(NANO),

@@ -90,8 +90,8 @@ INVARIANTS = {
     "wake-once": "a wake's request id runs one turn, however often it is sent",
     "answer-once": "a question is answered once (a resent answer or chat is told so)",
     "approval-once": "no draft's approval is observed twice",
-    "approval-seen": "once quiet, every draft approved in its document was observed (or the "
-    "tick said why not: its learning turn skipped by a cap, or a newer draft superseded it)",
+    "approval-seen": "once quiet, every draft approved in its document was taken on by a "
+    "turn (learned, or skipped or failed as the user sees) or superseded with a notice",
     "spend-released": "a request its process saw reach no provider (or answered without "
     "usage) releases its reservation: only what the provider served is spent",
     "forget-runs": "`forget` while a turn runs is never refused for the lock",

@@ -1,9 +1,12 @@
 """Answering an outcome's free-text question (``hz heinzel answer NAME "text"``).
 
 A turn whose outcome asks a question ends its act step waiting on ``{kind: answer, key}``
-(`heinzel.turns.act`). The answer goes to ``inbox/answer-<turn>.json`` first (a second
-answer to the same question reuses the first), then ``question.answered{id, hash}`` under
-the question's key (the text only in the inbox and the waiting turn's body), then the
+(`heinzel.turns.act`). Under the spine's lock the answer goes to
+``inbox/answer-<turn>.json`` first (a second answer to the same question reuses the first),
+then ``question.answered{id, hash, request}`` under the question's key (``request``, an
+optional field: the chat's or ``--request-id``'s id; the text only in the inbox and the
+waiting turn's body); a sender that cannot take the lock keeps nothing, so no later
+message is taken for an answer it never recorded. Then the
 waiting turn resumes and ends ``asked``, then one turn of cause asked under the key
 ``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
 machine never starts a key twice). A process killed after ``question.answered`` and before
@@ -47,7 +50,9 @@ def answer_text(
     ``request_id``: the chat request the answer came in, kept with it so a tick after a
     crash runs the follow-up for that request, never an ordinary chat turn; ``question``:
     the turn id or key of the open question to answer, where several wait (HZH350 when
-    none of them is that one))."""
+    none of them is that one)). HZH210 when the question was answered while this waited
+    for the lock; ``answered_by`` in the answer when a first answer a killed process left
+    (another request's) stands, and ``recorded`` then does not run."""
     service = host.service
     name = str(service.queries.row(heinzel_id)["name"])
     waiting = open_asks(service, heinzel_id)

@@ -329,3 +329,22 @@ def test_a_wake_resent_with_its_id_runs_once(user: User) -> None:
     assert mcp.structured_content["turn"] == ran["turn"]
     assert len(provider.seen) == asked
     assert _claims(user, heinzel, "rq-wake1") == {"rq-wake1": 1}
+
+
+def test_an_answer_command_that_cannot_take_the_lock_keeps_nothing(user: User) -> None:
+    """`hz heinzel answer` while another process holds the lock past lock_timeout: HZL010,
+    exit 1, and nothing of the answer kept (no answer file), so the next answer's words are
+    the ones recorded."""
+    heinzel = _approved(user)
+    provider = user.serve(_ask_then_draft)
+    assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
+    (user.folder / "quick.toml").write_text('[heinzel]\nlock_timeout = "1s"\n', encoding="utf-8")
+    session_dir = user.home / "heinzel" / heinzel
+    with _holding(session_dir / "lock"):
+        refused = user.hz("heinzel", "answer", "notes-digest", "words lost", HZ_CONFIG="quick.toml")
+    assert refused.returncode == 1 and refused.stderr.startswith("HZL010"), refused.stderr
+    assert list((session_dir / "inbox").glob("answer-*.json")) == []
+    done = user.hz("heinzel", "answer", "notes-digest", ANSWER, "--json")
+    assert done.returncode == 0, done.stderr
+    assert ANSWER in json.dumps(provider.seen[-1].body)
+    assert "words lost" not in json.dumps(provider.seen[-1].body)

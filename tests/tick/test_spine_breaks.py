@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ledger.reading import read_events
 from ledger.verify import verify
-from tests.tick.homes import hz, make_home, turns
+from tests.tick.homes import hz, make_home, tick, turns
 
 
 def _spine(root: Path, heinzel_id: str) -> Path:
@@ -39,7 +39,8 @@ def test_a_flipped_byte_in_an_old_line_is_contained_and_later_wakes_go_on(
 ) -> None:
     """The first byte of an ended turn's line flipped (``{`` to ``z``: no JSON): the wake
     that meets it records the break (``spine.break_contained``) and says so with HZL030;
-    every later wake drafts; verify still reports the break, contained."""
+    every later wake drafts, the tick reports no error; verify still reports the break,
+    contained."""
     root, ids = make_home(tmp_path, 1)
     assert hz(root, "heinzel", "wake", "report-0").returncode == 0
     spine = _spine(root, ids[0])
@@ -55,6 +56,7 @@ def test_a_flipped_byte_in_an_old_line_is_contained_and_later_wakes_go_on(
         again = hz(root, "heinzel", "wake", "report-0")
         assert again.returncode == 0, again.stderr
     assert [t["disposition"] for t in turns(root, "report-0")].count("drafted") >= 2
+    assert tick(root)["errors"] == []
     status, breaks = _verify(root)
     assert status == 1
     assert [(b["seq"], b["reason"], b["contained"]) for b in breaks] == [

@@ -17,6 +17,7 @@ from heinzel.errors import HeinzelError
 from heinzel.service import Service
 from heinzel.store.inbox import Inbox
 from heinzel.tick.verbs import Verbs
+from machines.keys import Wake
 from machines.spine_journal import SpineIndex, SpineJournal
 from machines.turn import TurnMachine
 
@@ -192,6 +193,22 @@ class TestResumeStopRetry:
         answer = verbs.retry("again", "shorter", request_id="rq-9")
         assert (answer["key"], answer["parent"]) == (f"{heinzel}@retry:rq-9", "t-0001")
         assert Inbox(service.home, heinzel).read("rq-9").message == "shorter"  # type: ignore[union-attr]
+
+    def test_a_retry_keyed_the_old_way_is_not_run_again(
+        self, tmp_path: Path, service: Service, recorder: Recorder, adapters: dict[str, object]
+    ) -> None:
+        """A retry recorded under the old key ``<id>@retry:<parent>:<request id>`` (spines
+        before the key named only the request): its request id sent again runs nothing."""
+        heinzel = approved(service, contract(tmp_path, "again", schedule=None))
+        verbs = Verbs(service, recorder, adapters)
+        verbs.chat("again", "draft it")
+        old = Wake("retry", f"{heinzel}@retry:t-0001:rq-old")
+        [retried] = recorder.run_wakes(heinzel, [old], adapters=adapters)
+        ran = recorder.count
+        again = verbs.retry("again", "shorter", request_id="rq-old")
+        assert recorder.count == ran
+        assert again["delivered"] == "already delivered (its turn ran then; nothing ran again)"
+        assert (again["turn"], again["key"]) == (retried.turn, old.key)
 
 
 class TestApproveDraft:

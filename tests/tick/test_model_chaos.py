@@ -70,6 +70,7 @@ from tests.tick.chaos_world import (
     Ended,
     Loopback,
     Spines,
+    approval_part,
     violations,
 )
 from tests.tick.homes import HZ, make_home
@@ -696,6 +697,19 @@ class Chaos(RuleBasedStateMachine):
             self._run("heinzel", "wake", name)
             self.approve(name, "document")
             self._run("system", "daemon", "tick", "--json")
+            self._approvals_taken()  # this tick had to take it on (a later draft may not)
+
+    def _approvals_taken(self) -> None:
+        """approval-seen now: every draft approved in its document taken on by a turn."""
+        facts = Spines.read(self.root / "home")
+        unseen = sorted(
+            k
+            for k in facts.approved
+            if not facts.approvals[k] and approval_part(k) not in facts.taken_approvals
+        )
+        if unseen and "approval-seen" not in DISABLED and "approval-seen" not in self.breaches:
+            what = "\n    ".join(f"{k} approved in its document, not taken on" for k in unseen)
+            self.breaches["approval-seen"] = f"after step {self.steps}: {what}"
 
     @rule(name=st.sampled_from(NAMES), seq=st.integers(min_value=1, max_value=6))
     def forget_while_running(self, name: str, seq: int) -> None:

@@ -869,7 +869,8 @@ class Chaos(RuleBasedStateMachine):
         finally:
             self.provider.gate.set()
             for run in self.running:
-                run.process.kill()
+                with contextlib.suppress(ProcessLookupError):  # it ended in between
+                    run.process.kill()
                 run.process.wait()
             self.provider.close()
             if TRACE:

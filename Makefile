@@ -145,6 +145,9 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 	HZ_BENCH_AGE=1000 $(BIN)/python tests/bench/run.py startup age
 
 ## make soak: the long chaos runs: the storm (many hz processes, seeded kills, then quiet),
+## the storm of every surface (the model's rules drawn by HZ_SOAK_SEED for SOAK_STORM_STEPS
+## steps: chats and their resends, retries, answers, MCP, faults, SIGKILLs; it prints its
+## figures: processes, kills, delivered twice, lost, doubles, spend, chains, uncoded exits),
 ## the tick-and-chat race and the concurrent-index run at full length (make test runs them
 ## short), the model-based one (a state machine of hz processes, kills and a charging
 ## provider, SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the
@@ -154,8 +157,10 @@ SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
 SOAK_KILLS ?= 300
+SOAK_STORM_STEPS ?= 600
 soak: $(STAMP)
-	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
+	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) HZ_SOAK_STORM_STEPS=$(SOAK_STORM_STEPS) \
+	  HZ_CHAOS_CAP=0.05 HZ_CHAOS_TURN_CAP=0.03 $(BIN)/pytest -q -s tests/tick/test_chaos.py
 	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
 	  tests/tick/test_one_message.py tests/heinzel/test_concurrent_index.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \

@@ -12,6 +12,7 @@ os.environ.pop("HZ_NOW", None)
 
 LONGEST = (
     "tests/team/test_two_machines.py::test_a_week_of_daily_slots",
+    "tests/tick/test_model_chaos.py::",  # its tour and random examples: about 150 s loaded
     "tests/ledger/test_kill.py::",
     "tests/e2e/",
     "tests/adapters/test_source_credentials.py::",
@@ -34,7 +35,6 @@ LONGEST = (
     "tests/graph/test_diamond.py::",  # one approved diamond per module: its tests together
     "tests/adapters/test_calendars.py::",
     "tests/loop/test_interrupt.py::",
-    "tests/tick/test_model_chaos.py::",
     "tests/tick/test_chaos.py::",
     "tests/machines/test_crashmatrix.py::",
     "tests/machines/test_notes_agent.py::test_the_crash_matrix",

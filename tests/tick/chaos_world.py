@@ -7,7 +7,12 @@ Each `hz` process gets its own base URL (``/<tag>/v1``), so the provider knows w
 process (and so which day, the process's ``HZ_NOW``) paid for each answer. Its weather is
 set by the state machine: ``fair`` drafts, ``ask`` asks one question, ``fail`` answers
 500, and a closed gate holds every request until the machine opens it (a slow provider:
-the turn stays in think while other processes come).
+the turn stays in think while other processes come). A process started in a faulty
+weather keeps it for all its requests (`Loopback.modes`): ``garbage`` answers 200 with a
+body that is not JSON, ``shape`` 200 with JSON of the wrong shape, ``stall`` holds each
+request past the process's request timeout, and ``refuse`` (`Loopback.refused_url`)
+points it at a port nobody listens on. None of these is paid: the provider's takings are
+only the answers it served.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -22,11 +28,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 from tests.models.fake_providers import Provider
 
-__all__ = ["DONE_WHEN", "Loopback", "Spines", "violations"]
+__all__ = ["DONE_WHEN", "FAULTS", "Loopback", "Spines", "violations"]
 
 DONE_WHEN = (
     "every pull request merged this week appears in exactly one bullet",
@@ -43,6 +50,10 @@ DRAFT = {
         "done_when": [{"item": item, "met": True, "note": "checked"} for item in DONE_WHEN],
     },
 }
+READER_GOAL = "Reader of report-0"
+"""Words of the reader's goal (tests/tick/test_model_chaos.py): a request that holds them
+is the reader's, and must hold no pending draft of report-0's document (`Loopback.leaked`)."""
+LEAKS = ("🧝 DRAFT", "hz:draft key=", "hz:end key=")
 ASK = {"report": "one thing is unclear", "question": "Which incidents belong in it?"}
 LEARNED = {"report": "learned from the edits", "lessons": [{"sentence": "keep it short"}]}
 INPUT_USD, OUTPUT_USD = Decimal("0.15"), Decimal("0.6")
@@ -57,6 +68,16 @@ NANO = Decimal("0.000000001")
 KEYS = {"v", "seq", "ts", "prev", "turn", "kind", "key", "data"}
 LIFECYCLE = {"turn.started", "turn.resumed", "turn.waiting", "turn.finished", "turn.skipped"}
 LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
+FAULTS = ("garbage", "shape", "stall", "refuse")
+"""The provider's faults a process keeps from its start (module docstring)."""
+STALL = 1.5
+"""Seconds a stalled request is held: past the 1 s request timeout its process runs with."""
+RETRY_KEY = re.compile(r"^(hz-[0-9A-Za-z]+)@retry:(?:.*:)?(rq-[^:]+)$")
+"""A retry's wake key, ``<id>@retry:<request id>`` (older: ``<id>@retry:<parent>:<id>``)."""
+WAKE_ID = re.compile(r"@rq-chaos\d+w$")
+"""The key of a wake the chaos model sent with ``--request-id`` (its ids end in ``w``)."""
+PENDING = re.compile(r"🧝 DRAFT .*\n<!-- hz:draft key=(\S+) -->")
+MARKED = re.compile(r"<!-- hz:draft key=(\S+) -->")
 
 
 @dataclass
@@ -73,9 +94,22 @@ class Loopback:
     paid: dict[str, list[Decimal]] = field(default_factory=dict)
     """Process tag -> what each of its answered requests cost."""
     problems: list[str] = field(default_factory=list)
+    modes: dict[str, str] = field(default_factory=dict)
+    """Process tag -> the fault it met from its start (`FAULTS`), for all its requests."""
+    held: int = 0
+    """Requests waiting at the closed gate right now."""
+    leaked: list[str] = field(default_factory=list)
+    """What the reader's requests saw of report-0's pending drafts or hz's tags."""
+    dismissed: set[str] = field(default_factory=set)
+    """The words of lessons the user dismissed (added once `hz heinzel dismiss` ended)."""
+    resurfaced: list[str] = field(default_factory=list)
+    """Requests that arrived after a dismissal and still held the dismissed words."""
+    taught: int = 0
+    """Lessons taught so far: each learning answer's sentence is its own."""
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
         self.gate = threading.Event()
         self.gate.set()
         world = self
@@ -84,6 +118,8 @@ class Loopback:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
                 status, out = world.answer(self.path.split("/")[1], json.loads(raw), len(raw))
+                if status == 0:  # stalled: its process gave up; nothing is sent
+                    return
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))
@@ -98,9 +134,23 @@ class Loopback:
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+        with socket.socket() as probe:  # a port that was free: nobody listens there
+            probe.bind(("127.0.0.1", 0))
+            self.refused_url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
 
     def base_url(self, tag: str) -> str:
         return f"http://127.0.0.1:{self.server.server_port}/{tag}/v1"
+
+    def wait_held(self, process: Popen[Any], limit: float = HOLD_LIMIT) -> bool:
+        """Until a request waits at the closed gate (a turn is in think): whether one does
+        before ``process`` ends (it may have sent none: a cap, a refusal) or ``limit``."""
+        for _ in range(int(limit * 10)):
+            with self.arrived:
+                if self.arrived.wait_for(lambda: self.held > 0, timeout=0.1):
+                    return True
+            if process.poll() is not None:
+                return False
+        return False
 
     def close(self) -> None:
         self.gate.set()
@@ -109,9 +159,35 @@ class Loopback:
         self.thread.join(timeout=10)
 
     def answer(self, tag: str, body: dict[str, Any], size: int) -> tuple[int, bytes]:
-        if not self.gate.wait(HOLD_LIMIT):
+        with self.arrived:
+            self.held += 1
+            self.arrived.notify_all()
+        try:
+            opened = self.gate.wait(HOLD_LIMIT)
+        finally:
+            with self.lock:
+                self.held -= 1
+        if not opened:
             self.problems.append(f"a request of {tag} was held {HOLD_LIMIT} s")
             return 500, b"{}"
+        mode = self.modes.get(tag)
+        if mode == "stall":
+            threading.Event().wait(STALL)  # the provider's own hang, past the client's timeout
+            return 0, b""
+        if mode == "garbage":
+            return 200, b"<html>502 bad gateway</html>"
+        if mode == "shape":
+            return 200, b'{"object": "list", "data": []}'
+        sent = json.dumps(body, ensure_ascii=False)
+        with self.lock:
+            back = [words for words in self.dismissed if words in sent]
+            if back:
+                self.resurfaced.append(f"a request of {tag} held the dismissed {back}")
+        if READER_GOAL in sent:
+            seen = [leak for leak in LEAKS if leak in sent]
+            if seen:
+                with self.lock:
+                    self.leaked.append(f"a request of the reader ({tag}) held {seen}")
         tools = [t["function"]["name"] for t in body.get("tools") or []]
         final = next((t for t in tools if t.startswith("final_result")), None)
         with self.lock:
@@ -119,7 +195,9 @@ class Loopback:
                 error = {"error": {"message": "boom", "type": "server_error"}}
                 return 500, json.dumps(error).encode()
             if "read_approved" in tools:
-                outcome: dict[str, Any] = LEARNED
+                self.taught += 1
+                taught = [{"sentence": f"keep it short, lesson {self.taught}"}]
+                outcome: dict[str, Any] = {**LEARNED, "lessons": taught}
             elif self.asks > 0:
                 self.asks -= 1
                 outcome = ASK
@@ -195,6 +273,26 @@ class Spines:
     the user sees end so, as a chat whose own turn ends so."""
     open: list[str] = field(default_factory=list)
     """``<id>/<turn>`` of the turns neither ended (finished, skipped) nor parked (waiting)."""
+    kept: list[str] = field(default_factory=list)
+    """``model.reserved`` lines neither settled (``model.request``) nor let go
+    (``model.released``) by a turn that then ended or waited in the same process (no
+    ``turn.resumed`` between): a request its process saw fail, booked as spend."""
+    retries: Counter[str] = field(default_factory=Counter)
+    """``<id>@<request id>`` of a retry -> the turns its key started (or skipped)."""
+    answers: Counter[str] = field(default_factory=Counter)
+    """A question's key -> its ``question.answered`` lines."""
+    approvals: Counter[str] = field(default_factory=Counter)
+    """A draft's key -> the ``approval.observed`` lines naming it (``draft_key``)."""
+    approved: set[str] = field(default_factory=set)
+    """Drafts the user approved in their document (its 🧝 DRAFT line gone, hz's markers
+    still there: hz has not yet observed it)."""
+    pending: set[str] = field(default_factory=set)
+    """Drafts whose 🧝 DRAFT line is still in their document."""
+    taken_approvals: set[str] = field(default_factory=set)
+    """``#<16 hex of a draft's key>`` of the approval wakes a turn took on (however it then
+    ended: learned, skipped by a cap, failed, each shown to the user), and of the approvals
+    a ``notice.posted`` (``superseded``) told the user count for nothing (a newer draft had
+    replaced that one)."""
 
     @classmethod
     def read(cls, home: Path) -> Spines:
@@ -202,6 +300,12 @@ class Spines:
         for spine in sorted((home / "heinzel").glob("hz-*/session.jsonl")):
             facts._fold(spine)
             facts._inbox(spine.parent)
+        for document in sorted(home.parent.glob("*.md")):
+            if not document.name.endswith(".prose.md"):
+                text = document.read_text(encoding="utf-8")
+                pending = set(PENDING.findall(text))
+                facts.pending |= pending
+                facts.approved |= set(MARKED.findall(text)) - pending
         return facts
 
     def _fold(self, spine: Path) -> None:
@@ -211,17 +315,43 @@ class Spines:
         waiting: dict[str, list[str]] = {}
         keys_of: dict[str, list[str]] = {}
         state: dict[str, str] = {}
+        reserved: dict[str, int] = {}  # turn -> the seq of its open reservation
         for line in lines:
             kind, turn, data = line["kind"], str(line["turn"]), line["data"]
             if kind in LIFECYCLE:
                 state[turn] = kind
+            if kind == "model.reserved":
+                reserved[turn] = int(line["seq"])
+            elif kind in ("model.request", "model.released", "turn.resumed"):
+                reserved.pop(turn, None)  # settled, let go, or its process died with it
+            elif (
+                kind in ("turn.finished", "turn.skipped", "turn.waiting")
+                and turn in reserved
+                and data.get("disposition") != "abandoned"  # a dead process's, ended by another
+            ):
+                seq = reserved.pop(turn)
+                self.kept.append(f"{heinzel}/{turn} seq {seq} ({data.get('error')})")
+            if kind == "question.answered":
+                self.answers[str(line["key"])] += 1
+            if kind == "notice.posted" and data.get("reason") == "superseded":
+                self.taken_approvals.add("#" + str(line["key"]).rpartition(":")[2])
+            if kind == "approval.observed" and data.get("draft_key"):
+                self.approvals[str(data["draft_key"])] += 1
             if kind == "turn.skipped" or (
                 kind == "turn.finished" and data.get("disposition") in ("failed", "abandoned")
             ):
                 self.ended_with.update(waiting.pop(turn, []))
+            if kind in ("turn.started", "turn.skipped"):  # a turn took the approval on
+                for key in _wake_keys(line):
+                    if "@approval:" in key:
+                        self.taken_approvals.add(key.rpartition(":")[2])
             if kind in ("turn.started", "turn.skipped"):
                 keys_of[turn] = _wake_keys(line)
                 self.runs.update(keys_of[turn])
+                for key in keys_of[turn]:
+                    retried = RETRY_KEY.match(key)
+                    if retried:
+                        self.retries[f"{retried[1]}@{retried[2]}"] += 1
             elif kind == "turn.steered":
                 waiting.setdefault(turn, []).append(f"{heinzel}@{data['request_id']}")
             elif kind == "model.request":
@@ -310,6 +440,14 @@ def violations(
         [f"{k} ran {n} times" for k, n in facts.runs.items() if SLOT.match(k) and n > 1],
     )
     say("slot-once", [f"{k} drafted {n} times" for k, n in facts.drafts.items() if n > 1])
+    say("retry-once", [f"retry {k} ran {n} times" for k, n in facts.retries.items() if n > 1])
+    say(
+        "wake-once",
+        [f"wake {k} ran {n} times" for k, n in facts.runs.items() if WAKE_ID.search(k) and n > 1],
+    )
+    say("answer-once", [f"{k} answered {n} times" for k, n in facts.answers.items() if n > 1])
+    say("approval-once", [f"{k} observed {n} times" for k, n in facts.approvals.items() if n > 1])
+    say("spend-released", [f"{k}: its reservation booked as spend" for k in facts.kept])
     for day in sorted(set(charged) | set(facts.spent)):
         # to the 1e-9 USD the spine's floats keep (hz rounds a day's spend to 9 digits)
         paid = charged.get(day, Decimal(0)).quantize(NANO)
@@ -333,13 +471,26 @@ def violations(
         delivered = any(facts.runs[k] or facts.ended_with[k] for k in sent)
         if done.code == 1 and _unsent(done.stderr) and delivered:
             say("chat-honest", [f"hz {command}: refused ({first}) but delivered"])
+        if done.args[:2] == ("heinzel", "forget") and first.startswith("HZL010"):
+            say("forget-runs", [f"hz {command}: {first} (it takes effect from the next turn)"])
     if quiet:
         lost = [k for k in facts.chats if not facts.runs[k] and not facts.ended_with[k]]
         say("chat-kept", [f"{k} never delivered" for k in lost])
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
         say("turns-end", [f"{t} is still open" for t in facts.open])
+        unseen = sorted(
+            k
+            for k in facts.approved
+            if not facts.approvals[k] and approval_part(k) not in facts.taken_approvals
+        )
+        say("approval-seen", [f"{k} approved in its document, never observed" for k in unseen])
     return broken
+
+
+def approval_part(draft_key: str) -> str:
+    """The draft's part of its approval wake's key: ``#`` and 16 hex of its key's sha256."""
+    return "#" + hashlib.sha256(draft_key.encode("utf-8")).hexdigest()[:16]
 
 
 def _carries_a_draft(data: dict[str, Any]) -> bool:

@@ -12,10 +12,15 @@ to one Heinzelmännchen at once; every chat must then have exactly one claim on 
 (steered into one turn, or the key of one turn of its own, never both, never none), and
 every steer a model request after it (unless the resume rules abandoned its turn).
 
-The short run is part of `make test`; `make soak` runs the long one (``HZ_SOAK_ROUNDS``),
-``HZ_SOAK_SEED`` picks another seed. The processes are forked from the fork server
-(tests/forkhz.py): a wake's process takes about 0.2 s there against 0.7 s exec'd, so more
-of them overlap.
+The second test is the storm of every surface (issue 38, item 10): the chaos model's
+rules (tests/tick/test_model_chaos.py) drawn by the seed, with its invariants, printing
+its figures (processes, kills, chats, delivered twice, lost, doubles, spend against the
+provider's takings, chains verified, uncoded exits).
+
+The short runs are part of `make test`; `make soak` runs the long ones (``HZ_SOAK_ROUNDS``,
+``HZ_SOAK_STORM_STEPS``), ``HZ_SOAK_SEED`` picks another seed. The processes are forked
+from the fork server (tests/forkhz.py): a wake's process takes about 0.2 s there against
+0.7 s exec'd, so more of them overlap.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import sqlite3
 import subprocess
 from collections import Counter
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,10 @@ import pytest
 from ledger.reading import read_events
 from machines.journal import expand_carried
 from tests import forkhz
+from tests.tick.chaos_world import CODED as STARTS_CODED
+from tests.tick.chaos_world import FAULTS, NANO, SLOT, WAKE_ID, Spines, approval_part
 from tests.tick.homes import CODED, FRIDAY, HZ, claims_in, env, hz, make_home, tick
+from tests.tick.test_model_chaos import WITH_ID, Chaos
 
 NAMES = ["report-0", "report-1", "report-2"]
 ROUNDS = int(os.environ.get("HZ_SOAK_ROUNDS", "4"))
@@ -178,3 +187,139 @@ def test_many_processes_with_kills_then_quiet_keep_every_promise(tmp_path: Path)
     rebuilt = hz(root, "heinzel", "reindex", HZ_NOW=last)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert _rows(home / "index.sqlite") == before
+
+
+STORM_STEPS = int(os.environ.get("HZ_SOAK_STORM_STEPS", "12"))
+"""Steps of the storm of every surface (`make soak`: 400, some 330 `hz` processes)."""
+STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
+    (6, "chat"),
+    (3, "chat_again"),
+    (3, "tick"),
+    (3, "wake"),
+    (3, "kill"),
+    (12, "kill_in_think"),
+    (2, "approve"),
+    (2, "verb"),
+    (2, "retry_with_id"),
+    (2, "retry_again"),
+    (1, "question"),
+    (1, "mcp"),
+    (1, "page"),
+    (1, "read"),
+    (1, "dismiss"),
+    (1, "wake_twice"),
+    (1, "person"),
+    (1, "weather"),
+    (1, "identical_drafts"),
+    (1, "forget_while_running"),
+]
+
+
+def _storm_step(machine: Chaos, rng: random.Random) -> None:
+    """One seeded step: a rule of the model (tests/tick/test_model_chaos.py) with its
+    arguments; three in five of the processes started with a crash point (a real exit 137)."""
+    rule = rng.choices([r for _, r in STORM], weights=[w for w, _ in STORM])[0]
+    name = rng.choice(["report-0", "report-1"])
+    crash = rng.randint(1, 5) if rng.random() < 0.6 else None
+    if rule == "chat":
+        machine.chat(name, with_id=rng.random() < 0.6, crash=crash)
+    elif rule == "chat_again" and machine.sent:
+        machine.chat_again(rng.randrange(1 << 16))
+    elif rule == "tick":
+        machine.tick(rng.choice(["none", "minutes", "next-slot"]), crash)
+    elif rule == "wake":
+        machine.wake(name, crash)
+    elif rule == "kill":
+        machine.kill(rng.randrange(1 << 16))
+    elif rule == "kill_in_think":
+        machine.kill_in_think(name, rng.choice(["wake", "chat", "tick"]))
+    elif rule == "approve":
+        machine.approve(name, rng.choice(["document", "command"]))
+    elif rule == "verb":
+        machine.verb(name, rng.choice(["answer yes", "answer in words", "retry", "stop"]))
+    elif rule == "retry_with_id":
+        machine.retry_with_id(name, crash)
+    elif rule == "retry_again" and machine.retried:
+        machine.retry_again(rng.randrange(1 << 16), rng.random() < 0.5)
+    elif rule == "question":
+        machine.question(name, rng.choice(["resend", "delivered-then-asked", "by-question"]))
+    elif rule == "mcp":
+        machine.mcp(name, rng.choice(["chat", "chat again", "answer", "retry"]), rng.randrange(99))
+    elif rule == "wake_twice" and WITH_ID["wake"]:
+        machine.wake_twice(name, rng.random() < 0.5)
+    elif rule == "dismiss":
+        machine.dismiss(name)
+    elif rule == "read":
+        machine.read(crash)
+    elif rule == "page":
+        machine.page(name, rng.choice(["chat", "answer", "approve", "retry", "stop", "wake"]))
+    elif rule == "person":
+        machine.person(name, rng.choice(["forget", "show", "lessons"]), rng.randint(1, 40))
+    elif rule == "weather":
+        machine.weather(rng.choice(["fair", "fair", "fail", "ask", "slow", *FAULTS]))
+    elif rule == "identical_drafts":
+        machine.identical_drafts(name)
+    elif rule == "forget_while_running":
+        machine.forget_while_running(name, rng.randint(1, 6))
+
+
+def _figures(machine: Chaos) -> dict[str, Any]:
+    """The storm's figures, read from the files (tests/tick/chaos_world.py's `Spines`)."""
+    facts = Spines.read(machine.root / "home")
+    ended = machine.ledger.ended
+    paid = sum((sum(c, Decimal(0)) for c in machine.provider.paid.values()), Decimal(0))
+    spines = sorted((machine.root / "home" / "heinzel").glob("hz-*/session.jsonl"))
+    return {
+        "processes": machine.count,
+        "kills": sum(1 for e in ended if e.killed),
+        "chats": len(facts.chats),
+        "delivered twice": sum(1 for k in facts.chats if facts.runs[k] > 1),
+        "lost": sum(1 for k in facts.chats if not facts.runs[k] and not facts.ended_with[k]),
+        "slots twice": sum(1 for k, n in facts.runs.items() if SLOT.match(k) and n > 1),
+        "drafts twice": sum(1 for n in facts.drafts.values() if n > 1),
+        "requests twice": sum(1 for n in facts.retries.values() if n > 1)
+        + sum(1 for n in facts.answers.values() if n > 1)
+        + sum(1 for k, n in facts.runs.items() if WAKE_ID.search(k) and n > 1),
+        "approvals unseen": sum(
+            1
+            for k in facts.approved
+            if not facts.approvals[k] and approval_part(k) not in facts.taken_approvals
+        ),
+        "reservations booked after a failure": len(facts.kept),
+        "spend recorded (model.request)": sum(facts.spent.values(), Decimal(0)).quantize(NANO),
+        "provider's takings": paid.quantize(NANO),
+        "paid, then killed before its line (at most)": sum(
+            machine.ledger.unrecorded.values(), Decimal(0)
+        ).quantize(NANO),
+        "chains verified": f"{len(spines) - len({b.split()[0] for b in facts.broken})}"
+        f" of {len(spines)}",
+        "uncoded exits": sum(
+            1
+            for e in ended
+            if "Traceback" in e.stderr
+            or (e.code != 0 and not e.killed and not STARTS_CODED.match(e.stderr))
+        ),
+    }
+
+
+@pytest.mark.slow
+def test_a_seeded_storm_of_every_surface_prints_its_figures() -> None:
+    """The model's rules (chats with and without ids and their resends, ticks, approvals,
+    answers, retries, stops, forget, dismissals, MCP tool calls, the page's buttons, the
+    reader, a faulty provider) drawn by a seed, four `hz` processes at once, half with a
+    crash point, and real SIGKILLs (of whatever runs, and while a request waits at the
+    provider); then quiet and the figures `make soak` prints (docs/architecture.md keeps
+    one run's). Every invariant of the model must hold (its teardown says which broke)."""
+    rng = random.Random(SEED)
+    machine = Chaos()
+    try:
+        for _ in range(STORM_STEPS):
+            _storm_step(machine, rng)
+            machine.promises_hold()
+        machine._quiet()
+        figures = _figures(machine)
+        print(f"\nstorm figures (seed {SEED}, {STORM_STEPS} steps):")
+        for what, value in figures.items():
+            print(f"  {what}: {value}")
+    finally:
+        machine.teardown()

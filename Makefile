@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
+.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe postgres
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -74,6 +74,19 @@ $(CHROMIUM):
 ## make chromium: install the browser the web head's browser test drives.
 chromium: $(CHROMIUM)
 
+## make postgres: Debian's postgresql for the Postgres journal's tests, which start a temporary
+## cluster with its initdb/pg_ctl (tests/machines/test_postgres.py); no server is left running.
+## Without apt (or when it fails) those tests skip, naming why.
+postgres:
+	@if command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -q postgresql >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q postgresql >/dev/null 2>&1)) || \
+	  echo "note: postgresql did not install; the Postgres journal's tests will skip"; \
+	else \
+	  echo "note: apt-get not found; the Postgres journal's tests will skip"; \
+	fi
+
 ## make claude: install the real Claude Code CLI the runner tests use.
 claude: $(CLAUDE_STAMP)
 
@@ -96,7 +109,7 @@ typecheck: $(STAMP)
 ## with one long test on one core.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
 
-unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
+unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) postgres
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 # Debian's stress-ng for make test-loaded. Without apt it prints a note and test-loaded stops.
@@ -149,18 +162,21 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 ## short), the model-based one (a state machine of hz processes, kills and a charging
 ## provider, SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the
 ## held-out embedding host SIGKILLed SOAK_KILLS times at seeded points
-## (tests/machines/test_heldout_host.py).
+## (tests/machines/test_heldout_host.py), and the Postgres journal's 4 workers SIGKILLed
+## SOAK_PG_KILLS times (tests/machines/test_postgres.py).
 SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
 SOAK_KILLS ?= 300
-soak: $(STAMP)
+SOAK_PG_KILLS ?= 200
+soak: $(STAMP) postgres
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) $(BIN)/pytest -q tests/tick/test_chaos.py
 	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
 	  tests/tick/test_one_message.py tests/heinzel/test_concurrent_index.py
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 	HZ_SOAK_KILLS=$(SOAK_KILLS) $(BIN)/pytest -q -s tests/machines/test_heldout_host.py -k sigkill
+	HZ_SOAK_PG_KILLS=$(SOAK_PG_KILLS) $(BIN)/pytest -q -s tests/machines/test_postgres.py -k kill_loop
 
 ## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew and a
 ## hostile push (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).

@@ -17,6 +17,7 @@ import asyncio
 import itertools
 import os
 import random
+import re
 import select
 import subprocess
 import sys
@@ -227,3 +228,33 @@ def test_a_kill_loop_over_four_workers_acts_exactly_once(url: str, tmp_path: Pat
         f"{queued}/{queued} once, pages {sum(pages.values())} (none twice, {interrupted} "
         f"INTERRUPTED); {resumed} turns resumed; 0 jobs lost; the chain verifies"
     )
+
+
+def test_the_docs_worker_runs_as_three_processes_on_one_database(url: str, tmp_path: Path) -> None:
+    """The worker of docs/embedding.md ("Many machines on Postgres"), as written, run by
+    three processes at once on one database: each invoice mailed once, no job left."""
+    doc = (ROOT / "docs" / "embedding.md").read_text(encoding="utf-8")
+    (snippet,) = [s for s in re.findall(r"```python\n(.*?)```", doc, re.S) if "postgres=" in s]
+    script = tmp_path / "worker.py"
+    script.write_text(snippet, encoding="utf-8")
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    env = {**os.environ, "HZ_POSTGRES_URL": url, "HZ_SPOOL": str(spool)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    outputs = [w.communicate() for w in workers]
+    assert [w.returncode for w in workers] == [0, 0, 0], [err for _, err in outputs]
+    sent = (spool / "sent.log").read_text().splitlines()
+    assert sorted(sent) == sorted(f"billing@mail:{n}" for n in range(10))  # each once
+    with connect(url) as conn:
+        left = conn.execute("SELECT count(*) FROM hz_jobs WHERE state <> 'done'").fetchone()
+    assert left[0] == 0

@@ -233,18 +233,24 @@ class PostgresJournal:
 
 class PostgresBody:
     """A `Body` in ``hz_bodies``: a put is committed when it returns (another worker
-    resuming the turn reads it)."""
+    resuming the turn reads it), without waiting for the server's flush
+    (``synchronous_commit`` off for that transaction only). That is the body's rule
+    (`machines.journal.Body`): it survives the process, not a power cut; and the append
+    that records its hash next is a synchronous commit, which flushes the server's log
+    up to it, so both are durable together: one flush per step, not two."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
     def put(self, turn: str, digest: str, value: Any) -> None:
         """Keep ``value`` under ``(turn, digest)`` (idempotent)."""
-        self.conn.execute(
-            "INSERT INTO hz_bodies (turn, digest, value) VALUES (%s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            (turn, digest, canonical(value)),
-        )
+        with self.conn.transaction():
+            self.conn.execute("SET LOCAL synchronous_commit TO off")
+            self.conn.execute(
+                "INSERT INTO hz_bodies (turn, digest, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (turn, digest, canonical(value)),
+            )
 
     def get(self, turn: str, digest: str) -> Any:
         """The value under ``(turn, digest)``; `KeyError` when there is none."""

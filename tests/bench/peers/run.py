@@ -76,12 +76,13 @@ class Mode:
 
     @property
     def hz(self) -> bool:
-        return self.worker in ("hz_worker.py", "embed_worker.py")
+        return self.worker in ("hz_worker.py", "embed_worker.py", "embed_pg_worker.py")
 
 
 MODES = (
     Mode("hz turn host", "hz_worker.py"),
     Mode("hz embedder (docs/embedding.md)", "embed_worker.py"),
+    Mode("hz embedder on Postgres", "embed_pg_worker.py", postgres=True),
     Mode("DBOS SQLite WAL", "dbos_worker.py", {"PEERS_STORE": "sqlite-wal"}),
     Mode("DBOS Postgres", "dbos_worker.py", {"PEERS_STORE": "postgres"}, postgres=True),
     Mode(
@@ -220,12 +221,16 @@ def print_whose(
 
 def verdicts(modes: list[Mode], figures: dict[str, dict[str, float]]) -> list[str]:
     """PASS/MISS per hz path and figure: hz ahead of every peer's most durable mode
-    measured (the extras aside), as the hz path's time over the fastest such peer's."""
+    measured (the extras aside), as the hz path's time over the fastest such peer's; hz
+    on Postgres against the peers on Postgres only."""
     lines = []
     peers = [m for m in modes if not m.hz and not m.extra]
     for path in (m for m in modes if m.hz):
+        pool = [m for m in peers if m.postgres] if path.postgres else peers
+        if not pool:
+            continue
         for key, what in (("step", "step"), ("run5", "5-step run"), ("recovery", "recovery")):
-            best = min(peers, key=lambda m: figures[m.name][key])
+            best = min(pool, key=lambda m: figures[m.name][key])
             ratio = figures[path.name][key] / figures[best.name][key]
             verdict = "PASS" if ratio < 1 else "MISS"
             lines.append(

@@ -137,7 +137,7 @@ test-loaded: lint typecheck $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) $(
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
-## make bench-peers: hz (turn host and embedder) beside DBOS (SQLite WAL, Postgres) and
+## make bench-peers: hz (turn host, embedder, embedder on Postgres) beside DBOS (SQLite WAL, Postgres) and
 ## LangGraph (durability="sync" on SQLite and Postgres) on one workload, interleaved, with the
 ## fsync floor and each mode's fsyncs by strace (tests/bench/peers/run.py; Postgres a temporary
 ## cluster from the machine's initdb). The peers live in their own venv, never in the lock. Then

@@ -3,8 +3,9 @@ same workload, interleaved in one run, with the fsync floor of the same disk mea
 between them.
 
 The modes, each printed by name beside its figures (``MODES``): hz on both its paths,
-its own turn host (``hz_worker.py``) and a host embedding `machines` as
-docs/embedding.md says (``embed_worker.py``); DBOS on SQLite in WAL mode and on Postgres;
+its own turn host (``hz_worker.py``), a host embedding `machines` as
+docs/embedding.md says (``embed_worker.py``) and the same on the Postgres journal
+(``embed_pg_worker.py``, held against the peers on Postgres); DBOS on SQLite in WAL mode and on Postgres;
 LangGraph with ``durability="sync"`` on ``SqliteSaver`` and on ``PostgresSaver``. The
 Postgres is a temporary cluster this bench makes, starts and stops (``pg.py``); without
 ``initdb`` the Postgres rows are left out with the reason printed. The peers' defaults

@@ -140,7 +140,9 @@ bench: $(STAMP)
 ## make bench-peers: hz (turn host, embedder, embedder on Postgres) beside DBOS (SQLite WAL, Postgres) and
 ## LangGraph (durability="sync" on SQLite and Postgres) on one workload, interleaved, with the
 ## fsync floor and each mode's fsyncs by strace (tests/bench/peers/run.py; Postgres a temporary
-## cluster from the machine's initdb). The peers live in their own venv, never in the lock. Then
+## cluster from the machine's initdb), and jobs per second with 4 worker processes on Postgres,
+## hz's queue beside DBOS's (tests/bench/peers/jobs.py). The peers live in their own venv, never
+## in the lock. Then
 ## hz's own targets in the same run: start-up by need as ratios to `python -c pass`, and turn
 ## 1,000 of a session beside turn 1 (bench_startup, bench_age).
 PEERS_VENV  := .bench-peers-venv

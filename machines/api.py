@@ -407,6 +407,8 @@ class Host:
         self.lease = lease
         self._pg: Any = None
         """The connection to the Postgres journal (opened by the first job)."""
+        self._pg_enqueue: Any = None
+        """`enqueue`'s own connection: callers in any thread, never inside a job's append."""
         self.clock = clock
         self.vocabulary = vocabulary
         self.on_durable = list(on_durable)
@@ -506,9 +508,10 @@ class Host:
             thread.join()
             own.close()
         self._release_spine()
-        if self._pg is not None:
-            self._pg.close()
-            self._pg = None
+        for conn in (self._pg, self._pg_enqueue):
+            if conn is not None:
+                conn.close()
+        self._pg = self._pg_enqueue = None
 
     def _pg_open(self) -> Any:
         """The connection to the Postgres journal, the journal, bodies and session over
@@ -532,7 +535,8 @@ class Host:
         from ledger.lock import POLL_SECONDS
         from machines.pg_journal import finish, key_holder, key_unlock, try_key_lock
 
-        conn = self._pg_open()
+        with self._guard:
+            conn = self._pg_open()
         waited = 0.0
         while not try_key_lock(conn, key):
             if waited >= self.lock_timeout:
@@ -553,12 +557,18 @@ class Host:
 
     def enqueue(self, key: str, cause: str | None = None) -> None:
         """Put the job ``key`` in the Postgres queue, due now, for any worker's `work`
-        (HZM104 without ``postgres``)."""
-        from machines.pg_journal import enqueue
+        (HZM104 without ``postgres``); from any thread (its own connection)."""
+        from machines.pg_journal import connect, enqueue
 
-        enqueue(self._queue("enqueue"), key, cause)
+        self._queue("enqueue")
+        with self._guard:
+            if self._pg_enqueue is None:
+                assert self.postgres is not None
+                self._pg_enqueue = connect(self.postgres)
+            enqueue(self._pg_enqueue, key, cause)
 
     def _queue(self, what: str) -> Any:
+        """The connection of the journal (HZM104 without ``postgres``)."""
         if self.postgres is None:
             raise MachineError(
                 "HZM104",

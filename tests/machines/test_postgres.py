@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("psycopg", reason="psycopg 3 (the extra postgres) is not installed")
+
 from machines import Host, MachineError
 from machines.pg_journal import connect
 from tests.bench.peers.pg import Cluster, cluster

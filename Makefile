@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe
+.PHONY: test test-loaded lint typecheck unit bench bench-peers soak soak-team demo lock clean claude chromium axe postgres
 
 ## The venv holds exactly the lock. uv installs it (seconds where pip takes about 35 s); uv itself
 ## is pinned in the lock and installed first by pip with the lock's own hashes. Where uv cannot
@@ -74,6 +74,19 @@ $(CHROMIUM):
 ## make chromium: install the browser the web head's browser test drives.
 chromium: $(CHROMIUM)
 
+## make postgres: Debian's postgresql for the Postgres journal's tests, which start a temporary
+## cluster with its initdb/pg_ctl (tests/machines/test_postgres.py); no server is left running.
+## Without apt (or when it fails) those tests skip, naming why.
+postgres:
+	@if command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -q postgresql >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q postgresql >/dev/null 2>&1)) || \
+	  echo "note: postgresql did not install; the Postgres journal's tests will skip"; \
+	else \
+	  echo "note: apt-get not found; the Postgres journal's tests will skip"; \
+	fi
+
 ## make claude: install the real Claude Code CLI the runner tests use.
 claude: $(CLAUDE_STAMP)
 
@@ -96,7 +109,7 @@ typecheck: $(STAMP)
 ## with one long test on one core.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
 
-unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM)
+unit: $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) postgres
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 # Debian's stress-ng for make test-loaded. Without apt it prints a note and test-loaded stops.
@@ -124,10 +137,12 @@ test-loaded: lint typecheck $(STAMP) $(CLAUDE_STAMP) $(AXE_STAMP) $(CHROMIUM) $(
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py
 
-## make bench-peers: hz (turn host and embedder) beside DBOS (SQLite WAL, Postgres) and
+## make bench-peers: hz (turn host, embedder, embedder on Postgres) beside DBOS (SQLite WAL, Postgres) and
 ## LangGraph (durability="sync" on SQLite and Postgres) on one workload, interleaved, with the
 ## fsync floor and each mode's fsyncs by strace (tests/bench/peers/run.py; Postgres a temporary
-## cluster from the machine's initdb). The peers live in their own venv, never in the lock. Then
+## cluster from the machine's initdb), and jobs per second with 4 worker processes on Postgres,
+## hz's queue beside DBOS's (tests/bench/peers/jobs.py). The peers live in their own venv, never
+## in the lock. Then
 ## hz's own targets in the same run: start-up by need as ratios to `python -c pass`, and turn
 ## 1,000 of a session beside turn 1 (bench_startup, bench_age).
 PEERS_VENV  := .bench-peers-venv
@@ -152,13 +167,15 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 ## short), the model-based one (a state machine of hz processes, kills and a charging
 ## provider, SOAK_EXAMPLES sequences of SOAK_STEPS steps, new sequences each run), and the
 ## held-out embedding host SIGKILLed SOAK_KILLS times at seeded points
-## (tests/machines/test_heldout_host.py).
+## (tests/machines/test_heldout_host.py), and the Postgres journal's 4 workers SIGKILLed
+## SOAK_PG_KILLS times (tests/machines/test_postgres.py).
 SOAK_ROUNDS ?= 40
 SOAK_EXAMPLES ?= 40
 SOAK_STEPS ?= 40
 SOAK_KILLS ?= 300
 SOAK_STORM_STEPS ?= 600
-soak: $(STAMP)
+SOAK_PG_KILLS ?= 200
+soak: $(STAMP) postgres
 	HZ_SOAK_ROUNDS=$(SOAK_ROUNDS) HZ_SOAK_STORM_STEPS=$(SOAK_STORM_STEPS) \
 	  HZ_CHAOS_CAP=0.05 HZ_CHAOS_TURN_CAP=0.03 $(BIN)/pytest -q -s tests/tick/test_chaos.py
 	HZ_SOAK_CHAT_ROUNDS=20 HZ_SOAK_INDEX_ROUNDS=6 $(BIN)/pytest -q \
@@ -166,6 +183,7 @@ soak: $(STAMP)
 	HZ_SOAK_EXAMPLES=$(SOAK_EXAMPLES) HZ_SOAK_STEPS=$(SOAK_STEPS) \
 	  $(BIN)/pytest -q tests/tick/test_model_chaos.py
 	HZ_SOAK_KILLS=$(SOAK_KILLS) $(BIN)/pytest -q -s tests/machines/test_heldout_host.py -k sigkill
+	HZ_SOAK_PG_KILLS=$(SOAK_PG_KILLS) $(BIN)/pytest -q -s tests/machines/test_postgres.py -k kill_loop
 
 ## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew, a
 ## hostile push, a late delegate's hand-over and force-pushes with lint between

@@ -383,6 +383,8 @@ class Host:
         concurrency: int = 1,
         shared: bool = False,
         lock_timeout: float = 10.0,
+        postgres: str | None = None,
+        lease: float = 30.0,
         **settings: Any,
     ) -> None:
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
@@ -392,8 +394,21 @@ class Host:
                 "must be a whole number of at least 1",
                 "give concurrency=1 (one job at a time) or more",
             )
+        if postgres is not None and directory is not None:
+            raise MachineError(
+                "HZM102",
+                "Host was given both a directory and postgres=: the turns live in one of them",
+                "pass postgres='postgresql://...' for workers on many machines, or a "
+                "directory for a spine on this machine",
+            )
         self.steps = steps
         self.directory = directory
+        self.postgres = postgres
+        self.lease = lease
+        self._pg: Any = None
+        """The connection to the Postgres journal (opened by the first job)."""
+        self._pg_enqueue: Any = None
+        """`enqueue`'s own connection: callers in any thread, never inside a job's append."""
         self.clock = clock
         self.vocabulary = vocabulary
         self.on_durable = list(on_durable)
@@ -493,6 +508,103 @@ class Host:
             thread.join()
             own.close()
         self._release_spine()
+        for conn in (self._pg, self._pg_enqueue):
+            if conn is not None:
+                conn.close()
+        self._pg = self._pg_enqueue = None
+
+    def _pg_open(self) -> Any:
+        """The connection to the Postgres journal, the journal, bodies and session over
+        it (made once, by the first job)."""
+        if self._pg is None:
+            from machines.crash import crash_hook
+            from machines.pg_journal import PostgresBody, PostgresJournal, connect
+
+            assert self.postgres is not None
+            conn = connect(self.postgres)
+            hooks = [crash_hook(), *self.on_durable]
+            self.journal = PostgresJournal(conn, self.clock, on_durable=hooks)
+            self.body = PostgresBody(conn)
+            self.session = Session(self.journal, self.body, self.steps, self.settings)
+            self._pg = conn
+        return self._pg
+
+    async def _pg_job(self, key: str, cause: str | None) -> TurnState | None:
+        """One job on Postgres: the key's advisory lock held (awaited; HZM103 after
+        ``lock_timeout``), the key rule run, the job marked done in the queue."""
+        from ledger.lock import POLL_SECONDS
+        from machines.pg_journal import finish, key_holder, key_unlock, try_key_lock
+
+        with self._guard:
+            conn = self._pg_open()
+        waited = 0.0
+        while not try_key_lock(conn, key):
+            if waited >= self.lock_timeout:
+                raise MachineError(
+                    "HZM103",
+                    f"the job {key} is held by another worker ({key_holder(conn, key)}) "
+                    f"after {self.lock_timeout:g} s",
+                    "it runs there; call run again later, or raise Host(lock_timeout=)",
+                )
+            await asyncio.sleep(POLL_SECONDS)
+            waited += POLL_SECONDS
+        try:
+            state = await self._turns(key, cause)
+            finish(conn, key)
+            return state
+        finally:
+            key_unlock(conn, key)
+
+    def enqueue(self, key: str, cause: str | None = None) -> None:
+        """Put the job ``key`` in the Postgres queue, due now, for any worker's `work`
+        (HZM104 without ``postgres``); from any thread (its own connection)."""
+        from machines.pg_journal import connect, enqueue
+
+        self._queue("enqueue")
+        with self._guard:
+            if self._pg_enqueue is None:
+                assert self.postgres is not None
+                self._pg_enqueue = connect(self.postgres)
+            enqueue(self._pg_enqueue, key, cause)
+
+    def _queue(self, what: str) -> Any:
+        """The connection of the journal (HZM104 without ``postgres``)."""
+        if self.postgres is None:
+            raise MachineError(
+                "HZM104",
+                f"Host.{what} needs the Postgres queue, and this host has no postgres=",
+                "build the host with Host(steps, postgres='postgresql://...'), or call "
+                "run(key) for each job",
+            )
+        with self._guard:
+            return self._pg_open()
+
+    async def work(self, *, until_empty: bool = True) -> int:
+        """Claim due jobs from the queue and run them, one at a time, until no job is
+        left undone (``until_empty``) or none is due now; how many this worker ran.
+        A job whose worker died is claimed again once its lease (``lease`` seconds)
+        lapses, and resumed from the record; one whose key another worker still holds
+        (its lease lapsed while it runs) is left to it (HZM104 without ``postgres``)."""
+        from ledger.lock import POLL_SECONDS
+        from machines.pg_journal import claim, key_unlock, try_key_lock, unfinished, worker_name
+
+        conn = self._queue("work")
+        me, ran = worker_name(), 0
+        while True:
+            got = claim(conn, me, self.lease)
+            if got is None:
+                if not until_empty or unfinished(conn) == 0:
+                    return ran
+                await asyncio.sleep(POLL_SECONDS)  # a job running elsewhere, or leased
+                continue
+            key, cause = got
+            if not try_key_lock(conn, key):  # running elsewhere: it finishes there
+                continue
+            try:  # the lock is taken again by the job (a session's locks stack)
+                await self.run(key, cause)
+            finally:
+                key_unlock(conn, key)
+            ran += 1
 
     def _release_spine(self) -> None:
         if self._spine is not None:
@@ -588,6 +700,8 @@ class Host:
         """One job, in one of the ``concurrency`` slots, the spine held meanwhile."""
         assert self._slots is not None and self._opening is not None
         async with self._slots:
+            if self.postgres is not None:
+                return await self._pg_job(key, cause)
             async with self._opening:
                 if self.directory is not None and self._spine is None:
                     await self._open_awaited()

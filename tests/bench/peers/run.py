@@ -3,13 +3,14 @@ same workload, interleaved in one run, with the fsync floor of the same disk mea
 between them.
 
 The modes, each printed by name beside its figures (``MODES``): hz on both its paths,
-its own turn host (``hz_worker.py``) and a host embedding `machines` as
-docs/embedding.md says (``embed_worker.py``); DBOS on SQLite in WAL mode and on Postgres;
-LangGraph with ``durability="sync"`` on ``SqliteSaver`` and on ``PostgresSaver``. The
-Postgres is a temporary cluster this bench makes, starts and stops (``pg.py``); without
-``initdb`` the Postgres rows are left out with the reason printed. The peers' defaults
-(DBOS on SQLite's rollback journal, LangGraph's ``async`` durability) follow as labelled
-extras. For every mode, the fsyncs per durable step counted by strace
+its own turn host (``hz_worker.py``), a host embedding `machines` as
+docs/embedding.md says (``embed_worker.py``) and the same on the Postgres journal
+(``embed_pg_worker.py``, held against the peers on Postgres); DBOS on SQLite in WAL
+mode and on Postgres; LangGraph with ``durability="sync"`` on ``SqliteSaver`` and on
+``PostgresSaver``. The Postgres is a temporary cluster this bench makes, starts and
+stops (``pg.py``); without ``initdb`` the Postgres rows are left out with the reason
+printed. The peers' defaults (DBOS on SQLite's rollback journal, LangGraph's ``async``
+durability) follow as labelled extras. For every mode, the fsyncs per durable step counted by strace
 (``strace -f -c -e trace=fsync,fdatasync,msync,sync_file_range,sync,syncfs``): of one
 workflow of N steps less one of none, each a whole worker process (start-up and
 schema costs cancel); for a Postgres mode the server's too, every process of the cluster
@@ -31,6 +32,9 @@ by its worker). hz's step and 5-step run are then split into whose time they are
 time inside ``os.fsync`` (the kernel's and the disk's), hz's CPU time with fsync stubbed
 out (``time.process_time``), and the rest (waking after an fsync, waiting for a core on
 a loaded machine).
+
+Then, with the cluster, jobs per second with 4 worker processes: hz's queue on Postgres
+beside DBOS's (``jobs.py``; ``PEERS_JOBS`` jobs, 200 by default, ``0`` leaves it out).
 
 Then listing 500 and 10,000 of them, for the three, as a whole process and in process
 (``listing.py``; ``PEERS_LISTING=0`` leaves it out).
@@ -57,6 +61,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs import measure as measure_jobs
 from listing import measure
 from pg import Cluster, cluster, counted_fsyncs
 
@@ -76,12 +81,13 @@ class Mode:
 
     @property
     def hz(self) -> bool:
-        return self.worker in ("hz_worker.py", "embed_worker.py")
+        return self.worker in ("hz_worker.py", "embed_worker.py", "embed_pg_worker.py")
 
 
 MODES = (
     Mode("hz turn host", "hz_worker.py"),
     Mode("hz embedder (docs/embedding.md)", "embed_worker.py"),
+    Mode("hz embedder on Postgres", "embed_pg_worker.py", postgres=True),
     Mode("DBOS SQLite WAL", "dbos_worker.py", {"PEERS_STORE": "sqlite-wal"}),
     Mode("DBOS Postgres", "dbos_worker.py", {"PEERS_STORE": "postgres"}, postgres=True),
     Mode(
@@ -220,12 +226,16 @@ def print_whose(
 
 def verdicts(modes: list[Mode], figures: dict[str, dict[str, float]]) -> list[str]:
     """PASS/MISS per hz path and figure: hz ahead of every peer's most durable mode
-    measured (the extras aside), as the hz path's time over the fastest such peer's."""
+    measured (the extras aside), as the hz path's time over the fastest such peer's; hz
+    on Postgres against the peers on Postgres only."""
     lines = []
     peers = [m for m in modes if not m.hz and not m.extra]
     for path in (m for m in modes if m.hz):
+        pool = [m for m in peers if m.postgres] if path.postgres else peers
+        if not pool:
+            continue
         for key, what in (("step", "step"), ("run5", "5-step run"), ("recovery", "recovery")):
-            best = min(peers, key=lambda m: figures[m.name][key])
+            best = min(pool, key=lambda m: figures[m.name][key])
             ratio = figures[path.name][key] / figures[best.name][key]
             verdict = "PASS" if ratio < 1 else "MISS"
             lines.append(
@@ -255,6 +265,9 @@ def main() -> None:
         if shutil.which("strace") is None:
             print("fsyncs by strace left out: strace is not on PATH", flush=True)
         bench(Runner(pythons, server), modes, n, rounds)
+        if server is not None and os.environ.get("PEERS_JOBS", "200") != "0":
+            for line in measure_jobs(server, sys.executable, args.peers_python, rounds):
+                print(line, flush=True)
     if os.environ.get("PEERS_LISTING", "1") != "0":
         with tempfile.TemporaryDirectory(dir=os.environ.get("PEERS_DIR")) as tmp:
             for line in measure(Path(tmp), args.peers_python, rounds):

@@ -287,6 +287,9 @@ def _figures(machine: Chaos) -> dict[str, Any]:
         ),
         "reservations booked after a failure": len(facts.kept),
         "spend recorded (model.request)": sum(facts.spent.values(), Decimal(0)).quantize(NANO),
+        "spend the caps count (recorded, and reservations a kill left open)": _caps_count(
+            machine.root / "home"
+        ),
         "provider's takings": paid.quantize(NANO),
         "paid, then killed before its line (at most)": sum(
             machine.ledger.unrecorded.values(), Decimal(0)
@@ -300,6 +303,23 @@ def _figures(machine: Chaos) -> dict[str, Any]:
             or (e.code != 0 and not e.killed and not STARTS_CODED.match(e.stderr))
         ),
     }
+
+
+def _caps_count(home: Path) -> Decimal:
+    """What the caps count on every day the spines hold, from the spines alone
+    (`heinzel.session.spend.spent_on_spines`: each turn's `model.request` lines and each
+    reservation no request settled or `model.released` let go, as a killed process leaves
+    it)."""
+    from heinzel.session.spend import spent_on_spines
+    from heinzel.store.home import Home
+
+    days = {
+        event.ts[:10]
+        for spine in sorted((home / "heinzel").glob("hz-*/session.jsonl"))
+        for event in read_events(spine, skip_damaged=True)
+    }
+    total = sum((Decimal(str(spent_on_spines(Home(home), day))) for day in days), Decimal(0))
+    return total.quantize(NANO)
 
 
 @pytest.mark.slow
@@ -321,5 +341,10 @@ def test_a_seeded_storm_of_every_surface_prints_its_figures() -> None:
         print(f"\nstorm figures (seed {SEED}, {STORM_STEPS} steps):")
         for what, value in figures.items():
             print(f"  {what}: {value}")
+        # spend is what was paid: the lines never book more than the provider took, and
+        # the caps (those lines and every reservation a kill left open) never count less
+        caps = figures["spend the caps count (recorded, and reservations a kill left open)"]
+        takings = figures["provider's takings"]
+        assert figures["spend recorded (model.request)"] <= takings <= caps, figures
     finally:
         machine.teardown()

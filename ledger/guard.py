@@ -28,7 +28,14 @@ from typing import Any
 
 from ledger.errors import LedgerError
 
-__all__ = ["FORBIDDEN_FIELDS", "MAX_PLAIN", "MAX_SHORT_TEXT", "checked_data", "looks_like_email"]
+__all__ = [
+    "FORBIDDEN_FIELDS",
+    "MAX_PLAIN",
+    "MAX_SHORT_TEXT",
+    "check_label",
+    "checked_data",
+    "looks_like_email",
+]
 
 FORBIDDEN_FIELDS = frozenset(
     {"text", "draft", "transcript", "body", "content", "prompt", "messages"}
@@ -44,6 +51,24 @@ _EMAIL = re.compile(
 def looks_like_email(value: str) -> bool:
     """Whether ``value`` contains something shaped like ``name@host.tld``."""
     return "@" in value and _EMAIL.search(value) is not None
+
+
+def check_label(name: str, value: str | None) -> None:
+    """The rule for a line's ``turn`` or ``key`` (the spine's and every journal's): None,
+    or a one-line string of 1 to `MAX_PLAIN` characters holding no e-mail address
+    (HZL024, HZL021)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or len(value) > MAX_PLAIN or "\n" in value:
+        raise LedgerError(
+            "HZL024",
+            f"{name} {value!r} is not a one-line string of 1 to {MAX_PLAIN} characters",
+            f"pass a short id as {name}, or None",
+        )
+    if looks_like_email(value):
+        raise LedgerError(
+            "HZL021", f"{name} holds an email address; the spine never does", "use an id"
+        )
 
 
 def _where(path: tuple[str | int, ...]) -> str:

@@ -45,7 +45,7 @@ from ledger.files import (
     open_read,
     write_atomic,
 )
-from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
+from ledger.guard import check_label, checked_data
 from ledger.lock import Sleep, take_lock
 from ledger.reading import (
     KIND,
@@ -83,21 +83,6 @@ _SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
 
 _Checked = tuple[dict[str, Any] | None, LineProblem | None, str]
 """What `check_line` returns."""
-
-
-def _check_label(name: str, value: str | None) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value or len(value) > MAX_PLAIN or "\n" in value:
-        raise LedgerError(
-            "HZL024",
-            f"{name} {value!r} is not a one-line string of 1 to {MAX_PLAIN} characters",
-            f"pass a short id as {name}, or None",
-        )
-    if looks_like_email(value):
-        raise LedgerError(
-            "HZL021", f"{name} holds an email address; the spine never does", "use an id"
-        )
 
 
 class Spine:
@@ -250,8 +235,8 @@ class Spine:
                 f"{kind!r} is not an event kind",
                 "kinds are dotted lowercase names such as turn.started or draft.placed.2",
             )
-        _check_label("turn", turn)
-        _check_label("key", key)
+        check_label("turn", turn)
+        check_label("key", key)
         payload = checked_data(data, short_text)
         seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
         envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}

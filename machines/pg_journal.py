@@ -30,9 +30,8 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ledger.errors import LedgerError
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
-from ledger.guard import MAX_PLAIN, checked_data, looks_like_email
+from ledger.guard import check_label, checked_data
 from ledger.reading import parse_event
 from machines.errors import MachineError
 from machines.journal import OnDurable, expand_carried, keys_of
@@ -115,22 +114,6 @@ def _event(line: str) -> Event:
     return event
 
 
-def _check_label(name: str, value: str | None) -> None:
-    """The spine's rule for a turn id or key (`ledger.spine`): short, one line, no e-mail."""
-    if value is None:
-        return
-    if not isinstance(value, str) or not value or len(value) > MAX_PLAIN or "\n" in value:
-        raise LedgerError(
-            "HZL024",
-            f"{name} {value!r} is not a one-line string of 1 to {MAX_PLAIN} characters",
-            f"pass a short id as {name}, or None",
-        )
-    if looks_like_email(value):
-        raise LedgerError(
-            "HZL021", f"{name} holds an email address; the spine never does", "use an id"
-        )
-
-
 class PostgresJournal:
     """A `Journal` in Postgres tables (see the module): the spine's events and chain."""
 
@@ -150,8 +133,8 @@ class PostgresJournal:
     ) -> Event:
         """Append one event in one transaction (durable on return; then ``on_durable``):
         the content guard as on the spine, the chain under `CHAIN_LOCK`."""
-        _check_label("turn", turn)
-        _check_label("key", key)
+        check_label("turn", turn)
+        check_label("key", key)
         payload = checked_data(data, short_text)
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))

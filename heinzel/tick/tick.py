@@ -481,7 +481,7 @@ class Tick:
         report: TickReport,
     ) -> None:
         wakes = plan.wakes.get(heinzel, [])
-        moved: list[Any] = []
+        took_move = False
         with isolated(self.service, heinzel, report.errors, "wake"):
             if wakes and self._over_cap(heinzel, planner, now):
                 self._skip_cap(heinzel, wakes, planner, now, report)
@@ -507,7 +507,7 @@ class Tick:
                 if woken_by == "source":
                     # the turn that waited for a source to move took the move: it is not
                     # a second turn's wake too (its fingerprints are still marked seen)
-                    moved = [w for w in wakes if w.cause == "source-changed"]
+                    took_move = any(w.cause == "source-changed" for w in wakes)
                     wakes = [w for w in wakes if w.cause != "source-changed"]
             mine = TickFetch(
                 staged=[s for s in staged.staged if s.request.watcher == heinzel], fetches=0
@@ -534,7 +534,7 @@ class Tick:
                         "ended": ended,
                     }
                 )
-            if wakes or moved:
+            if wakes or took_move:
                 planner.seen(
                     (heinzel, s.request.input, s.fingerprint)
                     for s in mine.staged

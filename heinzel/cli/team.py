@@ -88,6 +88,20 @@ def _render_status(data: dict[str, Any]) -> str:
         lines.append(f"    meanwhile: {remote['meanwhile']}")
     elif remote["reached"]:
         lines.append(f"  remote: reached at {remote['reached']}")
+    roster = data["roster"]
+    if roster["owner"]:
+        lines.append(
+            f"  roster: on hz/state (commit {str(roster['commit'])[:12]}), owner "
+            f"{roster['owner']}; signing required"
+        )
+    for refused in roster["refused"]:
+        lines.append(
+            f"  roster change refused (HZH482): commit {refused['commit'][:12]}: "
+            f"{refused['reason']}; the roster before it stays in force"
+        )
+    if roster["signing"]:
+        signing = roster["signing"]
+        lines += [f"  {signing['code']}: {signing['message']}", f"    fix: {signing['hint']}"]
     for refused in remote["declined"]:
         lines += [f"  hook refused: {refused['message']}", f"    fix: {refused['hint']}"]
     if remote["rewrite"]:
@@ -209,6 +223,91 @@ def key(home: str | None, as_json: bool) -> None:
     emit(
         {"handle": settings.handle, "allowed_signer": line}, as_json, lambda d: d["allowed_signer"]
     )
+
+
+@team.group("roster", invoke_without_command=True)
+@home_option
+@json_option
+@click.pass_context
+def roster(context: click.Context, home: str | None, as_json: bool) -> None:
+    """The roster on hz/state (handles, roles, SSH keys) as last fetched, and the changes
+    refused because its owner did not sign them.
+
+    \b
+    Example:
+      hz team roster
+      hz team roster add ben ben_key.pub
+    """
+    if context.invoked_subcommand is not None:
+        return
+    found = _team(home)
+    state = found.roster_state()
+    current = state.roster
+    emit(
+        {
+            "owner": current.owner if current else None,
+            "members": [
+                {"handle": h, "role": r, "keys": list(k)}
+                for h, (r, k) in sorted((current.members if current else {}).items())
+            ],
+            "commit": state.commit,
+            "pinned": state.pinned,
+            "refused": state.refused,
+        },
+        as_json,
+        _render_roster,
+    )
+
+
+def _render_roster(data: dict[str, Any]) -> str:
+    if data["owner"] is None:
+        lines = ["no roster on hz/state: [team] members and allowed_signers apply"]
+    else:
+        lines = [f"roster (commit {str(data['commit'])[:12]}), owner {data['owner']}:"]
+        lines += [f"  {m['handle']} {m['role']}: {', '.join(m['keys'])}" for m in data["members"]]
+    lines += [
+        f"  refused change {r['commit'][:12]}: {r['reason']} (HZH482)" for r in data["refused"]
+    ]
+    return "\n".join(lines)
+
+
+@roster.command("add")
+@click.argument("handle")
+@click.argument("key")
+@click.option("--role", type=click.Choice(["member", "owner"]), default="member", show_default=True)
+@home_option
+@json_option
+def roster_add(handle: str, key: str, role: str, home: str | None, as_json: bool) -> None:
+    """Add HANDLE with its SSH public KEY (its `hz team key` line, a .pub file or the
+    key itself) to the roster on hz/state, in a commit you sign; the owner only. With no
+    roster yet you start it, as its owner. --role owner hands the roster on.
+
+    \b
+    Example:
+      hz team roster add ben "$(cat ben_key.pub)"
+    """
+    text = Path(key).read_text(encoding="utf-8") if Path(key).is_file() else key
+    changed = _team(home).change_roster(handle, text, role, remove=False)
+    emit({"owner": changed.owner, "members": sorted(changed.handles())}, as_json, _render_changed)
+
+
+@roster.command("remove")
+@click.argument("handle")
+@home_option
+@json_option
+def roster_remove(handle: str, home: str | None, as_json: bool) -> None:
+    """Remove HANDLE from the roster on hz/state (the owner only).
+
+    \b
+    Example:
+      hz team roster remove cara
+    """
+    changed = _team(home).change_roster(handle, None, "member", remove=True)
+    emit({"owner": changed.owner, "members": sorted(changed.handles())}, as_json, _render_changed)
+
+
+def _render_changed(data: dict[str, Any]) -> str:
+    return f"roster pushed: owner {data['owner']}, members {', '.join(data['members'])}"
 
 
 @team.command("check-push", hidden=True)

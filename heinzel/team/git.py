@@ -72,6 +72,15 @@ def declined_error(ref: str, reason: str, name: str | None = None) -> HeinzelErr
     )
 
 
+def _is_public(key: str) -> bool:
+    """Whether the file ``key`` is a public key (its private one is in ``ssh-agent``)."""
+    try:
+        with open(key, encoding="utf-8") as file:
+            return file.read(16).startswith(("ssh-", "ecdsa-", "sk-"))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class Pushed:
     """One push: which refs took, which were rejected (a lease that moved), and of
@@ -261,6 +270,8 @@ class Git:
                     encoding="utf-8",
                 )
                 paths.append(str(path))
+            if self.signing_key is not None:
+                self._sign([Path(p) for p in paths])
             done = self.run(
                 "hash-object", "-t", "commit", "-w", "--stdin-paths", stdin="\n".join(paths) + "\n"
             )
@@ -268,6 +279,63 @@ class Git:
         if len(made) != len(messages):
             raise git_error("git hash-object wrote fewer lease commits than asked", done.stderr)
         return made
+
+    def _sign(self, paths: Sequence[Path]) -> None:
+        """Sign each commit text at ``paths`` in place as ``git commit -S`` with
+        ``gpg.format ssh`` does (`heinzel.team.signing`): ``ssh-keygen -Y sign -n git``
+        over the commit, the signature as its ``gpgsig`` header; one ``ssh-keygen`` for
+        every lease commit of a tick. HZH481 when the key cannot sign."""
+        key = str(self.signing_key)
+        agent = ["-U"] if _is_public(key) else []
+        try:
+            done = subprocess.run(
+                ["ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", key, *agent]
+                + [str(p) for p in paths],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            done = subprocess.CompletedProcess([], 1, "", str(error))
+        said = done.stderr.strip().splitlines()
+        if done.returncode != 0:
+            raise HeinzelError(
+                "HZH481",
+                f"[team] signing_key {key} could not sign the lease commits"
+                + (f" ({said[-1][:200]})" if said else ""),
+                "check the key (`hz team key`, `hz system doctor`)",
+            )
+        for path in paths:
+            signature = Path(f"{path}.sig").read_text(encoding="utf-8").strip().splitlines()
+            head, _, body = path.read_text(encoding="utf-8").partition("\n\n")
+            header = "gpgsig " + "\n ".join(signature)
+            path.write_text(f"{head}\n{header}\n\n{body}", encoding="utf-8")
+
+    def signatures(self, commits: Sequence[str], signers: str) -> dict[str, tuple[str, str]]:
+        """``{commit: (status, signer)}`` of each of ``commits`` checked against the
+        allowed-signers text ``signers`` (git's ``%G?``, ``G`` a good signature, and
+        ``%GS``), in one ``git log --no-walk``."""
+        if not commits:
+            return {}
+        with tempfile.NamedTemporaryFile("w", dir=self.mirror, suffix=".signers") as file:
+            file.write(signers)
+            file.flush()
+            done = self.run(
+                "-c",
+                f"gpg.ssh.allowedSignersFile={file.name}",
+                "log",
+                "--no-walk=unsorted",
+                "--format=%H%x00%G?%x00%GS",
+                *sorted(set(commits)),
+                check=False,
+            )
+        found: dict[str, tuple[str, str]] = {}
+        for line in done.stdout.splitlines():
+            commit, status, signer = [*line.split("\0"), "", ""][:3]
+            found[commit] = (status, signer)
+        return found
 
     def _empty_tree(self) -> str:
         """The empty tree's id in the mirror's object format (git knows it without a

@@ -25,12 +25,14 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from heinzel.team.git import LEASE_PREFIX, STATE_REF
 from heinzel.team.lease import Lease
 from heinzel.team.receipts import Grant, history, judge, lint_record, misplaced
+from heinzel.team.roster import ROSTER_PATH, Roster, parse
 from ledger.event import parse_ts
 
 __all__ = ["check_push", "hook_script"]
@@ -81,9 +83,37 @@ def _texts(commit: str) -> dict[str, str]:
     for entry in filter(None, listed.split("\0")):
         head, _, path = entry.partition("\t")
         parts = head.split()
-        if len(parts) == 3 and parts[1] == "blob":
+        if len(parts) == 3 and parts[1] == "blob" and path != ROSTER_PATH:
             found[path] = _git("cat-file", "blob", parts[2]).stdout
     return found
+
+
+def _roster_at(commit: str) -> Roster | None:
+    """The roster ``commit`` of ``hz/state`` holds (None: none, or not one)."""
+    done = _git("cat-file", "blob", f"{commit}:{ROSTER_PATH}")
+    if done.returncode != 0:
+        return None
+    try:
+        return parse(done.stdout)
+    except ValueError:
+        return None
+
+
+def _verify(commit: str, signers: str) -> tuple[str, str]:
+    """``(status, signer)`` of ``commit`` checked against the allowed-signers text."""
+    with tempfile.NamedTemporaryFile("w", suffix=".signers") as file:
+        file.write(signers)
+        file.flush()
+        done = _git(
+            "-c",
+            f"gpg.ssh.allowedSignersFile={file.name}",
+            "log",
+            "-1",
+            "--format=%G?%x00%GS",
+            commit,
+        )
+    status, _, signer = done.stdout.strip().partition("\0")
+    return status or "N", signer
 
 
 def check_push(
@@ -97,8 +127,12 @@ def check_push(
     """What is wrong with a push of ``(old, new, ref)`` updates (empty: it may land);
     ``lease_max``: how far past ``now`` a lease's expiry may be; ``allowed_signers``:
     every new ``hz/state`` commit must be signed by a key of that file, and each line it
-    adds written ``by`` that key's handle (`_signed`)."""
-    names = frozenset(roster)
+    adds written ``by`` that key's handle (`_signed`). Once ``hz/state`` holds a roster
+    (`heinzel.team.roster`), its handles join ``roster``, its keys are the allowed
+    signers, a change of it must be signed by its owner, and a lease commit by its
+    holder's key."""
+    base = _roster_at(STATE_REF)
+    names = frozenset(roster) | (base.handles() if base else set())
     problems: list[str] = []
     tokens: dict[str, int] = {}
     leases: dict[str, Grant] = {}
@@ -128,6 +162,13 @@ def check_push(
                 f"{ref}: expiry {lease.expiry[:40]} is further ahead than a holder writes "
                 "(two intervals and max_skew)"
             )
+        if base is not None:
+            status, signer = _verify(new, base.allowed_signers())
+            if status != "G" or signer != lease.holder:
+                problems.append(
+                    f"{ref}: the lease commit is not signed by {lease.holder[:40]}'s key on "
+                    f"the roster (signature {status}{', by ' + repr(signer) if signer else ''})"
+                )
         tokens[tid] = lease.token
         if lease.since:
             leases[tid] = Grant(lease.token, lease.holder, lease.machine, lease.since)
@@ -141,33 +182,82 @@ def check_push(
             problems.append(f"{ref}: hz/state is never rewritten (the push is not a fast-forward)")
             continue
         problems += _check_added(_texts(old), _texts(new), names, tokens, leases)
-        if allowed_signers is not None:
-            problems += _signed(old, new, allowed_signers)
+        problems += _signed(old, new, allowed_signers, base)
     return problems
 
 
-def _signed(old: str, new: str, allowed: str) -> list[str]:
-    """Each commit ``old..new`` adds to ``hz/state``: signed (git's SSH signing) by a
-    key of ``allowed``, and every line it adds written ``by`` that key's handle."""
+def _roster_change(commit: str, current: Roster | None, allowed: str | None) -> str | None:
+    """Why ``commit``'s change of the roster may not land (None: it may): a change must
+    be signed by the owner of the roster before it; the first roster by its own owner's
+    key (and, with ``allowed``, by a key of that file too)."""
+    done = _git("cat-file", "blob", f"{commit}:{ROSTER_PATH}")
+    if done.returncode != 0:
+        return "the roster is never deleted"
+    try:
+        new = parse(done.stdout)
+    except ValueError as error:
+        return f"not a roster: {error}"
+    if current is None:
+        status, signer = _verify(commit, new.allowed_signers(only=new.owner))
+        if status != "G" or signer != new.owner:
+            return f"the first roster is not signed by its owner {new.owner}'s key"
+        if allowed is not None and _verify(commit, _read(allowed))[0] != "G":
+            return "the first roster is not signed by a key of the hook's allowed signers"
+        return None
+    status, signer = _verify(commit, current.allowed_signers())
+    if status != "G" or signer != current.owner:
+        by = f"signed by {signer[:40]!r}" if signer else "unsigned or signed by an unknown key"
+        return f"changed by a commit {by}, not by the roster's owner {current.owner} (HZH482)"
+    return None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError:
+        return ""
+
+
+def _signed(old: str, new: str, allowed: str | None, roster: Roster | None) -> list[str]:
+    """Each commit ``old..new`` adds to ``hz/state``, oldest first: a change of the
+    roster signed by the owner of the roster before it (`_roster_change`); and, once
+    there is a roster (its keys) or with ``allowed`` (an allowed-signers file), signed
+    (git's SSH signing) by one of those keys, every line it adds written ``by`` that
+    key's handle."""
     span = new if _absent(old) else f"{old}..{new}"
-    listed = _git(
-        "-c",
-        f"gpg.ssh.allowedSignersFile={allowed}",
-        "log",
-        "--format=%H%x00%G?%x00%GS%x00%P",
-        span,
-    )
+    listed = _git("log", "--reverse", "--topo-order", "--format=%H%x00%P", span)
     problems: list[str] = []
+    current = roster
     for row in listed.stdout.splitlines():
-        commit, status, signer, parents = [*row.split("\0"), "", "", ""][:4]
+        commit, parents = [*row.split("\0"), ""][:2]
+        parent = parents.split()[0] if parents.split() else None
+        mine = _git("rev-parse", "--verify", "--quiet", f"{commit}:{ROSTER_PATH}").stdout
+        theirs = (
+            _git("rev-parse", "--verify", "--quiet", f"{parent}:{ROSTER_PATH}").stdout
+            if parent
+            else ""
+        )
+        if mine.strip() != theirs.strip():
+            refused = _roster_change(commit, current, allowed)
+            if refused is not None:
+                problems.append(f"{ROSTER_PATH} in commit {commit[:12]}: {refused}")
+                continue
+            current = _roster_at(commit)
+        if current is not None:
+            signers = current.allowed_signers()
+        elif allowed is not None:
+            signers = _read(allowed)
+        else:
+            continue  # no roster and no allowed signers: signing is optional
+        status, signer = _verify(commit, signers)
         if status != "G":
             problems.append(
                 f"commit {commit[:12]} is not signed by a key of the allowed signers "
                 f"(signature status {status or 'none'})"
             )
             continue
-        parent = parents.split()[0] if parents.split() else "0" * 40
-        before = _texts(parent)
+        before = _texts(parent or "0" * 40)
         for path, text in sorted(_texts(commit).items()):
             kept = set(before.get(path, "").splitlines())
             for line in text.splitlines():

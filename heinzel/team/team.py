@@ -44,7 +44,8 @@ from heinzel.team.receipts import (
     team_id,
     team_key,
 )
-from heinzel.team.signing import unsigned_lines
+from heinzel.team.roster import ROSTER_PATH, Roster, RosterState, follow, parse_key
+from heinzel.team.signing import public_key, unsigned_lines
 from heinzel.team.state import (
     PublishStats,
     last_receipts,
@@ -66,6 +67,8 @@ from machines.keys import Wake
 __all__ = ["Member", "Team", "lease_grants", "machine_id"]
 
 _MACHINE = re.compile(r"mc-[0-9a-f]{20}")
+_HONOURED = "refs/hz-honoured/lease/"
+_HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
 _RECEIPT_KINDS = (
@@ -171,6 +174,7 @@ class Team:
         ``delegates``, and every local team contract's owner and delegates."""
         team = self.sessions.settings.team
         names = {self.me, *team.members, *team.delegates}
+        names.update((self.team_roster() or Roster({})).handles())
         for member in self.local_members().values():
             names.update(member.delegates)
             if member.owner:
@@ -213,6 +217,7 @@ class Team:
         self.leases = {
             tid: (commit, Lease.from_message(message)) for tid, (commit, message) in known.items()
         }
+        self.leases = self.honoured(git, self.leases, report.notices)
         if self.online:
             teams = [m.team for m in self.members.values()]
             seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
@@ -234,6 +239,13 @@ class Team:
             self.floors = dict(seen)
             for tid, token in found.tokens.items():
                 self.floors[tid] = max(self.floors.get(tid, 0), token)
+            refusal = self.signing_refusal()
+            if refusal is not None:  # signing is required: push nothing, as if offline
+                self.online = False
+                report.errors.append(
+                    {"id": "team", "code": refusal.code, "message": refusal.message}
+                )
+                report.notices.append(f"team: {refusal.code}: {refusal.message}; {refusal.hint}")
         self._decide(now, git, report)
         self._record_grants()
         self._collect()
@@ -282,6 +294,7 @@ class Team:
         if last is not None and not git.descends(last, tip):
             rewrite = self._rewritten(git, last, notices)
         git.see_state(tip)
+        self._follow_roster(git, tip, notices)
         self._verify(git, tip)
         self._remote_state(
             reached=now,
@@ -290,11 +303,138 @@ class Team:
             **({"rewrite": rewrite} if rewrite else {}),
         )
 
+    def roster_state(self) -> RosterState:
+        """The roster this home accepted from ``hz/state`` (`heinzel.team.roster`)."""
+        return RosterState.load(self.root / "roster.json")
+
+    def team_roster(self) -> Roster | None:
+        """The roster in force on ``hz/state`` as last fetched, or None (none yet)."""
+        return self.roster_state().roster
+
+    def _follow_roster(self, git: Git, tip: str | None, notices: list[str]) -> None:
+        """The roster changes fetched since the last fetch, each accepted when the owner
+        of the roster before it signed it, else refused with a notice (HZH482) and kept
+        in ``<home>/team/roster.json`` for ``hz team status`` and ``hz team lint``."""
+        state = self.roster_state()
+        before = state.dump()
+        for said in follow(git, state, tip):
+            notices.append(
+                f"team: HZH482: {said}; the roster before it stays in force. Ask the "
+                "roster's owner to make the change (`hz team roster add`)"
+            )
+        if state.dump() != before:
+            ensure_private_dir(self.root)
+            write_atomic(self.root / "roster.json", state.dump())
+
+    def change_roster(self, handle: str, key: str | None, role: str, remove: bool) -> Roster:
+        """The owner adds ``handle`` with ``key`` (and ``role``) to the roster on
+        ``hz/state``, or removes it, in one commit signed with ``[team] signing_key``
+        (compare-and-swap, retried after a lost race); with no roster yet, this member
+        starts it as its owner. HZH486 for anyone but the owner, or bad input."""
+        settings = self.sessions.settings.team
+        if not settings.signing_key:
+            raise signing_required(None, self.me)
+        mine = public_key(settings.signing_key)
+        git = self.git
+        for _attempt in range(settings.push_retries):
+            self.fetch(git, [])
+            current = self.team_roster()
+            if current is not None and current.owner != self.me:
+                raise HeinzelError(
+                    "HZH486",
+                    f"only the roster's owner {current.owner} changes the roster; you are "
+                    f"{self.me}",
+                    f"give the change to {current.owner} (for a new member: its `hz team key` "
+                    "line)",
+                )
+            base = current or Roster({}).with_member(self.me, "owner", mine)
+            if remove:
+                if handle not in base.handles() or handle == base.owner:
+                    raise HeinzelError(
+                        "HZH486",
+                        f"{handle} is not a member the roster can lose (its owner is {base.owner})",
+                        "`hz team roster` lists the members; to hand the roster on, add the "
+                        "new owner with --role owner first",
+                    )
+                new = base.without(handle)
+            else:
+                found = parse_key(key or "")
+                if found is None or not _HANDLE.fullmatch(handle):
+                    raise HeinzelError(
+                        "HZH486",
+                        f"{handle[:40]!r} with {str(key)[:60]!r} is not a handle and an SSH "
+                        "public key",
+                        "pass the member's `hz team key` line, its .pub file or "
+                        "`ssh-ed25519 AAAA...`: `hz team roster add ben ben.pub`",
+                    )
+                new = base.with_member(handle, "owner" if handle == base.owner else role, found)
+            tip = git.state_tip()
+            what = f"remove {handle}" if remove else f"add {handle} ({role})"
+            commit = git.state_commit(tip, {ROSTER_PATH: new.render()}, f"hz: roster: {what}")
+            pushed = git.push([(STATE_REF, commit, tip)])
+            if STATE_REF in pushed.declined:
+                raise declined_error(STATE_REF, pushed.declined[STATE_REF])
+            if STATE_REF in pushed.accepted:
+                git.track(commit)
+                self._follow_roster(git, commit, [])
+                return new
+        raise HeinzelError(
+            "HZH301",
+            f"the team repository: hz/state moved under every one of {settings.push_retries} "
+            "pushes of the roster",
+            "run it again",
+        )
+
+    def allowed_signers(self) -> str | None:
+        """The allowed-signers file every fetch verifies with: derived from the roster
+        on ``hz/state`` (``<home>/team/allowed_signers``) once there is one, else
+        ``[team] allowed_signers`` (a team from before the roster)."""
+        roster = self.team_roster()
+        if roster is None:
+            return self.sessions.settings.team.allowed_signers
+        path = self.root / "allowed_signers"
+        text = roster.allowed_signers()
+        try:
+            same = path.read_text(encoding="utf-8") == text
+        except OSError:
+            same = False
+        if not same:
+            ensure_private_dir(self.root)
+            write_atomic(path, text.encode())
+        return str(path)
+
+    def signing_refusal(self) -> HeinzelError | None:
+        """When the roster on ``hz/state`` names keys, signing is required: HZH483 when
+        this member has no ``[team] signing_key``, HZH484 when its key is not the
+        roster's key for its handle (nothing this home pushes would be honoured)."""
+        roster = self.team_roster()
+        key = self.sessions.settings.team.signing_key
+        if roster is None:
+            return None
+        if not key:
+            return signing_required(roster.owner, self.me)
+        try:
+            mine = public_key(key)
+        except HeinzelError as error:
+            return error
+        if mine not in roster.keys(self.me):
+            return HeinzelError(
+                "HZH484",
+                f"your signing key is not the roster's key for {self.me}"
+                + ("" if self.me in roster.handles() else f" ({self.me} is not on the roster)")
+                + ": nothing of this machine is pushed",
+                f"give `hz team key`'s line to the roster's owner {roster.owner} "
+                f"(`hz team roster add {self.me} KEY`), or set [team] signing_key to the "
+                "key the roster names (`hz team roster`)",
+            )
+        return None
+
     def _verify(self, git: Git, tip: str | None) -> None:
-        """With ``[team] allowed_signers``: the lines the commits fetched since the last
-        verified one add that are not signed by their writer (`unsigned_lines`) join
-        ``<home>/team/unsigned.json``, which every reader quarantines."""
-        allowed = self.sessions.settings.team.allowed_signers
+        """With an allowed-signers file (`allowed_signers`): the lines the commits
+        fetched since the last verified one add that are not signed by their writer
+        (`unsigned_lines`) join ``<home>/team/unsigned.json``, which every reader
+        quarantines."""
+        allowed = self.allowed_signers()
         if not allowed or tip is None:
             return
         done = git.run("rev-parse", "--verify", "--quiet", VERIFIED_STATE, check=False)
@@ -313,6 +453,47 @@ class Team:
         except (OSError, ValueError):
             return {}
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def honoured(
+        self,
+        git: Git,
+        leases: dict[str, tuple[str, Lease | None]],
+        notices: list[str] | None = None,
+    ) -> dict[str, tuple[str, Lease | None]]:
+        """The leases as read, each checked against the roster on ``hz/state`` (none
+        yet: every lease counts): one whose commit is not signed by its holder's key is
+        not honoured. It reads as the last lease of that ref this home verified
+        (``refs/hz-honoured/lease/<team id>`` in the mirror), else as absent; the ref's
+        commit is kept for the compare-and-swap, so the holder's next renewal, or the
+        owner's or a delegate's take, writes over it. Each is said in ``notices`` (HZH485)."""
+        roster = self.team_roster()
+        if roster is None or not leases:
+            return leases
+        checked = git.signatures([c for c, _ in leases.values()], roster.allowed_signers())
+        kept = git.run(
+            "for-each-ref", "--format=%(refname:lstrip=3)%00%(contents:subject)", _HONOURED
+        ).stdout
+        before = dict(line.split("\0", 1) for line in kept.splitlines() if "\0" in line)
+        found = dict(leases)
+        verified: dict[str, str] = {}
+        for tid, (commit, lease) in leases.items():
+            if lease is None:
+                continue
+            status, signer = checked.get(commit, ("N", ""))
+            if status == "G" and signer == lease.holder:
+                verified[tid] = commit
+                continue
+            found[tid] = (commit, Lease.from_message(before[tid]) if tid in before else None)
+            if notices is not None:
+                notices.append(
+                    f"team: HZH485: the lease {tid} naming {lease.holder[:40]} (token "
+                    f"{lease.token}) is not signed by {lease.holder[:40]}'s key on the roster: "
+                    "not honoured; the last lease verified stands until it is written over"
+                )
+        if verified:
+            lines = "".join(f"update {_HONOURED}{tid} {c}\n" for tid, c in verified.items())
+            git.run("update-ref", "--stdin", stdin=lines, check=False)
+        return found
 
     def remote_state(self) -> dict[str, Any]:
         """What the last fetch found (``<home>/team/remote.json``): ``reached`` (the last
@@ -764,17 +945,33 @@ class Team:
         the whole ``hz/state`` branch and the lease refs."""
         git = self.git
         self.fetch(git, notices if notices is not None else [])
-        leases = {tid: Lease.from_message(m) for tid, (_, m) in git.leases().items()}
+        read = {tid: (c, Lease.from_message(m)) for tid, (c, m) in git.leases().items()}
+        leases = {tid: lease for tid, (_, lease) in self.honoured(git, read).items()}
         seen = self.leases_seen(leases)
-        return lint_branch(
-            git,
-            self.roster(),
-            leases,
-            seen,
-            grants=lease_grants(leases),
-            climb=_soft(seen, leases),
-            unsigned=self.unsigned(),
-        )
+        refused = [
+            f"{ROSTER_PATH} (commit {r.get('commit', '')[:12]}): HZH482: {r.get('reason')}; "
+            "the roster before it stays in force"
+            for r in self.roster_state().refused
+        ]
+        unhonoured = [
+            f"lease {tid}: HZH485: not signed by {lease.holder[:40]}'s key on the roster "
+            "(not honoured)"
+            for tid, (_, lease) in read.items()
+            if lease is not None and leases.get(tid) != lease
+        ]
+        return [
+            *refused,
+            *unhonoured,
+            *lint_branch(
+                git,
+                self.roster(),
+                leases,
+                seen,
+                grants=lease_grants(leases),
+                climb=_soft(seen, leases),
+                unsigned=self.unsigned(),
+            ),
+        ]
 
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder,
@@ -830,7 +1027,9 @@ class Team:
         leases = git.leases() if fetched else {}
         members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
-        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
+        honoured = self.honoured(git, parsed)
+        read = {t: lease for t, (_, lease) in honoured.items()}
         seen = self.leases_seen(read)
         grants, soft = lease_grants(read), _soft(seen, read)
         found = (
@@ -855,6 +1054,14 @@ class Team:
                 continue
             member = members.get(tid)
             state = self.lease_state(member, lease, done.get(tid, set()), now)
+            if read.get(tid) != lease:
+                state = {
+                    **state,
+                    "state": "unsigned",
+                    "cause": f"its commit is not signed by {lease.holder[:40]}'s key on the "
+                    "roster (HZH485): not honoured",
+                    "next": "the owner's daemon, or a delegate's, takes it at its next tick",
+                }
             shown.append(
                 {
                     "team": tid,
@@ -895,10 +1102,21 @@ class Team:
                 + "; the other members' daemons run what their leases hold, and a delegate "
                 "takes this machine's leases once they expire"
             )
+        roster, signing = self.roster_state(), self.signing_refusal()
         return {
             "repository": self.sessions.settings.team.repository,
             "handle": self.me,
             "machine": self.machine,
+            "roster": {
+                "owner": roster.roster.owner if roster.roster else None,
+                "commit": roster.commit,
+                "refused": roster.refused,
+                "signing": (
+                    {"code": signing.code, "message": signing.message, "hint": signing.hint}
+                    if signing is not None
+                    else None
+                ),
+            },
             "remote": {
                 "reached": remote.get("reached"),
                 "unreachable_since": remote.get("unreachable_since"),
@@ -981,6 +1199,27 @@ class Team:
             "next": "the owner's daemon, or a delegate's while the owner is away, "
             "takes it at its next tick",
         }
+
+
+def signing_required(owner: str | None, me: str) -> HeinzelError:
+    """HZH483: signing is required (a roster, or a change of it) and ``[team]
+    signing_key`` is not set; the hint says how to make a key and whom to give it."""
+    return HeinzelError(
+        "HZH483",
+        (
+            f"the team's roster on hz/state (owner {owner}) requires signed commits and "
+            "[team] signing_key is not set: nothing of this machine is pushed"
+            if owner
+            else "the roster is changed only by signed commits and [team] signing_key is not set"
+        ),
+        "make a key (`ssh-keygen -t ed25519 -N '' -f ~/.ssh/hz_team`), set [team] "
+        'signing_key = "~/.ssh/hz_team"'
+        + (
+            f", and give `hz team key`'s line to {owner} (`hz team roster add {me} KEY`)"
+            if owner
+            else ""
+        ),
+    )
 
 
 def machine_id(root: Path) -> str:

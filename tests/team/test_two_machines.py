@@ -131,6 +131,8 @@ def receipts(remote: Path) -> list[dict[str, object]]:
     ).stdout.split()
     found: list[dict[str, object]] = []
     for path in files:
+        if not path.endswith(".jsonl"):
+            continue  # roster.toml
         text = subprocess.run(
             ["git", "-C", str(remote), "show", f"refs/heads/hz/state:{path}"],
             capture_output=True,

@@ -490,7 +490,9 @@ def doctor(online: bool, home: str | None, as_json: bool) -> None:
     if team.joined:  # the team's own check (heinzel.team is beside heinzel.service)
         from heinzel.team.signing import key_check
 
-        found["checks"].append(key_check(team.handle, team.signing_key))
+        joined = app.team()
+        refusal = joined.signing_refusal() if joined is not None else None
+        found["checks"].append(key_check(team.handle, team.signing_key, refusal))
     emit(found, as_json, render.doctor)
     if not all(check["ok"] for check in found["checks"]):
         raise SystemExit(1)

@@ -77,7 +77,9 @@ class Roster:
             '# The team\'s roster (docs/team.md, "The roster on hz/state"): hz changes it',
             "# only by commits its owner signs (`hz team roster add|remove`).",
         ]
-        for handle, (role, keys) in sorted(self.members.items(), key=lambda m: (m[1][0], m[0])):
+        for handle, (role, keys) in sorted(
+            self.members.items(), key=lambda m: (m[1][0] != "owner", m[0])
+        ):
             lines += ["", f"[members.{handle}]", f"role = {json.dumps(role)}"]
             lines.append("keys = [" + ", ".join(json.dumps(k) for k in keys) + "]")
         return "\n".join(lines) + "\n"

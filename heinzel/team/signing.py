@@ -76,10 +76,21 @@ def signer_line(handle: str, key: str | None) -> str:
     return f'{handle} namespaces="git" {public_key(key)}'
 
 
-def key_check(handle: str | None, key: str | None) -> dict[str, Any]:
+def key_check(
+    handle: str | None, key: str | None, refusal: HeinzelError | None = None
+) -> dict[str, Any]:
     """``hz system doctor``'s check of the signing key (a team member's home only): none
-    is fine until the team's hook asks for signatures (the detail says how to make one);
-    a key named but unreadable is not."""
+    is fine until the team's hook asks for signatures or the roster on ``hz/state``
+    requires them (``refusal``: `heinzel.team.team.Team.signing_refusal`, HZH483 or
+    HZH484); a key named but unreadable is not."""
+    if refusal is not None:
+        return {
+            "name": "team signing key",
+            "ok": False,
+            "code": refusal.code,
+            "detail": refusal.message,
+            "fix": refusal.hint,
+        }
     if not key:
         return {
             "name": "team signing key",

@@ -213,6 +213,9 @@ def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_req
     assert "signing_key" in said and "ssh-keygen" in said and "hz team roster add ben" in said
     shown = ben.hz(tuesday, "team", "status").stdout
     assert "HZH483" in shown and "fix:" in shown
+    doctor = json.loads(ben.hz(tuesday, "system", "doctor", "--json", check=False).stdout)
+    [check] = [c for c in doctor["checks"] if c["name"] == "team signing key"]
+    assert not check["ok"] and check["code"] == "HZH483"
     pending = json.loads(ben.hz(tuesday, "team", "status", "--json").stdout)["outbox"]
     assert pending > 0  # his approval's receipt waits
 

@@ -921,7 +921,8 @@ class Team:
             return
         git = self.git
         known = git.leases() if (git.mirror / "HEAD").exists() else {}
-        lease = Lease.from_message(known[member.team][1]) if member.team in known else None
+        parsed = {tid: (c, Lease.from_message(m)) for tid, (c, m) in known.items()}
+        lease = self.honoured(git, parsed).get(member.team, ("", None))[1]
         now = self.sessions.clock()
         if (
             lease is not None
@@ -984,7 +985,8 @@ class Team:
         teams = [m.team for m in members.values()]
         last = last_receipts(git, teams) if fetched else {}
         now = self.sessions.clock()
-        read = {t: Lease.from_message(m) for t, (_, m) in leases.items()}
+        parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
+        read = {t: lease for t, (_, lease) in self.honoured(git, parsed).items()}
         seen = self.leases_seen(read)
         grants, soft = lease_grants(read), _soft(seen, read)
         done = (

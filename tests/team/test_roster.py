@@ -170,6 +170,10 @@ def test_a_forged_lease_take_is_not_honoured(tmp_path: Path) -> None:
     assert any("HZH485" in n for n in json.loads(shown.stdout)["notices"])
     status = json.loads(ben.hz(tuesday, "team", "status", "--json").stdout)
     assert [row["state"] for row in status["leases"]] == ["unsigned"]
+    [row] = json.loads(ben.hz(tuesday, "heinzel", "list", "--namespace", "team", "--json").stdout)
+    assert row["team"]["holder"] == "ana"
+    asked = ben.hz(tuesday, "heinzel", "wake", "daily-digest", check=False)
+    assert asked.returncode == 1 and "HZH304" in asked.stderr and "held by ana" in asked.stderr
     report = json.loads(ana.hz(tuesday, "system", "daemon", "tick", "--json").stdout)
     assert any("HZH485" in n and "not honoured" in n for n in report["notices"])
     [now] = _leases(remote)

@@ -34,6 +34,8 @@ LEASE_PREFIX = "refs/hz/lease/"
 _TRACK_STATE = "refs/remotes/origin/hz/state"
 _SEEN_STATE = "refs/hz-seen/state"
 VERIFIED_STATE = "refs/hz-verified/state"
+HONOURED = "refs/hz-honoured/lease/"
+"""The last lease commit of each team id whose signature this home verified (or signed)."""
 _TRACK_LEASES = "refs/remotes/origin/lease/"
 _EMPTY_TREE = {
     "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
@@ -196,6 +198,8 @@ class Git:
         what this machine pushed before the next fetch."""
         if commits:
             lines = "".join(f"update {_TRACK_LEASES}{tid} {sha}\n" for tid, sha in commits.items())
+            if self.signing_key is not None:  # signed here: honoured without a check
+                lines += "".join(f"update {HONOURED}{tid} {sha}\n" for tid, sha in commits.items())
             self.run("update-ref", "--stdin", stdin=lines, check=False)  # the next fetch has it
 
     def leases(self) -> dict[str, tuple[str, str]]:

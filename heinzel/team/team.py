@@ -28,7 +28,14 @@ from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import load_facts
-from heinzel.team.git import LEASE_PREFIX, STATE_REF, VERIFIED_STATE, Git, declined_error
+from heinzel.team.git import (
+    HONOURED,
+    LEASE_PREFIX,
+    STATE_REF,
+    VERIFIED_STATE,
+    Git,
+    declined_error,
+)
 from heinzel.team.lease import Lease, decide
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
@@ -67,7 +74,6 @@ from machines.keys import Wake
 __all__ = ["Member", "Team", "lease_grants", "machine_id"]
 
 _MACHINE = re.compile(r"mc-[0-9a-f]{20}")
-_HONOURED = "refs/hz-honoured/lease/"
 _HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
@@ -469,21 +475,28 @@ class Team:
         roster = self.team_roster()
         if roster is None or not leases:
             return leases
-        checked = git.signatures([c for c, _ in leases.values()], roster.allowed_signers())
         kept = git.run(
-            "for-each-ref", "--format=%(refname:lstrip=3)%00%(contents:subject)", _HONOURED
+            "for-each-ref",
+            "--format=%(refname:lstrip=3)%00%(objectname)%00%(contents:subject)",
+            HONOURED,
         ).stdout
-        before = dict(line.split("\0", 1) for line in kept.splitlines() if "\0" in line)
+        before: dict[str, tuple[str, str]] = {}
+        for line in kept.splitlines():
+            tid, _, rest = line.partition("\0")
+            commit, _, message = rest.partition("\0")
+            before[tid] = (commit, message)
+        fresh = [c for tid, (c, _) in leases.items() if before.get(tid, ("", ""))[0] != c]
+        checked = git.signatures(fresh, roster.allowed_signers())  # verified once each
         found = dict(leases)
         verified: dict[str, str] = {}
         for tid, (commit, lease) in leases.items():
-            if lease is None:
+            if lease is None or before.get(tid, ("", ""))[0] == commit:
                 continue
             status, signer = checked.get(commit, ("N", ""))
             if status == "G" and signer == lease.holder:
                 verified[tid] = commit
                 continue
-            found[tid] = (commit, Lease.from_message(before[tid]) if tid in before else None)
+            found[tid] = (commit, Lease.from_message(before[tid][1]) if tid in before else None)
             if notices is not None:
                 notices.append(
                     f"team: HZH485: the lease {tid} naming {lease.holder[:40]} (token "
@@ -491,7 +504,7 @@ class Team:
                     "not honoured; the last lease verified stands until it is written over"
                 )
         if verified:
-            lines = "".join(f"update {_HONOURED}{tid} {c}\n" for tid, c in verified.items())
+            lines = "".join(f"update {HONOURED}{tid} {c}\n" for tid, c in verified.items())
             git.run("update-ref", "--stdin", stdin=lines, check=False)
         return found
 

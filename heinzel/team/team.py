@@ -447,6 +447,15 @@ class Team:
         since = done.stdout.strip() or None
         if since is not None and not git.descends(since, tip):
             since = None  # a rewrite: verify the branch as it is now
+        if self.team_roster() is not None:
+            # lines written before the first roster (a team that did not sign yet) are
+            # not held to its keys: verify from its commit on
+            listed = git.run("rev-list", "--reverse", tip, "--", ROSTER_PATH, check=False)
+            first = (listed.stdout.split() or [None])[0]
+            parent = git.run("rev-parse", "--verify", "--quiet", f"{first}^", check=False)
+            start = parent.stdout.strip() if first else None
+            if start and (since is None or git.descends(since, start)):
+                since = start
         found = {**self.unsigned(), **unsigned_lines(git, allowed, since, tip)}
         ensure_private_dir(self.root)
         write_atomic(self.root / "unsigned.json", json.dumps(found, sort_keys=True).encode())

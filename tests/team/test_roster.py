@@ -231,3 +231,22 @@ def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_req
     assert json.loads(ben.hz(tuesday, "team", "status", "--json").stdout)["outbox"] == 0
     lint = json.loads(ana.hz(tuesday + timedelta(hours=2), "team", "lint", "--json").stdout)
     assert lint == {"ok": True, "problems": []}
+
+
+def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
+    tmp_path: Path,
+) -> None:
+    """Migration without any signing before: Monday's receipts are unsigned. Once Ana
+    starts the roster, the lines before its first commit are not held to its keys (not
+    quarantined, they still settle Monday); every line after it is."""
+    remote, ana, ben = team_of_two(tmp_path)
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    _key(tmp_path, ana, "ana")
+    ben_key = _key(tmp_path, ben, "ben")
+    ana.hz(START + timedelta(hours=13), "team", "roster", "add", "ben", str(ben_key) + ".pub")
+    tuesday = START + timedelta(days=1, hours=12)
+    ana.hz(tuesday, "system", "daemon", "tick")
+    assert finished_slots(remote) == [MONDAY, TUESDAY]
+    for machine in (ana, ben):
+        lint = json.loads(machine.hz(tuesday, "team", "lint", "--json").stdout)
+        assert lint == {"ok": True, "problems": []}

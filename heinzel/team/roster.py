@@ -195,6 +195,7 @@ def follow(git: Git, state: RosterState, tip: str | None, pin: str | None = None
     if tip is None:
         return []
     since = state.examined
+    kept = (state.text, state.commit)
     if since is not None and not git.descends(since, tip):
         since = None  # a rewrite: walk the branch as it is now from its first roster
         state.text, state.commit = None, None
@@ -211,6 +212,14 @@ def follow(git: Git, state: RosterState, tip: str | None, pin: str | None = None
         if commit not in known:
             state.refused.append({"commit": commit, "signer": signer, "reason": reason})
             said.append(f"roster change {commit[:12]} refused: {reason}")
+    if state.text is None and kept[0] is not None:
+        # a rewrite that drops the roster does not switch signing off: it stays in force
+        state.text, state.commit = kept
+        said.append(
+            f"a rewrite of hz/state to {tip[:12]} dropped the roster (commit "
+            f"{str(kept[1])[:12]}); it stays in force"
+        )
+        state.refused.append({"commit": tip, "signer": "", "reason": "dropped the roster"})
     state.examined = tip
     return said
 

@@ -77,7 +77,8 @@ def test_a_roster_change_not_signed_by_the_owner_is_refused_and_the_owners_is_ta
     """Ben, a member with push access and his own key, adds Eve to roster.toml in a
     commit he signs. Ana's tick says so (HZH482) and keeps the roster before it; Ana's
     and Ben's `hz team lint` refuse it and `hz team status` names it. Eve's lines do not
-    count. Ana's own change (adding Cara) is taken by every member's tick."""
+    count. Ana's own change (adding Cara) is taken by Ben's next fetch, and Ben cannot
+    change the roster through hz either (HZH486)."""
     remote, ana, ben, ben_key = _signed_team(tmp_path)
     assert _members(ana) == {"ana": "owner", "ben": "member"}
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
@@ -238,9 +239,11 @@ def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
 ) -> None:
     """Migration without any signing before: Monday's receipts are unsigned. Once Ana
     starts the roster, the lines before its first commit are not held to its keys (not
-    quarantined, they still settle Monday); every line after it is."""
+    quarantined, they still settle Monday); every line after it is. A force-push back
+    to Monday that drops the roster does not switch signing off (HZH482)."""
     remote, ana, ben = team_of_two(tmp_path)
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    monday = _git(remote, "rev-parse", "refs/heads/hz/state")
     _key(tmp_path, ana, "ana")
     ben_key = _key(tmp_path, ben, "ben")
     ana.hz(START + timedelta(hours=13), "team", "roster", "add", "ben", str(ben_key) + ".pub")
@@ -250,3 +253,7 @@ def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
     for machine in (ana, ben):
         lint = json.loads(machine.hz(tuesday, "team", "lint", "--json").stdout)
         assert lint == {"ok": True, "problems": []}
+    _git(remote, "update-ref", "refs/heads/hz/state", monday)
+    report = json.loads(ben.hz(tuesday, "system", "daemon", "tick", "--json").stdout)
+    assert any("HZH482" in n and "dropped the roster" in n for n in report["notices"])
+    assert json.loads(ben.hz(tuesday, "team", "roster", "--json").stdout)["owner"] == "ana"

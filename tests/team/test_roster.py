@@ -76,8 +76,8 @@ def test_a_roster_change_not_signed_by_the_owner_is_refused_and_the_owners_is_ta
 ) -> None:
     """Ben, a member with push access and his own key, adds Eve to roster.toml in a
     commit he signs. Ana's tick says so (HZH482) and keeps the roster before it; Ana's
-    and Ben's `hz team lint` refuse it and `hz team status` names it. Eve's lines do not
-    count. Ana's own change (adding Cara) is taken by Ben's next fetch, and Ben cannot
+    and Ben's `hz team lint` refuse it and `hz team status` names it; Eve stays off the
+    roster. Ana's own change (adding Cara) is taken by Ben's next fetch, and Ben cannot
     change the roster through hz either (HZH486)."""
     remote, ana, ben, ben_key = _signed_team(tmp_path)
     assert _members(ana) == {"ana": "owner", "ben": "member"}

@@ -451,7 +451,7 @@ class Team:
             # lines written before the first roster (a team that did not sign yet) are
             # not held to its keys: verify from its commit on
             listed = git.run("rev-list", "--reverse", tip, "--", ROSTER_PATH, check=False)
-            first = (listed.stdout.split() or [None])[0]
+            first = next(iter(listed.stdout.split()), None)
             parent = git.run("rev-parse", "--verify", "--quiet", f"{first}^", check=False)
             start = parent.stdout.strip() if first else None
             if start and (since is None or git.descends(since, start)):

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
-from ledger.guard import check_label, checked_data
+from ledger.guard import check_line_size, checked_append
 from ledger.reading import parse_event
 from machines.errors import MachineError
 from machines.journal import OnDurable, expand_carried, keys_of
@@ -132,10 +132,9 @@ class PostgresJournal:
         short_text: Sequence[str] = (),
     ) -> Event:
         """Append one event in one transaction (durable on return; then ``on_durable``):
-        the content guard as on the spine, the chain under `CHAIN_LOCK`."""
-        check_label("turn", turn)
-        check_label("key", key)
-        payload = checked_data(data, short_text)
+        the spine's checks (`ledger.guard.checked_append`, the line's size), the chain
+        under `CHAIN_LOCK`."""
+        payload = checked_append(kind, data, turn=turn, key=key, short_text=short_text)
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
             last = self.conn.execute(
@@ -150,7 +149,9 @@ class PostgresJournal:
                 turn=turn,
                 key=key,
             )
-            line = event.line().decode("utf-8").rstrip("\n")
+            raw = event.line()
+            check_line_size(kind, len(raw))
+            line = raw.decode("utf-8").rstrip("\n")
             self.conn.execute(
                 "INSERT INTO hz_events (seq, turn, key, kind, hash, line) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",

@@ -14,6 +14,7 @@ payment exactly once, no page twice, no job lost, the chain intact.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import random
@@ -131,6 +132,52 @@ def test_refusals_are_coded(tmp_path: Path, server: Cluster) -> None:
         asyncio.run(Host(steps, postgres=gone, clock=clock).run("shop@order:o1"))
     assert down.value.code == "HZM100" and "no_such_database" in down.value.message
     assert not (tmp_path / "world.log").exists()
+
+
+BAD_EVENTS = [
+    pytest.param(("Turn.Started", {}, None, None, ()), "HZL024", id="kind-uppercase"),
+    pytest.param(("turn..started", {}, None, None, ()), "HZL024", id="kind-empty-part"),
+    pytest.param((7, {}, None, None, ()), "HZL024", id="kind-not-a-string"),
+    pytest.param(("turn.started", {}, "t\n1", None, ()), "HZL024", id="turn-two-lines"),
+    pytest.param(("turn.started", {}, None, "k" * 201, ()), "HZL024", id="key-too-long"),
+    pytest.param(("turn.started", {}, None, "ann@example.com", ()), "HZL021", id="key-email"),
+    pytest.param(("step.done", {"text": "hi"}, "t1", None, ()), "HZL020", id="content-field"),
+    pytest.param(("step.done", {"n": float("nan")}, "t1", None, ()), "HZL023", id="nan"),
+    pytest.param(("step.done", {"s": "x" * 201}, "t1", None, ()), "HZL022", id="long-plain"),
+    pytest.param(
+        ("step.done", {f"f{n}": "x" * 200 for n in range(400)}, "t1", None, ()),
+        "HZL025",
+        id="line-too-large",
+    ),
+]
+
+
+@pytest.mark.parametrize("bad, code", BAD_EVENTS)
+@pytest.mark.parametrize("store", ["spine", "postgres"])
+def test_the_same_bad_event_is_refused_alike_by_both_stores(
+    store: str, bad: tuple[Any, ...], code: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The spine and the Postgres journal make one check before an append
+    (`ledger.guard.checked_append`, then the line's size): the same bad event gets the same
+    code from either, and nothing is written (the next good event is the first)."""
+    from ledger.errors import LedgerError
+    from ledger.spine import Spine
+    from machines.pg_journal import PostgresJournal
+    from machines.spine_journal import SpineJournal
+
+    kind, data, turn, key, short_text = bad
+    with contextlib.ExitStack() as stack:
+        journal: Any
+        if store == "spine":
+            spine = stack.enter_context(Spine.open(tmp_path, clock=clock))
+            journal = SpineJournal.open(spine)
+        else:
+            conn = stack.enter_context(connect(request.getfixturevalue("url")))
+            journal = PostgresJournal(conn, clock)
+        with pytest.raises(LedgerError) as refused:
+            journal.append(kind, data, turn=turn, key=key, short_text=short_text)
+        assert refused.value.code == code
+        assert journal.append("turn.started", {}, turn="t1").seq == 1
 
 
 def enqueue(url: str, root: Path, orders: range) -> None:

@@ -582,16 +582,25 @@ class Host:
     async def work(self, *, until_empty: bool = True) -> int:
         """Claim due jobs from the queue and run them, one at a time, until no job is
         left undone (``until_empty``) or none is due now; how many this worker ran.
-        A job whose worker died is claimed again once its lease (``lease`` seconds)
-        lapses, and resumed from the record; one whose key another worker still holds
-        (its lease lapsed while it runs) is left to it (HZM104 without ``postgres``)."""
+        While a job runs its lease (``lease`` seconds of the host's ``clock``) is renewed
+        every third of it, so a job longer than its lease stays with this worker; a job
+        whose worker died is claimed again once its lease lapses, and resumed from the
+        record; one whose key another worker still holds is left to it (HZM104 without
+        ``postgres``)."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import claim, key_unlock, try_key_lock, unfinished, worker_name
+        from machines.pg_journal import (
+            claim,
+            key_unlock,
+            renewing,
+            try_key_lock,
+            unfinished,
+            worker_name,
+        )
 
         conn = self._queue("work")
         me, ran = worker_name(), 0
         while True:
-            got = claim(conn, me, self.lease)
+            got = claim(conn, me, self.lease, self.clock())
             if got is None:
                 if not until_empty or unfinished(conn) == 0:
                     return ran
@@ -601,7 +610,8 @@ class Host:
             if not try_key_lock(conn, key):  # running elsewhere: it finishes there
                 continue
             try:  # the lock is taken again by the job (a session's locks stack)
-                await self.run(key, cause)
+                async with renewing(conn, key, me, self.lease, self.clock):
+                    await self.run(key, cause)
             finally:
                 key_unlock(conn, key)
             ran += 1

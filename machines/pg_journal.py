@@ -24,10 +24,13 @@ on Postgres"). The record is the spine's, held in tables instead of a file:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
@@ -289,18 +292,58 @@ def enqueue(conn: Any, key: str, cause: str | None = None) -> None:
     )
 
 
-def claim(conn: Any, worker: str, lease: float) -> tuple[str, str | None] | None:
-    """Claim one due job (or one whose lease lapsed) with ``FOR UPDATE SKIP LOCKED``:
-    ``(key, cause)``, or None when none is due."""
+def claim(conn: Any, worker: str, lease: float, now: datetime) -> tuple[str, str | None] | None:
+    """Claim one due job (or one whose lease lapsed before ``now``, the host's clock) with
+    ``FOR UPDATE SKIP LOCKED``, leased until ``now`` plus ``lease`` seconds: ``(key,
+    cause)``, or None when none is due."""
     row = conn.execute(
-        "UPDATE hz_jobs SET state = 'running', worker = %s, claims = claims + 1, "
-        "lease_until = now() + make_interval(secs => %s) WHERE key = ("
+        "UPDATE hz_jobs SET state = 'running', worker = %(worker)s, claims = claims + 1, "
+        "lease_until = %(now)s + make_interval(secs => %(lease)s) WHERE key = ("
         "SELECT key FROM hz_jobs WHERE (state = 'due' AND due_at <= now()) "
-        "OR (state = 'running' AND lease_until < now()) "
+        "OR (state = 'running' AND lease_until < %(now)s) "
         "ORDER BY due_at FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING key, cause",
-        (worker, lease),
+        {"worker": worker, "lease": lease, "now": now},
     ).fetchone()
     return (str(row[0]), row[1]) if row is not None else None
+
+
+def renew(conn: Any, key: str, worker: str, lease: float, now: datetime) -> None:
+    """Lease the running job ``key`` to ``worker`` until ``now`` plus ``lease`` seconds
+    (its heartbeat: the caller holds the key's lock, so the job is its own)."""
+    conn.execute(
+        "UPDATE hz_jobs SET lease_until = %s + make_interval(secs => %s), worker = %s "
+        "WHERE key = %s AND state = 'running'",
+        (now, lease, worker, key),
+    )
+
+
+@contextlib.asynccontextmanager
+async def renewing(
+    conn: Any, key: str, worker: str, lease: float, clock: Clock
+) -> AsyncIterator[None]:
+    """While the body runs, renew the job's lease every third of ``lease`` (awaited on
+    the event loop), so a job longer than its lease is not claimed by another worker
+    while this one lives; a killed worker renews nothing and its lease lapses. A
+    renewal that fails (the connection lost) ends the heartbeat; the job meets the
+    same error at its next query."""
+
+    async def beat() -> None:
+        import psycopg
+
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                renew(conn, key, worker, lease, clock())
+            except psycopg.Error:
+                return
+
+    heart = asyncio.get_running_loop().create_task(beat())
+    try:
+        yield
+    finally:
+        heart.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heart
 
 
 def finish(conn: Any, key: str) -> None:

@@ -22,8 +22,10 @@ import re
 import select
 import subprocess
 import sys
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,9 @@ import pytest
 pytest.importorskip("psycopg", reason="psycopg 3 (the extra postgres) is not installed")
 
 from machines import Host, MachineError
-from machines.pg_journal import connect
+from machines.pg_journal import connect, key_holder
 from tests.bench.peers.pg import Cluster, cluster
-from tests.machines.pg_worker import Orders, clock, lines
+from tests.machines.pg_worker import Long, Orders, clock, file_clock, lines
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("pg_worker.py")
@@ -187,7 +189,7 @@ def enqueue(url: str, root: Path, orders: range) -> None:
     host.close()
 
 
-def start(url: str, root: Path, at: int) -> subprocess.Popen[str]:
+def start(url: str, root: Path, at: int | str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(WORKER), url, str(root), str(at)],
         cwd=ROOT,
@@ -209,6 +211,59 @@ def wait_any(running: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Wait for ``condition`` (polled; a bound of 120 s only ends a test that would hang)."""
+    for _ in range(2400):
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"waited 120 s for {what}")
+
+
+def test_a_long_job_keeps_its_lease_until_its_worker_is_killed(url: str, tmp_path: Path) -> None:
+    """A worker process runs a job whose step outlasts its lease (1 s of a clock the test
+    moves): its heartbeat renews the lease, so another worker claims nothing while it
+    lives. SIGKILLed, it renews nothing: once the clock passes its last lease the other
+    worker claims the job and resumes it, its e-mail sent once."""
+    key, start_at = "long@job:1", datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    (tmp_path / "clock").write_text(start_at.isoformat(), encoding="utf-8")
+    other = Host(
+        Long(tmp_path, block=False), postgres=url, clock=file_clock(tmp_path / "clock"), lease=1.0
+    )
+    other.enqueue(key)
+    first = start(url, tmp_path, "long")
+    try:
+        assert first.stdout is not None and first.stdout.readline() == "entered\n"
+        with connect(url) as conn:
+
+            def lease() -> tuple[datetime, int]:
+                row = conn.execute(
+                    "SELECT lease_until, claims FROM hz_jobs WHERE key = %s", (key,)
+                ).fetchone()
+                return row[0], row[1]
+
+            moved = start_at + timedelta(seconds=10)  # its first lease lapsed by this clock
+            (tmp_path / "clock").write_text(moved.isoformat(), encoding="utf-8")
+            wait_for(lambda: lease()[0] > moved, "the running worker to renew its lease")
+            assert asyncio.run(other.work(until_empty=False)) == 0
+            assert lease()[1] == 1  # claimed once: the other worker took nothing
+            first.kill()
+            first.wait()
+            wait_for(lambda: key_holder(conn, key) == "nobody now", "the server to drop its lock")
+            assert asyncio.run(other.work(until_empty=False)) == 0  # its last lease holds
+            later = moved + timedelta(seconds=10)
+            (tmp_path / "clock").write_text(later.isoformat(), encoding="utf-8")
+            assert asyncio.run(other.work(until_empty=False)) == 1
+            assert lease()[1] == 2
+    finally:
+        first.kill()
+        first.communicate()
+        other.close()
+    assert lines(tmp_path / "world.log") == ["long@mail:1"]
+    turns = Counter(kind for _, kind, _ in events(url) if kind.startswith("turn."))
+    assert (turns["turn.started"], turns["turn.resumed"], turns["turn.finished"]) == (1, 1, 1)
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ from typing import Any
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
 from ledger.guard import check_line_size, checked_append
 from ledger.reading import parse_event
+from machines.crash import crash_at
 from machines.errors import MachineError
 from machines.journal import OnDurable, expand_carried, keys_of
 from machines.vocabulary import TERMINAL_KINDS
@@ -167,6 +168,7 @@ class PostgresJournal:
                         "INSERT INTO hz_keyed (key, seq) VALUES (%s, %s)",
                         [(one, event.seq) for one in speaks],
                     )
+            crash_at(f"pg-commit:{kind}")  # inserted, not committed (tests: HZ_CRASH_AT)
         for callback in self._on_durable:
             callback(event)
         return event
@@ -250,6 +252,39 @@ class PostgresBody:
 
     def close(self) -> None:
         """Nothing to close per body (the host closes the connection)."""
+
+
+def lost(conn: Any) -> bool:
+    """Whether ``conn`` is gone (the server restarted or the network cut it): its jobs
+    stop, and the server has dropped its locks."""
+    return bool(conn.closed or conn.broken)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def connection_lost(key: str, error: BaseException) -> MachineError:
+    """HZM105: the connection was lost while the job ``key`` ran."""
+    return MachineError(
+        "HZM105",
+        f"the connection to the Postgres journal was lost while the job {key} ran "
+        f"({_first_line(error)}); the job stopped where its record ends",
+        "call run again once the server answers: the key rule resumes the job from its "
+        "record (a worker's work() reconnects and does it by itself)",
+    )
+
+
+def unreachable(error: BaseException, refused: BaseException, waited: float) -> MachineError:
+    """HZM106: the connection was lost and no new one was made within ``waited`` s."""
+    return MachineError(
+        "HZM106",
+        f"the connection to the Postgres journal was lost ({_first_line(error)}) and the "
+        f"server took no new one within {waited:g} s ({_first_line(refused)})",
+        "check that the server runs, then start the worker again: jobs it left are "
+        "claimed once their lease lapses; raise Host(lock_timeout=) to wait longer",
+    )
 
 
 def worker_name() -> str:
@@ -344,6 +379,16 @@ async def renewing(
         heart.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heart
+
+
+def release(conn: Any, key: str, worker: str) -> None:
+    """Make the job ``key`` that ``worker`` ran due again at once (the worker lost its
+    connection while it ran, and its turn stopped): any worker claims it and resumes it."""
+    conn.execute(
+        "UPDATE hz_jobs SET state = 'due', due_at = now(), lease_until = NULL "
+        "WHERE key = %s AND state = 'running' AND worker = %s",
+        (key, worker),
+    )
 
 
 def finish(conn: Any, key: str) -> None:

@@ -3,7 +3,9 @@ queue, each paged (a tool NOT replay-safe), mailed and paid (effects probed thro
 ``world.log``, a file every worker appends to). ``python pg_worker.py URL ROOT N`` kills
 itself with SIGKILL at its N-th point (an append made durable, or a world write; 0:
 never) and otherwise works until the queue has no job left undone. ``python pg_worker.py
-URL ROOT long`` works a queue of `Long` jobs that block (the lease test)."""
+URL ROOT long`` works a queue of `Long` jobs that block (the lease test); ``pause:N``
+says ``paused`` after its N-th world write and waits for a line on stdin (the restart
+test)."""
 
 from __future__ import annotations
 
@@ -113,17 +115,27 @@ def long_main(url: str, root: Path) -> int:
         host.close()
 
 
-def main(url: str, root: Path, at: int) -> int:
-    seen = 0
+def main(url: str, root: Path, at: int, pause: int = 0) -> int:
+    seen = writes = 0
 
-    def hook(_what: object) -> None:
-        nonlocal seen
+    def hook(what: object) -> None:
+        nonlocal seen, writes
         seen += 1
         if seen == at:  # a real SIGKILL: no cleanup, nothing after
             os.kill(os.getpid(), signal.SIGKILL)
+        writes += isinstance(what, str)
+        if isinstance(what, str) and writes == pause:  # its next move is a query
+            print("paused", flush=True)
+            sys.stdin.readline()  # until the test says go (the server restarted)
 
     host = Host(
-        Orders(root, hook), postgres=url, clock=wall, on_durable=[hook], lease=1.0, max_resumes=99
+        Orders(root, hook),
+        postgres=url,
+        clock=wall,
+        on_durable=[hook],
+        lease=1.0,
+        lock_timeout=120.0,
+        max_resumes=99,
     )
     try:
         return asyncio.run(host.work())
@@ -134,5 +146,7 @@ def main(url: str, root: Path, at: int) -> int:
 if __name__ == "__main__":
     if sys.argv[3] == "long":
         print(long_main(sys.argv[1], Path(sys.argv[2])))
+    elif sys.argv[3].startswith("pause:"):
+        print(main(sys.argv[1], Path(sys.argv[2]), 0, int(sys.argv[3].split(":")[1])))
     else:
         print(main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))

@@ -33,10 +33,10 @@ import pytest
 
 pytest.importorskip("psycopg", reason="psycopg 3 (the extra postgres) is not installed")
 
-from machines import Host, MachineError
+from machines import Acted, Host, MachineError, TurnContext, TypedSteps, effect
 from machines.pg_journal import connect, key_holder
 from tests.bench.peers.pg import Cluster, cluster
-from tests.machines.pg_worker import Long, Orders, clock, file_clock, lines
+from tests.machines.pg_worker import Long, Orders, clock, file_clock, lines, wall
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("pg_worker.py")
@@ -189,11 +189,14 @@ def enqueue(url: str, root: Path, orders: range) -> None:
     host.close()
 
 
-def start(url: str, root: Path, at: int | str) -> subprocess.Popen[str]:
+def start(
+    url: str, root: Path, at: int | str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(WORKER), url, str(root), str(at)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -264,6 +267,180 @@ def test_a_long_job_keeps_its_lease_until_its_worker_is_killed(url: str, tmp_pat
     assert lines(tmp_path / "world.log") == ["long@mail:1"]
     turns = Counter(kind for _, kind, _ in events(url) if kind.startswith("turn."))
     assert (turns["turn.started"], turns["turn.resumed"], turns["turn.finished"]) == (1, 1, 1)
+
+
+def broken_promises(url: str, root: Path, orders: int) -> list[str]:
+    """What went wrong for orders 1..``orders``: an e-mail or payment not performed exactly
+    once, a page twice, a turn started or finished other than once, a job left undone, a
+    break of the chain (none when every promise held)."""
+    from machines.pg_journal import PostgresJournal
+
+    broken: list[str] = []
+    world, pages = Counter(lines(root / "world.log")), Counter(lines(root / "tools.log"))
+    for n in range(1, orders + 1):
+        for line in (f"shop@mail:o{n}", f"shop@pay:o{n} {10 * n}"):
+            if world[line] != 1:
+                broken.append(f"{line}: performed {world[line]} times, intended once")
+        if pages[f"page:o{n}"] > 1:
+            broken.append(f"page:o{n} ran {pages[f'page:o{n}']} times")
+    record = events(url)
+    starts = Counter(key for key, kind, _ in record if kind == "turn.started")
+    if sorted(starts.values()) != [1] * orders:
+        broken.append(f"turns started per order: {Counter(starts.values())}")
+    ends = [data for _, kind, data in record if kind == "turn.finished"]
+    if len(ends) != orders or any(d.get("disposition") != "done" for d in ends):
+        broken.append(f"{len(ends)} turns finished for {orders} orders: {ends[:3]}")
+    with connect(url) as conn:
+        left = conn.execute("SELECT count(*) FROM hz_jobs WHERE state <> 'done'").fetchone()
+        chain = PostgresJournal(conn, clock).verify()
+    if left[0] != 0:
+        broken.append(f"{left[0]} jobs left undone")
+    if chain:
+        broken.append(f"the chain breaks: {chain[:3]}")
+    return broken
+
+
+@pytest.mark.kill
+@pytest.mark.parametrize("kind", ["turn.started", "effect.started", "effect.done", "turn.finished"])
+def test_a_worker_killed_mid_commit_loses_nothing(url: str, tmp_path: Path, kind: str) -> None:
+    """Two worker processes on one database: while one is paused mid-job, the other dies
+    between the INSERT and the COMMIT of its first ``kind`` line
+    (``HZ_CRASH_AT=at:pg-commit:<kind>``, exit 137 as a SIGKILL). The row never lands, and
+    the living worker finishes every job, the dead one's resumed after its lease: each
+    e-mail and payment once, each turn started and finished once, the chain intact."""
+    orders = 6
+    enqueue(url, tmp_path, range(1, orders + 1))
+    living = start(url, tmp_path, "pause:1")
+    try:
+        assert living.stdout is not None and living.stdout.readline() == "paused\n"
+        dying = start(url, tmp_path, 0, {"HZ_CRASH_AT": f"at:pg-commit:{kind}"})
+        _, err = dying.communicate(timeout=600)
+        assert dying.returncode == 137, err
+        _, err = living.communicate("go\n", timeout=600)
+        assert living.returncode == 0, err
+    finally:
+        living.kill()
+    assert broken_promises(url, tmp_path, orders) == []
+
+
+def pg_ctl(server: Cluster, action: str) -> None:
+    """``pg_ctl <action>`` on the module's server (fast: every connection is cut), waiting
+    until it is done (a started server answers)."""
+    options = f"-p {server.port} -c listen_addresses=127.0.0.1 -k {server.data.parent}"
+    subprocess.run(
+        [
+            *server.run_as,
+            str(server.bin / "pg_ctl"),
+            "-D",
+            str(server.data),
+            "-l",
+            str(server.data.parent / "server.log"),
+            "-o",
+            options,
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "120",
+            action,
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
+def restart(server: Cluster) -> None:
+    pg_ctl(server, "restart")
+
+
+class Cut(TypedSteps):
+    """A job whose first gather runs ``during`` (the test cuts the server there), then
+    mails once (probed through ``world.log``)."""
+
+    def __init__(self, root: Path, during: Callable[[], None]) -> None:
+        self.root, self.during, self.cut = root, during, False
+
+    def recorded(self, key: str) -> bool:
+        return key in lines(self.root / "world.log")
+
+    @effect(probe=recorded, event="mail.sent")
+    async def mail(self, key: str) -> None:
+        with open(self.root / "world.log", "a", encoding="utf-8") as log:
+            log.write(f"{key}\n")
+
+    async def gather(self, ctx: TurnContext) -> dict[str, Any]:
+        if not self.cut:
+            self.cut = True
+            self.during()
+        return {"job": ctx.key.split(":")[1]}
+
+    async def act(self, ctx: TurnContext, job: dict[str, Any]) -> Acted:
+        await self.mail(f"cut@mail:{job['job']}")
+        return Acted("done")
+
+
+def test_a_run_that_loses_its_connection_is_coded_and_runs_again(
+    server: Cluster, url: str, tmp_path: Path
+) -> None:
+    """The server restarts while ``run(key)``'s job is in its gather: the caller gets
+    HZM105 with a hint, not psycopg's error; the next run reconnects and the key rule
+    resumes the job, its e-mail sent once."""
+    steps = Cut(tmp_path, lambda: restart(server))
+    with Host(steps, postgres=url, clock=clock) as host:
+        with pytest.raises(MachineError) as cut:
+            asyncio.run(host.run("cut@job:1"))
+        assert cut.value.code == "HZM105" and "cut@job:1" in cut.value.message
+        assert "run again" in cut.value.hint
+        state = asyncio.run(host.run("cut@job:1"))
+    assert state is not None and (state.state, state.disposition) == ("finished", "done")
+    assert lines(tmp_path / "world.log") == ["cut@mail:1"]
+
+
+def test_a_worker_whose_server_stays_down_stops_coded(
+    server: Cluster, url: str, tmp_path: Path
+) -> None:
+    """The server stops while a worker's job runs and does not come back within the
+    worker's ``lock_timeout``: ``work`` ends with HZM106 naming both errors and a hint,
+    it does not hang; once the server is back another worker resumes the job after its
+    lease (1 s of the wall clock), its e-mail sent once."""
+    steps = Cut(tmp_path, lambda: pg_ctl(server, "stop"))
+    host = Host(steps, postgres=url, clock=wall, lock_timeout=0.5, lease=1.0)
+    try:
+        host.enqueue("cut@job:2")
+        with pytest.raises(MachineError) as down:
+            asyncio.run(host.work())
+    finally:
+        host.close()
+        pg_ctl(server, "start")
+    assert down.value.code == "HZM106" and "lost" in down.value.message
+    assert "start the worker again" in down.value.hint
+    later = Host(Cut(tmp_path, lambda: None), postgres=url, clock=wall, lease=1.0)
+    try:
+        assert asyncio.run(later.work()) == 1
+    finally:
+        later.close()
+    assert lines(tmp_path / "world.log") == ["cut@mail:2"]
+
+
+@pytest.mark.kill
+def test_a_server_restart_mid_run_loses_nothing(server: Cluster, url: str, tmp_path: Path) -> None:
+    """Two worker processes, each paused mid-job (after a write to its world, so its next
+    move is a query), while the server restarts (``pg_ctl restart -m fast``): each finds
+    its connection gone, reconnects, makes its stopped job due again and goes on; both
+    exit 0, each e-mail and payment once, each turn started and finished once."""
+    orders = 12
+    enqueue(url, tmp_path, range(1, orders + 1))
+    workers = [start(url, tmp_path, "pause:2"), start(url, tmp_path, "pause:4")]
+    try:
+        for worker in workers:
+            assert worker.stdout is not None and worker.stdout.readline() == "paused\n"
+        restart(server)
+        errors = [worker.communicate("go\n", timeout=600)[1] for worker in workers]
+        assert [worker.returncode for worker in workers] == [0, 0], errors
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert broken_promises(url, tmp_path, orders) == []
 
 
 @pytest.mark.slow

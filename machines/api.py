@@ -604,15 +604,22 @@ class Host:
 
     def enqueue(self, key: str, cause: str | None = None) -> None:
         """Put the job ``key`` in the Postgres queue, due now, for any worker's `work`
-        (HZM104 without ``postgres``); from any thread (its own connection)."""
-        from machines.pg_journal import connect, enqueue
+        (HZM104 without ``postgres``); from any thread (its own connection, made again
+        once when it was lost: queuing twice is queuing once)."""
+        from machines.pg_journal import connect, enqueue, lost
 
         self._queue("enqueue")
+        assert self.postgres is not None
         with self._guard:
-            if self._pg_enqueue is None:
-                assert self.postgres is not None
-                self._pg_enqueue = connect(self.postgres)
-            enqueue(self._pg_enqueue, key, cause)
+            for again in (False, True):
+                if self._pg_enqueue is None or lost(self._pg_enqueue):
+                    self._pg_enqueue = connect(self.postgres)  # HZM100 when the server is down
+                try:
+                    enqueue(self._pg_enqueue, key, cause)
+                    return
+                except Exception:
+                    if again or not lost(self._pg_enqueue):
+                        raise
 
     def _queue(self, what: str) -> Any:
         """The connection of the journal (HZM104 without ``postgres``)."""

@@ -384,16 +384,21 @@ def test_a_run_that_loses_its_connection_is_coded_and_runs_again(
 ) -> None:
     """The server restarts while ``run(key)``'s job is in its gather: the caller gets
     HZM105 with a hint, not psycopg's error; the next run reconnects and the key rule
-    resumes the job, its e-mail sent once."""
+    resumes the job, its e-mail sent once; ``enqueue`` connects again too."""
     steps = Cut(tmp_path, lambda: restart(server))
     with Host(steps, postgres=url, clock=clock) as host:
+        host.enqueue("cut@job:8")
         with pytest.raises(MachineError) as cut:
             asyncio.run(host.run("cut@job:1"))
         assert cut.value.code == "HZM105" and "cut@job:1" in cut.value.message
         assert "run again" in cut.value.hint
+        host.enqueue("cut@job:9")
         state = asyncio.run(host.run("cut@job:1"))
     assert state is not None and (state.state, state.disposition) == ("finished", "done")
     assert lines(tmp_path / "world.log") == ["cut@mail:1"]
+    with connect(url) as conn:
+        queued = conn.execute("SELECT key FROM hz_jobs ORDER BY key").fetchall()
+    assert [row[0] for row in queued] == ["cut@job:8", "cut@job:9"]
 
 
 def test_a_worker_whose_server_stays_down_stops_coded(

@@ -13,13 +13,16 @@ on Postgres"). The record is the spine's, held in tables instead of a file:
   rule and the effect ledger read a key's events without a scan.
 - ``hz_bodies``: the turn body, content addressed as on disk.
 - ``hz_jobs``: the queue. A job is ``due`` (from ``due_at``), ``running`` (claimed by a
-  worker until ``lease_until``) or ``done``. A worker claims one with
+  worker until ``lease_until``, in the host's clock, renewed by the worker's heartbeat
+  while the job runs: `renewing`) or ``done``. A worker claims one with
   ``FOR UPDATE SKIP LOCKED`` (no two claim one row at once), then takes the key's
   session advisory lock (`try_key_lock`) for as long as the job runs: that lock, not the
   lease, keeps one key in one worker at a time. A killed worker's connection ends and
   the server drops its lock at once; its lease then lets another worker claim the job
   once it lapses, and the key rule resumes the turn from the record, its effects
-  settled by the ledger (performed once per key; probed after a crash).
+  settled by the ledger (performed once per key; probed after a crash). A connection lost
+  while its worker lives (a server restart) is `lost`: the job stops at its next query
+  (HZM105 for ``run``; ``work`` connects again and makes the job due: `release`).
 """
 
 from __future__ import annotations

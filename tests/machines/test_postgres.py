@@ -6,9 +6,14 @@ Debian's ``postgresql``).
 What is checked: concurrent jobs of one Host each run once with their own state and the
 events chain; a key another session holds is not run (single flight across processes by
 the key's advisory lock, HZM103 naming the holder) and runs once it is free; the coded
-refusals (HZM100, HZM102, HZM104); and a kill loop: 4 worker processes draining the queue,
-SIGKILLed at seeded points (``HZ_SOAK_PG_KILLS`` kills in `make soak`), every e-mail and
-payment exactly once, no page twice, no job lost, the chain intact.
+refusals (HZM100, HZM102, HZM104); the same bad events refused with the same code by the
+spine and by this journal; a job longer than its lease kept by its living worker (the
+heartbeat) and resumed elsewhere once that worker is SIGKILLed; a worker killed between an
+event's INSERT and COMMIT; the server restarted under two workers mid-job (they reconnect),
+under ``run(key)`` (HZM105) and stopped for good under ``work`` (HZM106); and a kill loop: 4
+worker processes draining the queue, SIGKILLed at seeded points (``HZ_SOAK_PG_KILLS`` kills
+in `make soak`), every e-mail and payment exactly once, no page twice, no job lost, the
+chain intact.
 """
 
 from __future__ import annotations

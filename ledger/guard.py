@@ -27,12 +27,16 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.reading import KIND
 
 __all__ = [
     "FORBIDDEN_FIELDS",
+    "MAX_LINE",
     "MAX_PLAIN",
     "MAX_SHORT_TEXT",
     "check_label",
+    "check_line_size",
+    "checked_append",
     "checked_data",
     "looks_like_email",
 ]
@@ -42,6 +46,8 @@ FORBIDDEN_FIELDS = frozenset(
 )
 MAX_PLAIN = 200
 MAX_SHORT_TEXT = 1000
+MAX_LINE = 65536
+"""The most bytes one event's line may take, its newline included (HZL025)."""
 
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
@@ -68,6 +74,40 @@ def check_label(name: str, value: str | None) -> None:
     if looks_like_email(value):
         raise LedgerError(
             "HZL021", f"{name} holds an email address; the spine never does", "use an id"
+        )
+
+
+def checked_append(
+    kind: str,
+    data: Mapping[str, Any] | None,
+    *,
+    turn: str | None,
+    key: str | None,
+    short_text: Collection[str] = (),
+) -> dict[str, Any]:
+    """The check every store makes before it appends an event (the spine's and every
+    journal's, so one bad event is refused with one code wherever it goes): the kind a
+    dotted lowercase name (HZL024), ``turn`` and ``key`` by `check_label`, ``data`` by
+    `checked_data`; its plain copy of ``data``. Nothing is written when it raises."""
+    if not isinstance(kind, str) or not KIND.fullmatch(kind):
+        raise LedgerError(
+            "HZL024",
+            f"{kind!r} is not an event kind",
+            "kinds are dotted lowercase names such as turn.started or draft.placed.2",
+        )
+    check_label("turn", turn)
+    check_label("key", key)
+    return checked_data(data, short_text)
+
+
+def check_line_size(kind: str, size: int) -> None:
+    """The size rule of an event's line (``size`` bytes with its newline), once the store
+    has made it: at most `MAX_LINE` (HZL025)."""
+    if size > MAX_LINE:
+        raise LedgerError(
+            "HZL025",
+            f"a {kind} line would be {size} bytes; a spine line holds at most {MAX_LINE}",
+            "keep large payloads in the turn body and record their hash",
         )
 
 

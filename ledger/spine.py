@@ -45,10 +45,9 @@ from ledger.files import (
     open_read,
     write_atomic,
 )
-from ledger.guard import check_label, checked_data
+from ledger.guard import MAX_LINE, check_line_size, checked_append
 from ledger.lock import Sleep, take_lock
 from ledger.reading import (
-    KIND,
     SPINE_NAME,
     LineProblem,
     Upgrades,
@@ -77,7 +76,6 @@ __all__ = [
 
 LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
-MAX_LINE = 65536
 _SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
 
 
@@ -229,25 +227,12 @@ class Spine:
         caller; the line is durable by then and the writer stays usable.
         """
         fd = self._writable()
-        if not isinstance(kind, str) or not KIND.fullmatch(kind):
-            raise LedgerError(
-                "HZL024",
-                f"{kind!r} is not an event kind",
-                "kinds are dotted lowercase names such as turn.started or draft.placed.2",
-            )
-        check_label("turn", turn)
-        check_label("key", key)
-        payload = checked_data(data, short_text)
+        payload = checked_append(kind, data, turn=turn, key=key, short_text=short_text)
         seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
         envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}
         envelope.update(turn=turn, kind=kind, key=key, data=payload)
         line = (canonical(envelope) + "\n").encode("utf-8")
-        if len(line) > MAX_LINE:
-            raise LedgerError(
-                "HZL025",
-                f"a {kind} line would be {len(line)} bytes; a spine line holds at most {MAX_LINE}",
-                "keep large payloads in the turn body and record their hash",
-            )
+        check_line_size(kind, len(line))
         event = Event(
             seq,
             ts,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import inspect
 import math
@@ -533,39 +534,92 @@ class Host:
         """One job on Postgres: the key's advisory lock held (awaited; HZM103 after
         ``lock_timeout``), the key rule run, the job marked done in the queue."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import finish, key_holder, key_unlock, try_key_lock
+        from machines.pg_journal import (
+            connection_lost,
+            finish,
+            key_holder,
+            key_unlock,
+            lost,
+            try_key_lock,
+        )
 
         with self._guard:
             conn = self._pg_open()
+        try:
+            waited = 0.0
+            while not try_key_lock(conn, key):
+                if waited >= self.lock_timeout:
+                    raise MachineError(
+                        "HZM103",
+                        f"the job {key} is held by another worker ({key_holder(conn, key)}) "
+                        f"after {self.lock_timeout:g} s",
+                        "it runs there; call run again later, or raise Host(lock_timeout=)",
+                    )
+                await asyncio.sleep(POLL_SECONDS)
+                waited += POLL_SECONDS
+            try:
+                state = await self._turns(key, cause)
+                finish(conn, key)
+                return state
+            finally:
+                if not lost(conn):
+                    key_unlock(conn, key)
+        except Exception as error:
+            if not lost(conn):
+                raise
+            self._pg_drop(conn)  # the next job connects again
+            raise connection_lost(key, error) from error
+
+    def _pg_drop(self, conn: Any) -> None:
+        """Forget the lost connection ``conn`` (a server restart, a network cut): the
+        next job opens a new one, with a new journal, bodies and session over it."""
+        with self._guard:
+            if self._pg is conn:
+                self._pg = None
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    async def _pg_reconnect(self, old: Any, key: str | None, error: Exception) -> Any:
+        """A new connection after ``old`` was lost, the server polled for up to
+        ``lock_timeout`` seconds (HZM106 after); ``key``, the job this worker ran then, is
+        made due again at once (its turn stopped where its record ends)."""
+        from ledger.lock import POLL_SECONDS
+        from machines.pg_journal import release, unreachable, worker_name
+
+        self._pg_drop(old)
         waited = 0.0
-        while not try_key_lock(conn, key):
-            if waited >= self.lock_timeout:
-                raise MachineError(
-                    "HZM103",
-                    f"the job {key} is held by another worker ({key_holder(conn, key)}) "
-                    f"after {self.lock_timeout:g} s",
-                    "it runs there; call run again later, or raise Host(lock_timeout=)",
-                )
+        while True:
+            try:
+                with self._guard:
+                    conn = self._pg_open()
+                break
+            except MachineError as refused:
+                if refused.code != "HZM100" or waited >= self.lock_timeout:
+                    raise unreachable(error, refused, self.lock_timeout) from refused
             await asyncio.sleep(POLL_SECONDS)
             waited += POLL_SECONDS
-        try:
-            state = await self._turns(key, cause)
-            finish(conn, key)
-            return state
-        finally:
-            key_unlock(conn, key)
+        if key is not None:
+            release(conn, key, worker_name())
+        return conn
 
     def enqueue(self, key: str, cause: str | None = None) -> None:
         """Put the job ``key`` in the Postgres queue, due now, for any worker's `work`
-        (HZM104 without ``postgres``); from any thread (its own connection)."""
-        from machines.pg_journal import connect, enqueue
+        (HZM104 without ``postgres``); from any thread (its own connection, made again
+        once when it was lost: queuing twice is queuing once)."""
+        from machines.pg_journal import connect, enqueue, lost
 
         self._queue("enqueue")
+        assert self.postgres is not None
         with self._guard:
-            if self._pg_enqueue is None:
-                assert self.postgres is not None
-                self._pg_enqueue = connect(self.postgres)
-            enqueue(self._pg_enqueue, key, cause)
+            for again in (False, True):
+                if self._pg_enqueue is None or lost(self._pg_enqueue):
+                    self._pg_enqueue = connect(self.postgres)  # HZM100 when the server is down
+                try:
+                    enqueue(self._pg_enqueue, key, cause)
+                    return
+                except Exception:
+                    if again or not lost(self._pg_enqueue):
+                        raise
 
     def _queue(self, what: str) -> Any:
         """The connection of the journal (HZM104 without ``postgres``)."""
@@ -582,29 +636,47 @@ class Host:
     async def work(self, *, until_empty: bool = True) -> int:
         """Claim due jobs from the queue and run them, one at a time, until no job is
         left undone (``until_empty``) or none is due now; how many this worker ran.
-        A job whose worker died is claimed again once its lease (``lease`` seconds)
-        lapses, and resumed from the record; one whose key another worker still holds
-        (its lease lapsed while it runs) is left to it (HZM104 without ``postgres``)."""
+        While a job runs its lease (``lease`` seconds of the host's ``clock``) is renewed
+        every third of it, so a job longer than its lease stays with this worker; a job
+        whose worker died is claimed again once its lease lapses, and resumed from the
+        record; one whose key another worker still holds is left to it (HZM104 without
+        ``postgres``)."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import claim, key_unlock, try_key_lock, unfinished, worker_name
+        from machines.pg_journal import (
+            claim,
+            key_unlock,
+            lost,
+            renewing,
+            try_key_lock,
+            unfinished,
+            worker_name,
+        )
 
         conn = self._queue("work")
         me, ran = worker_name(), 0
         while True:
-            got = claim(conn, me, self.lease)
-            if got is None:
-                if not until_empty or unfinished(conn) == 0:
-                    return ran
-                await asyncio.sleep(POLL_SECONDS)  # a job running elsewhere, or leased
-                continue
-            key, cause = got
-            if not try_key_lock(conn, key):  # running elsewhere: it finishes there
-                continue
-            try:  # the lock is taken again by the job (a session's locks stack)
-                await self.run(key, cause)
-            finally:
-                key_unlock(conn, key)
-            ran += 1
+            key: str | None = None
+            try:
+                got = claim(conn, me, self.lease, self.clock())
+                if got is None:
+                    if not until_empty or unfinished(conn) == 0:
+                        return ran
+                    await asyncio.sleep(POLL_SECONDS)  # a job running elsewhere, or leased
+                    continue
+                key, cause = got
+                if not try_key_lock(conn, key):  # running elsewhere: it finishes there
+                    continue
+                try:  # the lock is taken again by the job (a session's locks stack)
+                    async with renewing(conn, key, me, self.lease, self.clock):
+                        await self.run(key, cause)
+                finally:
+                    if not lost(conn):
+                        key_unlock(conn, key)
+                ran += 1
+            except Exception as error:
+                if not lost(conn):
+                    raise
+                conn = await self._pg_reconnect(conn, key, error)  # HZM106 when it cannot
 
     def _release_spine(self) -> None:
         if self._spine is not None:

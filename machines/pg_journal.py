@@ -13,26 +13,33 @@ on Postgres"). The record is the spine's, held in tables instead of a file:
   rule and the effect ledger read a key's events without a scan.
 - ``hz_bodies``: the turn body, content addressed as on disk.
 - ``hz_jobs``: the queue. A job is ``due`` (from ``due_at``), ``running`` (claimed by a
-  worker until ``lease_until``) or ``done``. A worker claims one with
+  worker until ``lease_until``, in the host's clock, renewed by the worker's heartbeat
+  while the job runs: `renewing`) or ``done``. A worker claims one with
   ``FOR UPDATE SKIP LOCKED`` (no two claim one row at once), then takes the key's
   session advisory lock (`try_key_lock`) for as long as the job runs: that lock, not the
   lease, keeps one key in one worker at a time. A killed worker's connection ends and
   the server drops its lock at once; its lease then lets another worker claim the job
   once it lapses, and the key rule resumes the turn from the record, its effects
-  settled by the ledger (performed once per key; probed after a crash).
+  settled by the ledger (performed once per key; probed after a crash). A connection lost
+  while its worker lives (a server restart) is `lost`: the job stops at its next query
+  (HZM105 for ``run``; ``work`` connects again and makes the job due: `release`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
-from ledger.guard import check_label, checked_data
+from ledger.guard import check_line_size, checked_append
 from ledger.reading import parse_event
+from machines.crash import crash_at
 from machines.errors import MachineError
 from machines.journal import OnDurable, expand_carried, keys_of
 from machines.vocabulary import TERMINAL_KINDS
@@ -132,10 +139,9 @@ class PostgresJournal:
         short_text: Sequence[str] = (),
     ) -> Event:
         """Append one event in one transaction (durable on return; then ``on_durable``):
-        the content guard as on the spine, the chain under `CHAIN_LOCK`."""
-        check_label("turn", turn)
-        check_label("key", key)
-        payload = checked_data(data, short_text)
+        the spine's checks (`ledger.guard.checked_append`, the line's size), the chain
+        under `CHAIN_LOCK`."""
+        payload = checked_append(kind, data, turn=turn, key=key, short_text=short_text)
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
             last = self.conn.execute(
@@ -150,7 +156,9 @@ class PostgresJournal:
                 turn=turn,
                 key=key,
             )
-            line = event.line().decode("utf-8").rstrip("\n")
+            raw = event.line()
+            check_line_size(kind, len(raw))
+            line = raw.decode("utf-8").rstrip("\n")
             self.conn.execute(
                 "INSERT INTO hz_events (seq, turn, key, kind, hash, line) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -163,6 +171,7 @@ class PostgresJournal:
                         "INSERT INTO hz_keyed (key, seq) VALUES (%s, %s)",
                         [(one, event.seq) for one in speaks],
                     )
+            crash_at(f"pg-commit:{kind}")  # inserted, not committed (tests: HZ_CRASH_AT)
         for callback in self._on_durable:
             callback(event)
         return event
@@ -248,6 +257,39 @@ class PostgresBody:
         """Nothing to close per body (the host closes the connection)."""
 
 
+def lost(conn: Any) -> bool:
+    """Whether ``conn`` is gone (the server restarted or the network cut it): its jobs
+    stop, and the server has dropped its locks."""
+    return bool(conn.closed or conn.broken)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def connection_lost(key: str, error: BaseException) -> MachineError:
+    """HZM105: the connection was lost while the job ``key`` ran."""
+    return MachineError(
+        "HZM105",
+        f"the connection to the Postgres journal was lost while the job {key} ran "
+        f"({_first_line(error)}); the job stopped where its record ends",
+        "call run again once the server answers: the key rule resumes the job from its "
+        "record (a worker's work() reconnects and does it by itself)",
+    )
+
+
+def unreachable(error: BaseException, refused: BaseException, waited: float) -> MachineError:
+    """HZM106: the connection was lost and no new one was made within ``waited`` s."""
+    return MachineError(
+        "HZM106",
+        f"the connection to the Postgres journal was lost ({_first_line(error)}) and the "
+        f"server took no new one within {waited:g} s ({_first_line(refused)})",
+        "check that the server runs, then start the worker again: jobs it left are "
+        "claimed once their lease lapses; raise Host(lock_timeout=) to wait longer",
+    )
+
+
 def worker_name() -> str:
     """This process as the queue names a worker: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -288,18 +330,68 @@ def enqueue(conn: Any, key: str, cause: str | None = None) -> None:
     )
 
 
-def claim(conn: Any, worker: str, lease: float) -> tuple[str, str | None] | None:
-    """Claim one due job (or one whose lease lapsed) with ``FOR UPDATE SKIP LOCKED``:
-    ``(key, cause)``, or None when none is due."""
+def claim(conn: Any, worker: str, lease: float, now: datetime) -> tuple[str, str | None] | None:
+    """Claim one due job (or one whose lease lapsed before ``now``, the host's clock) with
+    ``FOR UPDATE SKIP LOCKED``, leased until ``now`` plus ``lease`` seconds: ``(key,
+    cause)``, or None when none is due."""
     row = conn.execute(
-        "UPDATE hz_jobs SET state = 'running', worker = %s, claims = claims + 1, "
-        "lease_until = now() + make_interval(secs => %s) WHERE key = ("
+        "UPDATE hz_jobs SET state = 'running', worker = %(worker)s, claims = claims + 1, "
+        "lease_until = %(now)s + make_interval(secs => %(lease)s) WHERE key = ("
         "SELECT key FROM hz_jobs WHERE (state = 'due' AND due_at <= now()) "
-        "OR (state = 'running' AND lease_until < now()) "
+        "OR (state = 'running' AND lease_until < %(now)s) "
         "ORDER BY due_at FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING key, cause",
-        (worker, lease),
+        {"worker": worker, "lease": lease, "now": now},
     ).fetchone()
     return (str(row[0]), row[1]) if row is not None else None
+
+
+def renew(conn: Any, key: str, worker: str, lease: float, now: datetime) -> None:
+    """Lease the running job ``key`` to ``worker`` until ``now`` plus ``lease`` seconds
+    (its heartbeat: the caller holds the key's lock, so the job is its own)."""
+    conn.execute(
+        "UPDATE hz_jobs SET lease_until = %s + make_interval(secs => %s), worker = %s "
+        "WHERE key = %s AND state = 'running'",
+        (now, lease, worker, key),
+    )
+
+
+@contextlib.asynccontextmanager
+async def renewing(
+    conn: Any, key: str, worker: str, lease: float, clock: Clock
+) -> AsyncIterator[None]:
+    """While the body runs, renew the job's lease every third of ``lease`` (awaited on
+    the event loop), so a job longer than its lease is not claimed by another worker
+    while this one lives; a killed worker renews nothing and its lease lapses. A
+    renewal that fails (the connection lost) ends the heartbeat; the job meets the
+    same error at its next query."""
+
+    async def beat() -> None:
+        import psycopg
+
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                renew(conn, key, worker, lease, clock())
+            except psycopg.Error:
+                return
+
+    heart = asyncio.get_running_loop().create_task(beat())
+    try:
+        yield
+    finally:
+        heart.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heart
+
+
+def release(conn: Any, key: str, worker: str) -> None:
+    """Make the job ``key`` that ``worker`` ran due again at once (the worker lost its
+    connection while it ran, and its turn stopped): any worker claims it and resumes it."""
+    conn.execute(
+        "UPDATE hz_jobs SET state = 'due', due_at = now(), lease_until = NULL "
+        "WHERE key = %s AND state = 'running' AND worker = %s",
+        (key, worker),
+    )
 
 
 def finish(conn: Any, key: str) -> None:

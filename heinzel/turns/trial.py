@@ -34,6 +34,7 @@ from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.spec import Cause, InputSpec, LessonView, SpineView, TurnSpec
 from heinzel.engine.tools import NONE_YET
 from heinzel.errors import HeinzelError
+from heinzel.ids import ID_PREFIX, new_id
 from heinzel.session.spend import turn_spend
 from heinzel.turns.inputs import recent_bodies
 from ledger.bodies import Bodies
@@ -77,16 +78,38 @@ class _Past:
 
 
 class _TrialRecorder:
-    """The engine's recorder for a trial: no turn line and no body record is written;
-    each answered model request becomes one ``usage {kind: trial}`` line at once."""
+    """The engine's recorder for a trial: no turn line and no body record is written.
+    Each paid request is reserved on the spine before it is sent, as a turn's is
+    (``model.reserved {usd, kind: trial, trial, of}`` outside any turn, fsynced under the
+    home's spend lock: `reservation`, the `Purse`'s writer), and settled by one
+    ``usage {kind: trial, trial, of}`` line once it is answered (or let go by
+    ``model.released {kind: trial, trial, of}`` when it provably cost nothing). A
+    reservation neither follows (the trial was killed while the provider held the
+    request) counts in full, in the index's day spend and in ``show`` (docs/try.md)."""
 
-    def __init__(self, sessions: Sessions, heinzel_id: str, turn: str, left: Decimal) -> None:
+    def __init__(
+        self, sessions: Sessions, heinzel_id: str, turn: str, left: Decimal, trial: str
+    ) -> None:
         self.sessions = sessions
         self.heinzel_id = heinzel_id
         self.turn = turn
         self.left = left
+        self.trial = trial
         self.usd = Decimal(0)
+        self.open = Decimal(0)
+        """The reservation of the request under way (zero once settled or let go)."""
         self.requests = 0
+
+    def spent(self) -> Decimal:
+        """The trial's spend on this turn so far: its requests and its open reservation."""
+        return self.usd + self.open
+
+    def reservation(self, kind: str, data: Mapping[str, Any]) -> None:
+        """The `Purse`'s writer: ``model.reserved`` before a request, ``model.released``
+        after one that cost nothing, each a durable line outside any turn."""
+        line = {**data, "kind": TRIAL, "trial": self.trial, "of": self.turn}
+        self.sessions.append(self.heinzel_id, kind, line)
+        self.open = Decimal(str(data.get("usd") or 0)) if kind == "model.reserved" else Decimal(0)
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
         if kind != "step.model":
@@ -94,6 +117,7 @@ class _TrialRecorder:
         raw = data.get("usd")
         usd = self.left - self.usd if raw == "cap" else Decimal(str(raw or 0))
         self.usd += usd
+        self.open = Decimal(0)
         self.requests += 1
         tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
         line = {
@@ -102,6 +126,7 @@ class _TrialRecorder:
             "tokens": tokens,
             "tokens_cached": int(data.get("cached") or 0),
             "of": self.turn,
+            "trial": self.trial,
         }
         self.sessions.append(self.heinzel_id, "usage", line)
 
@@ -298,6 +323,7 @@ def run_trial(
         cap = max_usd if max_usd is not None else (per_turn or Decimal(0)) * max(len(chosen), 1)
         spent = Decimal(0)
         results = []
+        trial = "tr-" + new_id(sessions.clock)[len(ID_PREFIX) :]
         for past, gathered, thought in chosen:
             left = cap - spent
             tried = _try_one(
@@ -315,6 +341,7 @@ def run_trial(
                 lessons=lessons,
                 model=engine_model,
                 left=left,
+                trial=trial,
             )
             spent += Decimal(str(tried["tried_usd"]))
             results.append(tried)
@@ -359,6 +386,7 @@ def _try_one(
     lessons: Sequence[LessonView],
     model: Any,
     left: Decimal,
+    trial: str,
 ) -> dict[str, Any]:
     """Think one past turn again; its placed and tried drafts, checks, costs, verdict."""
     from heinzel.engine.run import think
@@ -419,9 +447,9 @@ def _try_one(
         last_approved=approved,
         settings=env.context_settings,
     )
-    recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left)
+    recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left, trial)
     budget = Budget(env.pricing, left, env.day_usd, host._spent_today(heinzel_id))
-    purse = Purse(budget, lambda: recorder.usd, None, hold=env.hold_day)
+    purse = Purse(budget, recorder.spent, recorder.reservation, hold=env.hold_day)
     services = TurnServices(
         view=view,
         last_approved=approved,
@@ -448,7 +476,7 @@ def _try_one(
             "status": "cap" if error.code == "HZE005" else "failed",
             "verdict": "not tried",
             "tried": None,
-            "tried_usd": float(recorder.usd),
+            "tried_usd": float(recorder.spent()),  # a reservation a paid failure left counts
             "tried_checks": [],
             "would": [],
             "diff": "",

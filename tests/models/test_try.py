@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import threading
 from decimal import Decimal
 from typing import Any
 
+from heinzel.session.spend import spent_on_spines
+from heinzel.store.home import Home
 from ledger.spine import read_events
 from tests import forkhz
 
@@ -88,10 +91,13 @@ class TestATrial:
         assert (buyer.folder / "report.md").read_bytes() == document
         assert _spine(buyer).startswith(spine)  # the turns' lines keep their bytes
         added = _added(buyer, spine)
-        assert {e.kind for e in added} == {"usage"}, data
+        kinds = ["model.reserved", "usage"] * 2  # a report call, then the outcome
+        assert [e.kind for e in added] == kinds, data
         assert all(e.turn is None and e.data["kind"] == "trial" for e in added)
-        assert len(added) == len(meter.seen) - sent == 2  # a report call, then the outcome
-        assert sum(Decimal(str(e.data["usd"])) for e in added) == 2 * W
+        assert len({e.data["trial"] for e in added}) == 1  # one trial's lines
+        used = [e for e in added if e.kind == "usage"]
+        assert len(used) == len(meter.seen) - sent == 2
+        assert sum(Decimal(str(e.data["usd"])) for e in used) == 2 * W
         assert buyer.hz("drafts", "--json").stdout == drafts
         [turn] = data["turns"]
         assert data["version"] == 2 and turn["verdict"] == "better", data["summary"]
@@ -120,13 +126,21 @@ class TestATrial:
         [turn] = json.loads(tried.stdout)["turns"]
         assert turn["status"] == "cap" and turn["verdict"] == "not tried", turn
         added = _added(buyer, spine)
-        assert len(meter.seen) - sent == 1 == len(added)
-        assert Decimal(str(added[0].data["usd"])) == W <= cap
+        assert [e.kind for e in added] == ["model.reserved", "usage"]
+        assert len(meter.seen) - sent == 1
+        assert Decimal(str(added[1].data["usd"])) == W <= cap
 
-    def test_a_killed_trial_leaves_no_open_turn_and_no_draft(self, buyer: User) -> None:
+    def test_a_killed_trial_leaves_no_open_turn_and_no_draft_and_its_request_counts(
+        self, buyer: User
+    ) -> None:
+        """Killed while the provider holds its request, a trial leaves its reservation on
+        the spine and nothing else: no turn, no draft. The caps count what the provider
+        took (the day cap holds the wake's request and the trial's), and the next trial,
+        over the cap, is refused before it sends anything."""
         answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
         meter = _placed_and_amended(buyer, answers)
         answers[0] = lambda body, n: Outcome(TRIED)
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("2.5"))  # the wake's W, and 1.5 W
         gate, arrived = threading.Event(), threading.Event()
         meter.gate, meter.arrived = gate, [threading.Event()] * len(meter.seen) + [arrived]
         document, spine = (buyer.folder / "report.md").read_bytes(), _spine(buyer)
@@ -145,13 +159,62 @@ class TestATrial:
             trial.communicate(timeout=120)
         finally:
             gate.set()
+        took = len(meter.seen) * W  # the meter bills each request it received W
         assert (buyer.folder / "report.md").read_bytes() == document
-        assert _spine(buyer) == spine  # killed in its request: nothing was recorded
+        assert _spine(buyer).startswith(spine)
+        [reserved] = _added(buyer, spine)  # killed in its request: its reservation only
+        assert reserved.kind == "model.reserved" and reserved.turn is None
+        assert reserved.data["kind"] == "trial" and Decimal(str(reserved.data["usd"])) == W
         after = json.loads(buyer.hz("heinzel", "show", "notes-digest", "--json").stdout)
         assert after["turns"] == before["turns"] and after["drafts"] == before["drafts"]
+        assert Decimal(str(after["spend_today"]["usd"])) == took == 2 * W, after
+        assert Decimal(str(after["cost_month"]["by_cause"]["trial"])) == W
+        assert Decimal(str(spent_on_spines(Home(buyer.home), FRIDAY[:10]))) == took
+        sent, spine = len(meter.seen), _spine(buyer)
+        again = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert again.returncode == 0, again.stderr
+        [turn] = json.loads(again.stdout)["turns"]
+        assert turn["status"] == "cap" and turn["verdict"] == "not tried", turn
+        assert len(meter.seen) == sent and _spine(buyer) == spine  # nothing sent or written
         answers[0] = lambda body, n: Outcome(DRAFT)
+        del buyer.env["HZ_MAX_USD_PER_DAY"]
         woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")  # the spine is free
         assert woke.returncode == 0, woke.stderr
+
+
+class TestTrialSpendInTheIndex:
+    def test_show_reads_it_from_the_index_and_an_older_index_gets_it_on_open(
+        self, buyer: User
+    ) -> None:
+        """`show` counts a trial's spend from the index's ``trials`` rows (the spine's
+        trial lines are not read for it); an index made before that table (dropped
+        here) gets its rows from the lines it had folded when it is next opened, and
+        the day's spend is not counted twice."""
+        answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
+        _placed_and_amended(buyer, answers)
+        answers[0] = outcome_after_report(TRIED)
+        tried = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert tried.returncode == 0, tried.stderr
+        shown = _show_cost(buyer)
+        assert Decimal(str(shown["cost_month"]["by_cause"]["trial"])) == 2 * W
+        index = sqlite3.connect(Home(buyer.home).index_path)
+        with index:
+            rows = index.execute("SELECT state, usd, reserved FROM trials").fetchall()
+            assert rows == [("settled", float(W), float(W))] * 2
+            index.execute("DROP TABLE trials")  # as an index made before it
+        index.close()
+        again = _show_cost(buyer)
+        assert again["cost_month"] == shown["cost_month"], again["cost_month"]
+        assert (
+            again["spend_today"] == shown["spend_today"]
+            and again["cost_today"] == shown["cost_today"]
+        )
+
+
+def _show_cost(user: User) -> dict[str, Any]:
+    shown = user.hz("heinzel", "show", "notes-digest", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return dict(json.loads(shown.stdout))
 
 
 NOTHING = {"report": "nothing to learn", "nothing_to_do": True, "reason": "no edits"}

@@ -29,7 +29,7 @@ from .conftest import (
     answered_a_tool,
     outcome_after_report,
 )
-from .fake_providers import Call, Outcome
+from .fake_providers import Call, Http, Outcome
 from .test_caps import Meter, W, _create, _meter
 from .test_caps import buyer as buyer_of_test_caps
 
@@ -180,6 +180,26 @@ class TestATrial:
         del buyer.env["HZ_MAX_USD_PER_DAY"]
         woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")  # the spine is free
         assert woke.returncode == 0, woke.stderr
+
+
+class TestARefusedTrialRequest:
+    def test_an_http_error_lets_its_reservation_go(self, buyer: User) -> None:
+        """The provider refuses the trial's request (HTTP 400: no bill): its reservation
+        is released, and the day's spend is the wake's alone."""
+        answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
+        _placed_and_amended(buyer, answers)
+        answers[0] = lambda body, n: Http(400)
+        spine = _spine(buyer)
+        tried = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert tried.returncode == 0, tried.stderr
+        [turn] = json.loads(tried.stdout)["turns"]
+        assert turn["status"] == "failed" and turn["tried_usd"] == 0, turn
+        added = _added(buyer, spine)
+        assert [e.kind for e in added] == ["model.reserved", "model.released"]
+        shown = _show_cost(buyer)
+        assert Decimal(str(shown["spend_today"]["usd"])) == W, shown["spend_today"]
+        assert "trial" not in shown["cost_month"]["by_cause"]
+        assert Decimal(str(spent_on_spines(Home(buyer.home), FRIDAY[:10]))) == W
 
 
 class TestTrialSpendInTheIndex:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from heinzel.turns.host import TurnHost
     from ledger.event import Event
 
-__all__ = ["TRIAL", "run_trial"]
+__all__ = ["TRIAL", "proposed", "run_trial"]
 
 TRIAL = "trial"
 """The ``usage`` line's ``kind`` for a trial's model request (docs/spine.md)."""
@@ -221,7 +221,7 @@ def _would(outcome: Mapping[str, Any] | None, disposition: Mapping[str, Any]) ->
     return said
 
 
-def _proposed(sessions: Sessions, row: Mapping[str, Any], version: int | None) -> int:
+def proposed(sessions: Sessions, row: Mapping[str, Any], version: int | None) -> int:
     """The version to try: the one asked for, else the pending amendment's, else the
     approved one (HZH500 when the asked one does not exist)."""
     heinzel_id = str(row["id"])
@@ -261,7 +261,7 @@ def run_trial(
     lessons, and compare; the answer ``hz heinzel try --json`` prints."""
     row = sessions.resolve(ref, write=True)
     heinzel_id, name = str(row["id"]), str(row["name"])
-    tried_version = _proposed(sessions, row, version)
+    tried_version = proposed(sessions, row, version)
     text = sessions.home.contract_text_path(heinzel_id, tried_version).read_text(encoding="utf-8")
     contract = compile_contract(text, source=f"v{tried_version}")
     items = tuple(contract.body.done_when)

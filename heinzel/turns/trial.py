@@ -175,6 +175,101 @@ def _recorded(records: Sequence[Mapping[str, Any]], tool: str) -> str | None:
     return None
 
 
+def _calls(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, str]]:
+    """Each tool call the old turn made, from its body's messages: the tool, its arguments
+    and what it answered (as text)."""
+    asked: dict[str, tuple[str, Any]] = {}
+    out: list[tuple[str, Any, str]] = []
+    for record in records:
+        if record.get("kind") != "messages":
+            continue
+        for message in record.get("messages") or []:
+            for part in message.get("parts") or []:
+                kind, call = part.get("part_kind"), str(part.get("tool_call_id") or "")
+                if kind == "tool-call":
+                    args = part.get("args")
+                    if isinstance(args, str):
+                        try:
+                            args = json.loads(args or "{}")
+                        except ValueError:
+                            args = {}
+                    asked[call] = (str(part.get("tool_name")), args)
+                elif kind == "tool-return" and call in asked:
+                    content = part.get("content")
+                    text = content if isinstance(content, str) else json.dumps(content)
+                    out.append((*asked[call], text))
+    return out
+
+
+def _search_args(method: str, window: str | None, args: Any) -> tuple[str, str, str]:
+    """A search call's arguments, as the tool fills its defaults (``7d``, no args)."""
+    given = args if isinstance(args, Mapping) else {}
+    return (str(method), str(window or "7d"), json.dumps(dict(given), sort_keys=True))
+
+
+class _TrialSearch:
+    """A capability's ``search_<name>`` tool in a trial: a call the recorded turn made
+    answers what it answered then (from its body); one it never made answers from the
+    source cache when the cache holds that source (capability, method, args, window), and
+    is refused as unavailable otherwise; nothing is fetched unless ``live``, which fetches
+    every call now. Each answer's origin is kept for the report (``tools``)."""
+
+    def __init__(
+        self,
+        capability: Any,
+        calls: Sequence[tuple[str, Any, str]],
+        cache: Any,
+        *,
+        live: bool,
+        answered: list[dict[str, Any]],
+    ) -> None:
+        from heinzel.engine.tools import tool_name
+
+        self._capability = capability
+        self._tool = tool_name("search", capability.name)
+        self._recorded = {
+            _search_args(a.get("method", ""), a.get("window"), a.get("args")): text
+            for tool, a, text in calls
+            if tool == self._tool and isinstance(a, Mapping)
+        }
+        self._cache = cache
+        self._live = live
+        self._answered = answered
+
+    @property
+    def name(self) -> str:
+        return str(self._capability.name)
+
+    @property
+    def methods(self) -> Any:
+        return self._capability.methods
+
+    async def search(self, method: str, args: Mapping[str, str], window: str) -> Any:
+        from heinzel.contract.types import parse_duration
+        from heinzel.store.sources import source_key
+        from heinzel.turns.inputs import render_input
+
+        said = {"tool": self._tool, "method": method, "window": window, "args": dict(args)}
+        if self._live:
+            self._answered.append({**said, "answered": "live"})
+            return await self._capability.search(method, args, window)
+        recorded = self._recorded.get(_search_args(method, window, args))
+        if recorded is not None:
+            self._answered.append({**said, "answered": "record"})
+            return recorded
+        key = source_key(self.name, method, dict(args), parse_duration(window))
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._answered.append({**said, "answered": "cache"})
+            return render_input(cached.result)
+        self._answered.append({**said, "answered": "unavailable"})
+        return (
+            f"unavailable: {self._tool}({method}, {window}) was not called by the turn "
+            "tried again and the source cache does not hold it; a trial fetches nothing "
+            "(`hz heinzel try --live` would)"
+        )
+
+
 def _placed_text(past: _Past, thought: Any) -> str | None:
     """The draft the turn placed (None: it placed none)."""
     if past.disposition != "drafted" or not isinstance(thought, dict):
@@ -256,6 +351,7 @@ def run_trial(
     without_lesson: str | None = None,
     turns: int = 5,
     max_usd: Decimal | None = None,
+    live: bool = False,
 ) -> dict[str, Any]:
     """Try the last ``turns`` turns of ``ref`` again under the proposed version, model or
     lessons, and compare; the answer ``hz heinzel try --json`` prints."""
@@ -297,9 +393,13 @@ def run_trial(
         chosen.append((past, gathered, thought))
     chosen.reverse()
     with sessions.hold_spine(heinzel_id) as spine:
+        documents = {k: v for k, v in adapters.items() if k == "documents"}
         env = host._env(  # no configured model is made when another is tried
-            heinzel_id, spine, "schedule", adapters, extra=(), slot="trial", past_think=bool(model)
+            heinzel_id, spine, "schedule", documents, extra=(), slot="trial", past_think=bool(model)
         )
+        from heinzel.turns.inputs import search_capabilities
+
+        searches = search_capabilities(contract, adapters, sessions.clock())
         lessons: list[LessonView] = list(env.lessons)
         if without_lesson is not None:
             kept = [one for one in lessons if str(one.id) != str(without_lesson)]
@@ -342,6 +442,8 @@ def run_trial(
                 model=engine_model,
                 left=left,
                 trial=trial,
+                searches=searches,
+                live=live,
             )
             spent += Decimal(str(tried["tried_usd"]))
             results.append(tried)
@@ -361,6 +463,7 @@ def run_trial(
         "version": tried_version,
         "model": engine_model.model_name if model is None else model,
         "without_lesson": without_lesson,
+        "live": live,
         "done_when": list(items),
         "turns": results,
         "expired": expired,
@@ -387,6 +490,8 @@ def _try_one(
     model: Any,
     left: Decimal,
     trial: str,
+    searches: Sequence[Any] = (),
+    live: bool = False,
 ) -> dict[str, Any]:
     """Think one past turn again; its placed and tried drafts, checks, costs, verdict."""
     from heinzel.engine.run import think
@@ -416,6 +521,7 @@ def _try_one(
             "tried_usd": 0.0,
             "tried_checks": [],
             "would": [],
+            "tools": [],
             "diff": "",
             "error": "the trial's cap is reached",
         }
@@ -436,7 +542,8 @@ def _try_one(
     keep = sessions.settings.heinzel.summary_keep_turns
     bodies = Bodies(sessions.home.session_dir(heinzel_id))
     # a tool the old turn called answers as it did then; one it never called, from now
-    said = _recorded(bodies.read(past.turn) or [], "last_approved")
+    records = bodies.read(past.turn) or []
+    said = _recorded(records, "last_approved")
     approved = env.last_approved if said is None else (None if said == NONE_YET else said)
     context = build_context(
         spec,
@@ -450,12 +557,17 @@ def _try_one(
     recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left, trial)
     budget = Budget(env.pricing, left, env.day_usd, host._spent_today(heinzel_id))
     purse = Purse(budget, recorder.spent, recorder.reservation, hold=env.hold_day)
+    from heinzel.store.sources import SourceCache
+
+    calls, cache, tools = _calls(records), SourceCache.of(sessions.home), []
     services = TurnServices(
         view=view,
         last_approved=approved,
         contract_text=text,
         lessons=lessons,
-        capabilities=(),
+        capabilities=[
+            _TrialSearch(one, calls, cache, live=live, answered=tools) for one in searches
+        ],
     )
     try:
         result = asyncio.run(
@@ -479,6 +591,7 @@ def _try_one(
             "tried_usd": float(recorder.spent()),  # a reservation a paid failure left counts
             "tried_checks": [],
             "would": [],
+            "tools": tools,
             "diff": "",
             "error": f"{error.code}: {error.message}",
         }
@@ -517,6 +630,7 @@ def _try_one(
         "requests": recorder.requests,
         "tried_checks": tried_checks,
         "would": would,
+        "tools": tools,
         "diff": diff,
         "error": result.error,
     }

@@ -123,12 +123,10 @@ def run_child(app: Any, heinzel_id: str, asked: str) -> int:
         return 2
     folder = _dir(app.service.home.root)
     _write(folder / f"{ticket}.pid", os.getpid())
-    documents = app.adapters.get("documents")
-    reads = {"documents": documents} if documents is not None else {}
     try:
-        tried = run_trial(
-            app.service, TurnHost(app.service), heinzel_id, adapters=reads, turns=said["turns"]
-        )
+        host = TurnHost(app.service)
+        turns = int(said["turns"])
+        tried = run_trial(app.service, host, heinzel_id, adapters=app.adapters, turns=turns)
     except HzError as error:
         answer = {"code": error.code, "message": error.message, "hint": error.hint}
         _write(folder / f"{ticket}.json", {"error": answer})

@@ -276,6 +276,78 @@ class TestToolsFromTheRecord:
         assert said == ["(none yet)"], said
 
 
+SEARCHED = CONTRACT.replace(
+    "requires: [files:read, documents:write]",
+    "requires: [files:read, documents:write, calendar:read]",
+).replace(
+    "    notes: {from: files.read, args: {path: notes.txt}}\n",
+    "    notes: {from: files.read, args: {path: notes.txt}}\n"
+    "    events: {from: calendar.events, args: {calendar: me}, window: 7d}\n",
+)
+EVENT = '{"id": "e1", "calendar": "me", "title": "%s retro", "start": "2026-10-28T10:00:00Z"}\n'
+RECORDED = {"method": "events", "window": "7d", "args": {"query": "retro"}}
+CACHED = {"method": "events", "window": "7d", "args": {"calendar": "me"}}
+NEVER = {"method": "events", "window": "14d"}
+
+
+def _searches(calls: list[dict[str, Any]], outcome: dict[str, Any]) -> Any:
+    """Call ``search_calendar`` with each of ``calls`` in turn, then give ``outcome``."""
+
+    def script(body: dict[str, Any], n: int) -> Any:
+        done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        return Call("search_calendar", calls[done]) if done < len(calls) else Outcome(outcome)
+
+    return script
+
+
+class TestSearchesInATrial:
+    def test_from_the_record_the_cache_or_unavailable_and_live_with_live(self, buyer: User) -> None:
+        """The Friday turn searched the calendar for "retro"; the calendar changed since
+        (its event is now "LIVE retro"). Tried again, the same search answers what it
+        answered on Friday, a search it never made answers from the source cache (the
+        input the wake fetched), one neither holds is unavailable, and nothing is fetched;
+        with --live each is fetched now."""
+        sources = buyer.folder / "sources"
+        sources.mkdir()
+        (sources / "calendar.jsonl").write_text(EVENT % "Sprint", encoding="utf-8")
+        buyer.env["HZ_FIXTURE_SOURCES"] = str(sources)
+        path = buyer.folder / "notes-digest.prose.md"
+        path.write_text(SEARCHED, encoding="utf-8")
+        assert buyer.in_process("heinzel", "new", "--from", str(path)).returncode == 0
+        assert buyer.in_process("approve", "notes-digest").returncode == 0
+        answers: list[Any] = [_searches([RECORDED], DRAFT)]
+        meter = _meter(buyer, lambda body, n: answers[0](body, n))
+        woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")
+        assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout + woke.stderr
+        (sources / "calendar.jsonl").write_text(EVENT % "LIVE", encoding="utf-8")
+        answers[0] = _searches([RECORDED, CACHED, NEVER], DRAFT)
+        told = []
+        for extra in ([], ["--live"]):
+            sent = len(meter.seen)
+            tried = buyer.hz("heinzel", "try", "notes-digest", "--json", *extra)
+            assert tried.returncode == 0, tried.stderr
+            [turn] = json.loads(tried.stdout)["turns"]
+            assert turn["status"] == "outcome", turn
+            told.append(
+                (
+                    [call["answered"] for call in turn["tools"]],
+                    [
+                        m["content"]
+                        for m in meter.seen[-1].body["messages"]
+                        if m.get("role") == "tool"
+                    ],
+                )
+            )
+            assert len(meter.seen) - sent == 4
+        (kept, said), (live, fetched) = told
+        assert kept == ["record", "cache", "unavailable"], told
+        assert "Sprint retro" in said[0] and "Sprint retro" in said[1], said
+        assert "LIVE" not in "".join(said) and said[2].startswith("unavailable"), said
+        assert live == ["live"] * 3 and all("LIVE retro" in one for one in fetched), fetched
+        text = buyer.hz("heinzel", "try", "notes-digest").stdout
+        assert "tool: search_calendar(events, 7d): answered from the record" in text, text
+
+
 LESSON = "Put the rounding fix first."
 
 

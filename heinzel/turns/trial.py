@@ -559,7 +559,8 @@ def _try_one(
     purse = Purse(budget, recorder.spent, recorder.reservation, hold=env.hold_day)
     from heinzel.store.sources import SourceCache
 
-    calls, cache, tools = _calls(records), SourceCache.of(sessions.home), []
+    calls, cache = _calls(records), SourceCache.of(sessions.home)
+    tools: list[dict[str, Any]] = []
     services = TurnServices(
         view=view,
         last_approved=approved,

@@ -337,7 +337,7 @@ class Views:
             from heinzel.web.trials import ask
 
             app = self.app()
-            heinzel_id, ticket, turns = ask(app, ref, form.get("turns"))
+            heinzel_id, ticket, turns = ask(app, ref, str(form.get("turns") or "") or None)
             hint = json.dumps({"ticket": ticket, "turns": turns})
             self.start_verb(app.service.home.root, heinzel_id, "try", hint)
             return f"/h/{heinzel_id}/try/{ticket}"

@@ -46,6 +46,14 @@ from heinzel.cli.commands import heinzel
     default=None,
     help="What the trial may spend (default: the per-turn cap for each turn tried).",
 )
+@click.option(
+    "--live",
+    "live",
+    is_flag=True,
+    default=False,
+    help="Fetch every search the tried think makes now (default: from the record or the "
+    "source cache, else unavailable).",
+)
 @home_option
 @json_option
 def try_(  # noqa: PLR0917  (click passes the options by position)
@@ -55,6 +63,7 @@ def try_(  # noqa: PLR0917  (click passes the options by position)
     without_lesson: str | None,
     turns: int,
     max_usd: float | None,
+    live: bool,
     home: str | None,
     as_json: bool,
 ) -> None:
@@ -71,17 +80,17 @@ def try_(  # noqa: PLR0917  (click passes the options by position)
     from heinzel.turns.trial import run_trial
 
     app = open_app(home)
-    documents = app.adapters.get("documents")
     report = run_trial(
         app.service,
         TurnHost(app.service),
         name,
-        adapters={"documents": documents} if documents is not None else {},
+        adapters=app.adapters,
         version=version,
         model=model,
         without_lesson=without_lesson,
         turns=turns,
         max_usd=None if max_usd is None else Decimal(str(max_usd)),
+        live=live,
     )
     emit(report, as_json, render_trial)
 
@@ -111,6 +120,11 @@ def render_trial(data: dict[str, Any]) -> str:
             lines.append(f"  placed: nothing ({turn.get('placed_disposition')})")
         for said in turn.get("would") or []:
             lines.append(f"  would: {said}")
+        for call in turn.get("tools") or []:
+            lines.append(
+                f"  tool: {call['tool']}({call['method']}, {call['window']}): "
+                + _ANSWERED.get(call["answered"], call["answered"])
+            )
         if turn.get("diff"):
             lines += ["  " + line for line in turn["diff"].splitlines()]
         elif turn.get("tried") is not None:
@@ -122,6 +136,14 @@ def render_trial(data: dict[str, Any]) -> str:
         )
     lines += ["", data["summary"]]
     return "\n".join(lines)
+
+
+_ANSWERED = {
+    "record": "answered from the record",
+    "cache": "answered from the source cache",
+    "live": "fetched live",
+    "unavailable": "unavailable (not in the record or the cache)",
+}
 
 
 def _mark(check: dict[str, Any] | None) -> str:

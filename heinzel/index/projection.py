@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from heinzel.index.schema import ADDED_COLUMNS, MARKED, SCHEMA, TABLES
+from heinzel.index.schema import ADDED_COLUMNS, ADDED_TABLES, MARKED, SCHEMA, TABLES
 from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 __all__ = ["SCHEMA", "TABLES", "HeinzelProjection"]
+
+TRIAL = "trial"
+"""The ``kind`` of a trial's lines (`heinzel.turns.trial`): its reservations and releases
+(``model.reserved``, ``model.released`` outside any turn) and its ``usage``."""
+_TRIAL_ONLY = ("model.reserved", "model.released")
+"""Kinds the projection folds only outside a turn, as a trial's (a turn's are its fold's)."""
 
 
 class HeinzelProjection:
@@ -55,12 +61,14 @@ class HeinzelProjection:
                 "question.asked",
                 "question.answered",
                 "usage",
+                *_TRIAL_ONLY,
             )
         }
 
     # -- the Projection protocol -------------------------------------------------
 
     def create(self, db: Database) -> None:
+        added = [t for t in ADDED_TABLES if not db[t].exists()]
         db.executescript(SCHEMA)
         have: dict[str, set[str]] = {}
         for table, column, kind in ADDED_COLUMNS:
@@ -68,6 +76,29 @@ class HeinzelProjection:
                 have[table] = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
             if column not in have[table]:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        if "trials" in added:
+            self._fill_trials(db)
+
+    def _fill_trials(self, db: Database) -> None:
+        """An index made before ``trials``: its rows from the trial lines the index already
+        folded (up to each spine's watermark; the lines after are folded as they are
+        caught up). Only the rows: the day's and the total spend counted those lines."""
+        from ledger.index import WATERMARKS
+        from ledger.reading import read_events
+
+        if not db[WATERMARKS].exists():
+            return
+        query = f"SELECT source, seq FROM {WATERMARKS}"  # noqa: S608
+        for source, seq in db.execute(query).fetchall():
+            spine = self._home.spine_path(str(source))
+            if not spine.exists():
+                continue
+            kinds = ("usage", *_TRIAL_ONLY)
+            for event in read_events(spine, kinds=kinds, skip_damaged=True):
+                if event.seq > int(seq or 0):
+                    break
+                if event.turn is None and event.data.get("kind") == TRIAL:
+                    self._trial(db, str(source), event)
 
     def clear(self, db: Database, source: str) -> None:
         db.execute("DELETE FROM heinzel WHERE id = ?", [source])
@@ -97,7 +128,7 @@ class HeinzelProjection:
                 [source, event.seq, event.offset, event.kind],
             )
         handler = self._handlers.get(event.kind)
-        if handler is not None:
+        if handler is not None and not (event.turn and event.kind in _TRIAL_ONLY):
             handler(db, source, event)
             if event.kind != "heinzel.created":
                 self._update(db, source, updated_at=event.ts)
@@ -454,7 +485,76 @@ class HeinzelProjection:
                 "tokens_cached = tokens_cached + ? WHERE id = ?",
                 [usd, int(d.get("tokens") or 0), int(d.get("tokens_cached") or 0), event.turn],
             )
+        elif d.get("kind") == TRIAL:
+            usd -= self._trial(db, source, event)
         self._add_cost(db, source, event, usd)
+
+    def _apply_model_reserved(self, db: Database, source: str, event: Event) -> None:
+        """A trial's reservation (outside any turn): counted in full from now on, until
+        its ``usage`` settles it or ``model.released`` lets it go."""
+        if event.data.get("kind") == TRIAL:
+            self._add_cost(db, source, event, float(event.data.get("usd") or 0.0))
+            self._trial(db, source, event)
+
+    def _apply_model_released(self, db: Database, source: str, event: Event) -> None:
+        """A trial's request that provably cost nothing: its reservation no longer counts."""
+        if event.data.get("kind") == TRIAL:
+            self._add_cost(db, source, event, -self._trial(db, source, event))
+
+    def _trial(self, db: Database, source: str, event: Event) -> float:
+        """Fold one trial line into ``trials``; what of its reservation the day's spend
+        lets go now (the open reservation's ``usd`` when this line settles or releases it
+        on the day it was made: a reservation of an earlier day stays that day's)."""
+        d = event.data
+        trial = d.get("trial")
+        if event.kind == "model.reserved":
+            # one before it of the same trial that nothing settled stays counted in full
+            db.execute(
+                "UPDATE trials SET state = 'lost' WHERE heinzel = ? AND trial = ? "
+                "AND state = 'open'",
+                [source, trial],
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO trials (heinzel, seq, trial, of, at, state, reserved) "
+                "VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                [source, event.seq, trial, d.get("of"), event.ts, float(d.get("usd") or 0.0)],
+            )
+            return 0.0
+        found = (
+            None
+            if trial is None
+            else db.execute(
+                "SELECT seq, at, reserved FROM trials WHERE heinzel = ? AND trial = ? "
+                "AND state = 'open' ORDER BY seq DESC LIMIT 1",
+                [source, trial],
+            ).fetchone()
+        )
+        if event.kind == "model.released":
+            if found is None:
+                return 0.0
+            db.execute(
+                "UPDATE trials SET state = 'released' WHERE heinzel = ? AND seq = ?",
+                [source, found[0]],
+            )
+            return float(found[2]) if str(found[1])[:10] == event.ts[:10] else 0.0
+        values = [
+            float(d.get("usd") or 0.0),
+            int(d.get("tokens") or 0),
+            int(d.get("tokens_cached") or 0),
+        ]
+        if found is None:  # a request that reserved nothing (offline), or an older line
+            db.execute(
+                "INSERT OR REPLACE INTO trials (heinzel, seq, trial, of, at, state, usd, "
+                "tokens, tokens_cached) VALUES (?, ?, ?, ?, ?, 'settled', ?, ?, ?)",
+                [source, event.seq, trial, d.get("of"), event.ts, *values],
+            )
+            return 0.0
+        db.execute(
+            "UPDATE trials SET state = 'settled', usd = ?, tokens = ?, tokens_cached = ? "
+            "WHERE heinzel = ? AND seq = ?",
+            [*values, source, found[0]],
+        )
+        return float(found[2]) if str(found[1])[:10] == event.ts[:10] else 0.0
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADDED_COLUMNS", "INDEX_VERSION", "MARKED", "SCHEMA", "TABLES"]
+__all__ = ["ADDED_COLUMNS", "ADDED_TABLES", "INDEX_VERSION", "MARKED", "SCHEMA", "TABLES"]
 
 INDEX_VERSION: Final = 1
 """The index file's ``user_version``: raised when an older hz would misread or fail on an
@@ -72,6 +72,13 @@ CREATE TABLE IF NOT EXISTS marks (
     kind TEXT NOT NULL, PRIMARY KEY (heinzel, seq)
 );
 CREATE INDEX IF NOT EXISTS marks_kind ON marks(heinzel, kind, seq);
+CREATE TABLE IF NOT EXISTS trials (
+    heinzel TEXT NOT NULL, seq INTEGER NOT NULL, trial TEXT, of TEXT, at TEXT,
+    state TEXT NOT NULL, reserved REAL NOT NULL DEFAULT 0, usd REAL NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0, tokens_cached INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (heinzel, seq)
+);
+CREATE INDEX IF NOT EXISTS trials_open ON trials(heinzel, trial) WHERE state = 'open';
 """
 
 TABLES: Final = (
@@ -83,6 +90,7 @@ TABLES: Final = (
     "waits",
     "keys",
     "marks",
+    "trials",
 )
 
 MARKED: Final = frozenset(
@@ -99,3 +107,10 @@ ADDED_COLUMNS: Final = (
 """Columns added after a table's first release: an index made before them gets them on
 open (zero until `hz heinzel reindex` folds the old lines again); a new one has them in
 `SCHEMA`."""
+
+ADDED_TABLES: Final = ("trials",)
+"""Tables added after the index's first release: an index made before one gets it on open,
+filled from the lines the index had already folded (`heinzel.index.projection`), so no
+reindex is needed. ``trials``: one row per model request of `hz heinzel try` (its
+reservation, ``open`` until its ``usage {kind: trial}`` settles it or ``model.released``
+lets it go)."""

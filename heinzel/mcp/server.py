@@ -409,10 +409,9 @@ class Tools:
             from heinzel.turns.host import TurnHost
             from heinzel.turns.trial import run_trial
 
-            documents = app.adapters.get("documents")
-            reads = {"documents": documents} if documents is not None else {}
-            host = TurnHost(app.service)
-            return run_trial(app.service, host, name, adapters=reads, version=version, turns=turns)
+            host = TurnHost(app.service)  # the turn's searches: from the record or the cache
+            service, adapters = app.service, app.adapters
+            return run_trial(service, host, name, adapters=adapters, version=version, turns=turns)
 
         return self._out(Tried, self.call(trial, name=name))
 

@@ -26,6 +26,8 @@ from ledger.event import format_ts
 from ledger.files import ensure_private_dir
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from heinzel.contract import CompiledContract
     from heinzel.index.listing import Listing
     from ledger.verify import VerifyReport
@@ -436,7 +438,7 @@ class Service(Sessions):
         shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
-        _add_trials(shown["cost_month"], self.home.spine_path(row["id"]), self._today()[:7])
+        _add_trials(shown["cost_month"], self.read_db, str(row["id"]), self._today()[:7])
         from heinzel.session.summaries import latest_summary
 
         shown["summary"] = latest_summary(
@@ -572,14 +574,16 @@ class Service(Sessions):
         return diagnose(self, online=online)
 
 
-def _add_trials(cost: dict[str, Any], spine: Path, month: str) -> None:
-    """The month's `hz heinzel try` spend in ``cost_month`` as the cause ``trial``."""
+def _add_trials(cost: dict[str, Any], db: sqlite3.Connection, heinzel: str, month: str) -> None:
+    """The month's `hz heinzel try` spend in ``cost_month`` as the cause ``trial``, from the
+    index (`heinzel.session.spend.trial_spend`)."""
     from heinzel.session.spend import trial_spend
 
-    usd, tokens = trial_spend(spine, month)
+    usd, tokens, cached = trial_spend(db, heinzel, month)
     if not usd and not tokens:
         return
     cost["by_cause"]["trial"] = round(usd, 6)
     cost["total"] = round(cost["total"] + usd, 6)
     cost["tokens"] += tokens
-    cost["tokens_by_cause"]["trial"] = {"tokens": tokens, "tokens_cached": 0}
+    cost["tokens_cached"] += cached
+    cost["tokens_by_cause"]["trial"] = {"tokens": tokens, "tokens_cached": cached}

@@ -18,13 +18,13 @@ each other's zero (docs/engine.md, "The reservation protocol").
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
@@ -121,7 +121,9 @@ def turn_spend(events: Iterable[Event]) -> float:
 
 def spent_on_spines(home: Home, day: str) -> float:
     """The home's spend on ``day`` from its spines alone, no index: each turn's
-    `turn_spend` of the day's lines, and every ``usage`` event. What `spent_today` reads
+    `turn_spend` of the day's lines, every ``usage`` event, and each trial's reservations
+    (``model.reserved`` outside a turn, settled by its ``usage {kind: trial}`` or let go
+    by its ``model.released``: `turn_spend`'s rule by trial). What `spent_today` reads
     through the index must equal it (a check for tests; it reads every spine whole)."""
     total = 0.0
     for heinzel in home.session_ids():
@@ -130,7 +132,12 @@ def spent_on_spines(home: Home, day: str) -> float:
         for event in read_events(home.spine_path(heinzel), kinds=kinds):
             if event.ts[:10] != day:
                 continue
-            if event.kind == "usage":
+            trial = event.turn is None and event.data.get("kind") == "trial"
+            if trial and event.data.get("trial"):
+                settles = event.kind == "usage"  # the trial's reservation, as a request does
+                one = dataclasses.replace(event, kind="model.request") if settles else event
+                by_turn.setdefault("trial " + str(event.data["trial"]), []).append(one)
+            elif event.kind == "usage":
                 total += float(event.data.get("usd") or 0.0)
             else:
                 by_turn.setdefault(str(event.turn), []).append(event)
@@ -166,14 +173,21 @@ def hold_day(
         os.close(fd)
 
 
-def trial_spend(spine: Path, month: str) -> tuple[float, int]:
-    """USD and tokens of the spine's ``usage {kind: trial}`` lines of ``month`` (``YYYY-MM``):
-    what `hz heinzel try` spent, outside any turn (show reports it as the cause ``trial``).
-    Lines it cannot read (damaged, or a newer hz's envelope) are read around: show still
-    answers for such a spine, as it does from the index."""
-    usd, tokens = 0.0, 0
-    for event in read_events(spine, kinds=("usage",), skip_damaged=True):
-        if event.data.get("kind") == "trial" and event.ts.startswith(month):
-            usd += float(event.data.get("usd") or 0.0)
-            tokens += int(event.data.get("tokens") or 0)
-    return usd, tokens
+def trial_spend(index: Reads, heinzel: str, month: str) -> tuple[float, int, int]:
+    """USD, tokens and cached tokens of ``heinzel``'s `hz heinzel try` requests of
+    ``month`` (``YYYY-MM``), from the index's ``trials`` rows: each settled request's
+    ``usd``, and each reservation nothing settled (a trial killed while the provider held
+    its request) at its worst case, as the caps count it. Show reports it as the cause
+    ``trial``; a released reservation counts nothing."""
+    row = (
+        _db(index)
+        .execute(
+            "SELECT COALESCE(SUM(CASE WHEN state = 'settled' THEN usd "
+            "WHEN state IN ('open', 'lost') THEN reserved ELSE 0 END), 0), "
+            "COALESCE(SUM(tokens), 0), COALESCE(SUM(tokens_cached), 0) FROM trials "
+            "WHERE heinzel = ? AND at >= ? AND at < ?",
+            [heinzel, month, month + "~"],
+        )
+        .fetchone()
+    )
+    return float(row[0] or 0.0), int(row[1] or 0), int(row[2] or 0)

@@ -34,6 +34,7 @@ from heinzel.engine.money import Budget, Purse, turn_cap
 from heinzel.engine.spec import Cause, InputSpec, LessonView, SpineView, TurnSpec
 from heinzel.engine.tools import NONE_YET
 from heinzel.errors import HeinzelError
+from heinzel.ids import ID_PREFIX, new_id
 from heinzel.session.spend import turn_spend
 from heinzel.turns.inputs import recent_bodies
 from ledger.bodies import Bodies
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from heinzel.turns.host import TurnHost
     from ledger.event import Event
 
-__all__ = ["TRIAL", "run_trial"]
+__all__ = ["TRIAL", "proposed", "run_trial"]
 
 TRIAL = "trial"
 """The ``usage`` line's ``kind`` for a trial's model request (docs/spine.md)."""
@@ -77,16 +78,38 @@ class _Past:
 
 
 class _TrialRecorder:
-    """The engine's recorder for a trial: no turn line and no body record is written;
-    each answered model request becomes one ``usage {kind: trial}`` line at once."""
+    """The engine's recorder for a trial: no turn line and no body record is written.
+    Each paid request is reserved on the spine before it is sent, as a turn's is
+    (``model.reserved {usd, kind: trial, trial, of}`` outside any turn, fsynced under the
+    home's spend lock: `reservation`, the `Purse`'s writer), and settled by one
+    ``usage {kind: trial, trial, of}`` line once it is answered (or let go by
+    ``model.released {kind: trial, trial, of}`` when it provably cost nothing). A
+    reservation neither follows (the trial was killed while the provider held the
+    request) counts in full, in the index's day spend and in ``show`` (docs/try.md)."""
 
-    def __init__(self, sessions: Sessions, heinzel_id: str, turn: str, left: Decimal) -> None:
+    def __init__(
+        self, sessions: Sessions, heinzel_id: str, turn: str, left: Decimal, trial: str
+    ) -> None:
         self.sessions = sessions
         self.heinzel_id = heinzel_id
         self.turn = turn
         self.left = left
+        self.trial = trial
         self.usd = Decimal(0)
+        self.open = Decimal(0)
+        """The reservation of the request under way (zero once settled or let go)."""
         self.requests = 0
+
+    def spent(self) -> Decimal:
+        """The trial's spend on this turn so far: its requests and its open reservation."""
+        return self.usd + self.open
+
+    def reservation(self, kind: str, data: Mapping[str, Any]) -> None:
+        """The `Purse`'s writer: ``model.reserved`` before a request, ``model.released``
+        after one that cost nothing, each a durable line outside any turn."""
+        line = {**data, "kind": TRIAL, "trial": self.trial, "of": self.turn}
+        self.sessions.append(self.heinzel_id, kind, line)
+        self.open = Decimal(str(data.get("usd") or 0)) if kind == "model.reserved" else Decimal(0)
 
     def checkpoint(self, kind: str, data: Mapping[str, Any]) -> None:
         if kind != "step.model":
@@ -94,6 +117,7 @@ class _TrialRecorder:
         raw = data.get("usd")
         usd = self.left - self.usd if raw == "cap" else Decimal(str(raw or 0))
         self.usd += usd
+        self.open = Decimal(0)
         self.requests += 1
         tokens = int(data.get("in") or 0) + int(data.get("out") or 0)
         line = {
@@ -102,6 +126,7 @@ class _TrialRecorder:
             "tokens": tokens,
             "tokens_cached": int(data.get("cached") or 0),
             "of": self.turn,
+            "trial": self.trial,
         }
         self.sessions.append(self.heinzel_id, "usage", line)
 
@@ -150,6 +175,101 @@ def _recorded(records: Sequence[Mapping[str, Any]], tool: str) -> str | None:
     return None
 
 
+def _calls(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, str]]:
+    """Each tool call the old turn made, from its body's messages: the tool, its arguments
+    and what it answered (as text)."""
+    asked: dict[str, tuple[str, Any]] = {}
+    out: list[tuple[str, Any, str]] = []
+    for record in records:
+        if record.get("kind") != "messages":
+            continue
+        for message in record.get("messages") or []:
+            for part in message.get("parts") or []:
+                kind, call = part.get("part_kind"), str(part.get("tool_call_id") or "")
+                if kind == "tool-call":
+                    args = part.get("args")
+                    if isinstance(args, str):
+                        try:
+                            args = json.loads(args or "{}")
+                        except ValueError:
+                            args = {}
+                    asked[call] = (str(part.get("tool_name")), args)
+                elif kind == "tool-return" and call in asked:
+                    content = part.get("content")
+                    text = content if isinstance(content, str) else json.dumps(content)
+                    out.append((*asked[call], text))
+    return out
+
+
+def _search_args(method: str, window: str | None, args: Any) -> tuple[str, str, str]:
+    """A search call's arguments, as the tool fills its defaults (``7d``, no args)."""
+    given = args if isinstance(args, Mapping) else {}
+    return (str(method), str(window or "7d"), json.dumps(dict(given), sort_keys=True))
+
+
+class _TrialSearch:
+    """A capability's ``search_<name>`` tool in a trial: a call the recorded turn made
+    answers what it answered then (from its body); one it never made answers from the
+    source cache when the cache holds that source (capability, method, args, window), and
+    is refused as unavailable otherwise; nothing is fetched unless ``live``, which fetches
+    every call now. Each answer's origin is kept for the report (``tools``)."""
+
+    def __init__(
+        self,
+        capability: Any,
+        calls: Sequence[tuple[str, Any, str]],
+        cache: Any,
+        *,
+        live: bool,
+        answered: list[dict[str, Any]],
+    ) -> None:
+        from heinzel.engine.tools import tool_name
+
+        self._capability = capability
+        self._tool = tool_name("search", capability.name)
+        self._recorded = {
+            _search_args(a.get("method", ""), a.get("window"), a.get("args")): text
+            for tool, a, text in calls
+            if tool == self._tool and isinstance(a, Mapping)
+        }
+        self._cache = cache
+        self._live = live
+        self._answered = answered
+
+    @property
+    def name(self) -> str:
+        return str(self._capability.name)
+
+    @property
+    def methods(self) -> Any:
+        return self._capability.methods
+
+    async def search(self, method: str, args: Mapping[str, str], window: str) -> Any:
+        from heinzel.contract.types import parse_duration
+        from heinzel.store.sources import source_key
+        from heinzel.turns.inputs import render_input
+
+        said = {"tool": self._tool, "method": method, "window": window, "args": dict(args)}
+        if self._live:
+            self._answered.append({**said, "answered": "live"})
+            return await self._capability.search(method, args, window)
+        recorded = self._recorded.get(_search_args(method, window, args))
+        if recorded is not None:
+            self._answered.append({**said, "answered": "record"})
+            return recorded
+        key = source_key(self.name, method, dict(args), parse_duration(window))
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._answered.append({**said, "answered": "cache"})
+            return render_input(cached.result)
+        self._answered.append({**said, "answered": "unavailable"})
+        return (
+            f"unavailable: {self._tool}({method}, {window}) was not called by the turn "
+            "tried again and the source cache does not hold it; a trial fetches nothing "
+            "(`hz heinzel try --live` would)"
+        )
+
+
 def _placed_text(past: _Past, thought: Any) -> str | None:
     """The draft the turn placed (None: it placed none)."""
     if past.disposition != "drafted" or not isinstance(thought, dict):
@@ -196,7 +316,7 @@ def _would(outcome: Mapping[str, Any] | None, disposition: Mapping[str, Any]) ->
     return said
 
 
-def _proposed(sessions: Sessions, row: Mapping[str, Any], version: int | None) -> int:
+def proposed(sessions: Sessions, row: Mapping[str, Any], version: int | None) -> int:
     """The version to try: the one asked for, else the pending amendment's, else the
     approved one (HZH500 when the asked one does not exist)."""
     heinzel_id = str(row["id"])
@@ -231,12 +351,13 @@ def run_trial(
     without_lesson: str | None = None,
     turns: int = 5,
     max_usd: Decimal | None = None,
+    live: bool = False,
 ) -> dict[str, Any]:
     """Try the last ``turns`` turns of ``ref`` again under the proposed version, model or
     lessons, and compare; the answer ``hz heinzel try --json`` prints."""
     row = sessions.resolve(ref, write=True)
     heinzel_id, name = str(row["id"]), str(row["name"])
-    tried_version = _proposed(sessions, row, version)
+    tried_version = proposed(sessions, row, version)
     text = sessions.home.contract_text_path(heinzel_id, tried_version).read_text(encoding="utf-8")
     contract = compile_contract(text, source=f"v{tried_version}")
     items = tuple(contract.body.done_when)
@@ -272,9 +393,13 @@ def run_trial(
         chosen.append((past, gathered, thought))
     chosen.reverse()
     with sessions.hold_spine(heinzel_id) as spine:
+        documents = {k: v for k, v in adapters.items() if k == "documents"}
         env = host._env(  # no configured model is made when another is tried
-            heinzel_id, spine, "schedule", adapters, extra=(), slot="trial", past_think=bool(model)
+            heinzel_id, spine, "schedule", documents, extra=(), slot="trial", past_think=bool(model)
         )
+        from heinzel.turns.inputs import search_capabilities
+
+        searches = search_capabilities(contract, adapters, sessions.clock())
         lessons: list[LessonView] = list(env.lessons)
         if without_lesson is not None:
             kept = [one for one in lessons if str(one.id) != str(without_lesson)]
@@ -298,6 +423,7 @@ def run_trial(
         cap = max_usd if max_usd is not None else (per_turn or Decimal(0)) * max(len(chosen), 1)
         spent = Decimal(0)
         results = []
+        trial = "tr-" + new_id(sessions.clock)[len(ID_PREFIX) :]
         for past, gathered, thought in chosen:
             left = cap - spent
             tried = _try_one(
@@ -315,6 +441,9 @@ def run_trial(
                 lessons=lessons,
                 model=engine_model,
                 left=left,
+                trial=trial,
+                searches=searches,
+                live=live,
             )
             spent += Decimal(str(tried["tried_usd"]))
             results.append(tried)
@@ -334,6 +463,7 @@ def run_trial(
         "version": tried_version,
         "model": engine_model.model_name if model is None else model,
         "without_lesson": without_lesson,
+        "live": live,
         "done_when": list(items),
         "turns": results,
         "expired": expired,
@@ -359,6 +489,9 @@ def _try_one(
     lessons: Sequence[LessonView],
     model: Any,
     left: Decimal,
+    trial: str,
+    searches: Sequence[Any] = (),
+    live: bool = False,
 ) -> dict[str, Any]:
     """Think one past turn again; its placed and tried drafts, checks, costs, verdict."""
     from heinzel.engine.run import think
@@ -388,6 +521,7 @@ def _try_one(
             "tried_usd": 0.0,
             "tried_checks": [],
             "would": [],
+            "tools": [],
             "diff": "",
             "error": "the trial's cap is reached",
         }
@@ -408,7 +542,8 @@ def _try_one(
     keep = sessions.settings.heinzel.summary_keep_turns
     bodies = Bodies(sessions.home.session_dir(heinzel_id))
     # a tool the old turn called answers as it did then; one it never called, from now
-    said = _recorded(bodies.read(past.turn) or [], "last_approved")
+    records = bodies.read(past.turn) or []
+    said = _recorded(records, "last_approved")
     approved = env.last_approved if said is None else (None if said == NONE_YET else said)
     context = build_context(
         spec,
@@ -419,15 +554,21 @@ def _try_one(
         last_approved=approved,
         settings=env.context_settings,
     )
-    recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left)
+    recorder = _TrialRecorder(sessions, heinzel_id, past.turn, left, trial)
     budget = Budget(env.pricing, left, env.day_usd, host._spent_today(heinzel_id))
-    purse = Purse(budget, lambda: recorder.usd, None, hold=env.hold_day)
+    purse = Purse(budget, recorder.spent, recorder.reservation, hold=env.hold_day)
+    from heinzel.store.sources import SourceCache
+
+    calls, cache = _calls(records), SourceCache.of(sessions.home)
+    tools: list[dict[str, Any]] = []
     services = TurnServices(
         view=view,
         last_approved=approved,
         contract_text=text,
         lessons=lessons,
-        capabilities=(),
+        capabilities=[
+            _TrialSearch(one, calls, cache, live=live, answered=tools) for one in searches
+        ],
     )
     try:
         result = asyncio.run(
@@ -448,9 +589,10 @@ def _try_one(
             "status": "cap" if error.code == "HZE005" else "failed",
             "verdict": "not tried",
             "tried": None,
-            "tried_usd": float(recorder.usd),
+            "tried_usd": float(recorder.spent()),  # a reservation a paid failure left counts
             "tried_checks": [],
             "would": [],
+            "tools": tools,
             "diff": "",
             "error": f"{error.code}: {error.message}",
         }
@@ -489,6 +631,7 @@ def _try_one(
         "requests": recorder.requests,
         "tried_checks": tried_checks,
         "would": would,
+        "tools": tools,
         "diff": diff,
         "error": result.error,
     }

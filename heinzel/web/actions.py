@@ -150,6 +150,10 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
 
             adapters = default_adapters(app.service.settings)
             follow_up(TurnHost(app.service), heinzel_id, hint, adapters)
+        elif verb == "try":  # the page's trial: its ticket and turns (on stdin)
+            from heinzel.web.trials import run_child
+
+            return run_child(app, heinzel_id, hint)
         elif verb == "answer":  # the answer is recorded; its turn (on stdin) goes on here
             from heinzel.turns.host import TurnHost, default_adapters
 

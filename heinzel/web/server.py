@@ -81,6 +81,7 @@ def create_app(
         Route("/h/{ref}/approve", views.approve, methods=["POST"]),
         Route("/h/{ref}/decline", views.decline, methods=["POST"]),
         Route("/h/{ref}/try", views.try_, methods=["POST"]),
+        Route("/h/{ref}/try/{ticket}", views.tried),
         Route("/h/{ref}/answer", views.answer, methods=["POST"]),
         Route("/h/{ref}/dismiss", views.dismiss, methods=["POST"]),
         Route("/h/{ref}/do", views.do, methods=["POST"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -326,31 +327,56 @@ class Views:
 
     async def try_(self, request: Request) -> Response:
         """The amendment card's "Try it on the last turns": ``hz heinzel try`` (the pending
-        amendment on the last three turns), its side by side on a page of its own."""
+        amendment on the last three turns) in a child process (`heinzel.web.trials`); the
+        request answers at once with the trial's own page (``location``), where its side by
+        side shows once the child wrote it."""
         form = await request.form()
         ref = request.path_params["ref"]
 
-        def trial() -> dict[str, Any]:
-            from heinzel.turns.host import TurnHost
-            from heinzel.turns.trial import run_trial
+        def start() -> str:
+            from heinzel.web.trials import ask
 
             app = self.app()
-            documents = app.adapters.get("documents")
-            reads = {"documents": documents} if documents is not None else {}
-            raw = str(form.get("turns") or "3")
-            turns = int(raw) if raw.isdigit() and 0 < int(raw) <= 20 else 3
-            return run_trial(app.service, TurnHost(app.service), ref, adapters=reads, turns=turns)
+            heinzel_id, ticket, turns = ask(app, ref, str(form.get("turns") or "") or None)
+            hint = json.dumps({"ticket": ticket, "turns": turns})
+            self.start_verb(app.service.home.root, heinzel_id, "try", hint)
+            return f"/h/{heinzel_id}/try/{ticket}"
 
         try:
-            tried = await run_in_threadpool(trial)
+            location = await run_in_threadpool(start)
         except HzError as error:
-            if request.headers.get("accept") == "application/json":
-                answer = {"code": error.code, "message": error.message, "hint": error.hint}
-                return JSONResponse(answer, _status(error))
             return self._error(request, error)
         if request.headers.get("accept") == "application/json":
+            return JSONResponse({"started": True, "location": location}, 202)
+        return RedirectResponse(location, status_code=303)
+
+    async def tried(self, request: Request) -> Response:
+        """A trial's page: "still trying" (reloaded every two seconds) until its child
+        wrote the answer, then each turn's placed and tried drafts side by side
+        (``templates/try.html``); JSON: ``{"state": "running"}``, then ``--json``'s answer."""
+        ref, ticket = request.path_params["ref"], request.path_params["ticket"]
+
+        def read() -> tuple[str, dict[str, Any] | None]:
+            from heinzel.web.trials import outcome
+
+            app = self.app()
+            row = app.service.resolve(ref)
+            return str(row["id"]), outcome(app.service.home.root, str(row["id"]), ticket)
+
+        try:
+            heinzel_id, tried = await run_in_threadpool(read)
+        except HzError as error:
+            return self._error(request, error, 404 if error.code == "HZH503" else None)
+        json_asked = request.headers.get("accept") == "application/json"
+        if tried is None:
+            if json_asked:
+                return JSONResponse({"state": "running"})
+            page = self._page(request, "trying.html", ref=heinzel_id)
+            page.headers["Refresh"] = "2"  # the browser asks again, no script needed
+            return page
+        if json_asked:
             return JSONResponse(tried)
-        return self._page(request, "try.html", ref=ref, tried=tried)
+        return self._page(request, "try.html", ref=heinzel_id, tried=tried)
 
     async def decline(self, request: Request) -> Response:
         """``hz heinzel decline``: the pending amendment."""

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import threading
 from decimal import Decimal
 from typing import Any
 
+from heinzel.session.spend import spent_on_spines
+from heinzel.store.home import Home
 from ledger.spine import read_events
 from tests import forkhz
 
@@ -26,7 +29,7 @@ from .conftest import (
     answered_a_tool,
     outcome_after_report,
 )
-from .fake_providers import Call, Outcome
+from .fake_providers import Call, Http, Outcome
 from .test_caps import Meter, W, _create, _meter
 from .test_caps import buyer as buyer_of_test_caps
 
@@ -88,10 +91,13 @@ class TestATrial:
         assert (buyer.folder / "report.md").read_bytes() == document
         assert _spine(buyer).startswith(spine)  # the turns' lines keep their bytes
         added = _added(buyer, spine)
-        assert {e.kind for e in added} == {"usage"}, data
+        kinds = ["model.reserved", "usage"] * 2  # a report call, then the outcome
+        assert [e.kind for e in added] == kinds, data
         assert all(e.turn is None and e.data["kind"] == "trial" for e in added)
-        assert len(added) == len(meter.seen) - sent == 2  # a report call, then the outcome
-        assert sum(Decimal(str(e.data["usd"])) for e in added) == 2 * W
+        assert len({e.data["trial"] for e in added}) == 1  # one trial's lines
+        used = [e for e in added if e.kind == "usage"]
+        assert len(used) == len(meter.seen) - sent == 2
+        assert sum(Decimal(str(e.data["usd"])) for e in used) == 2 * W
         assert buyer.hz("drafts", "--json").stdout == drafts
         [turn] = data["turns"]
         assert data["version"] == 2 and turn["verdict"] == "better", data["summary"]
@@ -120,13 +126,21 @@ class TestATrial:
         [turn] = json.loads(tried.stdout)["turns"]
         assert turn["status"] == "cap" and turn["verdict"] == "not tried", turn
         added = _added(buyer, spine)
-        assert len(meter.seen) - sent == 1 == len(added)
-        assert Decimal(str(added[0].data["usd"])) == W <= cap
+        assert [e.kind for e in added] == ["model.reserved", "usage"]
+        assert len(meter.seen) - sent == 1
+        assert Decimal(str(added[1].data["usd"])) == W <= cap
 
-    def test_a_killed_trial_leaves_no_open_turn_and_no_draft(self, buyer: User) -> None:
+    def test_a_killed_trial_leaves_no_open_turn_and_no_draft_and_its_request_counts(
+        self, buyer: User
+    ) -> None:
+        """Killed while the provider holds its request, a trial leaves its reservation on
+        the spine and nothing else: no turn, no draft. The caps count what the provider
+        took (the day cap holds the wake's request and the trial's), and the next trial,
+        over the cap, is refused before it sends anything."""
         answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
         meter = _placed_and_amended(buyer, answers)
         answers[0] = lambda body, n: Outcome(TRIED)
+        buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("2.5"))  # the wake's W, and 1.5 W
         gate, arrived = threading.Event(), threading.Event()
         meter.gate, meter.arrived = gate, [threading.Event()] * len(meter.seen) + [arrived]
         document, spine = (buyer.folder / "report.md").read_bytes(), _spine(buyer)
@@ -145,13 +159,82 @@ class TestATrial:
             trial.communicate(timeout=120)
         finally:
             gate.set()
+        took = len(meter.seen) * W  # the meter bills each request it received W
         assert (buyer.folder / "report.md").read_bytes() == document
-        assert _spine(buyer) == spine  # killed in its request: nothing was recorded
+        assert _spine(buyer).startswith(spine)
+        [reserved] = _added(buyer, spine)  # killed in its request: its reservation only
+        assert reserved.kind == "model.reserved" and reserved.turn is None
+        assert reserved.data["kind"] == "trial" and Decimal(str(reserved.data["usd"])) == W
         after = json.loads(buyer.hz("heinzel", "show", "notes-digest", "--json").stdout)
         assert after["turns"] == before["turns"] and after["drafts"] == before["drafts"]
+        assert Decimal(str(after["spend_today"]["usd"])) == took == 2 * W, after
+        assert Decimal(str(after["cost_month"]["by_cause"]["trial"])) == W
+        assert Decimal(str(spent_on_spines(Home(buyer.home), FRIDAY[:10]))) == took
+        sent, spine = len(meter.seen), _spine(buyer)
+        again = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert again.returncode == 0, again.stderr
+        [turn] = json.loads(again.stdout)["turns"]
+        assert turn["status"] == "cap" and turn["verdict"] == "not tried", turn
+        assert len(meter.seen) == sent and _spine(buyer) == spine  # nothing sent or written
         answers[0] = lambda body, n: Outcome(DRAFT)
+        del buyer.env["HZ_MAX_USD_PER_DAY"]
         woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")  # the spine is free
         assert woke.returncode == 0, woke.stderr
+
+
+class TestARefusedTrialRequest:
+    def test_an_http_error_lets_its_reservation_go(self, buyer: User) -> None:
+        """The provider refuses the trial's request (HTTP 400: no bill): its reservation
+        is released, and the day's spend is the wake's alone."""
+        answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
+        _placed_and_amended(buyer, answers)
+        answers[0] = lambda body, n: Http(400)
+        spine = _spine(buyer)
+        tried = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert tried.returncode == 0, tried.stderr
+        [turn] = json.loads(tried.stdout)["turns"]
+        assert turn["status"] == "failed" and turn["tried_usd"] == 0, turn
+        added = _added(buyer, spine)
+        assert [e.kind for e in added] == ["model.reserved", "model.released"]
+        shown = _show_cost(buyer)
+        assert Decimal(str(shown["spend_today"]["usd"])) == W, shown["spend_today"]
+        assert "trial" not in shown["cost_month"]["by_cause"]
+        assert Decimal(str(spent_on_spines(Home(buyer.home), FRIDAY[:10]))) == W
+
+
+class TestTrialSpendInTheIndex:
+    def test_show_reads_it_from_the_index_and_an_older_index_gets_it_on_open(
+        self, buyer: User
+    ) -> None:
+        """`show` counts a trial's spend from the index's ``trials`` rows (the spine's
+        trial lines are not read for it); an index made before that table (dropped
+        here) gets its rows from the lines it had folded when it is next opened, and
+        the day's spend is not counted twice."""
+        answers: list[Any] = [lambda body, n: Outcome(DRAFT)]
+        _placed_and_amended(buyer, answers)
+        answers[0] = outcome_after_report(TRIED)
+        tried = buyer.hz("heinzel", "try", "notes-digest", "--json")
+        assert tried.returncode == 0, tried.stderr
+        shown = _show_cost(buyer)
+        assert Decimal(str(shown["cost_month"]["by_cause"]["trial"])) == 2 * W
+        index = sqlite3.connect(Home(buyer.home).index_path)
+        with index:
+            rows = index.execute("SELECT state, usd, reserved FROM trials").fetchall()
+            assert rows == [("settled", float(W), float(W))] * 2
+            index.execute("DROP TABLE trials")  # as an index made before it
+        index.close()
+        again = _show_cost(buyer)
+        assert again["cost_month"] == shown["cost_month"], again["cost_month"]
+        assert (
+            again["spend_today"] == shown["spend_today"]
+            and again["cost_today"] == shown["cost_today"]
+        )
+
+
+def _show_cost(user: User) -> dict[str, Any]:
+    shown = user.hz("heinzel", "show", "notes-digest", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return dict(json.loads(shown.stdout))
 
 
 NOTHING = {"report": "nothing to learn", "nothing_to_do": True, "reason": "no edits"}
@@ -191,6 +274,78 @@ class TestToolsFromTheRecord:
             if m.get("role") == "tool"
         ]
         assert said == ["(none yet)"], said
+
+
+SEARCHED = CONTRACT.replace(
+    "requires: [files:read, documents:write]",
+    "requires: [files:read, documents:write, calendar:read]",
+).replace(
+    "    notes: {from: files.read, args: {path: notes.txt}}\n",
+    "    notes: {from: files.read, args: {path: notes.txt}}\n"
+    "    events: {from: calendar.events, args: {calendar: me}, window: 7d}\n",
+)
+EVENT = '{"id": "e1", "calendar": "me", "title": "%s retro", "start": "2026-10-28T10:00:00Z"}\n'
+RECORDED = {"method": "events", "window": "7d", "args": {"query": "retro"}}
+CACHED = {"method": "events", "window": "7d", "args": {"calendar": "me"}}
+NEVER = {"method": "events", "window": "14d"}
+
+
+def _searches(calls: list[dict[str, Any]], outcome: dict[str, Any]) -> Any:
+    """Call ``search_calendar`` with each of ``calls`` in turn, then give ``outcome``."""
+
+    def script(body: dict[str, Any], n: int) -> Any:
+        done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        return Call("search_calendar", calls[done]) if done < len(calls) else Outcome(outcome)
+
+    return script
+
+
+class TestSearchesInATrial:
+    def test_from_the_record_the_cache_or_unavailable_and_live_with_live(self, buyer: User) -> None:
+        """The Friday turn searched the calendar for "retro"; the calendar changed since
+        (its event is now "LIVE retro"). Tried again, the same search answers what it
+        answered on Friday, a search it never made answers from the source cache (the
+        input the wake fetched), one neither holds is unavailable, and nothing is fetched;
+        with --live each is fetched now."""
+        sources = buyer.folder / "sources"
+        sources.mkdir()
+        (sources / "calendar.jsonl").write_text(EVENT % "Sprint", encoding="utf-8")
+        buyer.env["HZ_FIXTURE_SOURCES"] = str(sources)
+        path = buyer.folder / "notes-digest.prose.md"
+        path.write_text(SEARCHED, encoding="utf-8")
+        assert buyer.in_process("heinzel", "new", "--from", str(path)).returncode == 0
+        assert buyer.in_process("approve", "notes-digest").returncode == 0
+        answers: list[Any] = [_searches([RECORDED], DRAFT)]
+        meter = _meter(buyer, lambda body, n: answers[0](body, n))
+        woke = buyer.hz("heinzel", "wake", "notes-digest", "--json")
+        assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout + woke.stderr
+        (sources / "calendar.jsonl").write_text(EVENT % "LIVE", encoding="utf-8")
+        answers[0] = _searches([RECORDED, CACHED, NEVER], DRAFT)
+        told = []
+        for extra in ([], ["--live"]):
+            sent = len(meter.seen)
+            tried = buyer.hz("heinzel", "try", "notes-digest", "--json", *extra)
+            assert tried.returncode == 0, tried.stderr
+            [turn] = json.loads(tried.stdout)["turns"]
+            assert turn["status"] == "outcome", turn
+            told.append(
+                (
+                    [call["answered"] for call in turn["tools"]],
+                    [
+                        m["content"]
+                        for m in meter.seen[-1].body["messages"]
+                        if m.get("role") == "tool"
+                    ],
+                )
+            )
+            assert len(meter.seen) - sent == 4
+        (kept, said), (live, fetched) = told
+        assert kept == ["record", "cache", "unavailable"], told
+        assert "Sprint retro" in said[0] and "Sprint retro" in said[1], said
+        assert "LIVE" not in "".join(said) and said[2].startswith("unavailable"), said
+        assert live == ["live"] * 3 and all("LIVE retro" in one for one in fetched), fetched
+        text = buyer.hz("heinzel", "try", "notes-digest").stdout
+        assert "tool: search_calendar(events, 7d): answered from the record" in text, text
 
 
 LESSON = "Put the rounding fix first."

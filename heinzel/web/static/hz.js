@@ -131,6 +131,7 @@
     buttons.forEach(function (b) { b.disabled = true; });
     post(form.action, body).then(function (answer) {
       buttons.forEach(function (b) { b.disabled = false; });
+      if (answer.location) { window.location.assign(answer.location); return; }  // a trial's page
       tell(describe(answer), Boolean(answer.code || answer.refused));
       return refreshParts();
     });

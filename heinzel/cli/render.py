@@ -330,7 +330,7 @@ def wake(data: dict[str, Any]) -> str:
     # the cause's own code (HZH131), as stderr says, before the machine's generic HZM021
     code = (data.get("cause") or {}).get("code") or data.get("reason") or data.get("error")
     why = f" ({code})" if code else ""
-    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${usd_text(data['usd'])}"
+    line = f"{data['name']}: turn {data['turn']} {ended}{why}, {usd_text(data['usd'])} USD"
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")
         line += (

@@ -40,7 +40,7 @@ def render_log(log: dict[str, Any]) -> str:
         else:
             for e in t["entries"]:
                 lines.append(f"  log: {e['verb']} {e['target']}: {e['description']}")
-        lines.append(f"  decided: {ended}{reason}, ${usd_text(d['usd'])}")
+        lines.append(f"  decided: {ended}{reason}, {usd_text(d['usd'])} USD")
         if d.get("report"):
             lines.append(f"  report: {d['report']}")
     return "\n".join(lines)

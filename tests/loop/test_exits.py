@@ -33,7 +33,7 @@ class TestTurnCommands:
         on stderr and in the turn's line on stdout alike."""
         done = nowhere("heinzel", "wake", "notes-digest")
         assert done.code == 1
-        assert " failed (HZH131), $" in done.out and "HZM021" not in done.out
+        assert " failed (HZH131), 0.00 USD" in done.out and "HZM021" not in done.out
         assert done.err.splitlines()[-2].startswith("HZH131: cannot create ")
         assert done.err.splitlines()[-1].startswith("hint: create the folder")
 

@@ -380,7 +380,7 @@ class Service(Sessions):
         each = self._today_each()
         for row in rows:
             row["cost_today"] = each.get(str(row["id"]), 0.0)
-        notices(self.read_db, rows, today=self._today())
+        notices(self.read_db, rows, today=self._today(), now=self._now())
         self._asked_in_words((str(row["id"]), str(row["name"]), row["notices"]) for row in rows)
         return rows
 
@@ -397,7 +397,9 @@ class Service(Sessions):
         listed.spent(self._today_each())
         names = listed.names()
         every = not artifact and not state and not contract  # as `Queries.listed` filters
-        listed.notices = notices_by_id(self.read_db, names, today=self._today(), every=every)
+        listed.notices = notices_by_id(
+            self.read_db, names, today=self._today(), every=every, now=self._now()
+        )
         self._asked_in_words(
             (heinzel_id, names[heinzel_id], said)
             for heinzel_id, said in listed.notices.items()
@@ -424,7 +426,7 @@ class Service(Sessions):
         (`heinzel.service.outputs.grant`)."""
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
-        notices(self.read_db, [shown], today=self._today())
+        notices(self.read_db, [shown], today=self._today(), now=self._now())
         ended = float(shown.get("cost_today") or 0.0)
         shown.update(self._spend_today(row["id"]))
         shown["contract_problem"] = None
@@ -511,7 +513,7 @@ class Service(Sessions):
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""
         rows = self.queries.drafts()
-        notices(self.read_db, rows, today=self._today(), id_field="heinzel")
+        notices(self.read_db, rows, today=self._today(), id_field="heinzel", now=self._now())
         return rows
 
     def questions(self) -> list[dict[str, Any]]:
@@ -522,6 +524,9 @@ class Service(Sessions):
 
     def _today(self) -> str:
         return format_ts(self.clock())[:10]
+
+    def _now(self) -> str:
+        return format_ts(self.clock())
 
     # -- the record --------------------------------------------------------------
 

@@ -140,24 +140,31 @@ def _failed(
 ) -> None:
     among, ids = _among("t.heinzel", by_id, every)
     rows = db.execute(
-        "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
+        "SELECT t.heinzel, t.disposition, t.state, t.reason, "  # noqa: S608
+        "(SELECT h.state FROM heinzel h WHERE h.id = t.heinzel) FROM turns t "
         f"WHERE {among} AND t.id = (SELECT u.id FROM turns u "
         "WHERE u.heinzel = t.heinzel AND u.state != 'skipped' "
         "ORDER BY u.started_at DESC, u.start_seq DESC, u.id DESC LIMIT 1)",
         ids,
     ).fetchall()
-    for heinzel, disposition, state, reason in rows:
+    for heinzel, disposition, state, reason, now_state in rows:
         if str(heinzel) not in by_id:
             continue
         how = disposition if disposition in ("failed", "abandoned") else state
         if how not in ("failed", "abandoned"):
             continue
+        name = names[str(heinzel)]
+        # a retired one never wakes: its next step is to bring it back first
+        again = (
+            f"hz heinzel unretire {name}, then hz heinzel wake {name} tries again"
+            if now_state == "retired"
+            else f"hz heinzel wake {name} tries again"
+        )
         by_id[str(heinzel)].append(
             {
                 "reason": "failed",
                 "message": f"the last turn {how}" + (f" ({reason})" if reason else ""),
-                "next": f"hz heinzel show {names[str(heinzel)]}; hz heinzel wake "
-                f"{names[str(heinzel)]} tries again",
+                "next": f"hz heinzel show {name}; {again}",
             }
         )
 

@@ -346,8 +346,8 @@ class Service(Sessions):
         raise HeinzelError(
             "HZH400",
             f"{name} has no turn or spine line {target!r}",
-            f"name a turn id or a seq: `hz heinzel show {name} --json` lists its turns, "
-            f"`hz heinzel report {name}` their lines",
+            f"name a turn id or a seq: `hz heinzel report {name}` lists its turns, each "
+            "with the seqs of its lines (`--json`: `seqs`)",
         )
 
     def _edited(self, heinzel_id: str, target: str, instead: str | None) -> bool:

@@ -51,8 +51,9 @@ TRIED = (
     "Fridays. hz thinks each of them again from the inputs it read then, under the "
     "amendment, and shows the placed and the tried draft side by side with the new "
     "checks on both. Nothing is placed and no turn starts: the spine gains only the "
-    "trial's usage lines (kind trial). The offline model cannot shorten a section, so two "
-    "Fridays would have placed nothing: she leaves the amendment pending.",
+    "trial's usage lines (kind trial). The offline model keeps to eight bullets but "
+    "cannot shorten them, so one Friday would have placed nothing: she leaves the "
+    "amendment pending.",
 )
 MARK = "<!-- hz:draft key="
 

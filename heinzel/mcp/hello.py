@@ -57,7 +57,9 @@ def early_reply(raw: bytes) -> tuple[bytes, int | str] | None:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     ident, params = message.get("id"), message.get("params")
-    if message.get("method") != "initialize" or type(ident) not in (int, str):
+    if message.get("method") != "initialize" or not isinstance(ident, int | str):
+        return None
+    if isinstance(ident, bool):  # JSON true is no id
         return None
     if not isinstance(params, dict) or not _fits(params):
         return None

@@ -14,10 +14,12 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from heinzel.errors import HeinzelError
 from heinzel.ids import is_id
+from ledger.errors import HzError
 from ledger.event import Clock, format_ts
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ _lock = threading.RLock()
 
 __all__ = [
     "CONTENT_KEYS",
+    "LogFile",
     "bind_heinzel",
     "bind_turn",
     "configure_logging",
@@ -73,7 +76,12 @@ def _json(event_dict: MutableMapping[str, Any], **_kwargs: Any) -> str:
 
 
 def configure_logging(
-    mode: LogMode, *, stream: TextIO, clock: Clock, level: str = "info", later: bool = False
+    mode: LogMode,
+    *,
+    stream: TextIO | LogFile,
+    clock: Clock,
+    level: str = "info",
+    later: bool = False,
 ) -> None:
     """Configure structlog once, at the edge (the daemon or the command line).
 
@@ -147,7 +155,44 @@ def log_machines() -> None:
         logs.configure_later(waiting, _settle)
 
 
-def _configure(mode: LogMode, stream: TextIO, clock: Clock, numeric: int) -> None:
+class LogFile:
+    """The command line's log: ``hz.log`` in the home's ``heinzel/`` folder, opened at the
+    first line (through `ledger.files.open_append`: 0600, a link refused), so stderr holds
+    only a command's coded error and its hint. A home whose folder is not there yet (a
+    read creates none), or a log that cannot be opened, sends the line to stderr instead."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "hz.log"
+        self._fd: int | None = None
+        self._failed = False
+
+    def write(self, text: str) -> int:
+        import os
+
+        from ledger.files import is_private_dir, open_append
+
+        with _lock:
+            if self._fd is None and not self._failed:
+                try:
+                    if is_private_dir(self.path.parent):
+                        self._fd = open_append(self.path)
+                    else:
+                        self._failed = True
+                except (OSError, HzError):
+                    self._failed = True
+            if self._fd is None:
+                return sys.stderr.write(text)
+            try:
+                os.write(self._fd, text.encode("utf-8", "backslashreplace"))
+            except OSError:
+                return sys.stderr.write(text)
+            return len(text)
+
+    def flush(self) -> None:
+        """Each line is written whole by `write`."""
+
+
+def _configure(mode: LogMode, stream: TextIO | LogFile, clock: Clock, numeric: int) -> None:
     import structlog
 
     renderer: Processor = (
@@ -164,7 +209,10 @@ def _configure(mode: LogMode, stream: TextIO, clock: Clock, numeric: int) -> Non
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        # the log file gets each line in one write (a line never split between processes)
+        logger_factory=structlog.WriteLoggerFactory(file=cast("TextIO", stream))
+        if isinstance(stream, LogFile)
+        else structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
 

@@ -507,6 +507,6 @@ def mcp(home: str | None) -> None:
     Example:
       claude mcp add hz -e HZ_HOME=$HZ_HOME -- hz mcp
     """
-    from heinzel.mcp.server import serve
+    from heinzel.mcp.hello import serve  # the handshake answered before the SDK loads
 
     serve(home)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
+from heinzel.usd import usd_text
 from ledger.event import make_event
 from ledger.files import ensure_private_dir
 from machines.journal import expand_carried
@@ -50,8 +51,9 @@ TRIED = (
     "Fridays. hz thinks each of them again from the inputs it read then, under the "
     "amendment, and shows the placed and the tried draft side by side with the new "
     "checks on both. Nothing is placed and no turn starts: the spine gains only the "
-    "trial's usage lines (kind trial). The offline model cannot shorten a section, so two "
-    "Fridays would have placed nothing: she leaves the amendment pending.",
+    "trial's usage lines (kind trial). The offline model keeps to eight bullets but "
+    "cannot shorten them, so one Friday would have placed nothing: she leaves the "
+    "amendment pending.",
 )
 MARK = "<!-- hz:draft key="
 
@@ -416,7 +418,7 @@ def render_step(step: Step) -> str:
     for name, others in step.others.items():
         lines.append(f"  {name}'s spine gained {len(others)} lines, its notices:")
         lines += [_line(e) for e in others if e["kind"] == "notice.posted"]
-    lines.append(f"  cost: {step.usd:.2f} USD (the offline model is free)")
+    lines.append(f"  cost: {usd_text(step.usd)} USD (the offline model is free)")
     if step.said:
         lines += ["  what it printed:", *(f"    {line}" for line in step.said.splitlines())]
     return "\n".join(lines)

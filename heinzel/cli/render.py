@@ -271,6 +271,16 @@ def verify(reports: list[dict[str, Any]]) -> str:
                 + (" (contained)" if b.get("contained") else "")
                 for b in r["breaks"]
             ]
+    broken = [b for r in reports for b in r.get("breaks") or ()]
+    if any("newer hz" in str(b.get("detail")) for b in broken):
+        lines.append("hint: a line a newer hz wrote: upgrade hz to read it (nothing is wrong)")
+    if any("newer hz" not in str(b.get("detail")) for b in broken):
+        lines.append(
+            "hint: a line changed after it was written; hz goes on past it (contained), "
+            "but the chain stays broken there for good. If you edited the file, put back "
+            "your copy; else keep it as it is for the record (docs/spine.md, "
+            '"Torn tails and breaks")'
+        )
     return "\n".join(lines) or "no sessions"
 
 
@@ -330,7 +340,7 @@ def wake(data: dict[str, Any]) -> str:
     # the cause's own code (HZH131), as stderr says, before the machine's generic HZM021
     code = (data.get("cause") or {}).get("code") or data.get("reason") or data.get("error")
     why = f" ({code})" if code else ""
-    line = f"{data['name']}: turn {data['turn']} {ended}{why}, ${usd_text(data['usd'])}"
+    line = f"{data['name']}: turn {data['turn']} {ended}{why}, {usd_text(data['usd'])} USD"
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")
         line += (

@@ -28,6 +28,9 @@ def render_log(log: dict[str, Any]) -> str:
         ended = d.get("disposition") or d["state"]
         reason = f" ({d['reason']})" if d.get("reason") else ""
         lines.append(f"\n{t['turn']}  {t['at']}  cause {t['cause']}  v{t['version']}")
+        if t.get("seqs"):
+            first, last = t["seqs"]
+            lines.append(f"  lines: seq {first} to {last}")
         if t["read"] == EXPIRED:
             lines.append("  read: expired")
         else:
@@ -40,7 +43,7 @@ def render_log(log: dict[str, Any]) -> str:
         else:
             for e in t["entries"]:
                 lines.append(f"  log: {e['verb']} {e['target']}: {e['description']}")
-        lines.append(f"  decided: {ended}{reason}, ${usd_text(d['usd'])}")
+        lines.append(f"  decided: {ended}{reason}, {usd_text(d['usd'])} USD")
         if d.get("report"):
             lines.append(f"  report: {d['report']}")
     return "\n".join(lines)

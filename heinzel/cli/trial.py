@@ -10,6 +10,7 @@ import click
 
 from heinzel.cli.base import emit, home_option, json_option, open_app
 from heinzel.cli.commands import heinzel
+from heinzel.usd import usd_text
 
 
 @heinzel.command("try")
@@ -106,7 +107,8 @@ def render_trial(data: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"turn {turn['turn']} ({turn['at'][:16]}, {turn['cause']}): {turn['verdict']}")
         lines.append(
-            f"  cost: placed {turn['placed_usd']:.6f} USD, tried {turn['tried_usd']:.6f} USD"
+            f"  cost: placed {usd_text(turn['placed_usd'])} USD, "
+            f"tried {usd_text(turn['tried_usd'])} USD"
         )
         if turn.get("error"):
             lines.append(f"  not tried to the end: {turn['error']}")

@@ -49,7 +49,29 @@ _TURN = re.compile(
 _INPUT = re.compile(r'<input name="([^"]*)"[^>]*>\n(.*?)\n</input>', re.S)
 _ITEM = re.compile(r"<item>(.*?)</item>", re.S)
 _DUE = re.compile(r'<summary-due previous="(\w+)"/>')
-_LINES = re.compile(r"(?:at most|under|no more than) (\d+) lines")
+_NUMBER = (
+    r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
+)
+_WORDS = {w: i for i, w in enumerate(_NUMBER.split("|")[1:], start=1)}
+_LINES = re.compile(rf"(at most|under|no more than|fewer than) ({_NUMBER}) lines")
+_BULLETS = re.compile(rf"(at most|under|no more than|fewer than) ({_NUMBER}) (?:bullets|items)")
+_A_BULLET = re.compile(r"^\s*[-*+•] ", re.M)
+
+
+def _limit(found: re.Match[str]) -> int:
+    """The most a done-when item's "at most N" / "under N" allows (N a digit or a word)."""
+    number = found.group(2)
+    n = int(number) if number.isdigit() else _WORDS[number]
+    return n - 1 if found.group(1) in ("under", "fewer than") else n
+
+
+def bullet_limit(done_when: tuple[str, ...]) -> int | None:
+    """The fewest bullets any done-when item allows ("at most eight bullets"), or None."""
+    limits = [_limit(m) for item in done_when if (m := _BULLETS.search(item.lower()))]
+    return min(limits) if limits else None
+
+
 _MAX_ITEMS = 20
 _FROM_USER = re.compile(r"^(message(-\d+)?|hint)$")
 _MESSAGE = re.compile(r"^message(-\d+)?$")
@@ -150,10 +172,15 @@ def _check(item: str, draft: str, counts: dict[str, int]) -> dict[str, Any]:
     lowered = item.lower()
     named = [n for n in counts if n.lower() in lowered or n.replace("_", " ") in lowered]
     limit = _LINES.search(lowered)
+    bullets = _BULLETS.search(lowered)
     if limit:
         lines = len([line for line in draft.splitlines() if line.strip()])
-        met = lines <= int(limit.group(1))
+        met = lines <= _limit(limit)
         note = f"{lines} lines"
+    elif bullets:  # counted, never "met" whatever their number
+        count = len(_A_BULLET.findall(draft))
+        met = count <= _limit(bullets)
+        note = f"{count} bullets, at most {_limit(bullets)}"
     elif named:
         met = all(counts[n] > 0 for n in named)
         note = ", ".join(f"{counts[n]} items from {n}" for n in named)
@@ -166,10 +193,13 @@ def _check(item: str, draft: str, counts: dict[str, int]) -> dict[str, Any]:
 def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
     counts: dict[str, int] = {}
     lines = [f"## {turn.contract}", ""]
-    for name, content in turn.inputs.items():
-        if _FROM_USER.match(name):
-            continue
-        items = draft_items(content)
+    found = {
+        name: draft_items(content)
+        for name, content in turn.inputs.items()
+        if not _FROM_USER.match(name)
+    }
+    kept = _within(found, bullet_limit(turn.done_when))
+    for name, items in kept.items():
         counts[name] = len(items)
         if items:
             lines += [f"### {name}", *[f"- {i}" for i in items], ""]
@@ -195,6 +225,26 @@ def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
             "done_when": [_check(item, text, counts) for item in turn.done_when],
         },
     }
+
+
+def _within(found: dict[str, list[str]], limit: int | None) -> dict[str, list[str]]:
+    """Each input's items, at most ``limit`` in all (the contract's "at most N bullets"),
+    taken in turns from each input so every input with items keeps its first ones."""
+    if limit is None or sum(len(items) for items in found.values()) <= limit:
+        return found
+    kept: dict[str, list[str]] = {name: [] for name in found}
+    taken, depth = 0, 0
+    while taken < limit:
+        more = False
+        for name, items in found.items():
+            if depth < len(items) and taken < limit:
+                kept[name].append(items[depth])
+                taken += 1
+                more = True
+        if not more:
+            break
+        depth += 1
+    return kept
 
 
 def _lessons_outcome(turn: ParsedTurn) -> dict[str, Any]:

@@ -58,6 +58,10 @@ def _number(value: Any) -> str:
     return _dumps(value)
 
 
+def _with_cost(row: tuple[Any, ...], each: Mapping[str, float]) -> tuple[Any, ...]:
+    return (*row[:_COST], each.get(str(row[_ID]), 0.0), *row[_COST + 1 :])
+
+
 def _decoded(value: Any) -> Any:
     """A JSON column's value (``assets``, ``pending``) as `Queries` decodes it."""
     return json.loads(value) if isinstance(value, str) else value
@@ -75,6 +79,14 @@ class Listing:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def spent(self, each: Mapping[str, float]) -> None:
+        """Today's spend of each row (id -> USD, `heinzel.session.spend.today_each`), in
+        place of the index's ended turns' figure."""
+        self.rows = [
+            row if row[_COST] == each.get(str(row[_ID]), 0.0) else _with_cost(row, each)
+            for row in self.rows
+        ]
 
     def names(self) -> dict[str, str]:
         """id -> name, for `heinzel.index.notices.notices_by_id`."""

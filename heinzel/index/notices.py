@@ -24,6 +24,7 @@ No spine is opened: a fixed handful of queries per listing, however many rows.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
@@ -46,18 +47,29 @@ class Database(Protocol):
 
 
 def notices(
-    db: Database, rows: Sequence[dict[str, Any]], *, today: str, id_field: str = "id"
+    db: Database,
+    rows: Sequence[dict[str, Any]],
+    *,
+    today: str,
+    id_field: str = "id",
+    now: str | None = None,
 ) -> None:
     """Set ``notices`` on each row (its id in ``id_field``, and ``name``), a list of
-    ``{reason, message, next}``; rows with nothing to say get ``[]``."""
+    ``{reason, message, next}``; rows with nothing to say get ``[]``. ``now`` (a
+    timestamp): a needed-by notice whose deadline is past says it is late."""
     names = {str(r[id_field]): str(r.get("name") or r[id_field]) for r in rows}
-    by_id = notices_by_id(db, names, today=today)
+    by_id = notices_by_id(db, names, today=today, now=now)
     for row in rows:
         row["notices"] = by_id.get(str(row[id_field]), [])
 
 
 def notices_by_id(
-    db: Database, names: Mapping[str, str], *, today: str, every: bool = False
+    db: Database,
+    names: Mapping[str, str],
+    *,
+    today: str,
+    every: bool = False,
+    now: str | None = None,
 ) -> dict[str, list[dict[str, str]]]:
     """Each id's notices (``names``: id -> the name its commands use); ``[]`` for one
     with nothing to say. The listing asks this with plain tuples, not a dict per row;
@@ -71,7 +83,7 @@ def notices_by_id(
         _failed(db, by_id, names, every)
         _superseded(db, by_id, every)
         _questions(db, by_id, names, every)
-        _flow(db, by_id, names, today, every)
+        _flow(db, by_id, names, today, every, now=now)
     return by_id
 
 
@@ -128,24 +140,31 @@ def _failed(
 ) -> None:
     among, ids = _among("t.heinzel", by_id, every)
     rows = db.execute(
-        "SELECT t.heinzel, t.disposition, t.state, t.reason FROM turns t "  # noqa: S608
+        "SELECT t.heinzel, t.disposition, t.state, t.reason, "  # noqa: S608
+        "(SELECT h.state FROM heinzel h WHERE h.id = t.heinzel) FROM turns t "
         f"WHERE {among} AND t.id = (SELECT u.id FROM turns u "
         "WHERE u.heinzel = t.heinzel AND u.state != 'skipped' "
         "ORDER BY u.started_at DESC, u.start_seq DESC, u.id DESC LIMIT 1)",
         ids,
     ).fetchall()
-    for heinzel, disposition, state, reason in rows:
+    for heinzel, disposition, state, reason, now_state in rows:
         if str(heinzel) not in by_id:
             continue
         how = disposition if disposition in ("failed", "abandoned") else state
         if how not in ("failed", "abandoned"):
             continue
+        name = names[str(heinzel)]
+        # a retired one never wakes: its next step is to bring it back first
+        again = (
+            f"hz heinzel unretire {name}, then hz heinzel wake {name} tries again"
+            if now_state == "retired"
+            else f"hz heinzel wake {name} tries again"
+        )
         by_id[str(heinzel)].append(
             {
                 "reason": "failed",
                 "message": f"the last turn {how}" + (f" ({reason})" if reason else ""),
-                "next": f"hz heinzel show {names[str(heinzel)]}; hz heinzel wake "
-                f"{names[str(heinzel)]} tries again",
+                "next": f"hz heinzel show {name}; {again}",
             }
         )
 
@@ -211,12 +230,15 @@ def _flow(
     names: Mapping[str, str],
     today: str,
     every: bool = False,
+    *,
+    now: str | None = None,
 ) -> None:
-    """The flow's notices (`heinzel.index.flow`): one per need, however many nudges."""
+    """The flow's notices (`heinzel.index.flow`): one per need, however many nudges; a
+    needed-by one past its deadline (``now`` after ``until``) in words that say it is late."""
     among, ids = _among("f.heinzel", by_id, every)
     try:
         rows = db.execute(
-            "SELECT f.heinzel, f.reason, f.key, f.message FROM tick_flow f "  # noqa: S608
+            "SELECT f.heinzel, f.reason, f.key, f.message, f.until FROM tick_flow f "  # noqa: S608
             f"WHERE {among} AND ("
             "(f.reason = 'needed-by' AND substr(f.until, 1, 10) >= ? AND EXISTS (SELECT 1 "
             "FROM drafts d WHERE d.heinzel = f.heinzel AND d.state = 'pending')) OR "
@@ -229,7 +251,7 @@ def _flow(
     except sqlite3.OperationalError:  # an index an older hz made, read before a writer opened it
         return
     shown: set[tuple[str, str]] = set()
-    for heinzel, reason, key, message in rows:
+    for heinzel, reason, key, message, until in rows:
         if str(heinzel) not in by_id:
             continue
         # a need's nudges differ in their lead only: the latest stands for them all
@@ -244,6 +266,22 @@ def _flow(
             f"hz heinzel wake {name} to draft again",
             "escalated": f"hz heinzel show {name}; hz heinzel wake {name}",
         }
-        by_id[str(heinzel)].append(
-            {"reason": str(reason), "message": str(message), "next": nexts[str(reason)]}
-        )
+        said = {"reason": str(reason), "message": str(message), "next": nexts[str(reason)]}
+        if reason == "needed-by" and now is not None and until and str(until) < now:
+            said["message"] = _late(str(message))
+            said["next"] = "approve its draft (hz drafts): the reader takes it at its next turn"
+        by_id[str(heinzel)].append(said)
+
+
+_NEEDED = re.compile(r"^(?P<reader>.+?) needs your approval of (?P<what>.+) by (?P<when>[^;]+);")
+
+
+def _late(message: str) -> str:
+    """A needed-by notice's words once its deadline passed: late, not "needs ... by"."""
+    found = _NEEDED.match(message)
+    if found is None:
+        return f"late: {message}"
+    return (
+        f"late: {found['reader']} needed your approval of {found['what']} by "
+        f"{found['when']}; it goes on with the last version you approved"
+    )

@@ -26,13 +26,10 @@ goes to stderr while serving, so a handler's stray output never reaches the wire
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any, BinaryIO, cast
 
 import anyio
@@ -40,9 +37,10 @@ import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from heinzel.mcp.wire import claimed
 from heinzel.text import is_text, not_text
 
-__all__ = ["screen", "serve_stdio"]
+__all__ = ["screen", "serve_claimed", "serve_stdio"]
 
 HINT = "send text as UTF-8; a JSON string may not hold a lone surrogate (\\ud800-\\udfff)"
 
@@ -167,15 +165,22 @@ def _named(path: str) -> str:
 class _Lines:
     """The screened frames of the wire's input, as the SDK's transport reads a text file."""
 
-    def __init__(self, wire: BinaryIO, out: _Out) -> None:
+    def __init__(self, wire: BinaryIO, out: _Out, first: bytes = b"") -> None:
         self.wire = wire
         self.out = out
+        self.first = first  # a frame read before the SDK loaded (`heinzel.mcp.hello`)
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._frames()
 
+    async def _read(self) -> bytes:
+        if self.first:
+            raw, self.first = self.first, b""
+            return raw
+        return await anyio.to_thread.run_sync(self.wire.readline)
+
     async def _frames(self) -> AsyncIterator[str]:
-        while raw := await anyio.to_thread.run_sync(self.wire.readline):
+        while raw := await self._read():
             frame, answer = screen(raw)
             if answer is not None:
                 await self.out.write(answer + "\n")
@@ -187,14 +192,35 @@ class _Lines:
 class _Out:
     """The wire's output: each `write` is one whole line, written under one lock."""
 
-    def __init__(self, wire: BinaryIO) -> None:
+    def __init__(self, wire: BinaryIO, answered: int | str | None = None) -> None:
         self.wire = wire
         self.lock = threading.Lock()
+        self.answered = answered  # the initialize answered already: the SDK's reply is dropped
 
     def _write(self, data: bytes) -> None:
+        if self.answered is not None and self._drops(data):
+            return
         with self.lock:
             self.wire.write(data)
             self.wire.flush()
+
+    def _drops(self, data: bytes) -> bool:
+        """Whether ``data`` is the SDK's reply to the ``initialize`` `heinzel.mcp.hello`
+        answered (once); a reply that is an error where that one was a result is logged."""
+        try:
+            message = json.loads(data)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or "method" in message:
+            return False
+        ident = message.get("id")
+        if type(ident) is not type(self.answered) or ident != self.answered:
+            return False
+        self.answered = None
+        if "error" in message:
+            said = f"hz mcp: the SDK refused the initialize answered early: {message['error']}"
+            print(said, file=sys.stderr)
+        return True
 
     async def write(self, line: str) -> None:
         await anyio.to_thread.run_sync(self._write, line.encode("utf-8", "backslashreplace"))
@@ -203,39 +229,30 @@ class _Out:
         """Each write is flushed already."""
 
 
-@contextlib.contextmanager
-def _claimed() -> Iterator[tuple[BinaryIO, BinaryIO]]:
-    """The wire (private duplicates of fd 0 and 1) while fd 0 reads the null device and fd 1
-    writes to stderr; both restored after."""
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
-    sys.stdout.flush()
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    # never closed: a worker thread may still block on the input when serving ends
-    read = os.fdopen(wire_in, "rb", closefd=False)
-    write = os.fdopen(wire_out, "wb", closefd=False)
-    try:
-        yield read, write
-    finally:
-        with contextlib.suppress(OSError):  # the client may be gone
-            write.flush()
-        os.dup2(wire_out, 1)
-        os.dup2(wire_in, 0)
-
-
 def serve_stdio(server: MCPServer) -> None:
     """Serve ``server`` over stdio through the screen until the client closes stdin."""
+    with claimed() as (wire_in, wire_out):
+        serve_claimed(server, wire_in, wire_out)
+
+
+def serve_claimed(
+    server: MCPServer,
+    wire_in: BinaryIO,
+    wire_out: BinaryIO,
+    *,
+    first: bytes = b"",
+    answered: int | str | None = None,
+) -> None:
+    """Serve ``server`` on the claimed wire (`heinzel.mcp.wire.claimed`) through the
+    screen: ``first`` a frame already read from it, and ``answered`` the id of the
+    ``initialize`` already answered (`heinzel.mcp.hello`), whose SDK reply is dropped."""
 
     async def run() -> None:
-        with _claimed() as (wire_in, wire_out):
-            out = _Out(wire_out)
-            lines = cast("anyio.AsyncFile[str]", _Lines(wire_in, out))
-            async with stdio_server(lines, cast("anyio.AsyncFile[str]", out)) as (read, write):
-                # MCPServer.run_stdio_async does this with the SDK's own stdio_server().
-                low = server._lowlevel_server
-                await low.run(read, write, low.create_initialization_options())
+        out = _Out(wire_out, answered)
+        lines = cast("anyio.AsyncFile[str]", _Lines(wire_in, out, first))
+        async with stdio_server(lines, cast("anyio.AsyncFile[str]", out)) as (read, write):
+            # MCPServer.run_stdio_async does this with the SDK's own stdio_server().
+            low = server._lowlevel_server
+            await low.run(read, write, low.create_initialization_options())
 
     anyio.run(run)

@@ -10,7 +10,6 @@ protocol goes to stdout; logs go to stderr.
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -538,12 +537,8 @@ def _schema_error(tool: str, error: ValidationError) -> HeinzelError:
 
 
 def serve(home: str | None) -> None:
-    """Serve the tools over stdio until the client closes the pipe, or SIGTERM or Ctrl-C.
+    """Serve the tools over stdio (`heinzel.mcp.hello.serve`: the handshake answered
+    before the SDK loads)."""
+    from heinzel.mcp.hello import serve as serve_hello
 
-    Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
-    thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.
-    A turn a tool was running is left as after any crash; the next tick resumes it."""
-    from heinzel.mcp.frames import serve_stdio
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    serve_stdio(build_server(home))
+    serve_hello(home)

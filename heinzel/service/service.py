@@ -348,8 +348,8 @@ class Service(Sessions):
         raise HeinzelError(
             "HZH400",
             f"{name} has no turn or spine line {target!r}",
-            f"name a turn id or a seq: `hz heinzel show {name} --json` lists its turns, "
-            f"`hz heinzel report {name}` their lines",
+            f"name a turn id or a seq: `hz heinzel report {name}` lists its turns, each "
+            "with the seqs of its lines (`--json`: `seqs`)",
         )
 
     def _edited(self, heinzel_id: str, target: str, instead: str | None) -> bool:
@@ -379,7 +379,10 @@ class Service(Sessions):
         contract: str | None = None,
     ) -> list[dict[str, Any]]:
         rows = self.queries.listing(artifact=artifact, state=state, contract=contract)
-        notices(self.read_db, rows, today=self._today())
+        each = self._today_each()
+        for row in rows:
+            row["cost_today"] = each.get(str(row["id"]), 0.0)
+        notices(self.read_db, rows, today=self._today(), now=self._now())
         self._asked_in_words((str(row["id"]), str(row["name"]), row["notices"]) for row in rows)
         return rows
 
@@ -393,9 +396,12 @@ class Service(Sessions):
         """`listing` as tuples (`heinzel.index.listing.Listing`), its notices set: what
         ``hz heinzel list`` prints from, without a dict per row."""
         listed = self.queries.listed(artifact=artifact, state=state, contract=contract)
+        listed.spent(self._today_each())
         names = listed.names()
         every = not artifact and not state and not contract  # as `Queries.listed` filters
-        listed.notices = notices_by_id(self.read_db, names, today=self._today(), every=every)
+        listed.notices = notices_by_id(
+            self.read_db, names, today=self._today(), every=every, now=self._now()
+        )
         self._asked_in_words(
             (heinzel_id, names[heinzel_id], said)
             for heinzel_id, said in listed.notices.items()
@@ -422,8 +428,9 @@ class Service(Sessions):
         (`heinzel.service.outputs.grant`)."""
         row = self.resolve(ref)
         shown = self.queries.show(row["id"])
-        notices(self.read_db, [shown], today=self._today())
-        shown.update(self._spend_today(row["id"], float(shown.get("cost_today") or 0.0)))
+        notices(self.read_db, [shown], today=self._today(), now=self._now())
+        ended = float(shown.get("cost_today") or 0.0)
+        shown.update(self._spend_today(row["id"]))
         shown["contract_problem"] = None
         if shown.get("contract_version") is not None:
             try:
@@ -438,6 +445,7 @@ class Service(Sessions):
         shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
+        _add_open(shown, round(shown["cost_today"] - ended, 9))
         _add_trials(shown["cost_month"], self.read_db, str(row["id"]), self._today()[:7])
         from heinzel.session.summaries import latest_summary
 
@@ -486,25 +494,28 @@ class Service(Sessions):
             done["questions"] = waiting
         return done
 
-    def _spend_today(self, heinzel_id: str, ended: float) -> dict[str, Any]:
-        """Today's real spend: this one's (``cost_today``: its ended turns, plus what its
-        open turns spent and reserved) and the home's against the daily cap
-        (``spend_today``), read as the cap reads it (`heinzel.session.spend`)."""
-        from heinzel.session.spend import open_spend, spent_today
+    def _today_each(self, only: str | None = None) -> dict[str, float]:
+        """Today's spend of each Heinzelmännchen (`heinzel.session.spend.today_each`: ended
+        turns, usage, and what open turns spent and hold reserved): the one figure of
+        "today" on every surface."""
+        from heinzel.session.spend import today_each
 
-        now = self.clock()
-        mine = open_spend(self.read_db, self.home, format_ts(now)[:10], only=heinzel_id)
-        home = spent_today(self.read_db, self.home, now)
+        return today_each(self.read_db, self.home, self._today(), only=only)
+
+    def _spend_today(self, heinzel_id: str) -> dict[str, Any]:
+        """Today's real spend: this one's (``cost_today``) and the home's against the daily
+        cap (``spend_today``: the sum over the home, as the cap reads it)."""
+        each = self._today_each()
         cap = self.settings.heinzel.max_usd_per_day
         return {
-            "cost_today": round(ended + mine, 9),
-            "spend_today": {"usd": round(home, 9), "cap": cap},
+            "cost_today": each.get(heinzel_id, 0.0),
+            "spend_today": {"usd": round(sum(each.values()), 9), "cap": cap},
         }
 
     def drafts(self) -> list[dict[str, Any]]:
         """The pending drafts, each with its Heinzelmännchen's notices."""
         rows = self.queries.drafts()
-        notices(self.read_db, rows, today=self._today(), id_field="heinzel")
+        notices(self.read_db, rows, today=self._today(), id_field="heinzel", now=self._now())
         return rows
 
     def questions(self) -> list[dict[str, Any]]:
@@ -515,6 +526,9 @@ class Service(Sessions):
 
     def _today(self) -> str:
         return format_ts(self.clock())[:10]
+
+    def _now(self) -> str:
+        return format_ts(self.clock())
 
     # -- the record --------------------------------------------------------------
 
@@ -572,6 +586,23 @@ class Service(Sessions):
         from heinzel.service.doctor import diagnose  # the runners load only here
 
         return diagnose(self, online=online)
+
+
+def _add_open(shown: dict[str, Any], usd: float) -> None:
+    """What this one's open turn spent so far (``usd``, today's figure less its ended
+    turns'): on the open turn's line and in this month's cost, so show's turns, today and
+    this month agree while a turn runs."""
+    if usd <= 0:
+        return
+    open_turns = [t for t in shown["turns"] if not t.get("ended_at")]
+    if not open_turns:
+        return
+    turn = open_turns[-1]
+    turn["cost_usd"] = round(turn["cost_usd"] + usd, 9)
+    cost = shown["cost_month"]
+    cause = str(turn["cause"])
+    cost["by_cause"][cause] = round(cost["by_cause"].get(cause, 0.0) + usd, 9)
+    cost["total"] = round(cost["total"] + usd, 9)
 
 
 def _add_trials(cost: dict[str, Any], db: sqlite3.Connection, heinzel: str, month: str) -> None:

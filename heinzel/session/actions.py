@@ -109,6 +109,7 @@ def _turn(bodies: Bodies, turn: str, events: list[Event]) -> dict[str, Any]:
         "at": started.ts,
         "cause": started.data.get("cause"),
         "version": (started.data.get("pins") or {}).get("contract_version"),
+        "seqs": [events[0].seq, events[-1].seq],  # its spine lines, for `hz heinzel forget`
         "read": _inputs(records, events),
         "wrote": _wrote(events),
         "entries": _entries(records, events),

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Self
 from heinzel.clock import Clock, clock_from_env
 from heinzel.index.queries import Queries
 from heinzel.index.schema import ADDED_COLUMNS, INDEX_VERSION, SCHEMA
-from heinzel.logs import bind_heinzel, configure_logging, enabled, get_logger, log_machines
+from heinzel.logs import (
+    LogFile,
+    bind_heinzel,
+    configure_logging,
+    enabled,
+    get_logger,
+    log_machines,
+)
 from heinzel.store.home import Home
 from ledger.errors import HzError, LedgerError
 from ledger.event import Event
@@ -101,7 +108,9 @@ class Sessions:
         clock = clock_from_env(env)
         configure_logging(
             "cli",
-            stream=sys.stderr,
+            # unasked, the warnings go to the home's hz.log and stderr holds a command's
+            # coded error only; a level asked for (HZ_LOG_LEVEL) is read on stderr
+            stream=sys.stderr if env.get("HZ_LOG_LEVEL") else LogFile(home.heinzel_dir),
             clock=clock,
             level=env.get("HZ_LOG_LEVEL", "warning"),
             later=True,

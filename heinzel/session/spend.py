@@ -42,6 +42,7 @@ __all__ = [
     "open_spend",
     "spent_on_spines",
     "spent_today",
+    "today_each",
     "trial_spend",
     "turn_spend",
 ]
@@ -95,6 +96,39 @@ def open_spend(
         except (HzError, OSError, ValueError):
             continue
     return total
+
+
+def today_each(index: Reads, home: Home, day: str, *, only: str | None = None) -> dict[str, float]:
+    """What each Heinzelmännchen spent on ``day`` (``only``: one of them), the one figure
+    every surface shows as "today" (list, show, ``--json``, the page, MCP): its ended
+    turns and usage from the index, plus what its open turns spent and still hold
+    reserved, as the daily cap counts it (`spent_today` is the sum over the home). Each
+    figure rounded to 9 decimals, so no float dust reaches a surface; one with nothing
+    spent is left out."""
+    sql = "SELECT id, cost_today FROM heinzel WHERE cost_day = ? AND cost_today != 0"
+    params: list[Any] = [day]
+    if only is not None:
+        sql += " AND id = ?"
+        params.append(only)
+    each: dict[str, float] = {str(i): float(usd) for i, usd in _db(index).execute(sql, params)}
+    rows = (
+        _db(index)
+        .execute(
+            "SELECT id, heinzel, start_offset FROM turns "
+            "WHERE ended_at IS NULL AND start_offset IS NOT NULL ORDER BY heinzel, start_offset"
+        )
+        .fetchall()
+    )
+    for turn, heinzel, offset in rows:
+        if only is not None and heinzel != only:
+            continue
+        try:
+            usd = _turn_spend(home, str(heinzel), str(turn), int(offset), day)
+        except (HzError, OSError, ValueError):
+            continue  # a spine that cannot be read counts nothing here (verify reports it)
+        if usd:
+            each[str(heinzel)] = each.get(str(heinzel), 0.0) + usd
+    return {heinzel: round(usd, 9) for heinzel, usd in each.items() if round(usd, 9)}
 
 
 def _turn_spend(home: Home, heinzel: str, turn: str, offset: int, day: str) -> float:

@@ -171,9 +171,12 @@ class Planner:
                 "SELECT i.source_key, i.capability, i.method, i.args, i.window_s, "
                 "MIN(i.recheck_s) AS recheck FROM tick_sources c "
                 "JOIN tick_inputs i ON i.source_key = c.key "
-                "JOIN heinzel h ON h.id = i.heinzel WHERE c.next_check <= ? AND "
+                # a next check further off than its recheck was set by a clock ahead of
+                # this one (a future HZ_NOW): due now, or polling would freeze until then
+                "JOIN heinzel h ON h.id = i.heinzel WHERE (c.next_check <= ? OR "
+                "julianday(c.next_check) > julianday(?) + i.recheck_s / 86400.0) AND "
                 "h.hold IS NULL AND h.contract_version IS NOT NULL GROUP BY i.source_key",
-                [at],
+                [at, at],
             )
         ]
         found.inputs = self._inputs(

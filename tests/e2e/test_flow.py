@@ -226,6 +226,23 @@ class TestTheosFriday:
             n for n in notices(spines["weekly-report"]) if n["data"]["reason"] == "escalated"
         ]
 
+    def test_a_needed_by_notice_past_its_deadline_says_it_is_late(self, tmp_path: Path) -> None:
+        """Friday 12:30 Berlin, Theo's row still pending: the notice stays (the day is not
+        over) but says it is late, in list, show and the page, never "needs ... by"."""
+        home = Home(tmp_path)
+        home.setup()
+        home.hz("2026-11-12T16:05:00Z", "system", "daemon", "tick")  # Thu 17:05 Berlin
+        home.hz("2026-11-13T09:05:00Z", "system", "daemon", "tick")  # Fri 10:05 Berlin
+        [before] = home.listed("2026-11-13T10:59:00Z")["my-row"]["notices"]
+        assert before["message"].startswith("weekly-report needs your approval"), before
+        late = "late: weekly-report needed your approval of my-row's row by Fri 13 Nov 12:00"
+        [after] = home.listed("2026-11-13T11:30:00Z")["my-row"]["notices"]
+        assert after["reason"] == "needed-by" and after["message"].startswith(late), after
+        assert "before the deadline" not in after["next"]
+        shown = home.hz("2026-11-13T11:30:00Z", "heinzel", "show", "my-row")
+        assert late in shown and "needs your approval" not in shown, shown
+        assert "needs your approval" not in home.page("2026-11-13T11:30:00Z", "my-row")
+
     def test_a_late_fallback_escalates_once(self, tmp_path: Path) -> None:
         """The report paused over Friday: it places no draft by 16:00 Berlin, so the
         escalation's handle is told, once, on the report's spine."""

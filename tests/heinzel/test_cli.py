@@ -67,7 +67,7 @@ class TestCommands:
         assert run("heinzel", "show").exit_code == 2
 
     def test_verify_exits_1_on_a_break(self, run: object, tmp_path: Path) -> None:
-        """A hand-edited line is named with its file and seq, and the status is 1."""
+        """A hand-edited line is named with its file and seq, with a hint, status 1."""
         run("heinzel", "new", "--from", str(GOOD / "weekly-report.prose.md"))
         run("approve", "weekly-report")
         [spine] = (tmp_path / "home" / "heinzel").glob("hz-*/session.jsonl")
@@ -77,6 +77,9 @@ class TestCommands:
         result = run("heinzel", "verify")
         assert result.exit_code == 1
         assert str(spine) in result.output and "seq" in result.output
+        # what to do about it: put back a copy of an edited file, or keep it for the record
+        assert "hint: a line changed after it was written" in result.output
+        assert "put back your copy" in result.output
 
 
 def test_python_dash_m_heinzel_starts(tmp_path: Path) -> None:

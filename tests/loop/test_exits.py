@@ -33,9 +33,21 @@ class TestTurnCommands:
         on stderr and in the turn's line on stdout alike."""
         done = nowhere("heinzel", "wake", "notes-digest")
         assert done.code == 1
-        assert " failed (HZH131), $" in done.out and "HZM021" not in done.out
+        assert " failed (HZH131), 0.00 USD" in done.out and "HZM021" not in done.out
         assert done.err.splitlines()[-2].startswith("HZH131: cannot create ")
         assert done.err.splitlines()[-1].startswith("hint: create the folder")
+
+    def test_stderr_holds_the_coded_error_only_and_logs_go_to_the_log(
+        self, nowhere: Hz, tmp_path: Path
+    ) -> None:
+        """The machine's warning about the failed effect is in the home's ``hz.log``, not
+        mixed into the error output: stderr is the code's line and its hint, nothing else."""
+        done = nowhere("heinzel", "wake", "notes-digest")
+        assert done.code == 1
+        [error, hint] = done.err.splitlines()
+        assert error.startswith("HZH131: cannot create ") and hint.startswith("hint: "), done.err
+        log = (tmp_path / "home" / "heinzel" / "hz.log").read_text(encoding="utf-8")
+        assert "effect.failed" in log and "HZH131" in log, log
 
     def test_show_json_keeps_the_reason(self, nowhere: Hz) -> None:
         """After the failed wake, `show --json` has the turn's reason HZH131."""

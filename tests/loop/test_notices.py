@@ -51,3 +51,19 @@ def test_a_failed_last_turn_is_a_notice_in_list_and_show(nowhere: Hz) -> None:
     assert "next: hz heinzel show notes-digest; hz heinzel wake notes-digest" in listed.out
     shown = nowhere("heinzel", "show", "notes-digest", "--json")
     assert json.loads(shown.out)["notices"][0]["reason"] == "failed"
+
+
+def test_a_retired_ones_failed_notice_does_not_send_you_to_wake(nowhere: Hz) -> None:
+    """Retired after a failed turn: its notice's next step brings it back first (a wake of
+    a retired one is refused), and that step works."""
+    assert nowhere("heinzel", "wake", "notes-digest").code == 1
+    assert nowhere("heinzel", "retire", "notes-digest").code == 0
+    [notice] = json.loads(nowhere("heinzel", "show", "notes-digest", "--json").out)["notices"]
+    assert notice["next"] == (
+        "hz heinzel show notes-digest; hz heinzel unretire notes-digest, "
+        "then hz heinzel wake notes-digest tries again"
+    )
+    assert (
+        "next: hz heinzel show notes-digest; hz heinzel unretire" in nowhere("heinzel", "list").out
+    )
+    assert nowhere("heinzel", "unretire", "notes-digest").code == 0

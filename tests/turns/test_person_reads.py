@@ -185,6 +185,21 @@ class TestForget:
         assert f"#{started} (edited) ignore" in seen
         assert f"#{started} turn.started" not in seen
 
+    def test_the_hint_of_a_bad_target_leads_to_the_seqs(self, home: dict[str, Any]) -> None:
+        """HZH400's hint names `hz heinzel report`, and report prints each turn's seqs: a
+        seq read there is one forget takes."""
+        wake(home, 2)
+        refused = run(home, "heinzel", "forget", "notes-digest", "99999")
+        assert "`hz heinzel report notes-digest`" in refused.stderr, refused.stderr
+        reported = run(home, "heinzel", "report", "notes-digest")
+        started = next(e.seq for e in read_events(spine(home)) if e.kind == "turn.started")
+        assert f"  lines: seq {started} to " in reported.stdout, reported.stdout
+        as_json = json.loads(run(home, "heinzel", "report", "notes-digest", "--json").stdout)
+        assert as_json["turns"][0]["seqs"][0] == started
+        last = as_json["turns"][0]["seqs"][1]
+        said = run(home, "heinzel", "forget", "notes-digest", str(last))
+        assert said.returncode == 0, said.stderr
+
     def test_bad_targets_are_refused_and_nothing_is_written(self, home: dict[str, Any]) -> None:
         """An unknown turn, a seq past the end, a second identical forget and a multi-line
         --instead are coded errors with exit 1, and the spine is unchanged."""

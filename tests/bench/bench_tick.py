@@ -430,12 +430,12 @@ def idle_and_skip_instructions(base: Path, small: Path) -> None:
 
 def instructions(argv: list[str], env: dict[str, str]) -> int:
     """The instructions one process executes (valgrind's cachegrind, no cache simulation:
-    ``I refs``); it must exit 0."""
+    ``I   refs``); it must exit 0."""
     tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     done = subprocess.run([*tool, *argv], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-400:]
-    refs = next(line for line in done.stderr.splitlines() if "I refs:" in line)
-    return int(refs.split("I refs:")[1].strip().replace(",", ""))
+    refs = next(line for line in done.stderr.splitlines() if "refs:" in line.split())
+    return int(refs.split("refs:")[1].strip().replace(",", ""))
 
 
 def strace_calls(log: Path) -> int:

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ledger.errors import LedgerError
-from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
+from ledger.event import Clock, Event, envelope_text, format_ts, sha256_hex
 from ledger.files import (
     TailBlock,
     as_path,
@@ -229,19 +229,15 @@ class Spine:
         caller; the line is durable by then and the writer stays usable.
         """
         fd = self._writable()
-        if not isinstance(kind, str) or not KIND.fullmatch(kind):
-            raise LedgerError(
-                "HZL024",
-                f"{kind!r} is not an event kind",
-                "kinds are dotted lowercase names such as turn.started or draft.placed.2",
-            )
+        if type(kind) is not str or kind not in _KINDS_PASSED:
+            _check_kind(kind)
         check_label("turn", turn)
         check_label("key", key)
         payload = checked_data(data, short_text)
         seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
-        envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}
-        envelope.update(turn=turn, kind=kind, key=key, data=payload)
-        line = (canonical(envelope) + "\n").encode("utf-8")
+        line = (
+            envelope_text(seq, ts, prev, turn=turn, kind=kind, key=key, data=payload) + "\n"
+        ).encode("utf-8")
         if len(line) > MAX_LINE:
             raise LedgerError(
                 "HZL025",
@@ -310,13 +306,14 @@ class Spine:
         is False) of every pending line, then ``on_durable`` for each."""
         pending, self._pending = self._pending, []
         try:
-            events = tuple(event for _, event in pending)
+            events = (pending[0][1],) if len(pending) == 1 else tuple(e for _, e in pending)
             for flush in self._before_write:
                 flush(events)
         except BaseException:
             self._forget(pending)
             raise
-        self._write(fd, b"".join(line for line, _ in pending), fsync=fsync)
+        lines = pending[0][0] if len(pending) == 1 else b"".join(line for line, _ in pending)
+        self._write(fd, lines, fsync=fsync)
         self._synced, self._durable = self._size, pending[-1][1]
         for _, event in pending:
             for callback in self._on_durable:
@@ -491,3 +488,20 @@ class Spine:
     def _read_event(self, obj: Mapping[str, Any], body: bytes, offset: int) -> Event:
         event = event_from_object(obj, sha256_hex(body), offset, len(body) + 1)
         return self._upgrades.upgrade(event) if self._upgrades else event
+
+
+_KINDS_PASSED: set[str] = set()
+"""Kinds that passed `_check_kind` (a process writes a few dozen): the next line of one
+skips the pattern."""
+
+
+def _check_kind(kind: object) -> None:
+    """HZL024 unless ``kind`` is a dotted lowercase event kind."""
+    if not isinstance(kind, str) or not KIND.fullmatch(kind):
+        raise LedgerError(
+            "HZL024",
+            f"{kind!r} is not an event kind",
+            "kinds are dotted lowercase names such as turn.started or draft.placed.2",
+        )
+    if len(_KINDS_PASSED) < 4096:
+        _KINDS_PASSED.add(kind)

@@ -36,7 +36,7 @@ def canonical(obj: Any) -> str:
 
 _STRING = json.encoder.encode_basestring
 """The string encoder of `_CANONICAL` (``ensure_ascii=False``): quotes and escapes."""
-_MAKE_ENCODER = json.encoder.c_make_encoder
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None without _json
 _DATA = (
     None
     if _MAKE_ENCODER is None

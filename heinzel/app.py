@@ -49,6 +49,16 @@ class App:
         return _Deferred(self._default_adapters)
 
     def _default_adapters(self) -> Mapping[str, object]:
+        settings = self.service.settings
+        if not settings.adapters:  # no [adapters.*] table: no table models (pydantic) to load
+            from heinzel.capabilities.builtin import builtin_adapters
+
+            return builtin_adapters(
+                approver=settings.heinzel.approver or settings.team.handle or "owner",
+                fixtures=settings.heinzel.fixture_sources,
+                asset_names=self.service.home.heinzel_dir / "assets",
+                protected=self.service.protected,
+            )
         from heinzel.turns.inputs import default_adapters
 
         return default_adapters(self.service.settings, protected=self.service.protected)

@@ -16,15 +16,13 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from heinzel.contract.types import Duration, parse_duration
 from heinzel.errors import HeinzelError
 
 __all__ = [
@@ -73,22 +71,17 @@ ENV_KEYS: Mapping[str, str] = {
 }
 """Environment variables and the ``[heinzel]`` key each sets."""
 
-NonNegative = Annotated[float, Field(ge=0)]
-Positive = Annotated[int, Field(ge=1)]
 
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class Price(_Table):
+@dataclass(frozen=True)
+class Price:
     """What a model costs, in USD per million tokens."""
 
-    input: NonNegative
-    output: NonNegative
+    input: float
+    output: float
 
 
-class HeinzelSettings(_Table):
+@dataclass(frozen=True)
+class HeinzelSettings:
     """The ``[heinzel]`` table."""
 
     home: Path
@@ -96,30 +89,23 @@ class HeinzelSettings(_Table):
     model_fast: str | None = None
     model_best: str | None = None
     base_url: str | None = None
-    request_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=60))
+    request_timeout: timedelta = timedelta(seconds=60)
     """How long one attempt at a model request may take (`heinzel.engine.retrying`)."""
-    max_usd: NonNegative = 1.0
-    max_usd_per_day: NonNegative = 5.0
-    max_wakes_per_tick: Positive = 10
-    max_resumes: Annotated[int, Field(ge=0)] = 3
-    max_wait: Duration = Field(default_factory=lambda: parse_duration("7d"))
-    retention_days: Annotated[int, Field(ge=0)] = 90
-    summary_after_turns: Positive = 20
-    summary_keep_turns: Annotated[int, Field(ge=0)] = 5
+    max_usd: float = 1.0
+    max_usd_per_day: float = 5.0
+    max_wakes_per_tick: int = 10
+    max_resumes: int = 3
+    max_wait: timedelta = timedelta(days=7)
+    retention_days: int = 90
+    summary_after_turns: int = 20
+    summary_keep_turns: int = 5
     approver: str | None = None
     fixture_sources: Path | None = None
-    lock_timeout: Duration = Field(default_factory=lambda: timedelta(seconds=10))
-    prices: dict[str, Price] = Field(default_factory=dict)
-    skills: list[Path] = Field(default_factory=list)
+    lock_timeout: timedelta = timedelta(seconds=10)
+    prices: dict[str, Price] = field(default_factory=dict)
+    skills: list[Path] = field(default_factory=list)
     """Skill directories of every layer, general to specific (`skill_dirs`); unlike the
     other keys, each layer adds to them rather than replacing them."""
-
-    @field_validator("request_timeout")
-    @classmethod
-    def _some_time(cls, value: timedelta) -> timedelta:
-        if value.total_seconds() < 1:
-            raise ValueError("request_timeout is at least 1s")
-        return value
 
     def model_for(self, model_class: str) -> str:
         """The model string for a contract's ``agent.model_class`` hint."""
@@ -130,18 +116,19 @@ class HeinzelSettings(_Table):
         return self.model
 
 
-class TeamSettings(_Table):
+@dataclass(frozen=True)
+class TeamSettings:
     """``[team]``: the team repository whose ``hz/state`` branch and lease refs carry the
     team Heinzelmännchen's receipts (docs/team.md)."""
 
     repository: str | None = None
     handle: str | None = None
-    members: list[str] = Field(default_factory=list)
-    delegates: list[str] = Field(default_factory=list)
-    interval: Duration = Field(default_factory=lambda: parse_duration("5m"))
-    max_skew: Duration = Field(default_factory=lambda: timedelta(seconds=30))
-    push_retries: Positive = 5
-    orphan_grace: Duration = Field(default_factory=lambda: timedelta(days=1))
+    members: list[str] = field(default_factory=list)
+    delegates: list[str] = field(default_factory=list)
+    interval: timedelta = timedelta(minutes=5)
+    max_skew: timedelta = timedelta(seconds=30)
+    push_retries: int = 5
+    orphan_grace: timedelta = timedelta(days=1)
     """How long past its expiry a lease with unsettled claims waits for its holder."""
     signing_key: str | None = None
     """An SSH key that signs every ``hz/state`` commit (git's ``gpg.format ssh``)."""
@@ -155,13 +142,18 @@ class TeamSettings(_Table):
         return bool(self.repository and self.handle)
 
 
-class Settings(_Table):
-    """All of hz's configuration. ``runners`` stays raw: the runners package types it."""
+@dataclass(frozen=True)
+class Settings:
+    """All of hz's configuration. ``runners`` stays raw: the runners package types it.
+
+    Plain dataclasses, checked by `_validate`: reading the settings imports no pydantic
+    (an idle tick's largest import). A value `_validate` is not sure of goes through the
+    pydantic models of `heinzel.config_models`, which coerce it or say what is wrong."""
 
     heinzel: HeinzelSettings
-    team: TeamSettings = Field(default_factory=TeamSettings)
-    runners: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    adapters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    team: TeamSettings = field(default_factory=TeamSettings)
+    runners: dict[str, dict[str, Any]] = field(default_factory=dict)
+    adapters: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``[adapters.<capability>]`` as written; `heinzel.capabilities.configured` types it."""
 
 
@@ -233,8 +225,8 @@ def _skill_dirs(value: Any, base: Path, source: str) -> list[Path]:
     return [(base / Path(one).expanduser()) for one in value]
 
 
-_HEINZEL_KEYS = frozenset(HeinzelSettings.model_fields)
-_TEAM_KEYS = frozenset(TeamSettings.model_fields)
+_HEINZEL_KEYS = frozenset(one.name for one in fields(HeinzelSettings))
+_TEAM_KEYS = frozenset(one.name for one in fields(TeamSettings))
 
 
 def _flatten(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -369,17 +361,27 @@ def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings
             heinzel["prices"][rest.removeprefix("prices.")] = value
         else:
             heinzel[rest] = value
+    tables = {"heinzel": heinzel, "runners": runners, "adapters": adapters, "team": team}
+    sure = _sure(tables)
+    return sure if sure is not None else _by_models(tables, provenance)
+
+
+def _by_models(table: dict[str, Any], provenance: Mapping[str, str]) -> Settings:
+    """The settings as pydantic validates them (`heinzel.config_models`), or the coded
+    error naming the key, its source and pydantic's reason."""
+    from pydantic import ValidationError
+
+    from heinzel.config_models import SettingsModel
+
     try:
-        return Settings.model_validate(
-            {"heinzel": heinzel, "runners": runners, "adapters": adapters, "team": team}
-        )
+        model = SettingsModel.model_validate(table)
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = [str(part) for part in error["loc"]]
         price = loc[1:2] == ["prices"]
         key = ".".join(loc[:3] if price else loc[:2])
         source = provenance.get(key, "default")
-        field = ".".join(loc)  # the field itself: a price's `output`, not only the price
+        where = ".".join(loc)  # the field itself: a price's `output`, not only the price
         if price:
             fix = (
                 f'a price has input and output in USD per million tokens: "{loc[2]}" = '
@@ -388,9 +390,131 @@ def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings
         else:
             fix = "see docs/configuration.md for the key's type and range"
         if error["type"] == "extra_forbidden":
-            raise _error("HZH013", f"unknown key {field} (from {source})", fix) from None
+            raise _error("HZH013", f"unknown key {where} (from {source})", fix) from None
         if error["type"] == "missing":
-            raise _error("HZH014", f"{field} is missing (from {source})", fix) from None
+            raise _error("HZH014", f"{where} is missing (from {source})", fix) from None
         raise _error(
-            "HZH014", f"bad value for {field} (from {source}): {error['msg']}", fix
+            "HZH014", f"bad value for {where} (from {source}): {error['msg']}", fix
         ) from None
+    found = model.heinzel
+    return Settings(
+        heinzel=HeinzelSettings(
+            **{
+                one.name: getattr(found, one.name)
+                for one in fields(HeinzelSettings)
+                if one.name != "prices"
+            },
+            prices={k: Price(p.input, p.output) for k, p in found.prices.items()},
+        ),
+        team=TeamSettings(
+            **{one.name: getattr(model.team, one.name) for one in fields(TeamSettings)}
+        ),
+        runners=model.runners,
+        adapters=model.adapters,
+    )
+
+
+def _number(value: Any, least: float) -> bool:
+    return type(value) in (int, float) and least <= value < float("inf")
+
+
+def _count(value: Any, least: int) -> bool:
+    return type(value) is int and value >= least
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str
+
+
+def _texts(value: Any) -> bool:
+    return type(value) is list and all(type(one) is str for one in value)
+
+
+def _time(value: Any, least: float = 0) -> bool:
+    return type(value) is timedelta and value.total_seconds() >= least
+
+
+def _path(value: Any) -> bool:
+    return isinstance(value, (str, Path))
+
+
+_HEINZEL_SURE: Mapping[str, Any] = {
+    "home": _path,
+    "model": _text,
+    "model_fast": _text,
+    "model_best": _text,
+    "base_url": _text,
+    "request_timeout": lambda v: _time(v, 1),
+    "max_usd": lambda v: _number(v, 0),
+    "max_usd_per_day": lambda v: _number(v, 0),
+    "max_wakes_per_tick": lambda v: _count(v, 1),
+    "max_resumes": lambda v: _count(v, 0),
+    "max_wait": _time,
+    "retention_days": lambda v: _count(v, 0),
+    "summary_after_turns": lambda v: _count(v, 1),
+    "summary_keep_turns": lambda v: _count(v, 0),
+    "approver": _text,
+    "fixture_sources": _path,
+    "lock_timeout": _time,
+    "skills": lambda v: type(v) is list and all(isinstance(one, Path) for one in v),
+}
+_TEAM_SURE: Mapping[str, Any] = {
+    "repository": _text,
+    "handle": _text,
+    "members": _texts,
+    "delegates": _texts,
+    "interval": _time,
+    "max_skew": _time,
+    "push_retries": lambda v: _count(v, 1),
+    "orphan_grace": _time,
+    "signing_key": _text,
+    "allowed_signers": _text,
+}
+_PATHS = frozenset({"home", "fixture_sources"})
+_FLOATS = frozenset({"max_usd", "max_usd_per_day"})
+
+
+def _sure(table: dict[str, Any]) -> Settings | None:
+    """The settings when every value is already of its field's type and in its range (what
+    a layer's TOML and ``HZ_HOME`` give), or None: then pydantic decides (`_by_models`),
+    coercing a string where a number goes, or saying what is wrong. Durations written as
+    text go that way too; only the defaults are `timedelta` already."""
+    heinzel = dict(table["heinzel"])
+    team = table["team"]
+    prices = heinzel.pop("prices")
+    if "home" not in heinzel:
+        return None
+    for key, value in heinzel.items():
+        sure = _HEINZEL_SURE.get(key)
+        if sure is None or not sure(value):
+            return None
+    for key, value in team.items():
+        sure = _TEAM_SURE.get(key)
+        if sure is None or not sure(value):
+            return None
+    for price in prices.values():
+        if (
+            type(price) is not dict
+            or price.keys() != {"input", "output"}
+            or not all(_number(one, 0) for one in price.values())
+        ):
+            return None
+    for tables in (table["runners"], table["adapters"]):
+        if not all(
+            type(one) is dict and all(type(k) is str for k in one) for one in tables.values()
+        ):
+            return None
+    for key in _PATHS & heinzel.keys():
+        heinzel[key] = Path(heinzel[key])
+    for key in _FLOATS & heinzel.keys():
+        heinzel[key] = float(heinzel[key])
+    own: dict[str, Any] = {k: list(v) if type(v) is list else v for k, v in team.items()}
+    return Settings(
+        heinzel=HeinzelSettings(
+            **heinzel,
+            prices={k: Price(float(p["input"]), float(p["output"])) for k, p in prices.items()},
+        ),
+        team=TeamSettings(**own),
+        runners=dict(table["runners"]),
+        adapters=dict(table["adapters"]),
+    )

@@ -89,15 +89,23 @@ def checked_append(
     journal's, so one bad event is refused with one code wherever it goes): the kind a
     dotted lowercase name (HZL024), ``turn`` and ``key`` by `check_label`, ``data`` by
     `checked_data`; its plain copy of ``data``. Nothing is written when it raises."""
-    if not isinstance(kind, str) or not KIND.fullmatch(kind):
-        raise LedgerError(
-            "HZL024",
-            f"{kind!r} is not an event kind",
-            "kinds are dotted lowercase names such as turn.started or draft.placed.2",
-        )
+    if type(kind) is not str or kind not in _KINDS_PASSED:
+        if not isinstance(kind, str) or not KIND.fullmatch(kind):
+            raise LedgerError(
+                "HZL024",
+                f"{kind!r} is not an event kind",
+                "kinds are dotted lowercase names such as turn.started or draft.placed.2",
+            )
+        if len(_KINDS_PASSED) < 4096:
+            _KINDS_PASSED.add(kind)
     check_label("turn", turn)
     check_label("key", key)
     return checked_data(data, short_text)
+
+
+_KINDS_PASSED: set[str] = set()
+"""Kinds that passed the pattern (a process writes a few dozen): the next line of one skips
+it."""
 
 
 def check_line_size(kind: str, size: int) -> None:

@@ -1,4 +1,4 @@
-"""The derived-index base: a SQLite file (sqlite-utils) of rows folded from many spines.
+"""The derived-index base: a SQLite file of rows folded from many spines.
 
 Readers that write nothing need none of this module's set-up: `ledger.index_read` opens
 the same file with plain sqlite3 when it is current (start-up by need).
@@ -37,8 +37,9 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Self, cast
 
+from ledger.connection import IndexConnection
 from ledger.errors import HzError, LedgerError
 from ledger.event import Event, sha256_hex
 from ledger.files import ensure_private_dir, last_newline_end, open_read, private_file
@@ -63,6 +64,7 @@ __all__ = [
 
 WATERMARKS = "_watermarks"
 _MARK_SQL = "SELECT seq, hash, at FROM _watermarks WHERE source = ?"
+_SOURCES_SQL = "SELECT source FROM _watermarks ORDER BY source"
 _SET_MARK_SQL = (
     "INSERT INTO _watermarks (source, seq, hash, at, size) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
@@ -280,14 +282,13 @@ class Index:
                 f"cannot open the index {self.path}: {error.strerror or error}",
                 "the index is derived: move the file away and rebuild it from the spines",
             ) from error
-        from sqlite_utils import Database  # only a writer needs it (start-up by need)
-
-        # no sqlite-utils plugins: none may change hz's index connection, and looking
-        # for them reads every installed package's entry points on each open
+        # sqlite-utils' Database only where a projection asks for more than hz's own
+        # calls (`ledger.connection`): opening the index imports nothing
         connection = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
-        self.db = Database(connection, execute_plugins=False)
+        self.db = cast("Database", IndexConnection(connection))
         try:
-            self.db.enable_wal()
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=wal")
             self.db.execute("PRAGMA synchronous=NORMAL")
             with self.write():
                 if schema_version is not None:
@@ -351,7 +352,7 @@ class Index:
 
     def sources(self) -> list[str]:
         """Every source the index holds a watermark for."""
-        return [row["source"] for row in self.db.table(WATERMARKS).rows_where(order_by="source")]
+        return [str(row[0]) for row in self.db.execute(_SOURCES_SQL)]
 
     def apply(self, source: str, event: Event) -> None:
         """Apply one durable event of ``source``: rows and watermark in one transaction.
@@ -477,7 +478,7 @@ class Index:
     def _clear(self, source: str) -> None:
         for projection in self.projections:
             projection.clear(self.db, source)
-        self.db.table(WATERMARKS).delete_where("source = ?", [source])
+        self.db.execute(f"DELETE FROM {WATERMARKS} WHERE source = ?", [source])  # noqa: S608
 
     def _mark(self, source: str) -> Watermark | None:
         # plain statements, kept prepared by sqlite3's statement cache: this runs on

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ledger.errors import LedgerError
-from ledger.event import Clock, Event, canonical, format_ts, sha256_hex
+from ledger.event import Clock, Event, envelope_text, format_ts, sha256_hex
 from ledger.files import (
     TailBlock,
     as_path,
@@ -229,9 +229,9 @@ class Spine:
         fd = self._writable()
         payload = checked_append(kind, data, turn=turn, key=key, short_text=short_text)
         seq, ts, prev, offset = self._seq + 1, format_ts(self._clock()), self._prev, self._size
-        envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev}
-        envelope.update(turn=turn, kind=kind, key=key, data=payload)
-        line = (canonical(envelope) + "\n").encode("utf-8")
+        line = (
+            envelope_text(seq, ts, prev, turn=turn, kind=kind, key=key, data=payload) + "\n"
+        ).encode("utf-8")
         check_line_size(kind, len(line))
         event = Event(
             seq,
@@ -295,13 +295,14 @@ class Spine:
         is False) of every pending line, then ``on_durable`` for each."""
         pending, self._pending = self._pending, []
         try:
-            events = tuple(event for _, event in pending)
+            events = (pending[0][1],) if len(pending) == 1 else tuple(e for _, e in pending)
             for flush in self._before_write:
                 flush(events)
         except BaseException:
             self._forget(pending)
             raise
-        self._write(fd, b"".join(line for line, _ in pending), fsync=fsync)
+        lines = pending[0][0] if len(pending) == 1 else b"".join(line for line, _ in pending)
+        self._write(fd, lines, fsync=fsync)
         self._synced, self._durable = self._size, pending[-1][1]
         for _, event in pending:
             for callback in self._on_durable:

@@ -30,10 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from heinzel.capabilities.documents import LocalDocuments
-from heinzel.capabilities.files import FilesCapability
+from heinzel.capabilities.builtin import builtin_adapters
 from heinzel.capabilities.fixture_sources import fixture_sources
-from heinzel.capabilities.git import GitCapability
 from heinzel.capabilities.registry import DEFAULT_REGISTRY
 from heinzel.capabilities.targets import Protected
 from heinzel.errors import HeinzelError
@@ -251,13 +249,9 @@ def build_adapters(
     is set; then each configured table's backend for its capability (secrets from the
     environment, else ``stored``). ``protected``: hz's own places, which files and
     documents never read or write (`heinzel.capabilities.targets`)."""
-    adapters: dict[str, object] = {
-        "files": FilesCapability(protected=protected),
-        "git": GitCapability(),
-        "documents": LocalDocuments(approver, names=asset_names, protected=protected),
-    }
-    if fixtures is not None:
-        adapters.update(fixture_sources(fixtures, protected))
+    adapters = builtin_adapters(
+        approver=approver, fixtures=fixtures, asset_names=asset_names, protected=protected
+    )
     clients: dict[tuple[str | None, str | None], Any] = {}
     for capability, table in parse_adapter_tables(tables).items():
         if isinstance(table, FixtureTable):

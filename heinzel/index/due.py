@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from heinzel.capabilities.documents import absolute_asset
-from heinzel.contract.types import parse_duration
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args, source_key
 from ledger.event import Event, format_ts, parse_ts
@@ -141,7 +140,13 @@ def read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None
 
 
 def _seconds(value: Any) -> int | None:
-    return None if value is None else int(parse_duration(value).total_seconds())
+    if value is None:
+        return None
+    # folding a contract's line loads the contract's types (and pydantic): an idle tick
+    # folds none
+    from heinzel.contract.types import parse_duration
+
+    return int(parse_duration(value).total_seconds())
 
 
 class TickProjection:
@@ -190,6 +195,8 @@ class TickProjection:
 
     def _contract(self, db: Database, source: str, event: Event) -> None:
         """The approved version's inputs and outputs, read from its compiled form."""
+        from heinzel.contract.types import parse_duration
+
         path = self._home.contract_json_path(source, int(event.data["version"]))
         hz = json.loads(path.read_text(encoding="utf-8"))["compiled"]["frontmatter"]["hz"]
         found = db.execute("SELECT origin FROM tick_origins WHERE heinzel = ?", [source]).fetchone()

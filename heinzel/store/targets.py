@@ -16,16 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from heinzel.capabilities.documents import absolute_asset
 from heinzel.capabilities.targets import Protected
-from heinzel.contract import CompiledContract
-from heinzel.contract.types import split_method
 from heinzel.errors import HeinzelError
 from heinzel.store.credentials import credentials_path
 from heinzel.store.home import Home
 from heinzel.store.sources import PATH_ARGS, absolute_args
 from ledger.spine import read_events
+
+if TYPE_CHECKING:
+    from heinzel.contract import CompiledContract
 
 __all__ = ["check_targets", "created_origin", "protected_places"]
 
@@ -53,6 +55,9 @@ def created_origin(home: Home, heinzel_id: str) -> Path:
 def check_targets(contract: CompiledContract, origin: Path, protected: Protected) -> None:
     """HZH340 for a ``file:`` output, HZH341 for a local input, that resolves (against
     ``origin``, the contract's folder) into one of hz's own places."""
+    # the contract's types load pydantic: `protected_places` (a tick's) needs none of it
+    from heinzel.contract.types import split_method
+
     for name, output in sorted(contract.hz.outputs.items()):
         scheme, _, written = absolute_asset(output.asset, origin).partition(":")
         why = protected.refusal(written) if scheme == "file" and written else None

@@ -341,6 +341,7 @@ def flat(base: Path) -> None:
     )
     verdict("tick CPU 10,000 / 10 asleep", c10k / c10, 1.5, f"{c10k / c10:.2f}x")
     idle_and_skip(base, c10)
+    idle_and_skip_instructions(base, small)
     verdict("tick peak memory 10,000 / 10 asleep", m10k / m10, 1.5, f"{m10k / m10:.2f}x")
     if shutil.which("strace") is None:
         print("MISS tick fsyncs over 1,000 asleep: strace is not installed (target 2)")
@@ -388,6 +389,53 @@ def idle_and_skip(base: Path, moved_nothing: float) -> None:
         8,
         f"{moved_nothing / floor:.1f}x ({moved_nothing * 1000:.0f} ms CPU)",
     )
+
+
+def idle_and_skip_instructions(base: Path, small: Path) -> None:
+    """The same two ticks as `idle_and_skip` by instructions executed (valgrind's
+    cachegrind, one run each), beside ``python -c pass`` counted the same way: CPU time on
+    a machine other work loads moves by 10% or more, the instruction count by well under
+    1%. ``small``: `flat`'s home of 10, whose file's recheck is due again at 11:00."""
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind is not installed (CPU ratios above only)")
+        return
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base)}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    empty = {**env, "HZ_HOME": str(base / "idle-home"), "HZ_NOW": format_ts(START)}
+    fleet = {
+        **env,
+        "HOME": str(small),
+        "HZ_HOME": str(small / "home"),
+        "HZ_CONFIG": str(small / "hz.toml"),
+        "HZ_NOW": format_ts(START + timedelta(minutes=120)),
+    }
+    floor = instructions([sys.executable, "-c", "pass"], env)
+    idle = instructions([HZ, "system", "daemon", "tick"], empty)
+    moved = instructions([HZ, "system", "daemon", "tick"], fleet)
+    print(f"python -c pass (baseline): {floor / 1e6:6.0f} M instructions")
+    verdict(
+        "an idle tick (nothing due), instructions",
+        idle / floor,
+        6,
+        f"{idle / floor:.1f}x ({idle / 1e6:.0f} M)",
+    )
+    verdict(
+        "a nothing-moved tick (a recheck, no wake), instructions",
+        moved / floor,
+        8,
+        f"{moved / floor:.1f}x ({moved / 1e6:.0f} M)",
+    )
+
+
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions one process executes (valgrind's cachegrind, no cache simulation:
+    ``I   refs``); it must exit 0."""
+    tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run([*tool, *argv], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-400:]
+    refs = next(line for line in done.stderr.splitlines() if "refs:" in line.split())
+    return int(refs.split("refs:")[1].strip().replace(",", ""))
 
 
 def strace_calls(log: Path) -> int:

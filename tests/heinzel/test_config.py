@@ -305,3 +305,81 @@ def test_settings_load_the_adapters_tables_only_when_a_file_sets_one(
     loaded = set(done.stdout.split())
     assert "croniter" not in loaded
     assert ("heinzel.capabilities.configured" in loaded) is loads
+
+
+def test_settings_of_plain_values_load_no_pydantic(tmp_path: Path) -> None:
+    """A layer whose values are already of their types (numbers, text, lists, prices) is
+    read without pydantic (an idle tick's largest import, issue 42); a duration written
+    as text is pydantic's to parse."""
+    import subprocess
+    import sys
+
+    plain = '[heinzel]\nmodel = "a:m"\nmax_usd = 2\n[heinzel.prices."a:m"]\ninput = 1\noutput = 2\n'
+    for text, loads in ((plain, False), ('[heinzel]\nmax_wait = "3d"\n', True)):
+        write(tmp_path / "config.toml", text)
+        done = subprocess.run(
+            [sys.executable, "-c", _LOADS.replace("days == 7", "days >= 3"), str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-600:]
+        assert ("pydantic" in done.stdout.split()) is loads
+
+
+SURE = [
+    {"home": Path("/h")},
+    {"home": "/h", "model": "a:b", "max_usd": 2, "max_usd_per_day": 0.5, "max_resumes": 0},
+    {"home": Path("/h"), "max_wait": timedelta(days=2), "request_timeout": timedelta(seconds=5)},
+    {"home": Path("/h"), "skills": [Path("/s")], "fixture_sources": "/f", "approver": "me"},
+]
+UNSURE = [
+    {"home": Path("/h"), "max_usd": "2.5"},  # a variable's text: pydantic coerces it
+    {"home": Path("/h"), "max_wakes_per_tick": 0},
+    {"home": Path("/h"), "max_wait": "3d"},
+    {"home": Path("/h"), "request_timeout": timedelta(milliseconds=10)},
+    {"home": Path("/h"), "max_usd": True},
+    {"home": Path("/h"), "max_usd": float("nan")},
+    {"model": "a"},
+]
+
+
+@pytest.mark.parametrize("heinzel", SURE)
+def test_plain_values_give_what_the_models_give(heinzel: dict[str, object]) -> None:
+    """`heinzel.config`'s own check and the pydantic models agree on plain values."""
+    from heinzel.config import _by_models, _sure
+
+    prices = {"m": {"input": 1, "output": 2.5}}
+    team = {"members": ["a"], "push_retries": 2, "interval": timedelta(minutes=1)}
+    runners = {"claude": {"command": "x"}}
+    table = {"heinzel": {**heinzel, "prices": prices}, "team": team, "runners": runners}
+    table["adapters"] = {}
+    sure = _sure(table)
+    assert sure is not None
+    assert sure == _by_models(table, {})
+    assert type(sure.heinzel.max_usd) is float and isinstance(sure.heinzel.home, Path)
+
+
+@pytest.mark.parametrize("heinzel", UNSURE)
+def test_any_other_value_is_left_to_the_models(heinzel: dict[str, object]) -> None:
+    from heinzel.config import _sure
+
+    table = {"heinzel": {**heinzel, "prices": {}}, "team": {}, "runners": {}, "adapters": {}}
+    assert _sure(table) is None
+
+
+def test_the_settings_fields_are_the_models_fields() -> None:
+    """The dataclasses and the pydantic models name the same fields with the same defaults."""
+    from dataclasses import MISSING, fields
+
+    from heinzel.config import HeinzelSettings, TeamSettings
+    from heinzel.config_models import HeinzelModel, TeamModel
+
+    for ours, model in ((HeinzelSettings, HeinzelModel), (TeamSettings, TeamModel)):
+        assert [one.name for one in fields(ours)] == list(model.model_fields)
+        for one in fields(ours):
+            default = model.model_fields[one.name].get_default(call_default_factory=True)
+            if one.default is not MISSING:
+                assert one.default == default, one.name
+            elif one.default_factory is not MISSING:
+                assert one.default_factory() == default, one.name

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.event import canonical, format_ts, make_event, parse_ts
+from ledger.event import canonical, envelope_text, format_ts, make_event, parse_ts
 
 
 class TestLine:
@@ -97,3 +97,37 @@ class TestCanonical:
         """Any JSON value hypothesis builds serialises to the same text both ways."""
         expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert canonical(value) == expected
+
+
+_LABEL = st.none() | st.text(max_size=12)
+
+
+class TestEnvelopeText:
+    @given(
+        st.integers(min_value=1, max_value=2**40),
+        st.text(max_size=30),
+        _LABEL,
+        _LABEL,
+        st.text(min_size=1, max_size=20),
+        _LABEL,
+        st.dictionaries(st.text(max_size=8), _JSON, max_size=4),
+    )
+    @settings(max_examples=300, deadline=None)
+    def test_envelope_text_is_the_canonical_envelope(
+        self,
+        seq: int,
+        ts: str,
+        prev: str | None,
+        turn: str | None,
+        kind: str,
+        key: str | None,
+        data: dict[str, object],
+    ) -> None:
+        """A spine append's envelope, written around the data's text, is byte for byte the
+        canonical text of the envelope object (quotes, escapes, non-ASCII, nulls)."""
+        envelope = {"v": 1, "seq": seq, "ts": ts, "prev": prev, "turn": turn}
+        envelope.update(kind=kind, key=key, data=data)
+        made = envelope_text(seq, ts, prev, turn=turn, kind=kind, key=key, data=data)
+        assert made.encode("utf-8", "surrogatepass") == canonical(envelope).encode(
+            "utf-8", "surrogatepass"
+        )

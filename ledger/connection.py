@@ -82,6 +82,11 @@ class IndexConnection:
             self._database = Database(self.conn, execute_plugins=False)
         return getattr(self._database, name)
 
+    def __getitem__(self, name: str) -> Any:
+        """``db[name]``: the real ``Database``'s table or view ``name`` (sqlite-utils loaded
+        on first use, as for any other attribute)."""
+        return self.__getattr__("table")(name)
+
     def execute(
         self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None
     ) -> sqlite3.Cursor:

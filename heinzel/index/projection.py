@@ -68,7 +68,7 @@ class HeinzelProjection:
     # -- the Projection protocol -------------------------------------------------
 
     def create(self, db: Database) -> None:
-        added = [t for t in ADDED_TABLES if not db[t].exists()]
+        added = [t for t in ADDED_TABLES if not _table_exists(db, t)]
         db.executescript(SCHEMA)
         have: dict[str, set[str]] = {}
         for table, column, kind in ADDED_COLUMNS:
@@ -86,7 +86,7 @@ class HeinzelProjection:
         from ledger.index import WATERMARKS
         from ledger.reading import read_events
 
-        if not db[WATERMARKS].exists():
+        if not _table_exists(db, WATERMARKS):
             return
         query = f"SELECT source, seq FROM {WATERMARKS}"  # noqa: S608
         for source, seq in db.execute(query).fetchall():
@@ -559,3 +559,10 @@ class HeinzelProjection:
 
 def _iso(moment: datetime | None) -> str | None:
     return format_ts(moment) if moment else None
+
+
+def _table_exists(db: Database, name: str) -> bool:
+    """Whether the index has table ``name`` (a query, not sqlite-utils' ``db[name]``, which
+    the index's plain connection would load sqlite-utils for)."""
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return db.execute(query, [name]).fetchone() is not None

@@ -48,3 +48,11 @@ def test_the_rest_is_sqlite_utils(tmp_path: Path) -> None:
     db = _open(tmp_path / "i.db")
     db.table("t").insert({"a": 1})
     assert db.execute("SELECT a FROM t").fetchall() == [(1,)]
+
+
+def test_a_table_by_its_name_is_sqlite_utils_table(tmp_path: Path) -> None:
+    """``db[name]``, as another program's projection may write it, is sqlite-utils' table."""
+    db = _open(tmp_path / "i.db")
+    db.execute("CREATE TABLE t (a)")
+    assert db["t"].exists()
+    assert not db["u"].exists()

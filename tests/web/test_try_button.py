@@ -4,13 +4,13 @@ beside the tried one, placing nothing and starting no turn."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from starlette.testclient import TestClient
 
 from ledger.spine import read_events
+from tests import forkhz
 
 from .conftest import ORIGIN, demo_env, heinzel_id
 
@@ -23,7 +23,7 @@ def test_the_amendment_card_tries_it_on_the_last_turns(client: TestClient, home:
     amended.write_text(
         latest.read_text(encoding="utf-8") + "- [ ] the section has at most 12 lines\n"
     )
-    filed = subprocess.run(
+    filed = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "amend", hid, "--from", str(amended)],
         env=demo_env(home),
         capture_output=True,

@@ -166,7 +166,9 @@ class Popen(subprocess.Popen[Any]):
         *rest: Any,
     ) -> None:
         # rest: restore_signals, gid, gids, uid, umask, start_new_session, process_group
-        unusual = any(v is not None for v in rest[1:4]) or rest[6] not in (None, -1)
+        # a umask, ids or a process group the server cannot give its child: exec'd instead
+        unusual = any(v is not None for v in rest[1:4]) or rest[4] != -1
+        unusual = unusual or rest[6] not in (None, -1)
         plan = None if (shell or pass_fds or preexec_fn or unusual) else _plan(args)
         control = _Server.channel() if plan else None
 

@@ -5,6 +5,8 @@ import os
 import sys
 
 data = sys.stdin.read()
+umask = os.umask(0)
+os.umask(umask)
 print(
     json.dumps(
         {
@@ -14,6 +16,7 @@ print(
             "path0": sys.path[0],
             "ppid": os.getppid(),
             "stdin": data,
+            "umask": umask,
         }
     )
 )

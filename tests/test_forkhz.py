@@ -39,6 +39,13 @@ def test_a_script_sees_the_same_process_forked_as_execd(tmp_path: Path) -> None:
     assert seen["ppid"] != os.getpid()  # it was forked by the server, not started by us
 
 
+def test_a_umask_given_is_the_childs_as_when_execd(tmp_path: Path) -> None:
+    """A ``umask`` the server cannot give its forked child is exec'd instead: the child
+    has the umask asked for, never the server's."""
+    forked, execd = _both([sys.executable, PROBE], cwd=tmp_path, umask=0o077)
+    assert json.loads(forked.stdout)["umask"] == json.loads(execd.stdout)["umask"] == 0o077
+
+
 def test_hz_prints_and_exits_alike(tmp_path: Path) -> None:
     env = {**os.environ, "HZ_HOME": str(tmp_path / "home")}
     for args in (["--help"], ["no-such-command"], ["heinzel", "show", "nobody"]):

@@ -18,6 +18,7 @@ from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.files import FilesCapability
 from ledger.errors import LedgerError
 from ledger.files import read_capped
+from tests import forkhz
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIYA = ROOT / "fixtures" / "priya"
@@ -28,7 +29,7 @@ NOW = datetime(2026, 10, 30, 14, 5, tzinfo=UTC)
 def _hz(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HZ_HOME": str(root / "home"), "HZ_NOW": "2026-10-30T14:05:00Z"}
     # the timeout only turns a hang (the old FIFO behaviour) into a failure
-    return subprocess.run(
+    return forkhz.run(
         [HZ, *args], cwd=root, env=env, capture_output=True, text=True, check=False, timeout=120
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
 from tests.adapters.github_server import FakeGitHub, pull
 from tests.adapters.test_calendars import radicale  # noqa: F401
 from tests.adapters.test_github_cli import CONTRACT
@@ -43,7 +44,7 @@ def hz(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProce
         "MY_TOKEN": "ghp_fromMyToken",
         "HZ_CALDAV_PASSWORD": "s3cret",
     }
-    return subprocess.run(
+    return forkhz.run(
         [str(HZ), *args],
         env=env,
         cwd=tmp_path,

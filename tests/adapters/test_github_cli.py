@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
 from tests.adapters.github_server import FakeGitHub, pull
 
 HZ = Path(sys.executable).with_name("hz")
@@ -74,7 +75,7 @@ def hz(
         "GH_TOKEN": TOKEN,
         "HZ_TESTING": "1",
     }
-    return subprocess.run(
+    return forkhz.run(
         [str(HZ), *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
 

@@ -17,6 +17,7 @@ import pytest
 from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import ReadCapability
+from tests import forkhz
 from tests.adapters.github_server import FakeGitHub, pull
 from tests.adapters.test_calendars import ICS, NOW, WEEK, per_uid, radicale  # noqa: F401
 from tests.adapters.test_github_cli import CONTRACT
@@ -44,7 +45,7 @@ def hz(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProce
         "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
         "HZ_MODEL": "offline",
     }
-    return subprocess.run(
+    return forkhz.run(
         [str(HZ), *args],
         env=env,
         cwd=tmp_path,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests import inprocess
+from tests import forkhz, inprocess
 from tests.adapters.github_server import FakeGitHub, pull
 from tests.adapters.ics_server import ICSServer
 
@@ -94,7 +94,7 @@ def _env(tmp_path: Path, now: str) -> dict[str, str]:
 
 
 def hz(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkhz.run(
         [str(HZ), *args],
         env=_env(tmp_path, now),
         cwd=tmp_path,

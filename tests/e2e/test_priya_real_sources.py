@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests import forkhz
 from tests.adapters.github_server import FakeGitHub, issue, pull
 from tests.adapters.test_calendars import ICS, per_uid, radicale  # noqa: F401 (fixture)
 
@@ -77,7 +78,7 @@ class Priya:
             "PRIYA_CALDAV": PASSWORD,
             **extra,
         }
-        done = subprocess.run(
+        done = forkhz.run(
             [str(HZ), *args], env=env, cwd=self.root, capture_output=True, text=True, timeout=180
         )
         assert "Traceback" not in done.stderr, done.stderr

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests import forkhz
+
 HZ = str(Path(sys.executable).with_name("hz"))
 TAG = "🧝 DRAFT"
 
@@ -68,7 +70,7 @@ class Home:
             HZ_LOG_LEVEL="error",
             XDG_CONFIG_HOME=str(self.root / "config"),
         )
-        return subprocess.run(
+        return forkhz.run(
             [HZ, *args], env=env, cwd=self.work, capture_output=True, text=True, check=False
         )
 

@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests import forkhz
+
 ROOT = Path(__file__).resolve().parents[2]
 PRIYA = ROOT / "fixtures" / "priya"
 HZ = str(Path(sys.executable).with_name("hz"))
@@ -43,7 +45,7 @@ def test_a_full_disk_under_the_index_is_coded_and_nothing_is_lost(tmp_path: Path
     }
 
     def hz(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return forkhz.run(
             [HZ, *args], cwd=root, env=env, capture_output=True, text=True, check=False
         )
 
@@ -110,7 +112,7 @@ def test_a_tick_on_a_full_disk_gives_the_writes_code_never_hzh003(tmp_path: Path
     home = tmp_path / "home"
     env = {**os.environ, "HZ_HOME": str(home), "HZ_CONFIG": "", "HZ_NOW": "2026-10-30T14:00:00Z"}
     for args in (("heinzel", "new", "--from", "digest.prose.md"), ("approve", "notes-digest")):
-        made = subprocess.run([HZ, *args], cwd=work, env=env, capture_output=True, text=True)
+        made = forkhz.run([HZ, *args], cwd=work, env=env, capture_output=True, text=True)
         assert made.returncode == 0, made.stderr
     kept = tmp_path / "kept"
     shutil.copytree(home, kept)

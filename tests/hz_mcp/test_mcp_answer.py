@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import ClientSession
 
-from tests import inprocess
+from tests import forkhz, inprocess
 
 from .client import HZ, priya, session, text
 
@@ -23,7 +22,7 @@ _spec.loader.exec_module(scripted)
 
 
 def _hz(env: dict[str, str], cwd: Path, *args: str) -> str:
-    done = subprocess.run([HZ, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    done = forkhz.run([HZ, *args], env=env, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, (args, done.stderr)
     return done.stdout
 

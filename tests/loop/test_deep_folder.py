@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from machines import keys
+from tests import forkhz
 from tests.loop.conftest import Done
 
 
 def _hz(cwd: Path, env: dict[str, str], minute: int, *args: str) -> Done:
     environ = {**env, "HZ_NOW": f"2026-10-30T14:{minute:02d}:00Z"}
-    done = subprocess.run(
+    done = forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         cwd=cwd,
         capture_output=True,

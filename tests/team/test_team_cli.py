@@ -4,9 +4,10 @@ reason, not the advice git prints after it."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import forkhz
 
 
 def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
@@ -18,7 +19,7 @@ def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
     env.update(HZ_HOME=str(tmp_path / "home"), HZ_CONFIG=str(config))
-    done = subprocess.run(
+    done = forkhz.run(
         [sys.executable, "-m", "heinzel", "team", "lint"],
         env=env,
         capture_output=True,

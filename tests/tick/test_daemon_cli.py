@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
 from tests.waits import HANG
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "priya"
@@ -33,7 +34,7 @@ class TestDaemonCommands:
 
     def test_tick_json_over_an_empty_home(self, tmp_path: Path) -> None:
         """Nothing to wake: an empty report, exit 0."""
-        done = subprocess.run(
+        done = forkhz.run(
             [sys.executable, "-m", "heinzel", "system", "daemon", "tick", "--json"],
             env=env(tmp_path / "home"),
             capture_output=True,
@@ -50,7 +51,7 @@ class TestDaemonCommands:
     @pytest.mark.kill
     def test_run_stops_on_sigterm_after_the_tick_in_progress(self, tmp_path: Path) -> None:
         """The first tick's line arrives, SIGTERM ends the loop with status 0."""
-        with subprocess.Popen(
+        with forkhz.Popen(
             [sys.executable, "-m", "heinzel", "system", "daemon", "run", "--interval", "600"],
             env=env(tmp_path / "home"),
             stdout=subprocess.PIPE,
@@ -74,14 +75,14 @@ class TestDaemonCommands:
             ["heinzel", "new", "--from", "weekly-report.prose.md"],
             ["approve", "weekly-report"],
         ):
-            subprocess.run(
+            forkhz.run(
                 [sys.executable, "-m", "heinzel", *args],
                 env=here,
                 cwd=documents,
                 check=True,
                 capture_output=True,
             )
-        with subprocess.Popen(
+        with forkhz.Popen(
             [sys.executable, "-m", "heinzel", "system", "daemon", "run", "--interval", "600"],
             env={**here, "HZ_NOW": "2026-11-06T14:05:00Z"},  # Friday's slot is due
             cwd=documents,

@@ -14,7 +14,7 @@ import pytest
 from heinzel.contract import check_amendment, compile_contract, widenings
 from heinzel.engine.offline_discover import amended_text
 from heinzel.errors import ContractError
-from tests import inprocess
+from tests import forkhz, inprocess
 from tests.tick.homes import HZ
 
 WED, THU, FRI = "2026-11-04T08:00:00Z", "2026-11-05T08:00:00Z", "2026-11-06T08:00:00Z"
@@ -64,7 +64,7 @@ def _env(folder: Path, now: str) -> dict[str, str]:
 
 def run(folder: Path, now: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``hz ARGS`` at ``now`` in ``folder``'s home, the way a person runs it."""
-    done = subprocess.run(
+    done = forkhz.run(
         [HZ, *args], cwd=folder, env=_env(folder, now), capture_output=True, text=True, check=False
     )
     assert "Traceback" not in done.stderr, done.stderr

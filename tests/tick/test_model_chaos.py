@@ -203,7 +203,7 @@ def served(env: dict[str, str], cwd: Path) -> Iterator[Head]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    server = subprocess.Popen(
+    server = forkhz.Popen(
         [HZ, "system", "serve", "--port", str(port)],
         cwd=cwd,
         env=env,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkhz
+
 SENTENCE = "summarise notes.md into today.md"
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -32,7 +34,7 @@ def hz(tmp_path: Path) -> Run:
     }
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return forkhz.run(
             [sys.executable, "-m", "heinzel", *args],
             cwd=work,
             env={**env, **extra},

@@ -13,6 +13,7 @@ from typing import Any
 from heinzel.turns import Turns, default_adapters
 from heinzel.turns.fork import parent_inputs
 from ledger.spine import read_events
+from tests import forkhz
 from tests.turns.conftest import CONTRACT
 
 
@@ -26,7 +27,7 @@ def _hz(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "HZ_NOW": "2026-10-30T14:00:00.000Z",
         "HZ_USER": "me",
     }
-    return subprocess.run(
+    return forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         env=env,
         capture_output=True,

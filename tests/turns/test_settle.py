@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from ledger.spine import read_events
 from machines.journal import expand_carried
+from tests import forkhz
 
 SCRIPT = Path(__file__).parent / "slow_act_turn.py"
 RESUME = Path(__file__).parent / "resume_turn.py"
@@ -28,7 +28,7 @@ def test_a_draft_written_before_a_kill_past_the_timeout_is_recorded(
     recovered in a fresh process: it ends abandoned timeout, but only after the probe
     found the draft, so the spine has its draft.placed and `hz drafts` lists it."""
     service, heinzel_id, folder = make_service()
-    child = subprocess.run(
+    child = forkhz.run(
         [sys.executable, str(SCRIPT), str(service.home.root), heinzel_id],
         capture_output=True,
         text=True,
@@ -38,7 +38,7 @@ def test_a_draft_written_before_a_kill_past_the_timeout_is_recorded(
     assert "hz:draft key=" in (folder / "report.md").read_text(encoding="utf-8")
     env = {**os.environ, "HZ_HOME": str(service.home.root), "HZ_NOW": "2026-10-30T15:00:00Z"}
     resume = [sys.executable, str(RESUME), str(service.home.root), heinzel_id]
-    recovered = subprocess.run(resume, capture_output=True, text=True, check=False)
+    recovered = forkhz.run(resume, capture_output=True, text=True, check=False)
     assert "result abandoned abandoned" in recovered.stdout, recovered.stderr
     events = list(expand_carried(read_events(service.home.spine_path(heinzel_id))))
     first = next(e.turn for e in events if e.kind == "turn.started")
@@ -47,6 +47,6 @@ def test_a_draft_written_before_a_kill_past_the_timeout_is_recorded(
     done = [e for e in events if e.kind == "effect.done" and e.turn == first]
     assert [e.data.get("probed") for e in done] == [True]
     [placed] = [e for e in events if e.kind == "draft.placed" and e.turn == first]
-    drafts = subprocess.run([HZ, "drafts", "--json"], env=env, capture_output=True, text=True)
+    drafts = forkhz.run([HZ, "drafts", "--json"], env=env, capture_output=True, text=True)
     assert drafts.returncode == 0, drafts.stderr
     assert [d["key"] for d in json.loads(drafts.stdout)] == [placed.key]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +28,7 @@ from ledger.spine import read_events
 from machines import DiskBody, Wake, keys
 from machines.fold import TurnState, fold
 from machines.journal import expand_steps
+from tests import forkhz
 
 OLD = Path(__file__).resolve().parents[2] / "fixtures" / "spines" / "v1-session"
 OLD_ID = "hz-01M66N6AC075ZZ5M4SHMXSS4BS"
@@ -101,7 +101,7 @@ def _hz(root: Path, *args: str) -> str:
         "HZ_USER": "me",
         "HZ_TESTING": "1",
     }
-    done = subprocess.run(
+    done = forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         env=env,
         capture_output=True,

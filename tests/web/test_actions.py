@@ -17,6 +17,7 @@ from heinzel.app import App
 from heinzel.web.actions import spawn_verb
 from heinzel.web.server import create_app
 from ledger.spine import read_events
+from tests import forkhz
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id
 from .scripted import MODEL, fake
@@ -96,7 +97,7 @@ def test_a_failed_turn_shows_its_code_and_hint_with_retry_and_wake(home: Path) -
     }
     hid = heinzel_id(home)
     try:
-        woke = subprocess.run(
+        woke = forkhz.run(
             [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
             env=env,
             capture_output=True,

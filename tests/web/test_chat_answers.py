@@ -14,6 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from ledger.spine import read_events
+from tests import forkhz
 from tests.waits import HANG
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
@@ -53,7 +54,7 @@ def test_the_sidebar_chat_answers_the_open_question(
     question's turn, never a second turn for the same message); the next message is a new
     turn."""
     hid = heinzel_id(home)
-    woken = subprocess.run(
+    woken = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
         env=env,
         capture_output=True,
@@ -91,7 +92,7 @@ def test_the_page_shows_the_question_and_answers_it_from_its_box(
     "Nothing."); the box's answer is recorded under that question and the page then has
     nothing waiting."""
     hid = heinzel_id(home)
-    woken = subprocess.run(
+    woken = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
         env=env,
         capture_output=True,
@@ -126,7 +127,7 @@ def test_the_pages_message_resent_with_its_id_is_delivered_once(
     retried request, a second click) after it answered the open question says "already
     delivered", starts no child and runs nothing: one `question.answered`, naming it."""
     hid = heinzel_id(home)
-    woken = subprocess.run(
+    woken = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
         env=env,
         capture_output=True,
@@ -176,7 +177,7 @@ def test_a_text_answer_returns_at_once_and_its_turn_goes_on_in_a_child(
     env = {**env, "HZ_BASE_URL": provider.base_url}
     hid = heinzel_id(home)
     try:
-        woken = subprocess.run(
+        woken = forkhz.run(
             [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
             env=env,
             capture_output=True,
@@ -214,7 +215,7 @@ def test_resume_is_not_offered_on_a_question_and_its_refusal_is_said(
     that wait), and a Resume posted anyway is refused in the request (HZH360, the answer
     box named), never "resume: its turn runs now" with a child that then refuses."""
     hid = heinzel_id(home)
-    woken = subprocess.run(
+    woken = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
         env=env,
         capture_output=True,

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.testclient import TestClient
 
 from heinzel.app import App
+from tests import forkhz
 
 from .conftest import ORIGIN, demo_env, heinzel_id
 
@@ -28,7 +29,7 @@ def _events(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _hz(home: Path, *args: str) -> None:
-    done = subprocess.run(
+    done = forkhz.run(
         [sys.executable, "-m", "heinzel", *args],
         env=demo_env(home),
         capture_output=True,

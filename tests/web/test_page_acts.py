@@ -5,13 +5,13 @@ inside its card with its labels whole, a stopped turn in a sentence."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import forkhz
 from tests.waits import HANG, HANG_MS
 
 from .conftest import demo_env, heinzel_id
@@ -30,7 +30,7 @@ def _amend(home: Path, hid: str) -> None:
     latest = max(contract.glob("v*.prose.md"), key=lambda p: int(p.name[1:].split(".")[0]))
     amended = home / "v-next.prose.md"
     amended.write_text(latest.read_text(encoding="utf-8") + "\n- [ ] one more line\n")
-    filed = subprocess.run(
+    filed = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "amend", hid, "--from", str(amended)],
         env=demo_env(home),
         capture_output=True,
@@ -209,7 +209,7 @@ def test_a_failed_card_stays_gone_after_a_retry_that_ended_skipped(home: Path) -
         "OPENAI_API_KEY": "sk-test",
     }
     hid = heinzel_id(home)
-    woke = subprocess.run(
+    woke = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid],
         env=env,
         capture_output=True,
@@ -273,7 +273,7 @@ def test_a_text_answer_on_the_page_returns_at_once(home: Path) -> None:
         "OPENAI_API_KEY": "sk-test",
     }
     hid = heinzel_id(home)
-    woke = subprocess.run(
+    woke = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "wake", hid, "--json"],
         env=env,
         capture_output=True,

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from heinzel.app import App
 from ledger.spine import read_events
+from tests import forkhz
 from tests.waits import HANG
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
@@ -118,7 +119,7 @@ def test_the_page_answers_a_proposed_write(
 
 
 def _show(hid: str, env: dict[str, str]) -> dict[str, Any]:
-    shown = subprocess.run(
+    shown = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "show", hid, "--json"],
         env=env,
         capture_output=True,
@@ -134,7 +135,7 @@ def test_hz_heinzel_show_lists_the_proposal_the_page_shows(
 ) -> None:
     """The real `hz heinzel show` sees the question the page's chat turn left waiting."""
     _, hid, env = proposed
-    shown = subprocess.run(
+    shown = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "show", hid, "--json"],
         env=env,
         capture_output=True,
@@ -153,7 +154,7 @@ def test_the_turn_page_shows_the_body_then_expired(
     its body, escaped; once the body is gone it says expired and still lists the lines."""
     client, hid, _ = proposed
     rows = json.loads(
-        subprocess.run(
+        forkhz.run(
             [sys.executable, "-m", "heinzel", "heinzel", "show", hid, "--json"],
             env=proposed[2],
             capture_output=True,
@@ -187,7 +188,7 @@ def test_the_page_approves_or_declines_an_amendment_hz_heinzel_amend_filed(
     latest = max(contract.glob("v*.prose.md"), key=lambda p: int(p.name[1:].split(".")[0]))
     amended = home / "v-next.prose.md"
     amended.write_text(latest.read_text(encoding="utf-8") + "\n- [ ] <b>one more line</b>\n")
-    filed = subprocess.run(
+    filed = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "amend", hid, "--from", str(amended)],
         env=env,
         capture_output=True,

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from heinzel.web.auth import Keys
 from ledger.spine import read_events
+from tests import forkhz
 from tests.waits import HANG
 
 from .conftest import demo_env, heinzel_id
@@ -28,7 +29,7 @@ class InfoServed(Served):
     def __init__(self, home: Path) -> None:
         self.home = home
         self.port = free_port()
-        self.process = subprocess.Popen(
+        self.process = forkhz.Popen(
             [sys.executable, "-m", "heinzel", "system", "serve", "--port", str(self.port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

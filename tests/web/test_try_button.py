@@ -5,7 +5,6 @@ the child is done, placing nothing and starting no turn."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from starlette.testclient import TestClient
 
 from heinzel.web.actions import spawn_verb
 from ledger.spine import read_events
+from tests import forkhz
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id, web_app
 
@@ -24,7 +24,7 @@ def _amend(home: Path, hid: str) -> None:
     amended.write_text(
         latest.read_text(encoding="utf-8") + "- [ ] the section has at most 12 lines\n"
     )
-    filed = subprocess.run(
+    filed = forkhz.run(
         [sys.executable, "-m", "heinzel", "heinzel", "amend", hid, "--from", str(amended)],
         env=demo_env(home),
         capture_output=True,

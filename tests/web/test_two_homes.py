@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from http.cookiejar import CookieJar
 from pathlib import Path
 
+from tests import forkhz
 from tests.waits import HANG
 
 from .conftest import demo_env
@@ -26,7 +27,7 @@ HZ = str(Path(sys.executable).with_name("hz"))
 def serving(home: Path, port: int) -> Iterator[str]:
     """`hz system serve --port PORT` over ``home``; its login URL (printed once the port
     listens), terminated at the end."""
-    with subprocess.Popen(
+    with forkhz.Popen(
         [HZ, "system", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

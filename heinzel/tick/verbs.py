@@ -254,6 +254,8 @@ class Verbs:
         turn's inbox delivery gets it a second time. ``run=False``: only say so (the web
         head runs this again in a child process). None: another message answered the
         question while this one waited for the lock; it is an ordinary chat."""
+        from machines import keys
+
         question = str(asked.data.get("question") or "")
         said = {**base, "delivered": "answers the open question", "question": question}
         if not run:
@@ -275,7 +277,12 @@ class Verbs:
                 # another process held the lock all along: nothing of the answer is kept
                 # (its file is written under the lock); the chat waits in the inbox
                 return {**base, "delivered": QUEUED_ANSWER}
-            if error.code == "HZH210":  # answered by another message while this waited
+            if error.code == "HZH210":
+                # a turn took this chat while it waited for the lock (it is delivered
+                # there), or another message answered the question (an ordinary chat)
+                taken = self._claim(heinzel, keys.asked(heinzel, request.request_id))
+                if taken is not None:
+                    return {**base, **_into(taken, "while this waited for the lock")}
                 return None
             raise
         if done.pop("answered_by", None) is not None:

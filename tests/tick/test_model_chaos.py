@@ -989,7 +989,7 @@ class Chaos(RuleBasedStateMachine):
             _frame("7", "tools/call", {"name": "heinzel_chat", "arguments": chat}),
             _frame('"last"', "tools/call", {"name": "heinzel_list", "arguments": {}}),
         ]
-        answers, stderr = self._raw_mcp(frames, expect=4)
+        answers, stderr = self._raw_mcp(frames, until=[7, 7, "last"])
         refused = [a for a in answers if a.get("id") is None]
         if [a.get("error", {}).get("code") for a in refused] != [-32600]:
             self._breach("mcp-frames", f"the chat of id {ident} was answered {refused}")
@@ -1015,10 +1015,14 @@ class Chaos(RuleBasedStateMachine):
         if first == "mcp":
             self._chat_now(name, rid, new=False)
 
-    def _raw_mcp(self, frames: list[bytes], *, expect: int) -> tuple[list[dict[str, Any]], str]:
-        """One `hz mcp` given the handshake and ``frames``; its first ``expect`` answers
-        (the initialize's left out) and its stderr. A server that does not answer is
-        stopped after `TIMEOUT` seconds (a dropped frame)."""
+    def _raw_mcp(
+        self, frames: list[bytes], *, until: list[Any]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """One `hz mcp` given the handshake and ``frames``; its answers (the initialize's
+        left out) up to those with the ids ``until`` (a frame it refuses is answered as it
+        reads it, before it hands any later frame on, so before those), and its stderr
+        when it holds a traceback. A server that never answers one of ``until`` is stopped
+        after `TIMEOUT` seconds."""
         _, env = self._env()
         process = subprocess.Popen(
             [HZ, "mcp"],
@@ -1035,7 +1039,9 @@ class Chaos(RuleBasedStateMachine):
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write(b"\n".join([MCP_INIT, MCP_INITIALIZED, *frames]) + b"\n")
             process.stdin.flush()
-            while len(answers) < expect:
+            while sorted(map(str, until)) != sorted(
+                str(a.get("id")) for a in answers if a.get("id") in until
+            ):
                 line = process.stdout.readline()
                 if not line:
                     break

@@ -964,14 +964,20 @@ class Chaos(RuleBasedStateMachine):
         name=st.sampled_from(NAMES),
         first=st.sampled_from(["cli", "mcp"]),
         ident=st.sampled_from(['{"n":1}', "[1]"]),
+        asked=st.booleans(),
     )
-    def mcp_frames(self, name: str, first: str, ident: str) -> None:
+    def mcp_frames(self, name: str, first: str, ident: str, asked: bool = False) -> None:
         """Raw JSON-RPC frames to `hz mcp` (stdio, as a client that is not the SDK writes
         them): a chat whose JSON-RPC id is an object or an array (-32600, id null, its
         request id recorded nowhere); a chat sent twice with the same JSON-RPC id and the
         same request id; and that request id sent by the CLI too, before (``cli``) or after
-        (``mcp``). The request id is delivered once, whatever surface."""
+        (``mcp``); ``asked``: a question waits first (the first send answers it). The
+        request id is delivered once, whatever surface."""
         self.settle()
+        if asked:
+            self._new_day()
+            self.provider.asks = 1
+            self._run("heinzel", "wake", name)
         self.provider.gate.set()
         bad, rid = f"rq-chaos{self.count:05d}x", f"rq-chaos{self.count:05d}j"
         self.sent.append((name, rid))
@@ -1414,6 +1420,8 @@ PATHS = {
     "mcp-frames": lambda m: (
         m.mcp_frames(NAMES[0], "cli", '{"n":1}'),
         m.mcp_frames(NAMES[1], "mcp", "[1]"),
+        m.mcp_frames(NAMES[0], "mcp", "[1]", asked=True),
+        m.mcp_frames(NAMES[1], "cli", '{"n":1}', asked=True),
     ),
     "page-together": lambda m: (
         m._new_day(),

@@ -1071,12 +1071,13 @@ class Chaos(RuleBasedStateMachine):
     def page_together(self, name: str) -> None:
         """A tick runs while the served head (logging at info, as a fresh one configures
         it) gets at once: a chat with its request id and the same again (a second click),
-        an answer in words, an approval and the page itself. None may answer 500; the
-        request id is delivered once (chat-once)."""
+        another chat twice the same way, an answer in words, an approval and the page
+        itself (the more threads write and log together, the likelier the race). None may
+        answer 500; each request id is delivered once (chat-once)."""
         self.provider.gate.set()
-        rid = f"rq-chaos{self.count:05d}p"
-        self.sent.append((name, rid))
-        words = f"note {rid}"
+        rid, rid2 = f"rq-chaos{self.count:05d}p", f"rq-chaos{self.count:05d}o"
+        self.sent += [(name, rid), (name, rid2)]
+        words, more = f"note {rid}", f"note {rid2}"
         env = {**self._env()[1], "HZ_LOG_LEVEL": "info"}
         with served(env, self.root) as head:
             self._start("system", "daemon", "tick", "--json")
@@ -1085,6 +1086,8 @@ class Chaos(RuleBasedStateMachine):
                 ("chat", lambda: head.post(f"/h/{name}/chat", {"text": words, "request_id": rid})),
                 ("answer", lambda: head.post(f"/h/{name}/answer", {"text": "only incidents"})),
                 ("approve", lambda: head.post(f"/h/{name}/approve", {})),
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": more, "request_id": rid2})),
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": more, "request_id": rid2})),
                 ("page", lambda: head.ask("GET", f"/h/{name}")[::2]),
             ]
             together = threading.Barrier(len(sends))
@@ -1107,7 +1110,7 @@ class Chaos(RuleBasedStateMachine):
             said = said if isinstance(said, dict) else {}
             code = 0 if status < 400 else 1
             stderr = f"{said.get('code')}: {said.get('message')}" if code and "code" in said else ""
-            message = words if n == 0 and code == 0 else None
+            message = {0: words, 2: more}.get(n) if code == 0 else None
             self.ledger.ended.append(
                 Ended(("page", what, name), code, False, json.dumps(said), stderr, message)
             )
@@ -1423,12 +1426,10 @@ PATHS = {
         m.mcp_frames(NAMES[0], "mcp", "[1]", asked=True),
         m.mcp_frames(NAMES[1], "cli", '{"n":1}', asked=True),
     ),
-    "page-together": lambda m: (
-        m._new_day(),
-        m.weather("ask"),
-        m._run("heinzel", "wake", NAMES[0]),
-        m.page_together(NAMES[0]),
-    ),
+    "page-together": lambda m: [
+        (m._new_day(), m.weather("ask"), m._run("heinzel", "wake", name), m.page_together(name))
+        for name in (*NAMES, NAMES[0])  # a fresh head each time: each its own race
+    ],
     "flip": lambda m: (m.flip(STYLED, "json"), m.flip(READER, "prev")),
     "hard-link": lambda m: (
         m.hard_link(NAMES[0], block=False),

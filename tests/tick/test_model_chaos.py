@@ -112,8 +112,8 @@ INVARIANTS = {
     "break-contained": "a byte flipped in the middle of a spine: that one's commands refuse "
     "with a code at most once, then go on; every other works; `hz heinzel verify` names it",
     "link-kept": "a hard-linked document keeps its link through every write of hz",
-    "skill-contained": "a bad skill file (malformed, or one that grants a tool) refuses the "
-    "turns that use it with its code (HZC05x) and stops no other turn",
+    "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
+    "for YAML that does not parse, HZC051 for one that grants a tool) and stops no other turn",
 }
 DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split(",")))
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
@@ -1207,6 +1207,7 @@ class Chaos(RuleBasedStateMachine):
             finally:
                 journal.rmdir()
         self._run("heinzel", "wake", name)
+        self._links_kept()
 
     def _links_kept(self) -> None:
         for document, second in self.links:

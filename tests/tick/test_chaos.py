@@ -315,6 +315,7 @@ def _figures(machine: Chaos) -> dict[str, Any]:
         ).quantize(NANO),
         "chains verified": f"{len(spines) - len({b.split()[0] for b in facts.broken})}"
         f" of {len(spines)}",
+        "spines broken in the middle on purpose (named by verify, contained)": len(machine.flipped),
         "uncoded exits": sum(
             1
             for e in ended

@@ -933,6 +933,16 @@ class Chaos(RuleBasedStateMachine):
         if name not in DISABLED and name not in self.breaches:
             self.breaches[name] = f"after step {self.steps}: {what}"
 
+    def _calm(self) -> None:
+        """A new day, every process waited for, then ticks until one wakes nothing (a turn
+        a killed process left open is resumed; the rule's own checks then meet no awake
+        one, HZH050, which is right but not what they look at)."""
+        self._new_day()
+        for _ in range(QUIET_TICKS):
+            ticked = self._run("system", "daemon", "tick", "--json")
+            if ticked.code != 0 or not json.loads(ticked.stdout)["woken"]:
+                return
+
     def _moved_keys(self) -> set[str]:
         """The watcher's source-changed keys any turn of it started or skipped with."""
         return {k for k in Spines.read(self.root / "home").runs if MOVED.match(k)}
@@ -943,7 +953,7 @@ class Chaos(RuleBasedStateMachine):
         ``wake``), moves after a turn of it read it: the next tick wakes it source-changed
         once (a new key), a tick after wakes nothing more for it (``twice``: a second move
         and tick between)."""
-        self._new_day()
+        self._calm()
         self._run("heinzel", "wake", WATCHER)  # a turn of it reads notes.txt: seen
         for _ in range(2 if twice else 1):
             before = self._moved_keys()
@@ -1125,7 +1135,7 @@ class Chaos(RuleBasedStateMachine):
         byte (no JSON then), or a hex digit of its ``prev``. Its commands refuse with a
         code at most once (the break is then recorded as contained) and go on; the others
         work; `hz heinzel verify` names it."""
-        self.settle()
+        self._calm()
         heinzel = self.extra_ids[victim]
         if len(self._spine(heinzel).read_bytes().splitlines()) < 5:
             self._run("heinzel", "wake", victim)
@@ -1187,7 +1197,7 @@ class Chaos(RuleBasedStateMachine):
         hz keeps the link (`link-kept`, checked after each step). ``block``: the place of
         its in-place journal is taken (a folder), so the next write fails HZH420 with the
         document untouched, and the other Heinzelmännchen's turn goes on."""
-        self._new_day()
+        self._calm()
         document = self.root / f"{name}.md"
         second = self.root / "links" / f"{name}.md"
         if not second.exists():
@@ -1226,7 +1236,7 @@ class Chaos(RuleBasedStateMachine):
         """skills/house-style/SKILL.md goes bad (``malformed`` YAML, or it ``grants`` a
         tool): `STYLED`, which uses it, is refused with HZC05x and sends nothing; ``name``
         (which does not use it) wakes as before. Then the skill is mended."""
-        self._new_day()
+        self._calm()
         skill = self.root / "skills" / "house-style" / "SKILL.md"
         skill.write_text(BAD_SKILLS[bad], encoding="utf-8")
         try:

@@ -502,7 +502,9 @@ def violations(
         say("chat-kept", [f"{k} never delivered" for k in lost])
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
-        say("turns-end", [f"{t} is still open" for t in facts.open])
+        # a turn whose end line was flipped reads as open here (hz leaves the line out)
+        ended = [t for t in facts.open if t.split("/")[0] not in flipped]
+        say("turns-end", [f"{t} is still open" for t in ended])
         unseen = sorted(
             k
             for k in facts.approved

@@ -1210,9 +1210,9 @@ class Chaos(RuleBasedStateMachine):
             try:
                 before = document.read_bytes()
                 woken = self._run("heinzel", "wake", name)
-                if woken.code == 0 or (
-                    "HZH420" not in woken.stderr and "HZL" not in woken.stderr[:3]
-                ):
+                # a turn that reached the write fails HZH420 (one a cap skipped never does)
+                wrote = "drafted" in woken.stdout or "placed" in woken.stdout
+                if wrote or (woken.code == 1 and not woken.stderr.startswith("HZ")):
                     self._breach("link-kept", f"a wake with its journal blocked: {woken}")
                 if document.read_bytes() != before:
                     self._breach("link-kept", "a refused in-place write changed the document")
@@ -1247,7 +1247,8 @@ class Chaos(RuleBasedStateMachine):
                     f"{STYLED} with a {bad} skill: exit {refused.code}, {refused.stderr[:300]!r}",
                 )
             other = self._run("heinzel", "wake", name)
-            if re.search(r"HZC05\d", other.stdout + other.stderr) or other.code != 0:
+            # stopped by the skill, not by what a turn may meet (a cap, the model's reply)
+            if re.search(r"HZC0\d\d|SKILL\.md", other.stdout + other.stderr):
                 self._breach(
                     "skill-contained",
                     f"{name}, which does not use the {bad} skill, exit {other.code}: "

@@ -278,8 +278,12 @@ class Verbs:
                 # (its file is written under the lock); the chat waits in the inbox
                 return {**base, "delivered": QUEUED_ANSWER}
             if error.code == "HZH210":
-                # a turn took this chat while it waited for the lock (it is delivered
-                # there), or another message answered the question (an ordinary chat)
+                # while this waited for the lock the request id was delivered: as the
+                # answer (a resend of it sent at the same time), or into a turn that took
+                # it from the inbox; else another message answered (an ordinary chat)
+                claim = claim_of(self.service, heinzel, request.request_id)
+                if claim is not None and claim.kind in ("answer", "requested"):
+                    return {**base, **already(self.service, heinzel, claim)}
                 taken = self._claim(heinzel, keys.asked(heinzel, request.request_id))
                 if taken is not None:
                     return {**base, **_into(taken, "while this waited for the lock")}

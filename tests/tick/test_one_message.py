@@ -348,3 +348,50 @@ def test_a_chat_that_would_answer_while_a_tick_holds_the_lock_is_delivered_once(
     assert facts.runs[f"{heinzel}@rq-race1"] == 1, facts.runs
     assert answer["delivered"].startswith(f"delivered into turn {turn} "), answer
     assert facts.answers == {}, facts.answers  # the question still waits for its answer
+
+
+@pytest.mark.kill
+def test_one_chat_sent_twice_at_once_while_a_question_waits_is_delivered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question waits; the same chat (one request id) is sent twice at once, and both
+    sends wait for the lock the test holds. The first to get it answers the question; the
+    second says it was already delivered as that answer and runs no turn of its own (the
+    chaos model's MCP rule found it running as a chat turn too: delivered twice)."""
+    from tests.tick.chaos_world import Loopback, Spines
+
+    root, (heinzel,) = make_home(tmp_path, 1)
+    provider = Loopback()
+    try:
+        provider.asks = 1
+        (root / "loop.toml").write_text(
+            '[heinzel]\nmodel = "openai-chat:gpt-4o-mini"\nlock_timeout = "60s"\n',
+            encoding="utf-8",
+        )
+        monkeypatch.setenv("HZ_CONFIG", "loop.toml")
+        monkeypatch.setenv("HZ_BASE_URL", provider.base_url("t"))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-race")
+        asked = hz(root, "heinzel", "wake", "report-0")
+        assert "question:" in asked.stdout, asked.stdout + asked.stderr
+        args = [HZ, "heinzel", "chat", "report-0", "only incidents", "--request-id", "rq-twice"]
+        with _holding(_lock(root, heinzel)):
+            chats = [
+                forkhz.Popen(
+                    [*args, "--json"],
+                    cwd=root,
+                    env=env(root, _at(FRIDAY, seconds=1.5)),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(2)
+            ]
+            for chat in chats:
+                _waiting_for_lock(chat, _lock(root, heinzel))
+        answers = sorted((_answer(chat)["delivered"] for chat in chats), key=len)
+    finally:
+        provider.close()
+    facts = Spines.read(root / "home")
+    assert facts.runs[f"{heinzel}@rq-twice"] == 1, facts.runs
+    assert answers[0] == "answers the open question", answers
+    assert answers[1].startswith("already delivered: answers the question of turn "), answers

@@ -254,6 +254,8 @@ class Verbs:
         turn's inbox delivery gets it a second time. ``run=False``: only say so (the web
         head runs this again in a child process). None: another message answered the
         question while this one waited for the lock; it is an ordinary chat."""
+        from machines import keys
+
         question = str(asked.data.get("question") or "")
         said = {**base, "delivered": "answers the open question", "question": question}
         if not run:
@@ -275,7 +277,16 @@ class Verbs:
                 # another process held the lock all along: nothing of the answer is kept
                 # (its file is written under the lock); the chat waits in the inbox
                 return {**base, "delivered": QUEUED_ANSWER}
-            if error.code == "HZH210":  # answered by another message while this waited
+            if error.code == "HZH210":
+                # while this waited for the lock the request id was delivered: as the
+                # answer (a resend of it sent at the same time), or into a turn that took
+                # it from the inbox; else another message answered (an ordinary chat)
+                claim = claim_of(self.service, heinzel, request.request_id)
+                if claim is not None and claim.kind in ("answer", "requested"):
+                    return {**base, **already(self.service, heinzel, claim)}
+                taken = self._claim(heinzel, keys.asked(heinzel, request.request_id))
+                if taken is not None:
+                    return {**base, **_into(taken, "while this waited for the lock")}
                 return None
             raise
         if done.pop("answered_by", None) is not None:

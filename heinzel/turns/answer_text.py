@@ -33,6 +33,22 @@ from machines.journal import content_hash
 
 __all__ = ["answer_text", "follow_up"]
 
+CLAIMS = ("turn.started", "turn.skipped", "turn.steered")
+"""The lines that deliver a chat under its key (`heinzel.tick.verbs.CLAIM_KINDS`)."""
+
+
+def _delivered(journal: IndexedJournal, heinzel_id: str, request_id: str | None) -> str | None:
+    """The turn a chat of ``request_id`` was delivered into (steered, or a cause of its
+    start), read under the lock; None when no turn took it."""
+    if request_id is None:
+        return None
+    from machines import keys
+
+    for event in journal.key_events(keys.asked(heinzel_id, request_id)):
+        if event.kind in CLAIMS:
+            return str(event.turn)
+    return None
+
 
 def answer_text(
     host: TurnHost,
@@ -97,6 +113,16 @@ def answer_text(
                 "HZH210",
                 f"{name}'s question of turn {turn} was answered while this waited",
                 f"`hz heinzel show {name}` shows what is pending",
+            )
+        went = _delivered(journal, heinzel_id, request_id)
+        if went is not None:
+            # a turn took the chat from the inbox while this waited for the lock (a tick's
+            # turn, steered or with it as a cause): delivered there, so it is not the answer
+            raise HeinzelError(
+                "HZH210",
+                f"{name}'s message {request_id} went into turn {went} while this waited; "
+                "it is not the answer",
+                f'the question still waits: hz heinzel answer {name} "..."',
             )
         try:
             kept = json.loads(path.read_text(encoding="utf-8"))

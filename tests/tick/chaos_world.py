@@ -218,11 +218,26 @@ class Loopback:
         return 200, json.dumps(reply).encode()
 
 
+DAMAGED: dict[str, Any] = {"kind": "damaged", "turn": None, "key": None, "data": {}}
+"""What a line the machine damaged on purpose (`test_model_chaos.Chaos.flip`) reads as:
+no envelope (the chain says so), no fact."""
+MOVED = re.compile(r"^hz-[0-9A-Za-z]+@notes:")
+"""The key of a source-changed wake of the watcher's input ``notes`` (one per move)."""
+
+
+def _parsed(line: bytes) -> dict[str, Any]:
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return DAMAGED
+    return found if isinstance(found, dict) else DAMAGED
+
+
 def _lines(path: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
     """The complete lines of a spine (a line being appended right now is not yet one)."""
     raw = path.read_bytes()
     complete = raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]
-    return complete, [json.loads(line) for line in complete]
+    return complete, [_parsed(line) for line in complete]
 
 
 def _chain(path: Path, raw: list[bytes], lines: list[dict[str, Any]]) -> list[str]:
@@ -317,6 +332,8 @@ class Spines:
         state: dict[str, str] = {}
         reserved: dict[str, int] = {}  # turn -> the seq of its open reservation
         for line in lines:
+            if line is DAMAGED:
+                continue
             kind, turn, data = line["kind"], str(line["turn"]), line["data"]
             if kind in LIFECYCLE:
                 state[turn] = kind
@@ -415,6 +432,7 @@ def violations(
     unrecorded: dict[str, Decimal],
     owed: set[str],
     quiet: bool,
+    flipped: frozenset[str] = frozenset(),
 ) -> dict[str, list[str]]:
     """Every broken invariant by its name (`test_model_chaos.INVARIANTS`) and what broke it.
 
@@ -422,7 +440,9 @@ def violations(
     killed after a paid answer may have left without its ``model.request`` line (one
     request each); ``owed``: the slot keys a tick reported woken, skipped or handed.
     ``quiet``: every process has ended and the ticks woke nothing (then "exactly once"
-    and "equal" are checked, not only "at most").
+    and "equal" are checked, not only "at most"). ``flipped``: the ids of the spines the
+    machine broke in the middle on purpose (their chain is checked by `hz heinzel verify`
+    naming the break, not here).
     """
     broken: dict[str, list[str]] = {}
 
@@ -430,7 +450,7 @@ def violations(
         if found:
             broken.setdefault(name, []).extend(found)
 
-    say("chain", facts.broken)
+    say("chain", [b for b in facts.broken if b.split()[0] not in flipped])
     say(
         "chat-once",
         [f"{k} delivered {n} times" for k, n in facts.runs.items() if k in facts.chats and n > 1],
@@ -446,6 +466,10 @@ def violations(
         [f"wake {k} ran {n} times" for k, n in facts.runs.items() if WAKE_ID.search(k) and n > 1],
     )
     say("answer-once", [f"{k} answered {n} times" for k, n in facts.answers.items() if n > 1])
+    say(
+        "source-once",
+        [f"{k} woke {n} times" for k, n in facts.runs.items() if MOVED.match(k) and n > 1],
+    )
     say("approval-once", [f"{k} observed {n} times" for k, n in facts.approvals.items() if n > 1])
     say("spend-released", [f"{k}: its reservation booked as spend" for k in facts.kept])
     for day in sorted(set(charged) | set(facts.spent)):
@@ -478,7 +502,9 @@ def violations(
         say("chat-kept", [f"{k} never delivered" for k in lost])
         unowned = (owed | facts.acknowledged) - {k for k, n in facts.runs.items() if n}
         say("slot-kept", [f"{k} never ran" for k in sorted(unowned)])
-        say("turns-end", [f"{t} is still open" for t in facts.open])
+        # a turn whose end line was flipped reads as open here (hz leaves the line out)
+        ended = [t for t in facts.open if t.split("/")[0] not in flipped]
+        say("turns-end", [f"{t} is still open" for t in ended])
         unseen = sorted(
             k
             for k in facts.approved

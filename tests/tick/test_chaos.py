@@ -45,7 +45,7 @@ from tests import forkhz
 from tests.tick.chaos_world import CODED as STARTS_CODED
 from tests.tick.chaos_world import FAULTS, NANO, SLOT, WAKE_ID, Spines, approval_part
 from tests.tick.homes import CODED, FRIDAY, HZ, claims_in, env, hz, make_home, tick
-from tests.tick.test_model_chaos import WITH_ID, Chaos
+from tests.tick.test_model_chaos import BAD_SKILLS, READER, STYLED, WITH_ID, Chaos
 
 NAMES = ["report-0", "report-1", "report-2"]
 ROUNDS = int(os.environ.get("HZ_SOAK_ROUNDS", "4"))
@@ -212,6 +212,12 @@ STORM = [  # (weight, rule): what a step of the storm does, drawn by the seed
     (1, "weather"),
     (1, "identical_drafts"),
     (1, "forget_while_running"),
+    (1, "source_moves"),
+    (1, "mcp_frames"),
+    (1, "page_together"),
+    (1, "flip"),
+    (1, "hard_link"),
+    (1, "bad_skill"),
 ]
 
 
@@ -261,6 +267,19 @@ def _storm_step(machine: Chaos, rng: random.Random) -> None:
         machine.identical_drafts(name)
     elif rule == "forget_while_running":
         machine.forget_while_running(name, rng.randint(1, 6))
+    elif rule == "source_moves":
+        machine.source_moves(rng.random() < 0.5)
+    elif rule == "mcp_frames":
+        ident = rng.choice(['{"n":1}', "[1]"])
+        machine.mcp_frames(name, rng.choice(["cli", "mcp"]), ident, rng.random() < 0.5)
+    elif rule == "page_together":
+        machine.page_together(name)
+    elif rule == "flip":
+        machine.flip(rng.choice([STYLED, READER]), rng.choice(["json", "prev"]))
+    elif rule == "hard_link":
+        machine.hard_link(name, rng.random() < 0.5)
+    elif rule == "bad_skill":
+        machine.bad_skill(rng.choice(sorted(BAD_SKILLS)), name)
 
 
 def _figures(machine: Chaos) -> dict[str, Any]:
@@ -296,6 +315,7 @@ def _figures(machine: Chaos) -> dict[str, Any]:
         ).quantize(NANO),
         "chains verified": f"{len(spines) - len({b.split()[0] for b in facts.broken})}"
         f" of {len(spines)}",
+        "spines broken in the middle on purpose (named by verify, contained)": len(machine.flipped),
         "uncoded exits": sum(
             1
             for e in ended

@@ -10,7 +10,10 @@ deleted; two drafts of the same text each approved on its day) and by ``hz appro
 ``dismiss`` of a learned lesson, chats while a question waits (the answering chat sent
 again, a delivered chat sent again, a chat while another writer holds the lock), tool
 calls through ``hz mcp`` from the MCP SDK's client, the page's buttons POSTed to the
-served head (``hz system serve``), a reader of another's document, and kills: a real
+served head (``hz system serve``) one at a time and several together from threads while
+a tick runs, raw JSON-RPC frames to ``hz mcp`` (an object or array id, a resent id), a
+scheduled watcher whose input moves, a byte flipped in the middle of a spine, a
+hard-linked document, a bad skill file, a reader of another's document, and kills: a real
 ``SIGKILL`` of a running process (also while its request waits at the provider), an
 ``HZ_CRASH_AT`` point, or a power cut (every process killed, a source-cache entry lost or
 torn). The provider is a loopback OpenAI-compatible server (tests/tick/chaos_world.py)
@@ -26,7 +29,8 @@ falsifying steps. ``HZ_CHAOS_DISABLE=name,name`` switches named invariants off (
 which defect is still open, never to hide one).
 
 The short run is part of `make test`: a fixed tour (every rule and fault once, in order,
-each on a day of its own, so each defect of issue 38 has the step that shows it) and two
+each on a day of its own, so each defect of issue 38 has the step that shows it), one path
+test per rule that guards a fix a one-off test guarded before (`PATHS`), and two
 seeded random examples (``derandomize``: the same sequences every time); `make soak` runs
 the long one (``HZ_SOAK_EXAMPLES`` examples of ``HZ_SOAK_STEPS`` steps, new sequences each
 run). ``HZ_CHAOS_TRACE=1`` prints how each process ended and
@@ -66,6 +70,7 @@ from tests.hz_mcp import client as mcp_client
 from tests.tick.chaos_world import (
     DONE_WHEN,
     FAULTS,
+    MOVED,
     READER_GOAL,
     Ended,
     Loopback,
@@ -101,6 +106,18 @@ INVARIANTS = {
     "reader-approved": "a model request reading another's document never sees a pending "
     "draft or hz's tags in it",
     "quiet": f"once nothing new comes, {QUIET_TICKS} ticks end with one that wakes nothing",
+    "source-once": "a move of a scheduled watcher's input wakes it source-changed once, "
+    "never twice",
+    "source-kept": "a move of a scheduled watcher's input (after a turn of it read the input) "
+    "wakes it source-changed in the next tick, never lost",
+    "mcp-frames": "`hz mcp` answers a request whose id is an object or an array -32600 "
+    "(id null) and records nothing; every other frame is answered",
+    "page-ok": "requests sent to the served page together, while a tick runs, never answer 500",
+    "break-contained": "a byte flipped in the middle of a spine: that one's commands refuse "
+    "with a code at most once, then go on; every other works; `hz heinzel verify` names it",
+    "link-kept": "a hard-linked document keeps its link through every write of hz",
+    "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
+    "for YAML that does not parse, HZC051 for one that grants a tool) and stops no other turn",
 }
 DISABLED = frozenset(filter(None, os.environ.get("HZ_CHAOS_DISABLE", "").split(",")))
 assert set(INVARIANTS) >= DISABLED, f"HZ_CHAOS_DISABLE names no invariant: {DISABLED}"
@@ -129,6 +146,61 @@ hz:
 ### Done when
 
 """ + "".join(f"- [ ] {item}\n" for item in DONE_WHEN)
+WATCHER = "watcher"
+"""A fourth, scheduled like the reports but with ``hz.source_changed`` left at its default
+(``wake``): a move of notes.txt after a turn of it read it wakes it source-changed."""
+WATCHER_CONTRACT = f"""---
+name: {WATCHER}
+kind: responsibility
+hz:
+  schedule: "0 15 * * FRI"
+  timezone: Europe/Berlin
+  requires: [files:read, documents:write]
+  inputs:
+    notes: {{from: files.read, args: {{path: notes.txt}}, recheck: 1m}}
+  outputs:
+    section: {{asset: 'file:watcher.md'}}
+  publishes: [documents.place_draft]
+  agent: {{max_usd: 0.5}}
+---
+
+### Goal
+
+A digest of notes.txt at the end of watcher.md.
+
+### Done when
+
+""" + "".join(f"- [ ] {item}\n" for item in DONE_WHEN)
+STYLED = "styled"
+"""A fifth, without a schedule, that uses the skill ``house-style`` (skills/ in the root,
+``HZ_SKILLS``): a bad copy of the skill refuses its turns and no other's."""
+STYLED_CONTRACT = WATCHER_CONTRACT.replace(f"name: {WATCHER}", f"name: {STYLED}").replace(
+    """  schedule: "0 15 * * FRI"
+  timezone: Europe/Berlin
+  requires: [files:read, documents:write]
+  inputs:
+    notes: {from: files.read, args: {path: notes.txt}, recheck: 1m}
+  outputs:
+    section: {asset: 'file:watcher.md'}""",
+    """  requires: [documents:write]
+  uses: [house-style]
+  outputs:
+    section: {asset: 'file:styled.md'}""",
+)
+SKILL = """---
+name: house-style
+description: The house's way of writing a digest.
+---
+
+Plain sentences.
+"""
+BAD_SKILLS = {
+    "malformed": "---\nname: house-style\ndescription: [unclosed\n---\n\nPlain.\n",
+    "grants": SKILL.replace("---\n\n", "allowed-tools: [Bash]\n---\n\n", 1),
+}
+"""A skill file that does not load: bad YAML, or a key that grants a tool."""
+SKILL_CODES = {"malformed": "HZC002", "grants": "HZC051"}
+"""What refuses a turn that uses each (HZC002: its frontmatter is no YAML, as a contract's)."""
 CAP = Decimal(os.environ.get("HZ_CHAOS_CAP", "0.02"))
 """The day's cap: about nine requests (about 0.002 USD each, tests/tick/chaos_world.py), but
 a tick takes on a wake only while the turn's cap (`TURN_CAP`) still fits under it, and a
@@ -255,6 +327,19 @@ def _wait_children(pid: int) -> None:
             break
 
 
+MCP_INIT = (
+    b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":'
+    b'"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+)
+MCP_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _frame(ident: str, method: str, params: dict[str, Any]) -> bytes:
+    """A raw JSON-RPC request frame, its ``id`` written as given (JSON text)."""
+    body = json.dumps({"method": method, "params": params}, ensure_ascii=False)
+    return ('{"jsonrpc":"2.0","id":' + ident + "," + body[1:]).encode()
+
+
 def _lessons(listed: str) -> list[tuple[str, str]]:
     """``hz heinzel lessons NAME --json``: each lesson's number and sentence."""
     found = json.loads(listed)
@@ -332,6 +417,9 @@ class Chaos(RuleBasedStateMachine):
         self.days: dict[str, str] = {}  # process tag -> its HZ_NOW's day
         self.fault: str | None = None  # the provider's fault for processes started now
         self._reader()
+        self.flipped: set[str] = set()  # ids of the spines `flip` broke in the middle
+        self.links: list[tuple[Path, Path]] = []  # (document, its second name)
+        self.moves = 0  # the notes.txt contents `source_moves` wrote
         self.running: list[Running] = []
         self.ledger = Ledger()
         self.steps = -1  # the invariant runs once before the first step, too
@@ -360,10 +448,25 @@ class Chaos(RuleBasedStateMachine):
         created and approved in this process (set-up, tests/inprocess.py)."""
         (self.root / "reader.prose.md").write_text(READER_CONTRACT, encoding="utf-8")
         (self.root / "reader.md").write_text("# What report-0 said\n", encoding="utf-8")
+        # the watcher of notes.txt and the one that uses a skill (`source_moves`, `bad_skill`)
+        (self.root / "watcher.prose.md").write_text(WATCHER_CONTRACT, encoding="utf-8")
+        (self.root / "styled.prose.md").write_text(STYLED_CONTRACT, encoding="utf-8")
+        for document in ("watcher", "styled"):
+            (self.root / f"{document}.md").write_text("# Digest\n", encoding="utf-8")
+        (self.root / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
+        (self.root / "skills" / "house-style").mkdir(parents=True)
+        (self.root / "skills" / "house-style" / "SKILL.md").write_text(SKILL, encoding="utf-8")
         _, env = self._env()
-        for args in (["heinzel", "new", "--from", "reader.prose.md"], ["approve", READER]):
-            done = inprocess.hz(args, env, self.root)
-            assert done.returncode == 0, (args, done.stderr)
+        for name in (READER, WATCHER, STYLED):
+            for args in (["heinzel", "new", "--from", f"{name}.prose.md"], ["approve", name]):
+                done = inprocess.hz(args, env, self.root)
+                assert done.returncode == 0, (args, done.stderr)
+        self.extra_ids = {
+            row["name"]: row["id"]
+            for row in json.loads(
+                inprocess.hz(["heinzel", "list", "--json"], env, self.root).stdout
+            )
+        }
 
     def _env(self, crash: int | None = None) -> tuple[str, dict[str, str]]:
         """A new process's tag and environment: the provider's URL by its tag (or the
@@ -375,6 +478,7 @@ class Chaos(RuleBasedStateMachine):
             **{k: v for k, v in os.environ.items() if not k.startswith("HZ_")},
             "HZ_HOME": str(self.root / "home"),
             "HZ_FIXTURE_SOURCES": str(self.root),
+            "HZ_SKILLS": str(self.root / "skills"),
             "HZ_CONFIG": str(self.tmp / "hz.toml"),
             "HZ_BASE_URL": self.provider.base_url(tag),
             "HZ_NOW": _ts(self.now),
@@ -528,7 +632,11 @@ class Chaos(RuleBasedStateMachine):
         document = self.root / f"{name}.md"
         text = document.read_text(encoding="utf-8")
         edited = DRAFT_LINE.sub("", text, count=1)
-        if edited != text:
+        if edited != text and document.stat().st_nlink > 1:  # as a careful editor: in place
+            with document.open("r+", encoding="utf-8") as opened:
+                opened.write(edited)
+                opened.truncate()
+        elif edited != text:
             scratch = document.with_suffix(".md.edit")
             scratch.write_text(edited, encoding="utf-8")
             os.replace(scratch, document)
@@ -820,6 +928,335 @@ class Chaos(RuleBasedStateMachine):
         if TRACE:
             print(f"page {action} {name} -> {status}: {said}"[:400])
 
+    def _breach(self, name: str, what: str) -> None:
+        """Record a broken invariant a rule checked itself (the first breach of each)."""
+        if name not in DISABLED and name not in self.breaches:
+            self.breaches[name] = f"after step {self.steps}: {what}"
+
+    def _calm(self) -> None:
+        """A new day, every process waited for, then ticks until one wakes nothing (a turn
+        a killed process left open is resumed; the rule's own checks then meet no awake
+        one, HZH050, which is right but not what they look at)."""
+        self._new_day()
+        for _ in range(QUIET_TICKS):
+            ticked = self._run("system", "daemon", "tick", "--json")
+            if ticked.code != 0 or not json.loads(ticked.stdout)["woken"]:
+                return
+
+    def _moved_keys(self) -> set[str]:
+        """The watcher's source-changed keys any turn of it started or skipped with."""
+        return {k for k in Spines.read(self.root / "home").runs if MOVED.match(k)}
+
+    @rule(twice=st.booleans())
+    def source_moves(self, twice: bool) -> None:
+        """notes.txt, the input of the scheduled `WATCHER` (``source_changed`` left at
+        ``wake``), moves after a turn of it read it: the next tick wakes it source-changed
+        once (a new key), a tick after wakes nothing more for it (``twice``: a second move
+        and tick between)."""
+        self._calm()
+        self._run("heinzel", "wake", WATCHER)  # a turn of it reads notes.txt: seen
+        for _ in range(2 if twice else 1):
+            before = self._moved_keys()
+            self.moves += 1
+            notes = self.root / "notes.txt"
+            notes.write_text(f"ship the rounding fix\nmove {self.moves}\n", encoding="utf-8")
+            self.now += timedelta(minutes=5)
+            ticked = self._run("system", "daemon", "tick", "--json")
+            new = self._moved_keys() - before
+            if ticked.code == 0 and len(new) != 1:
+                self._breach(
+                    "source-kept",
+                    f"notes.txt moved (move {self.moves}), the tick woke {len(new)} "
+                    f"source-changed turns of the watcher: {ticked.stdout[-600:]}",
+                )
+            self.now += timedelta(minutes=5)
+            self._run("system", "daemon", "tick", "--json")
+            if ticked.code == 0 and self._moved_keys() - before != new:
+                self._breach("source-once", f"move {self.moves} woke again a tick later")
+
+    @rule(
+        name=st.sampled_from(NAMES),
+        first=st.sampled_from(["cli", "mcp"]),
+        ident=st.sampled_from(['{"n":1}', "[1]"]),
+        asked=st.booleans(),
+    )
+    def mcp_frames(self, name: str, first: str, ident: str, asked: bool = False) -> None:
+        """Raw JSON-RPC frames to `hz mcp` (stdio, as a client that is not the SDK writes
+        them): a chat whose JSON-RPC id is an object or an array (-32600, id null, its
+        request id recorded nowhere); a chat sent twice with the same JSON-RPC id and the
+        same request id; and that request id sent by the CLI too, before (``cli``) or after
+        (``mcp``); ``asked``: a question waits first (the first send answers it). The
+        request id is delivered once, whatever surface."""
+        self.settle()
+        if asked:
+            self._new_day()
+            self.provider.asks = 1
+            self._run("heinzel", "wake", name)
+        self.provider.gate.set()
+        bad, rid = f"rq-chaos{self.count:05d}x", f"rq-chaos{self.count:05d}j"
+        self.sent.append((name, rid))
+        words = f"note {rid}"
+        if first == "cli":
+            self._chat_now(name, rid, new=True)
+        chat = {"name": name, "text": words, "request_id": rid}
+        frames = [
+            _frame(
+                ident,
+                "tools/call",
+                {"name": "heinzel_chat", "arguments": {**chat, "request_id": bad}},
+            ),
+            _frame("7", "tools/call", {"name": "heinzel_chat", "arguments": chat}),
+            _frame("7", "tools/call", {"name": "heinzel_chat", "arguments": chat}),
+            _frame('"last"', "tools/call", {"name": "heinzel_list", "arguments": {}}),
+        ]
+        answers, stderr = self._raw_mcp(frames, until=[7, 7, "last"])
+        refused = [a for a in answers if a.get("id") is None]
+        if [a.get("error", {}).get("code") for a in refused] != [-32600]:
+            self._breach("mcp-frames", f"the chat of id {ident} was answered {refused}")
+        if len(answers) != 4:
+            self._breach("mcp-frames", f"{len(answers)} of 4 frames answered: {answers}")
+        if Spines.read(self.root / "home").chats.get(f"{self.ids[name]}@{bad}"):
+            self._breach("mcp-frames", f"the chat of id {ident} was recorded ({bad})")
+        for answer in answers:
+            result = answer.get("result") or {}
+            said = " ".join(str(c.get("text", "")) for c in result.get("content") or [])
+            code = 1 if result.get("isError") else 0
+            new = first == "mcp" and answer is answers[0] and code == 0
+            self.ledger.ended.append(
+                Ended(
+                    ("mcp", "raw", json.dumps(answer.get("id"))),
+                    code,
+                    False,
+                    "" if code else said,
+                    (said if code else "") + stderr,
+                    words if new else None,
+                )
+            )
+        if first == "mcp":
+            self._chat_now(name, rid, new=False)
+
+    def _raw_mcp(
+        self, frames: list[bytes], *, until: list[Any]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """One `hz mcp` given the handshake and ``frames``; its answers (the initialize's
+        left out) up to those with the ids ``until`` (a frame it refuses is answered as it
+        reads it, before it hands any later frame on, so before those), and its stderr
+        when it holds a traceback. A server that never answers one of ``until`` is stopped
+        after `TIMEOUT` seconds."""
+        _, env = self._env()
+        process = subprocess.Popen(
+            [HZ, "mcp"],
+            cwd=self.root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        timer = threading.Timer(TIMEOUT, process.kill)
+        timer.start()
+        answers: list[dict[str, Any]] = []
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(b"\n".join([MCP_INIT, MCP_INITIALIZED, *frames]) + b"\n")
+            process.stdin.flush()
+            while sorted(map(str, until)) != sorted(
+                str(a.get("id")) for a in answers if a.get("id") in until
+            ):
+                line = process.stdout.readline()
+                if not line:
+                    break
+                message = json.loads(line)
+                if message.get("id") != "init" and "method" not in message:
+                    answers.append(message)
+            process.stdin.close()
+            process.wait(timeout=TIMEOUT)
+            assert process.stderr is not None
+            stderr = process.stderr.read().decode()
+        finally:
+            timer.cancel()
+            process.kill()
+            process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+        return answers, stderr if "Traceback" in stderr else ""
+
+    @rule(name=st.sampled_from(NAMES))
+    def page_together(self, name: str) -> None:
+        """A tick runs while the served head (logging at info, as a fresh one configures
+        it) gets at once: a chat with its request id and the same again (a second click),
+        another chat twice the same way, an answer in words, an approval and the page
+        itself (the more threads write and log together, the likelier the race). None may
+        answer 500; each request id is delivered once (chat-once)."""
+        self.provider.gate.set()
+        rid, rid2 = f"rq-chaos{self.count:05d}p", f"rq-chaos{self.count:05d}o"
+        self.sent += [(name, rid), (name, rid2)]
+        words, more = f"note {rid}", f"note {rid2}"
+        env = {**self._env()[1], "HZ_LOG_LEVEL": "info"}
+        with served(env, self.root) as head:
+            self._start("system", "daemon", "tick", "--json")
+            sends: list[tuple[str, Any]] = [
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": words, "request_id": rid})),
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": words, "request_id": rid})),
+                ("answer", lambda: head.post(f"/h/{name}/answer", {"text": "only incidents"})),
+                ("approve", lambda: head.post(f"/h/{name}/approve", {})),
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": more, "request_id": rid2})),
+                ("chat", lambda: head.post(f"/h/{name}/chat", {"text": more, "request_id": rid2})),
+                ("page", lambda: head.ask("GET", f"/h/{name}")[::2]),
+            ]
+            together = threading.Barrier(len(sends))
+
+            def send(one: Any) -> tuple[int, Any]:
+                together.wait(timeout=TIMEOUT)
+                return one()  # type: ignore[no-any-return]
+
+            with ThreadPoolExecutor(len(sends)) as pool:
+                done = [pool.submit(send, one) for _, one in sends]
+                answers = [
+                    (what, *future.result()) for (what, _), future in zip(sends, done, strict=True)
+                ]
+            self.settle()
+        for n, (what, status, said) in enumerate(answers):
+            if TRACE:
+                print(f"page {what} {name} -> {status}: {said}"[:400])
+            if status >= 500:
+                self._breach("page-ok", f"the page's {what} answered {status}: {str(said)[:600]}")
+            said = said if isinstance(said, dict) else {}
+            code = 0 if status < 400 else 1
+            stderr = f"{said.get('code')}: {said.get('message')}" if code and "code" in said else ""
+            message = {0: words, 2: more}.get(n) if code == 0 else None
+            self.ledger.ended.append(
+                Ended(("page", what, name), code, False, json.dumps(said), stderr, message)
+            )
+
+    @rule(victim=st.sampled_from([STYLED, READER]), how=st.sampled_from(["json", "prev"]))
+    def flip(self, victim: str, how: str) -> None:
+        """A byte flipped in the middle of ``victim``'s spine (not its tail): its first
+        byte (no JSON then), or a hex digit of its ``prev``. Its commands refuse with a
+        code at most once (the break is then recorded as contained) and go on; the others
+        work; `hz heinzel verify` names it."""
+        self._calm()
+        heinzel = self.extra_ids[victim]
+        if len(self._spine(heinzel).read_bytes().splitlines()) < 5:
+            self._run("heinzel", "wake", victim)
+        spine = self._spine(heinzel)
+        lines = spine.read_bytes().splitlines(keepends=True)
+        at = len(lines) // 2
+        line = lines[at]
+        if not line.startswith(b"{") or b'"prev":"' not in line:
+            return  # flipped before: one break in the middle is enough
+        if how == "json":
+            lines[at] = b"z" + line[1:]
+        else:
+            start = line.index(b'"prev":"') + len(b'"prev":"')
+            digit = b"0" if line[start : start + 1] != b"0" else b"1"
+            lines[at] = line[:start] + digit + line[start + 1 :]
+        spine.write_bytes(b"".join(lines))
+        self.flipped.add(heinzel)
+        tries = [self._run("heinzel", "wake", victim) for _ in range(3)]
+        codes = [t.code for t in tries]
+        if codes.count(1) > 1 or codes[-1] != 0:
+            said = [t.stderr.splitlines()[0] if t.stderr else "" for t in tries]
+            self._breach("break-contained", f"{victim}'s wakes after the flip: {codes} {said}")
+        for name in NAMES:
+            other = self._run("heinzel", "show", name, "--json")
+            if other.code != 0:
+                self._breach("break-contained", f"hz heinzel show {name}: {other.stderr[:300]}")
+        self._verified()
+
+    def _spine(self, heinzel: str) -> Path:
+        return self.root / "home" / "heinzel" / heinzel / "session.jsonl"
+
+    def _verified(self) -> None:
+        """`hz heinzel verify --json`: the spines `flip` broke and no other, each break
+        named and contained."""
+        done = forkhz.run(
+            [HZ, "heinzel", "verify", "--json"],
+            cwd=self.root,
+            env=self._env()[1],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        code = done.returncode
+        reports = json.loads(done.stdout) if done.stdout.startswith("[") else []
+        broken = {str(r.get("file", "")).split("/")[-2] for r in reports if not r["ok"]}
+        uncontained = [
+            (r["file"], b) for r in reports for b in r["breaks"] if not b.get("contained")
+        ]
+        if broken != self.flipped or uncontained or code != (1 if self.flipped else 0):
+            self._breach(
+                "break-contained" if self.flipped else "chain",
+                f"hz heinzel verify exit {code}, breaks in {sorted(broken)} (flipped "
+                f"{sorted(self.flipped)}), not contained: {uncontained}",
+            )
+
+    @rule(name=st.sampled_from(NAMES), block=st.booleans())
+    def hard_link(self, name: str, block: bool) -> None:
+        """``name``'s document gets a second name (a hard link in links/): every write of
+        hz keeps the link (`link-kept`, checked after each step). ``block``: the place of
+        its in-place journal is taken (a folder), so the next write fails HZH420 with the
+        document untouched, and the other Heinzelmännchen's turn goes on."""
+        self._calm()
+        document = self.root / f"{name}.md"
+        second = self.root / "links" / f"{name}.md"
+        if not second.exists():
+            second.parent.mkdir(exist_ok=True)
+            os.link(document, second)
+            self.links.append((document, second))
+        if block:
+            journal = self.root / f".{name}.md.hz-inplace"
+            journal.mkdir()
+            try:
+                before = document.read_bytes()
+                woken = self._run("heinzel", "wake", name)
+                # a turn that reached the write fails HZH420 (one a cap skipped never does)
+                wrote = "drafted" in woken.stdout or "placed" in woken.stdout
+                if wrote or (woken.code == 1 and not woken.stderr.startswith("HZ")):
+                    self._breach("link-kept", f"a wake with its journal blocked: {woken}")
+                if document.read_bytes() != before:
+                    self._breach("link-kept", "a refused in-place write changed the document")
+                other = NAMES[name == NAMES[0]]
+                went = self._run("heinzel", "wake", other)
+                if went.code != 0:
+                    self._breach("link-kept", f"{other} stopped beside it: {went.stderr[:300]}")
+            finally:
+                journal.rmdir()
+        self._run("heinzel", "wake", name)
+        self._links_kept()
+
+    def _links_kept(self) -> None:
+        for document, second in self.links:
+            with contextlib.suppress(FileNotFoundError):
+                if document.stat().st_ino != second.stat().st_ino:
+                    self._breach("link-kept", f"{document.name} lost its link to {second}")
+
+    @rule(bad=st.sampled_from(sorted(BAD_SKILLS)), name=st.sampled_from(NAMES))
+    def bad_skill(self, bad: str, name: str) -> None:
+        """skills/house-style/SKILL.md goes bad (``malformed`` YAML, or it ``grants`` a
+        tool): `STYLED`, which uses it, is refused with HZC05x and sends nothing; ``name``
+        (which does not use it) wakes as before. Then the skill is mended."""
+        self._calm()
+        skill = self.root / "skills" / "house-style" / "SKILL.md"
+        skill.write_text(BAD_SKILLS[bad], encoding="utf-8")
+        try:
+            refused = self._run("heinzel", "wake", STYLED)
+            if refused.code != 1 or not refused.stderr.startswith(f"{SKILL_CODES[bad]}: "):
+                self._breach(
+                    "skill-contained",
+                    f"{STYLED} with a {bad} skill: exit {refused.code}, {refused.stderr[:300]!r}",
+                )
+            other = self._run("heinzel", "wake", name)
+            # stopped by the skill, not by what a turn may meet (a cap, the model's reply)
+            if re.search(r"HZC0\d\d|SKILL\.md", other.stdout + other.stderr):
+                self._breach(
+                    "skill-contained",
+                    f"{name}, which does not use the {bad} skill, exit {other.code}: "
+                    f"{(other.stderr or other.stdout)[:300]!r}",
+                )
+        finally:
+            skill.write_text(SKILL, encoding="utf-8")
+
     @rule()
     def settle(self) -> None:
         while self.running:
@@ -843,7 +1280,9 @@ class Chaos(RuleBasedStateMachine):
             unrecorded=self.ledger.unrecorded,
             owed=self.ledger.owed,
             quiet=quiet,
+            flipped=frozenset(self.flipped),
         )
+        self._links_kept()
         if self.provider.problems:
             broken["provider"] = list(self.provider.problems)
         if self.provider.leaked:
@@ -904,7 +1343,9 @@ class Chaos(RuleBasedStateMachine):
         for heinzel in self.ids.values():
             self.ledger.owed.add(f"{heinzel}@{_ts(_slot(self.now))}")
         self._check(quiet=True)
-        if "chain" not in DISABLED and "chain" not in self.breaches:
+        if self.flipped:
+            self._verified()  # the broken ones named, contained, and no other
+        elif "chain" not in DISABLED and "chain" not in self.breaches:
             verified = forkhz.run(
                 [HZ, "heinzel", "verify"],
                 cwd=self.root,
@@ -990,6 +1431,44 @@ def test_a_tour_of_every_surface_keeps_every_promise() -> None:
     machine = Chaos()
     try:
         _tour(machine)
+        machine._quiet()
+    finally:
+        machine.teardown()
+
+
+PATHS = {
+    "source-moves": lambda m: (m.source_moves(twice=True), m._run("heinzel", "wake", NAMES[0])),
+    "mcp-frames": lambda m: (
+        m.mcp_frames(NAMES[0], "cli", '{"n":1}'),
+        m.mcp_frames(NAMES[1], "mcp", "[1]"),
+        m.mcp_frames(NAMES[0], "mcp", "[1]", asked=True),
+        m.mcp_frames(NAMES[1], "cli", '{"n":1}', asked=True),
+    ),
+    "page-together": lambda m: [
+        (m._new_day(), m.weather("ask"), m._run("heinzel", "wake", name), m.page_together(name))
+        for name in (*NAMES, NAMES[0])  # a fresh head each time: each its own race
+    ],
+    "flip": lambda m: (m.flip(STYLED, "json"), m.flip(READER, "prev")),
+    "hard-link": lambda m: (
+        m.hard_link(NAMES[0], block=False),
+        m.approve(NAMES[0], "document"),
+        m.tick("none", None),
+        m.hard_link(NAMES[0], block=True),
+    ),
+    "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
+}
+"""Each path to the promises that a one-off test guarded before (issue 38's chaos part):
+its rules run in a fixed order on a home of their own, then quiet."""
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_each_path_to_the_promises_keeps_them(path: str) -> None:
+    """One path's rules (`PATHS`), each step's invariants, then quiet and every invariant:
+    a breach fails with its name and what broke it."""
+    machine = Chaos()
+    try:
+        PATHS[path](machine)
+        machine.promises_hold()
         machine._quiet()
     finally:
         machine.teardown()

@@ -294,3 +294,104 @@ def test_a_chat_killed_between_its_request_and_its_mark_is_delivered_once(
     assert "mention the rollout" in body
     assert Inbox(home, heinzel).pending() == []
     assert Inbox.marked(home) == {}
+
+
+@pytest.mark.kill
+def test_a_chat_that_would_answer_while_a_tick_holds_the_lock_is_delivered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question waits; a tick at the next slot holds the lock; a chat with its request id
+    comes (it would answer the question) and waits for the lock. The tick's turn takes the
+    chat from the inbox first, so the chat is not the answer after all: it says which turn
+    it went into, the question still waits, and the request id has one claim (the chaos
+    model's `page_together` found it answering the question too: delivered twice)."""
+    from tests.tick.chaos_world import Loopback, Spines
+
+    root, (heinzel,) = make_home(tmp_path, 1)
+    provider = Loopback()
+    try:
+        provider.asks = 1
+        (root / "loop.toml").write_text(
+            '[heinzel]\nmodel = "openai-chat:gpt-4o-mini"\nlock_timeout = "60s"\n',
+            encoding="utf-8",
+        )
+        monkeypatch.setenv("HZ_CONFIG", "loop.toml")
+        monkeypatch.setenv("HZ_BASE_URL", provider.base_url("t"))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-race")
+        asked = hz(root, "heinzel", "wake", "report-0", HZ_NOW=_at(FRIDAY, days=-1))
+        assert "question:" in asked.stdout, asked.stdout + asked.stderr
+        paused = PausedTick(root, tmp_path / "sync", FRIDAY, "start")
+        paused.ready()
+        chat = forkhz.Popen(
+            [
+                HZ,
+                "heinzel",
+                "chat",
+                "report-0",
+                "only incidents",
+                "--request-id",
+                "rq-race1",
+                "--json",
+            ],
+            cwd=root,
+            env=env(root, _at(FRIDAY, seconds=1.5)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _waiting_for_lock(chat, _lock(root, heinzel))
+        [turn] = _tick_turns(paused.go())
+        answer = _answer(chat)
+    finally:
+        provider.close()
+    facts = Spines.read(root / "home")
+    assert facts.runs[f"{heinzel}@rq-race1"] == 1, facts.runs
+    assert answer["delivered"].startswith(f"delivered into turn {turn} "), answer
+    assert facts.answers == {}, facts.answers  # the question still waits for its answer
+
+
+@pytest.mark.kill
+def test_one_chat_sent_twice_at_once_while_a_question_waits_is_delivered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question waits; the same chat (one request id) is sent twice at once, and both
+    sends wait for the lock the test holds. The first to get it answers the question; the
+    second says it was already delivered as that answer and runs no turn of its own (the
+    chaos model's MCP rule found it running as a chat turn too: delivered twice)."""
+    from tests.tick.chaos_world import Loopback, Spines
+
+    root, (heinzel,) = make_home(tmp_path, 1)
+    provider = Loopback()
+    try:
+        provider.asks = 1
+        (root / "loop.toml").write_text(
+            '[heinzel]\nmodel = "openai-chat:gpt-4o-mini"\nlock_timeout = "60s"\n',
+            encoding="utf-8",
+        )
+        monkeypatch.setenv("HZ_CONFIG", "loop.toml")
+        monkeypatch.setenv("HZ_BASE_URL", provider.base_url("t"))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-race")
+        asked = hz(root, "heinzel", "wake", "report-0")
+        assert "question:" in asked.stdout, asked.stdout + asked.stderr
+        args = [HZ, "heinzel", "chat", "report-0", "only incidents", "--request-id", "rq-twice"]
+        with _holding(_lock(root, heinzel)):
+            chats = [
+                forkhz.Popen(
+                    [*args, "--json"],
+                    cwd=root,
+                    env=env(root, _at(FRIDAY, seconds=1.5)),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(2)
+            ]
+            for chat in chats:
+                _waiting_for_lock(chat, _lock(root, heinzel))
+        answers = sorted((_answer(chat)["delivered"] for chat in chats), key=len)
+    finally:
+        provider.close()
+    facts = Spines.read(root / "home")
+    assert facts.runs[f"{heinzel}@rq-twice"] == 1, facts.runs
+    assert answers[0] == "answers the open question", answers
+    assert answers[1].startswith("already delivered: answers the question of turn "), answers

@@ -147,8 +147,8 @@ def enabled(level: str) -> bool:
 def log_machines() -> None:
     """Let `machines` write its lines (an effect's, a hook's) through this configuration
     while it waits: its first line at or above the level applies it, as hz's own would
-    (`machines.logs.configure_later`). Called where a turn's machinery runs."""
-    from machines import logs
+    (`machines.telemetry.logs.configure_later`). Called where a turn's machinery runs."""
+    from machines.telemetry import logs
 
     waiting = _waiting()
     if waiting is not None:

@@ -322,7 +322,7 @@ class Spine:
 
         A host that defers the fsync of turn bodies (`Bodies(defer_fsync=True)`)
         syncs them here before the lines that need them on disk (hz: a turn's
-        end, `machines.disk_body.write_lazily`). An exception from it
+        end, `machines.stores.disk_body.write_lazily`). An exception from it
         propagates and nothing is written.
         """
         self._before_write.append(callback)

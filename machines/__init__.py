@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING
 from ledger.lazy import lazy_exports
 
 # A submodule of the same name as the function: bound now, so the function wins.
-from machines.fold import TurnState, fold
+from machines.core.fold import TurnState, fold
 
 if TYPE_CHECKING:
     from machines import keys
     from machines.api import JOBS, Host, TypedSteps, effect, tool
-    from machines.context import ModelReply, Steer, TurnContext
-    from machines.crash import body_crash_hook, body_sync_crash_hook, crash_hook
-    from machines.disk_body import DiskBody
-    from machines.effects import (
+    from machines.core.context import ModelReply, Steer, TurnContext
+    from machines.core.effects import (
         Effect,
         EffectFailed,
         EffectRefused,
@@ -32,12 +30,8 @@ if TYPE_CHECKING:
         WorldProbe,
         recorded_in,
     )
-    from machines.errors import MachineError
-    from machines.host_vocabulary import HZ, Vocabulary
-    from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
-    from machines.keys import Wake, coalesce, key_action
-    from machines.loop import run_sync
-    from machines.resume import (
+    from machines.core.loop import run_sync
+    from machines.core.resume import (
         Pins,
         new_turn_id,
         resume_turn,
@@ -46,13 +40,19 @@ if TYPE_CHECKING:
         start_turn,
         supersede,
     )
-    from machines.runner import Settings
-    from machines.session import Session
-    from machines.spine_journal import SpineIndex, SpineJournal
-    from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
-    from machines.tools import INTERRUPTED, ToolDecl, ToolFailed
-    from machines.values import ValueRefused
-    from machines.waits import Due, Facts, PendingWait, due_waits
+    from machines.core.runner import Settings
+    from machines.core.session import Session
+    from machines.core.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
+    from machines.core.tools import INTERRUPTED, ToolDecl, ToolFailed
+    from machines.core.values import ValueRefused
+    from machines.core.waits import Due, Facts, PendingWait, due_waits
+    from machines.crashkit.crash import body_crash_hook, body_sync_crash_hook, crash_hook
+    from machines.errors import MachineError
+    from machines.host_vocabulary import HZ, Vocabulary
+    from machines.keys import Wake, coalesce, key_action
+    from machines.stores.disk_body import DiskBody
+    from machines.stores.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
+    from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 __all__ = [
     "HZ",
@@ -123,59 +123,59 @@ _WHERE: dict[str, str] = {
     "TypedSteps": "machines.api",
     "effect": "machines.api",
     "tool": "machines.api",
-    "ValueRefused": "machines.values",
+    "ValueRefused": "machines.core.values",
     "keys": "machines.keys",
-    "DiskBody": "machines.disk_body",
-    "EffectRefused": "machines.effects",
+    "DiskBody": "machines.stores.disk_body",
+    "EffectRefused": "machines.core.effects",
     "HZ": "machines.host_vocabulary",
     "Vocabulary": "machines.host_vocabulary",
-    "new_turn_id": "machines.resume",
-    "retry_fork": "machines.resume",
-    "ModelReply": "machines.context",
-    "Steer": "machines.context",
-    "TurnContext": "machines.context",
-    "body_crash_hook": "machines.crash",
-    "body_sync_crash_hook": "machines.crash",
-    "crash_hook": "machines.crash",
-    "Effect": "machines.effects",
-    "EffectFailed": "machines.effects",
-    "LocalProbe": "machines.effects",
-    "Presence": "machines.effects",
-    "ProbeUnknown": "machines.effects",
-    "WorldProbe": "machines.effects",
-    "recorded_in": "machines.effects",
+    "new_turn_id": "machines.core.resume",
+    "retry_fork": "machines.core.resume",
+    "ModelReply": "machines.core.context",
+    "Steer": "machines.core.context",
+    "TurnContext": "machines.core.context",
+    "body_crash_hook": "machines.crashkit.crash",
+    "body_sync_crash_hook": "machines.crashkit.crash",
+    "crash_hook": "machines.crashkit.crash",
+    "Effect": "machines.core.effects",
+    "EffectFailed": "machines.core.effects",
+    "LocalProbe": "machines.core.effects",
+    "Presence": "machines.core.effects",
+    "ProbeUnknown": "machines.core.effects",
+    "WorldProbe": "machines.core.effects",
+    "recorded_in": "machines.core.effects",
     "MachineError": "machines.errors",
-    "Body": "machines.journal",
-    "InMemoryBody": "machines.journal",
-    "InMemoryJournal": "machines.journal",
-    "Journal": "machines.journal",
-    "content_hash": "machines.journal",
-    "run_sync": "machines.loop",
+    "Body": "machines.stores.journal",
+    "InMemoryBody": "machines.stores.journal",
+    "InMemoryJournal": "machines.stores.journal",
+    "Journal": "machines.stores.journal",
+    "content_hash": "machines.stores.journal",
+    "run_sync": "machines.core.loop",
     "Wake": "machines.keys",
     "coalesce": "machines.keys",
     "key_action": "machines.keys",
-    "Pins": "machines.resume",
-    "resume_turn": "machines.resume",
-    "skip_turn": "machines.resume",
-    "start_turn": "machines.resume",
-    "supersede": "machines.resume",
-    "Settings": "machines.runner",
-    "Session": "machines.session",
-    "SpineIndex": "machines.spine_journal",
-    "SpineJournal": "machines.spine_journal",
-    "Acted": "machines.steps",
-    "Fail": "machines.steps",
-    "OutOfTime": "machines.steps",
-    "Skip": "machines.steps",
-    "Steps": "machines.steps",
-    "Wait": "machines.steps",
-    "INTERRUPTED": "machines.tools",
-    "ToolDecl": "machines.tools",
-    "ToolFailed": "machines.tools",
-    "Due": "machines.waits",
-    "Facts": "machines.waits",
-    "PendingWait": "machines.waits",
-    "due_waits": "machines.waits",
+    "Pins": "machines.core.resume",
+    "resume_turn": "machines.core.resume",
+    "skip_turn": "machines.core.resume",
+    "start_turn": "machines.core.resume",
+    "supersede": "machines.core.resume",
+    "Settings": "machines.core.runner",
+    "Session": "machines.core.session",
+    "SpineIndex": "machines.stores.spine_journal",
+    "SpineJournal": "machines.stores.spine_journal",
+    "Acted": "machines.core.steps",
+    "Fail": "machines.core.steps",
+    "OutOfTime": "machines.core.steps",
+    "Skip": "machines.core.steps",
+    "Steps": "machines.core.steps",
+    "Wait": "machines.core.steps",
+    "INTERRUPTED": "machines.core.tools",
+    "ToolDecl": "machines.core.tools",
+    "ToolFailed": "machines.core.tools",
+    "Due": "machines.core.waits",
+    "Facts": "machines.core.waits",
+    "PendingWait": "machines.core.waits",
+    "due_waits": "machines.core.waits",
 }
 
 __getattr__ = lazy_exports(__name__, _WHERE, globals())

@@ -43,19 +43,26 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ledger.event import Clock, Event
-from machines.context import TurnContext, current
-from machines.effects import Effect, LocalProbe, Presence, WorldProbe
+from machines.core.context import TurnContext, current
+from machines.core.effects import Effect, LocalProbe, Presence, WorldProbe
+from machines.core.fold import APPLY, TurnState, fold
+from machines.core.resume import Pins, new_turn_id, prepare_resume, prepare_turn
+from machines.core.runner import Settings
+from machines.core.session import Session
+from machines.core.steps import Acted, Fail, Skip, Wait
+from machines.core.tools import INTERRUPTED, ToolDecl
+from machines.core.values import ValueRefused, plain_json
 from machines.errors import MachineError
-from machines.fold import APPLY, TurnState, fold
 from machines.host_vocabulary import Vocabulary
-from machines.journal import Body, InMemoryBody, InMemoryJournal, Journal, wake_causes, wake_keys
 from machines.keys import Wake, coalesce
-from machines.resume import Pins, new_turn_id, prepare_resume, prepare_turn
-from machines.runner import Settings
-from machines.session import Session
-from machines.steps import Acted, Fail, Skip, Wait
-from machines.tools import INTERRUPTED, ToolDecl
-from machines.values import ValueRefused, plain_json
+from machines.stores.journal import (
+    Body,
+    InMemoryBody,
+    InMemoryJournal,
+    Journal,
+    wake_causes,
+    wake_keys,
+)
 
 __all__ = ["JOBS", "Host", "TypedSteps", "effect", "tool"]
 
@@ -453,7 +460,7 @@ class Host:
 
     def _spine_open(self, lock_timeout: float) -> Any:
         from ledger.spine import Spine
-        from machines.crash import crash_hook
+        from machines.crashkit.crash import crash_hook
 
         hooks = [crash_hook(), *self.on_durable]
         assert self.directory is not None
@@ -464,8 +471,8 @@ class Host:
     def _opened(self, spine: Any) -> None:
         """Take ``spine`` (its lock held) as the host's: the journal (the index held
         from the last open caught up, else scanned), the bodies and the session."""
-        from machines.disk_body import DiskBody
-        from machines.spine_journal import SpineJournal
+        from machines.stores.disk_body import DiskBody
+        from machines.stores.spine_journal import SpineJournal
 
         assert self.directory is not None
         try:
@@ -518,8 +525,8 @@ class Host:
         """The connection to the Postgres journal, the journal, bodies and session over
         it (made once, by the first job)."""
         if self._pg is None:
-            from machines.crash import crash_hook
-            from machines.pg_journal import PostgresBody, PostgresJournal, connect
+            from machines.crashkit.crash import crash_hook
+            from machines.stores.pg_journal import PostgresBody, PostgresJournal, connect
 
             assert self.postgres is not None
             conn = connect(self.postgres)
@@ -534,7 +541,7 @@ class Host:
         """One job on Postgres: the key's advisory lock held (awaited; HZM103 after
         ``lock_timeout``), the key rule run, the job marked done in the queue."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import (
+        from machines.stores.pg_journal import (
             connection_lost,
             finish,
             key_holder,
@@ -584,7 +591,7 @@ class Host:
         ``lock_timeout`` seconds (HZM106 after); ``key``, the job this worker ran then, is
         made due again at once (its turn stopped where its record ends)."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import release, unreachable, worker_name
+        from machines.stores.pg_journal import release, unreachable, worker_name
 
         self._pg_drop(old)
         waited = 0.0
@@ -606,7 +613,7 @@ class Host:
         """Put the job ``key`` in the Postgres queue, due now, for any worker's `work`
         (HZM104 without ``postgres``); from any thread (its own connection, made again
         once when it was lost: queuing twice is queuing once)."""
-        from machines.pg_journal import connect, enqueue, lost
+        from machines.stores.pg_journal import connect, enqueue, lost
 
         self._queue("enqueue")
         assert self.postgres is not None
@@ -642,7 +649,7 @@ class Host:
         record; one whose key another worker still holds is left to it (HZM104 without
         ``postgres``)."""
         from ledger.lock import POLL_SECONDS
-        from machines.pg_journal import (
+        from machines.stores.pg_journal import (
             claim,
             key_unlock,
             lost,

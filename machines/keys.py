@@ -35,7 +35,7 @@ from typing import Literal
 from ledger.guard import MAX_PLAIN
 from machines.errors import bad_key_part
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import Journal
+from machines.stores.journal import Journal
 from machines.vocabulary import TERMINAL_KINDS
 
 

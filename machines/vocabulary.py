@@ -3,7 +3,7 @@
 These names are compatibility data: spines written years ago are read with them.
 The lists only ever grow; a kind whose payload changes incompatibly gets a new
 name (``draft.placed.2``) and the old one is migrated in memory on read (see
-`machines.upgrades`). ``tests/machines/test_vocabulary.py`` pins every list.
+`machines.stores.upgrades`). ``tests/machines/test_vocabulary.py`` pins every list.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 ALLOWED = {
     "ledger/files.py": "the private, no-follow writers themselves",
     "ledger/lock.py": "a spine's lock file: O_NOFOLLOW, 0600 checked after the open",
-    "machines/crashruns.py": "/dev/null as a crash run's standard output",
+    "machines/crashkit/runs.py": "/dev/null as a crash run's standard output",
     "machines/examples/notes_agent.py": "an example host of the machine, not hz (embedding.md)",
     "heinzel/cli/demo.py": "the demo plays the user: it edits the user's own documents",
     "heinzel/capabilities/inplace.py": "a user's hard-linked document overwritten in place "

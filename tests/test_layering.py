@@ -38,9 +38,9 @@ BASE = {
     "heinzel.fingerprint",
     "heinzel.ids",
     "heinzel.logs",
-    "heinzel.scrub",
-    "heinzel.text",
-    "heinzel.usd",
+    "heinzel.strings.scrub",
+    "heinzel.strings.text",
+    "heinzel.strings.usd",
     "heinzel.vocabulary",
 }
 

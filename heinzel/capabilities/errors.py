@@ -12,7 +12,7 @@ class CapabilityError(HeinzelError):
 
     ``retryable`` marks a failure that may pass on its own (a document saved while a
     draft was placed, a git that timed out); the effect ledger's retries
-    (`machines.effects.is_retryable`) read that attribute. ``retry_after`` is how many
+    (`machines.core.effects.is_retryable`) read that attribute. ``retry_after`` is how many
     seconds the other side asked to be left alone (a rate limit's ``Retry-After`` or
     reset), None when it said nothing: the source cache asks again no earlier.
     """

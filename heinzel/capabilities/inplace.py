@@ -32,7 +32,7 @@ from pathlib import Path
 from heinzel.capabilities.errors import CapabilityError
 from ledger.errors import LedgerError
 from ledger.files import fsync_dir, write_atomic
-from machines.crash import crash_at
+from machines.crashkit.crash import crash_at
 
 __all__ = ["JOURNAL_SUFFIX", "journal_of", "recover", "replace_document"]
 

@@ -47,7 +47,7 @@ def undecodable(args: list[str]) -> str | None:
     """``HZH345`` and its hint for the first argument that is not UTF-8 text, else None:
     no command can use such a string, so the whole command line is refused before any
     command runs, as bad usage (exit 2)."""
-    from heinzel.text import is_text, not_text
+    from heinzel.strings.text import is_text, not_text
 
     for n, arg in enumerate(args, start=1):
         if not is_text(arg):

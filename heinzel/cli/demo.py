@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from heinzel.errors import HeinzelError
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 from ledger.event import make_event
 from ledger.files import ensure_private_dir
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 __all__ = ["FIXTURES", "Week", "priya_edits", "run_demo"]
 
@@ -337,7 +337,7 @@ class Week:
 
 def expanded(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``lines`` with what each carries written out before it, as lines of their own
-    (`machines.journal.expand_carried`): the stream an older spine holds."""
+    (`machines.stores.journal.expand_carried`): the stream an older spine holds."""
     out: list[dict[str, Any]] = []
     for line in lines:
         event = make_event(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from heinzel.session.summaries import summary_lines
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 
 __all__ = [
     "amendment",

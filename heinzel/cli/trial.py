@@ -10,7 +10,7 @@ import click
 
 from heinzel.cli.base import emit, home_option, json_option, open_app
 from heinzel.cli.commands import heinzel
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 
 
 @heinzel.command("try")

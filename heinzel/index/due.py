@@ -45,7 +45,7 @@ from heinzel.capabilities.documents import absolute_asset
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args, source_key
 from ledger.event import Event, format_ts, parse_ts
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -20,7 +20,7 @@ from heinzel.store.contracts import ContractFacts, load_facts
 from heinzel.store.home import Home
 from heinzel.vocabulary import LIFECYCLE_KINDS
 from ledger.event import Event, format_ts, parse_ts
-from machines.journal import expand_carried, keys_of, wake_causes, wake_keys
+from machines.stores.journal import expand_carried, keys_of, wake_causes, wake_keys
 from machines.vocabulary import VOCABULARY_VERSION
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class HeinzelProjection:
 
     def apply(self, db: Database, source: str, event: Event) -> None:
         """Fold one line: each event it carries (an effect's end, a step's start) first,
-        as if it were a line of its own (`machines.journal.expand_carried`); a key's row
+        as if it were a line of its own (`machines.stores.journal.expand_carried`); a key's row
         names the first of them that speaks for it (``effect.done`` for a carried end)."""
         rows: dict[str, str] = {}
         for one in expand_carried((event,)):

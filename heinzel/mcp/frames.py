@@ -38,7 +38,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
 from heinzel.mcp.wire import claimed
-from heinzel.text import is_text, not_text
+from heinzel.strings.text import is_text, not_text
 
 __all__ = ["screen", "serve_claimed", "serve_stdio"]
 

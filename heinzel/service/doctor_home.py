@@ -123,7 +123,7 @@ def _versions(service: Sessions) -> dict[str, Any]:
 
 def _cap(service: Sessions) -> dict[str, Any]:
     from heinzel.session.spend import spent_today
-    from heinzel.usd import usd_text
+    from heinzel.strings.usd import usd_text
 
     settings = service.settings.heinzel
     now = service.clock()

@@ -18,7 +18,7 @@ from heinzel.session.spend import turn_spend
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import read_events
-from machines.journal import expand_steps
+from machines.stores.journal import expand_steps
 
 __all__ = ["EXPIRED", "action_log"]
 

@@ -19,10 +19,10 @@ def abandon_turn(sessions: Sessions, heinzel_id: str, turn: str, reason: str) ->
     """End an open turn (running in no process, or waiting) ``abandoned`` with ``reason``
     (``stopped``, ``superseded``), under the spine's lock. Chats queued for it stay in the
     inbox for the tick; one it was steered with went into it (one message, one turn)."""
-    from machines.fold import fold
-    from machines.runner import Settings as MachineSettings
-    from machines.runner import TurnRun
-    from machines.spine_journal import SpineIndex, SpineJournal
+    from machines.core.fold import fold
+    from machines.core.runner import Settings as MachineSettings
+    from machines.core.runner import TurnRun
+    from machines.stores.spine_journal import SpineIndex, SpineJournal
 
     with sessions.open_spine(heinzel_id) as spine:
         journal = SpineJournal(spine, SpineIndex.scan(spine.path))

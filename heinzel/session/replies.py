@@ -16,7 +16,7 @@ from typing import Any
 from heinzel.session.sessions import Sessions
 from ledger.bodies import Bodies
 from ledger.spine import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 __all__ = ["PREVIEW_LINES", "turn_reply"]
 

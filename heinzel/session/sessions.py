@@ -217,7 +217,7 @@ class Sessions:
         ``on_durable`` hooks run after the index's (a crash hook last of all). The lock is
         waited for ``lock_timeout`` seconds (default: the ``lock_timeout`` setting)."""
         from ledger.spine import Spine
-        from machines.crash import crash_hook
+        from machines.crashkit.crash import crash_hook
 
         ensure_private_dir(self.home.session_dir(heinzel_id))
         self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))

@@ -139,7 +139,7 @@ def _turn_spend(home: Home, heinzel: str, turn: str, offset: int, day: str) -> f
 def turn_spend(events: Iterable[Event]) -> float:
     """What one turn's events say it spent: its ``model.request`` lines, and each
     ``model.reserved`` no request settled or ``model.released`` let go (the fold's rule,
-    `machines.fold.TurnState.spend_usd`)."""
+    `machines.core.fold.TurnState.spend_usd`)."""
     spent, reserved = 0.0, 0.0
     for event in events:
         usd = float(event.data.get("usd") or 0.0)

@@ -105,7 +105,7 @@ class Inbox:
         ensure_private_dir(self.directory)
         write_atomic(self.path(request_id), (canonical(request.to_json()) + "\n").encode())
         if kind in MARKED:
-            from machines.crash import crash_at
+            from machines.crashkit.crash import crash_at
 
             crash_at("inboxed")  # HZ_CRASH_AT=at:inboxed: the request written, not its mark
             self._mark(request_id)

@@ -66,10 +66,10 @@ from ledger.errors import LedgerError
 from ledger.event import Event, format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 from ledger.spine import read_events
-from machines.crash import crash_at
-from machines.disk_body import DiskBody
-from machines.journal import expand_carried
+from machines.crashkit.crash import crash_at
 from machines.keys import Wake
+from machines.stores.disk_body import DiskBody
+from machines.stores.journal import expand_carried
 
 __all__ = ["Member", "Team", "lease_grants", "machine_id"]
 
@@ -1321,7 +1321,7 @@ def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:
 
 def _expanded(lines: Iterable[Event]) -> Iterator[tuple[Event, bool]]:
     """Each event of ``lines`` with what a line carries written out before it
-    (`machines.journal.expand_carried`), and whether it is such a carried event (it
+    (`machines.stores.journal.expand_carried`), and whether it is such a carried event (it
     shares its carrier's seq, so its receipt is named by its kind too)."""
     for line in lines:
         events = list(expand_carried((line,)))

@@ -23,7 +23,7 @@ from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
 from machines import keys
-from machines.waits import PendingWait
+from machines.core.waits import PendingWait
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -43,10 +43,10 @@ from ledger.event import format_ts, parse_ts
 from ledger.files import ensure_private_dir
 from ledger.lock import Sleep, take_lock
 from machines import keys
-from machines.crash import crash_at
+from machines.core.waits import Facts, due_waits
+from machines.crashkit.crash import crash_at
 from machines.keys import Wake, coalesce
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.waits import Facts, due_waits
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 __all__ = ["TeamHook", "Tick", "TickReport", "TurnRunner"]
 
@@ -591,7 +591,7 @@ class Tick:
         report: TickReport,
     ) -> None:
         """One ``turn.skipped{reason: cap}`` for the new wakes, and the day's notice."""
-        from machines.resume import skip_turn  # the runner's imports: not for an idle tick
+        from machines.core.resume import skip_turn  # the runner's imports: not for an idle tick
 
         day = format_ts(now)[:10]
         with self.service.open_spine(heinzel) as spine:

@@ -9,7 +9,7 @@ Every act is an `Effect` with a key, so a crash never performs one twice:
   text an input carried into the draft never stops or steers a turn;
 - record_lesson: ``<id>@lesson:<turn>:<n>``, the journal, ``lesson.recorded{sentence, sha256,
   hunks}``: the sentence scrubbed (secrets by detect-secrets' detectors and hz's rules,
-  ``password LESSONPASSWORD`` included, and addresses: `heinzel.scrub`) and cut to 200
+  ``password LESSONPASSWORD`` included, and addresses: `heinzel.strings.scrub`) and cut to 200
   characters, with a hash of the sentence as the model wrote it;
 - ask: ``<id>@question:<turn>:1``, the journal, ``question.asked{question}``;
 - write_summary: ``<id>@summary:<turn>``, the journal, ``summary.written{<fixed fields>}``;
@@ -37,11 +37,11 @@ from heinzel.capabilities.documents import (
     refuse_planted,
 )
 from heinzel.engine.outcome import Outcome
-from heinzel.scrub import scrub
+from heinzel.strings.scrub import scrub
 from ledger.errors import HzError
 from machines import Acted, Effect, Fail, LocalProbe, Presence, TurnContext, Wait, WorldProbe, keys
-from machines.effects import recorded_in
-from machines.journal import content_hash
+from machines.core.effects import recorded_in
+from machines.stores.journal import content_hash
 
 if TYPE_CHECKING:
     from heinzel.turns.env import TurnEnv

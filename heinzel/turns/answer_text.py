@@ -29,7 +29,7 @@ from heinzel.turns.record import IndexedJournal
 from ledger.bodies import Bodies
 from ledger.files import ensure_private_dir, write_atomic
 from machines import Wake, crash_hook
-from machines.journal import content_hash
+from machines.stores.journal import content_hash
 
 __all__ = ["answer_text", "follow_up"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from heinzel.errors import HeinzelError
 from heinzel.store.lifecycle import Lifecycle
 from machines import Effect, LocalProbe, TurnContext, Wait
-from machines.effects import recorded_in
+from machines.core.effects import recorded_in
 
 if TYPE_CHECKING:  # the engine and pydantic-ai load when a chat turn thinks
     from pydantic_ai import FunctionToolset

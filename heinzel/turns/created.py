@@ -54,7 +54,7 @@ from heinzel.turns.failure import refusal
 from heinzel.turns.record import EngineRecorder, SessionBody
 from ledger.errors import HzError
 from machines import Acted, Effect, Fail, LocalProbe, OutOfTime, TurnContext, run_sync
-from machines.effects import recorded_in
+from machines.core.effects import recorded_in
 
 __all__ = ["CREATED_BODY", "CreatedSteps", "check_created", "refuse_named"]
 

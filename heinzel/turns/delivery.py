@@ -46,8 +46,8 @@ from heinzel.turns.record import IndexedJournal
 from ledger.errors import HzError
 from ledger.event import Clock
 from machines import Session, TurnContext, TurnState, Wake, keys
+from machines.core.steps import Acted, Fail, Steps, Wait
 from machines.keys import order
-from machines.steps import Acted, Fail, Steps, Wait
 
 __all__ = ["DeliveringSteps", "Delivery", "batches", "undelivered"]
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from heinzel.errors import HeinzelError
 from heinzel.session.causes import cause_of
+from heinzel.strings.usd import usd_text
 from heinzel.turns.record import SessionBody
-from heinzel.usd import usd_text
 from ledger.errors import HzError
-from machines.journal import content_hash
+from machines.stores.journal import content_hash
 
 if TYPE_CHECKING:
     from heinzel.engine.money import Budget

@@ -17,8 +17,8 @@ from ledger.bodies import Bodies
 from ledger.errors import LedgerError
 from ledger.spine import read_events
 from machines import Wake
-from machines.disk_body import DiskBody
-from machines.journal import expand_carried
+from machines.stores.disk_body import DiskBody
+from machines.stores.journal import expand_carried
 
 __all__ = ["FROM_STEP", "fork_data", "parent_inputs", "retry_parent"]
 

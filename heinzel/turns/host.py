@@ -75,7 +75,7 @@ from machines import (
     skip_turn,
 )
 from machines import Settings as MachineSettings
-from machines.journal import expand_steps
+from machines.stores.journal import expand_steps
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model

@@ -2,7 +2,7 @@
 skills and the lessons its ``turn.started`` recorded, read back whatever was approved,
 installed or learnt since.
 
-The vocabulary pin is the machine's (`machines.resume`, HZM009). Skills are pinned by
+The vocabulary pin is the machine's (`machines.core.resume`, HZM009). Skills are pinned by
 fingerprint (`turn_skills`): hz keeps no copy of a skill's text, so a resumed turn finds a
 copy with the pinned fingerprint in the skill directories or stops with ``HZH276``, never
 running under advice it did not start with.

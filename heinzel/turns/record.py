@@ -26,8 +26,8 @@ from ledger.index import WATERMARKS
 from ledger.reading import iter_lines
 from ledger.spine import Spine, read_events
 from machines import DiskBody, Journal, SpineIndex, SpineJournal
-from machines.disk_body import BODY_SYNC_KINDS, LAZY_KINDS, UNSYNCED_KINDS, write_lazily
-from machines.journal import (
+from machines.stores.disk_body import BODY_SYNC_KINDS, LAZY_KINDS, UNSYNCED_KINDS, write_lazily
+from machines.stores.journal import (
     CARRIED,
     CARRIED_OWN,
     DONE,
@@ -36,7 +36,7 @@ from machines.journal import (
     keys_of,
     without_carried,
 )
-from machines.spine_journal import done_in_file
+from machines.stores.spine_journal import done_in_file
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -50,11 +50,11 @@ __all__ = [
     "SessionBody",
     "write_lazily",
 ]
-"""`write_lazily` and its kinds live in `machines.disk_body` (every host's one fsync per
+"""`write_lazily` and its kinds live in `machines.stores.disk_body` (every host's one fsync per
 step); hz's turn host takes them from here."""
 
 _NO_CARRIER = frozenset({"effect.done", *CARRIED_OWN})
-"""Kinds whose lines carry no effect's end (`machines.journal.carried_effects`)."""
+"""Kinds whose lines carry no effect's end (`machines.stores.journal.carried_effects`)."""
 
 STEP = frozenset({"step", "input"})
 """The fields of a step start that can ride on the next line (all the machine writes)."""
@@ -66,15 +66,15 @@ class IndexedJournal(SpineJournal):
 
     A step's start is held (a lazy line anyway: written only with the next line, see
     `LAZY_KINDS`) and the next line of its turn carries it, ``{"steps": {step: input}}``
-    (`machines.journal.CARRIED`), instead of a line of its own: the drafted turn's four
+    (`machines.stores.journal.CARRIED`), instead of a line of its own: the drafted turn's four
     step lines cost about 60 bytes instead of about 970 (docs/spine.md, "Steps carried by
-    the next line"). Readers write them out again (`machines.journal.expand_carried`; the
+    the next line"). Readers write them out again (`machines.stores.journal.expand_carried`; the
     fold does), so a spine of either form reads alike.
 
     An effect's ``effect.done`` (lazy too) and its own event when that is lazy
-    (``draft.placed``, `machines.journal.CARRIED_OWN`) are held the same way and the
+    (``draft.placed``, `machines.stores.journal.CARRIED_OWN`) are held the same way and the
     turn's next line carries them, ``{"done": {key: {"hash", "draft.placed": {...}}}}``
-    (`machines.journal.DONE`): the effect's key is written once more, not twice, and two
+    (`machines.stores.journal.DONE`): the effect's key is written once more, not twice, and two
     envelopes are saved. Any other line (another turn's, or an own event that is a line
     of its own) first writes a held end out as its own lines, as before.
     """

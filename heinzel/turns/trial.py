@@ -41,8 +41,8 @@ from ledger.bodies import Bodies
 from ledger.errors import LedgerError
 from ledger.event import parse_ts
 from ledger.spine import read_events
-from machines.disk_body import DiskBody
-from machines.journal import expand_carried
+from machines.stores.disk_body import DiskBody
+from machines.stores.journal import expand_carried
 
 if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions

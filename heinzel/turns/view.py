@@ -26,7 +26,7 @@ from heinzel.engine import SpineRecord, SpineView
 from heinzel.vocabulary import HOST_HIDDEN
 from ledger.event import Event
 from ledger.spine import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from starlette.templating import Jinja2Templates
 
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 
 __all__ = ["TEMPLATES"]
 

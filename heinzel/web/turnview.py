@@ -13,7 +13,7 @@ from heinzel.session.causes import cause_of
 from heinzel.session.questions import open_questions as asked_questions
 from ledger.bodies import Bodies
 from ledger.reading import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 __all__ = ["open_questions", "turn_detail"]
 

@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from heinzel.text import not_text
+from heinzel.strings.text import not_text
 
 __all__ = ["Utf8Only", "undecodable"]
 

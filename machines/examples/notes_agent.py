@@ -154,7 +154,7 @@ async def run(
 
 
 async def scenario(rig: Any) -> TurnState:
-    """The crash matrix's scenario (`machines.crashmatrix`): one note request."""
+    """The crash matrix's scenario (`machines.crashkit.matrix`): one note request."""
     steps = NoteSteps({"r1": "buy milk and bread"}, rig.world.path, after_write=rig.world.wrote)
     wake = Wake("request", "notes@request:r1", NOTES)
     settings = replace(rig.settings, vocabulary=NOTES)

@@ -40,12 +40,12 @@ from pathlib import Path
 
 from ledger.event import Event
 from ledger.spine import Spine
-from machines.journal import InMemoryBody, InMemoryJournal
+from machines.core.resume import Pins, start_turn
+from machines.core.runner import Settings
+from machines.crashkit.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
 from machines.keys import Wake, coalesce
-from machines.resume import Pins, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineJournal
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
+from machines.stores.journal import InMemoryBody, InMemoryJournal
+from machines.stores.spine_journal import SpineJournal
 
 JOBS = 10_000
 BASELINE_JOBS = 20
@@ -55,7 +55,7 @@ MARK = "TEMPLATE"
 def _template() -> list[Event]:
     """The lines of one real finished turn (a model request, a replay-safe tool call, a
     draft placed), with ``TEMPLATE`` where the job's own id goes."""
-    from machines.tools import ToolDecl
+    from machines.core.tools import ToolDecl
 
     clock = ManualClock()
     journal = InMemoryJournal(clock)
@@ -220,7 +220,7 @@ def host_restart(directory: Path, jobs: int, fold_each: bool) -> None:
     """In the child: a Host over ``directory``, ``run`` for every job (none runs); prints
     the seconds (wall and CPU) of its open (the spine's scan) and of the runs after it."""
     from machines import Host
-    from machines.fold import fold
+    from machines.core.fold import fold
 
     async def main() -> dict[str, float]:
         wall, cpu = time.perf_counter(), time.process_time()
@@ -296,7 +296,7 @@ def one_turn(directory: Path, steps: int, lazy: bool) -> None:
     """One turn of ``steps`` replay-safe calls on a fresh spine in ``directory`` (run in
     the process strace watches)."""
     from machines import DiskBody
-    from machines.tools import ToolDecl
+    from machines.core.tools import ToolDecl
 
     clock = ManualClock()
     tools = [ToolDecl(f"tool{i}", True) for i in range(steps)]

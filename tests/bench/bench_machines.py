@@ -14,13 +14,19 @@ from pathlib import Path
 
 from ledger.event import format_ts, make_event
 from ledger.spine import Spine
-from machines.fold import fold
-from machines.journal import InMemoryBody
+from machines.core.fold import fold
+from machines.core.resume import Pins, prepare_resume, start_turn
+from machines.core.runner import Settings
+from machines.crashkit.testing import (
+    FakeWorld,
+    ManualClock,
+    RecordingSleep,
+    ScriptedSteps,
+    SimulatedCrash,
+)
 from machines.keys import Wake
-from machines.resume import Pins, prepare_resume, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineJournal, done_in_file
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps, SimulatedCrash
+from machines.stores.journal import InMemoryBody
+from machines.stores.spine_journal import SpineJournal, done_in_file
 
 TURNS = 30
 SIZES = (1_000, 10_000, 100_000)

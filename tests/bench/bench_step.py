@@ -26,7 +26,7 @@ from ledger.files import (
     open_read,
 )
 from ledger.index import WATERMARKS, Index, Watermark
-from machines.disk_body import DiskBody
+from machines.stores.disk_body import DiskBody
 
 RECORDS = 200
 LINES = 2_000

@@ -22,7 +22,7 @@ from heinzel.logs import (
     get_logger,
     log_machines,
 )
-from machines import logs as machines_logs
+from machines.telemetry import logs as machines_logs
 
 HZ_ID = "hz-01JBCDEFGHJKMNPQRSTVWXYZ01"
 FRIDAY = datetime(2026, 10, 30, 15, 0, tzinfo=UTC)

@@ -1,10 +1,10 @@
-"""`heinzel.scrub`: what a lesson keeps of a secret (nothing) and of plain advice (all)."""
+"""`heinzel.strings.scrub`: what a lesson keeps of a secret (nothing) and of plain advice (all)."""
 
 from __future__ import annotations
 
 import pytest
 
-from heinzel.scrub import scrub
+from heinzel.strings.scrub import scrub
 
 CAUGHT = [
     # free wording: detect-secrets' secret words, then the value (hz's keyword rule)

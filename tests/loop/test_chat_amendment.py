@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ledger.spine import read_events
-from machines.journal import content_hash
+from machines.stores.journal import content_hash
 from tests.loop.conftest import Hz
 
 ASK = "also include the todo list from todo.txt"

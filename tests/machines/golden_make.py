@@ -1,7 +1,7 @@
 """Record the golden spines of ``fixtures/spines/`` (run by hand, then commit).
 
 ``python tests/machines/golden_make.py`` rewrites them from the scripted steps of
-`machines.testing`; `tests/machines/test_golden.py` replays what is committed.
+`machines.crashkit.testing`; `tests/machines/test_golden.py` replays what is committed.
 """
 
 from __future__ import annotations
@@ -13,13 +13,20 @@ import tempfile
 from pathlib import Path
 
 from ledger.spine import Spine
-from machines.journal import InMemoryBody
+from machines.core.resume import Pins, resume_turn, skip_turn, start_turn
+from machines.core.runner import Settings
+from machines.core.steps import Wait
+from machines.crashkit.testing import (
+    HANDOFF,
+    SEARCH,
+    FakeWorld,
+    ManualClock,
+    RecordingSleep,
+    ScriptedSteps,
+)
 from machines.keys import Wake, asked, schedule
-from machines.resume import Pins, resume_turn, skip_turn, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineJournal
-from machines.steps import Wait
-from machines.testing import HANDOFF, SEARCH, FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
+from machines.stores.journal import InMemoryBody
+from machines.stores.spine_journal import SpineJournal
 
 OUT = Path(__file__).resolve().parents[2] / "fixtures" / "spines"
 OWNER = "hz-golden"

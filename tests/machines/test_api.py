@@ -33,8 +33,8 @@ from machines import (
     start_turn,
     tool,
 )
+from machines.crashkit.testing import ManualClock, RecordingSleep
 from machines.errors import MachineError
-from machines.testing import ManualClock, RecordingSleep
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -31,7 +31,7 @@ from machines import (
     Wake,
     effect,
 )
-from machines.crashmatrix import Rig
+from machines.crashkit.matrix import Rig
 from machines.errors import MachineError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +255,7 @@ def test_the_crash_matrix_fails_a_scenario_whose_clean_run_does_not_finish(
         [
             sys.executable,
             "-m",
-            "machines.crashmatrix",
+            "machines.crashkit.matrix",
             "tests.machines.test_api_refusals:abandoned",
             "--root",
             str(tmp_path),

@@ -13,12 +13,18 @@ from typing import Any
 import pytest
 
 from ledger.event import Event, make_event
-from machines.crash import crash_hook
+from machines.core.fold import fold
+from machines.core.values import acted_data
+from machines.crashkit.crash import crash_hook
 from machines.errors import MachineError
-from machines.fold import fold
-from machines.journal import expand_carried, expand_steps, keys_of, without_carried, without_steps
-from machines.spine_journal import done_in_file
-from machines.values import acted_data
+from machines.stores.journal import (
+    expand_carried,
+    expand_steps,
+    keys_of,
+    without_carried,
+    without_steps,
+)
+from machines.stores.spine_journal import done_in_file
 
 TS = "2026-10-30T15:00:00.000Z"
 KEY = "hz-x@v1@slot@file:/w/report.md"

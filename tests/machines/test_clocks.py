@@ -10,13 +10,13 @@ from datetime import timedelta
 
 import pytest
 
-from machines.context import TurnContext
+from machines.core.context import TurnContext
+from machines.core.resume import Pins, TurnIds, new_turn_id
+from machines.core.runner import Settings
+from machines.core.session import Session
+from machines.crashkit.testing import Harness, ManualClock, RecordingSleep, SimulatedCrash
 from machines.errors import MachineError
 from machines.keys import Wake
-from machines.resume import Pins, TurnIds, new_turn_id
-from machines.runner import Settings
-from machines.session import Session
-from machines.testing import Harness, ManualClock, RecordingSleep, SimulatedCrash
 
 WAKE = [Wake("asked", "hz-test@r1")]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ledger.event import make_event
-from machines.crash import (
+from machines.crashkit.crash import (
     CRASH_EXIT,
     CrashPoint,
     body_crash_hook,

@@ -7,7 +7,7 @@ import contextlib
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from machines.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
+from machines.crashkit.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
 
 SHAPES = st.fixed_dictionaries(
     {

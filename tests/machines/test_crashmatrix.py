@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from machines.crashmatrix import run_matrix
+from machines.crashkit.matrix import run_matrix
 
 pytestmark = [pytest.mark.kill, pytest.mark.slow]
 
@@ -19,7 +19,7 @@ class TestCrashMatrix:
     def test_the_drafting_turn_survives_a_crash_at_every_boundary(self, tmp_path: Path) -> None:
         """14 appends (a replay-safe call writes only its result) and 1 world write: every
         one killed, resumed, once and unspent."""
-        report = run_matrix("machines.scenarios:drafting", tmp_path)
+        report = run_matrix("machines.crashkit.scenarios:drafting", tmp_path)
         assert report.failures == []
         assert report.boundaries == ["world-1", *(f"append-{n}" for n in range(1, 15))]
 
@@ -28,7 +28,9 @@ class TestCrashMatrix:
     ) -> None:
         """Around the question's effect (before, between and after), it is asked once."""
         around = ["append-5", "append-6", "world-1", "append-7"]
-        report = run_matrix("machines.scenarios:asking", tmp_path, crash_loop=False, select=around)
+        report = run_matrix(
+            "machines.crashkit.scenarios:asking", tmp_path, crash_loop=False, select=around
+        )
         assert (report.failures, report.boundaries) == (
             [],
             ["world-1", "append-5", "append-6", "append-7"],
@@ -37,7 +39,10 @@ class TestCrashMatrix:
     def test_an_effect_without_a_probe_is_caught(self, tmp_path: Path) -> None:
         """The unsafe scenario places its draft twice after a crash, and the matrix says so."""
         report = run_matrix(
-            "machines.scenarios:unprobed", tmp_path, stop_at_first_failure=True, crash_loop=False
+            "machines.crashkit.scenarios:unprobed",
+            tmp_path,
+            stop_at_first_failure=True,
+            crash_loop=False,
         )
         assert not report.ok
         assert "world-1: world effects" in report.failures[0]
@@ -52,9 +57,9 @@ class TestCrashPointInAProcess:
             [
                 sys.executable,
                 "-m",
-                "machines.crashmatrix",
+                "machines.crashkit.matrix",
                 "--child",
-                "machines.scenarios:drafting",
+                "machines.crashkit.scenarios:drafting",
                 str(tmp_path),
             ],
             env=env,
@@ -82,9 +87,9 @@ class TestForkAndSpawn:
     ) -> None:
         """The same boundaries and crash loop, forked and spawned: the same report and every
         file the killed and resumed processes left, byte for byte."""
-        forked = run_matrix("machines.scenarios:drafting", tmp_path / "fork", select=SOME)
+        forked = run_matrix("machines.crashkit.scenarios:drafting", tmp_path / "fork", select=SOME)
         spawned = run_matrix(
-            "machines.scenarios:drafting", tmp_path / "spawn", select=SOME, spawn=True
+            "machines.crashkit.scenarios:drafting", tmp_path / "spawn", select=SOME, spawn=True
         )
         assert (forked.mode, spawned.mode) == ("fork", "spawn")
         assert (forked.boundaries, forked.runs, forked.failures) == (
@@ -101,8 +106,8 @@ class TestForkAndSpawn:
         self, tmp_path: Path
     ) -> None:
         """jobs=3 reports the boundaries in their order and leaves the same files as jobs=1."""
-        one = run_matrix("machines.scenarios:drafting", tmp_path / "one")
-        three = run_matrix("machines.scenarios:drafting", tmp_path / "three", jobs=3)
+        one = run_matrix("machines.crashkit.scenarios:drafting", tmp_path / "one")
+        three = run_matrix("machines.crashkit.scenarios:drafting", tmp_path / "three", jobs=3)
         assert (three.boundaries, three.runs, three.failures) == (
             one.boundaries,
             one.runs,
@@ -117,7 +122,7 @@ class TestForkAndSpawn:
         """A process with a second thread is not forked: every run is a fresh interpreter."""
         (tmp_path / "threaded_host.py").write_text(
             "import threading\n"
-            "from machines.scenarios import asking as scenario\n"
+            "from machines.crashkit.scenarios import asking as scenario\n"
             "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
         )
         monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -137,7 +142,7 @@ class TestForkAndSpawn:
         no pipe of a run under way beside it."""
         (tmp_path / "fd_host.py").write_text(
             "import os\n"
-            "from machines.scenarios import drafting\n"
+            "from machines.crashkit.scenarios import drafting\n"
             "async def scenario(rig):\n"
             "    fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd'))\n"
             "    (rig.workdir / 'fds.txt').write_text(repr(fds))\n"
@@ -159,7 +164,7 @@ class TestFromTheCommandLine:
             "async def scenario(rig):\n    raise RuntimeError('the host broke')\n"
         )
         done = subprocess.run(
-            [sys.executable, "-m", "machines.crashmatrix", "failing_host:scenario"]
+            [sys.executable, "-m", "machines.crashkit.matrix", "failing_host:scenario"]
             + (["--spawn"] if mode == "spawn" else []),
             env={**os.environ, "PYTHONPATH": str(tmp_path)},
             capture_output=True,
@@ -177,8 +182,8 @@ class TestFromTheCommandLine:
             [
                 sys.executable,
                 "-m",
-                "machines.crashmatrix",
-                "machines.scenarios:unprobed",
+                "machines.crashkit.matrix",
+                "machines.crashkit.scenarios:unprobed",
                 "--jobs",
                 "3",
             ],
@@ -196,8 +201,8 @@ class TestFromTheCommandLine:
             [
                 sys.executable,
                 "-m",
-                "machines.crashmatrix",
-                "machines.scenarios:drafting",
+                "machines.crashkit.matrix",
+                "machines.crashkit.scenarios:drafting",
                 "--jobs",
                 "0",
             ],

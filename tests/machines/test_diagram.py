@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from machines.diagram import mermaid
-from machines.table import TABLE
+from machines.core.diagram import mermaid
+from machines.core.table import TABLE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "turn-machine.md"
 
 
 class TestDiagram:
     def test_the_committed_diagram_matches_the_table(self) -> None:
-        """Regenerate with: python -m machines.diagram > docs/turn-machine.md."""
+        """Regenerate with: python -m machines.core.diagram > docs/turn-machine.md."""
         assert DOC.read_text(encoding="utf-8") == mermaid()
 
     def test_every_row_and_source_is_an_arrow(self) -> None:

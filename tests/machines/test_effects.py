@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from machines.effects import (
+from machines.core.effects import (
     Effect,
     EffectFailed,
     LocalProbe,
@@ -14,9 +14,8 @@ from machines.effects import (
     recorded_in,
     run_effect,
 )
-from machines.fold import fold
-from machines.journal import InMemoryJournal
-from machines.testing import (
+from machines.core.fold import fold
+from machines.crashkit.testing import (
     FakeWorld,
     FlakyError,
     Harness,
@@ -24,6 +23,7 @@ from machines.testing import (
     RecordingSleep,
     SimulatedCrash,
 )
+from machines.stores.journal import InMemoryJournal
 
 
 def effect(world: FakeWorld, *, attempts: int = 3) -> Effect:

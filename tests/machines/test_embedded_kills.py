@@ -27,16 +27,16 @@ from typing import Any
 from ledger.event import Event
 from ledger.spine import Spine, read_events, verify
 from machines import DiskBody
-from machines.context import TurnContext
-from machines.effects import Effect, Presence, WorldProbe
+from machines.core.context import TurnContext
+from machines.core.effects import Effect, Presence, WorldProbe
+from machines.core.resume import Pins
+from machines.core.runner import Settings
+from machines.core.session import Session
+from machines.core.steps import Acted
+from machines.core.tools import ToolDecl
+from machines.crashkit.testing import ManualClock
 from machines.keys import Wake
-from machines.resume import Pins
-from machines.runner import Settings
-from machines.session import Session
-from machines.spine_journal import SpineJournal
-from machines.steps import Acted
-from machines.testing import ManualClock
-from machines.tools import ToolDecl
+from machines.stores.spine_journal import SpineJournal
 
 SEED = int(os.environ.get("HZ_KILL_SEED", "20261202"))
 JOBS = 16

@@ -37,8 +37,7 @@ from machines import (
     retry_fork,
     start_turn,
 )
-from machines.errors import MachineError
-from machines.testing import (
+from machines.crashkit.testing import (
     FakeWorld,
     Harness,
     ManualClock,
@@ -46,6 +45,7 @@ from machines.testing import (
     ScriptedSteps,
     SimulatedCrash,
 )
+from machines.errors import MachineError
 
 KEY = "hz-s@r1"
 WAKES = [Wake("asked", KEY)]
@@ -144,7 +144,7 @@ class TestTheIndexMustAgreeWithTheSpine:
         appended past the journal (straight to the spine) is seen; the scanned part is
         answered from what the scan read, not searched again. The same whether the bytes
         after the scan are read at once or the file is mapped (a large tail)."""
-        monkeypatch.setattr("machines.spine_journal._READ_AT_ONCE", read_at_once)
+        monkeypatch.setattr("machines.stores.spine_journal._READ_AT_ONCE", read_at_once)
         clock = ManualClock()
         with Spine.open(tmp_path, clock=clock) as spine:
             spine.append("effect.done", {"hash": "h-old"}, turn="t0", key="k-old")
@@ -356,7 +356,7 @@ class TestSmallerFrictions:
     def test_machines_is_silent_unless_the_host_configures_logging(self) -> None:
         """A failing step in a host that configured no logging writes nothing to stderr."""
         code = (
-            "from machines.testing import Harness\n"
+            "from machines.crashkit.testing import Harness\n"
             "h = Harness.make(decision='fail')\n"
             "async def boom(ctx, thought):\n"
             "    raise RuntimeError('boom')\n"

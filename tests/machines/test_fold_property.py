@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machines.fold import fold
-from machines.journal import InMemoryJournal
-from machines.table import TABLE
-from machines.testing import ManualClock
-from machines.turn import TurnMachine
+from machines.core.fold import fold
+from machines.core.table import TABLE
+from machines.core.turn import TurnMachine
+from machines.crashkit.testing import ManualClock
+from machines.stores.journal import InMemoryJournal
 
 DATA = {
     "gathered": {"step": "think"},

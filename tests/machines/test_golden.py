@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from machines.crashkit.golden import FrozenJournal, replay
 from machines.errors import MachineError
-from machines.golden import FrozenJournal, replay
 
 SPINES = Path(__file__).resolve().parents[2] / "fixtures" / "spines"
 

@@ -8,13 +8,19 @@ import pytest
 
 from ledger.errors import LedgerError
 from ledger.spine import Spine
-from machines.journal import InMemoryBody
+from machines.core.loop import run_sync
+from machines.core.resume import Pins, resume_turn, start_turn
+from machines.core.runner import Settings
+from machines.crashkit.testing import (
+    FakeWorld,
+    ManualClock,
+    RecordingSleep,
+    ScriptedSteps,
+    SimulatedCrash,
+)
 from machines.keys import Wake
-from machines.loop import run_sync
-from machines.resume import Pins, resume_turn, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps, SimulatedCrash
+from machines.stores.journal import InMemoryBody
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 WAKES = [Wake("asked", "hz-s@r1")]
 

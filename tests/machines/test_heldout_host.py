@@ -27,7 +27,7 @@ import pytest
 from ledger.reading import read_events
 from ledger.spine import verify
 from machines import JOBS, Pins, TurnState, Wake
-from machines.crashmatrix import Rig, run_matrix
+from machines.crashkit.matrix import Rig, run_matrix
 from tests.machines.heldout_host import Shop, lines
 
 ROOT = Path(__file__).resolve().parents[2]

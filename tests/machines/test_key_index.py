@@ -17,13 +17,13 @@ import pytest
 
 from ledger.errors import LedgerError
 from ledger.spine import Spine, read_events
+from machines.core.resume import Pins, start_turn
+from machines.core.runner import Settings
+from machines.crashkit.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
 from machines.errors import MachineError
-from machines.journal import InMemoryBody
 from machines.keys import Wake, coalesce, key_action
-from machines.resume import Pins, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
+from machines.stores.journal import InMemoryBody
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 
 def _unreadable(path: Path) -> None:

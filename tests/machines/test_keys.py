@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from machines import keys
+from machines.core.resume import skip_turn
+from machines.core.steps import Wait
+from machines.crashkit.testing import Harness
 from machines.errors import MachineError
 from machines.keys import Wake, coalesce, key_action
-from machines.resume import skip_turn
-from machines.steps import Wait
-from machines.testing import Harness
 
 
 class TestBuilders:

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from machines.loop import run_sync
+from machines.core.loop import run_sync
 from tests.waits import HANG
 
 SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
@@ -136,7 +136,7 @@ class TestRunSync:
 
 _SIGINT_CHILD = """
 import asyncio, signal, sys
-from machines.loop import run_sync
+from machines.core.loop import run_sync
 
 async def wait_long():
     try:
@@ -161,7 +161,7 @@ print(run_sync(seven()))
 _OTHER_THREAD_CHILD = """
 import asyncio, signal, threading
 from pathlib import Path
-from machines.loop import run_sync
+from machines.core.loop import run_sync
 
 main = threading.main_thread().native_id
 go = threading.Event()

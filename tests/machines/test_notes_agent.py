@@ -27,12 +27,12 @@ def test_the_notes_runner_writes_each_note_once(tmp_path: Path) -> None:
 def test_the_crash_matrix_runs_over_the_notes_runner_from_the_command_line(
     tmp_path: Path,
 ) -> None:
-    """python -m machines.crashmatrix kills the runner at every boundary: no double note."""
+    """python -m machines.crashkit.matrix kills the runner at every boundary: no double note."""
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "machines.crashmatrix",
+            "machines.crashkit.matrix",
             "machines.examples.notes_agent:scenario",
             "--root",
             str(tmp_path),
@@ -49,9 +49,9 @@ def test_the_crash_matrix_runs_over_the_notes_runner_from_the_command_line(
 
 
 def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m machines.crashmatrix ARGS`` as a user runs it, its output as text."""
+    """``python -m machines.crashkit.matrix ARGS`` as a user runs it, its output as text."""
     return subprocess.run(
-        [sys.executable, "-m", "machines.crashmatrix", *args],
+        [sys.executable, "-m", "machines.crashkit.matrix", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -66,7 +66,7 @@ def test_a_scenario_that_does_not_load_is_a_coded_error() -> None:
 
 
 def test_a_module_without_its_function_is_told_to_name_it() -> None:
-    """`python -m machines.crashmatrix my_host` (no :function) is HZM065 saying so, not
+    """`python -m machines.crashkit.matrix my_host` (no :function) is HZM065 saying so, not
     "module ... has no attribute ''"."""
     done = crashmatrix("machines.examples.notes_agent")
     assert done.returncode == 1

@@ -19,17 +19,12 @@ from opentelemetry.trace import StatusCode
 
 from ledger.event import Event
 from ledger.spine import Spine
-from machines.context import TurnContext
-from machines.disk_body import DiskBody
-from machines.effects import EffectFailed
-from machines.keys import Wake
-from machines.observe import StepId
-from machines.otel import Tracing
-from machines.resume import Pins, start_turn
-from machines.runner import Settings
-from machines.session import Session
-from machines.spine_journal import SpineJournal
-from machines.testing import (
+from machines.core.context import TurnContext
+from machines.core.effects import EffectFailed
+from machines.core.resume import Pins, start_turn
+from machines.core.runner import Settings
+from machines.core.session import Session
+from machines.crashkit.testing import (
     FakeWorld,
     FlakyError,
     Harness,
@@ -38,6 +33,11 @@ from machines.testing import (
     ScriptedSteps,
     SimulatedCrash,
 )
+from machines.keys import Wake
+from machines.stores.disk_body import DiskBody
+from machines.stores.spine_journal import SpineJournal
+from machines.telemetry.observe import StepId
+from machines.telemetry.otel import Tracing
 
 WAKE = [Wake("asked", "hz-test@r1")]
 
@@ -207,11 +207,11 @@ class TestOpenTelemetry:
 
 NO_OTEL = """
 import json, sys
-from machines.resume import Pins
-from machines.session import Session
-from machines.testing import Harness
+from machines.core.resume import Pins
+from machines.core.session import Session
+from machines.crashkit.testing import Harness
 from machines.keys import Wake
-from machines.loop import run_sync
+from machines.core.loop import run_sync
 
 h = Harness.make()
 state = run_sync(Session(h.journal, h.body, h.steps, h.settings).start(
@@ -229,7 +229,7 @@ def test_a_host_without_tracing_never_imports_opentelemetry() -> None:
     assert json.loads(done.stdout) == ["finished", []]
 
 
-@pytest.mark.parametrize("module", ["machines.otel"])
+@pytest.mark.parametrize("module", ["machines.telemetry.otel"])
 def test_the_tracing_module_is_the_one_that_imports_it(module: str) -> None:
     """The scan above can fail: importing the tracing module loads OpenTelemetry."""
     script = f"import sys, {module}; print(any('opentelemetry' in m for m in sys.modules))"

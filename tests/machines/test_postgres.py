@@ -1,4 +1,4 @@
-"""The Postgres journal (machines/pg_journal.py) against a real server: a temporary
+"""The Postgres journal (machines/stores/pg_journal.py) against a real server: a temporary
 cluster from the machine's ``initdb``/``pg_ctl`` (`tests.bench.peers.pg.cluster`; the
 tests skip, with the reason, where those binaries are missing; `make test` installs
 Debian's ``postgresql``).
@@ -39,7 +39,7 @@ import pytest
 pytest.importorskip("psycopg", reason="psycopg 3 (the extra postgres) is not installed")
 
 from machines import Acted, Host, MachineError, TurnContext, TypedSteps, effect
-from machines.pg_journal import connect, key_holder
+from machines.stores.pg_journal import connect, key_holder
 from tests.bench.peers.pg import Cluster, cluster
 from tests.machines.pg_worker import Long, Orders, clock, file_clock, lines, wall
 
@@ -169,8 +169,8 @@ def test_the_same_bad_event_is_refused_alike_by_both_stores(
     code from either, and nothing is written (the next good event is the first)."""
     from ledger.errors import LedgerError
     from ledger.spine import Spine
-    from machines.pg_journal import PostgresJournal
-    from machines.spine_journal import SpineJournal
+    from machines.stores.pg_journal import PostgresJournal
+    from machines.stores.spine_journal import SpineJournal
 
     kind, data, turn, key, short_text = bad
     with contextlib.ExitStack() as stack:
@@ -278,7 +278,7 @@ def broken_promises(url: str, root: Path, orders: int) -> list[str]:
     """What went wrong for orders 1..``orders``: an e-mail or payment not performed exactly
     once, a page twice, a turn started or finished other than once, a job left undone, a
     break of the chain (none when every promise held)."""
-    from machines.pg_journal import PostgresJournal
+    from machines.stores.pg_journal import PostgresJournal
 
     broken: list[str] = []
     world, pages = Counter(lines(root / "world.log")), Counter(lines(root / "tools.log"))
@@ -503,7 +503,7 @@ def test_a_kill_loop_over_four_workers_acts_exactly_once(url: str, tmp_path: Pat
         broken.append(f"turns started per order: {Counter(starts.values())}")
     with connect(url) as conn:
         left = conn.execute("SELECT count(*) FROM hz_jobs WHERE state <> 'done'").fetchone()
-        from machines.pg_journal import PostgresJournal
+        from machines.stores.pg_journal import PostgresJournal
 
         chain = PostgresJournal(conn, clock).verify()
     if left[0] != 0:

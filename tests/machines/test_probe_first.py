@@ -18,16 +18,16 @@ import pytest
 
 from ledger.spine import Spine
 from machines import DiskBody
-from machines.context import TurnContext
-from machines.effects import Effect, Presence, WorldProbe
+from machines.core.context import TurnContext
+from machines.core.effects import Effect, Presence, WorldProbe
+from machines.core.resume import Pins
+from machines.core.runner import Settings
+from machines.core.session import Session
+from machines.core.steps import Acted
+from machines.crashkit.testing import ManualClock, RecordingSleep
 from machines.errors import MachineError
 from machines.keys import Wake
-from machines.resume import Pins
-from machines.runner import Settings
-from machines.session import Session
-from machines.spine_journal import SpineJournal
-from machines.steps import Acted
-from machines.testing import ManualClock, RecordingSleep
+from machines.stores.spine_journal import SpineJournal
 
 JOBS = ("job-0", "job-1", "job-2")
 

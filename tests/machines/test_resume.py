@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from machines.core.fold import fold
+from machines.core.resume import Pins, skip_turn
+from machines.crashkit.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
 from machines.errors import MachineError
-from machines.fold import fold
 from machines.keys import Wake, asked
-from machines.resume import Pins, skip_turn
-from machines.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
 
 CLEAN_APPENDS = 10
 

@@ -7,14 +7,14 @@ import asyncio
 import pytest
 
 from ledger.event import Event
+from machines.core.fold import TurnState
+from machines.core.resume import Pins, start_turn
+from machines.core.runner import TurnRun
+from machines.core.steps import Acted, Skip, Wait
+from machines.crashkit.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
 from machines.errors import MachineError
-from machines.fold import TurnState
-from machines.journal import InMemoryJournal
 from machines.keys import Wake
-from machines.resume import Pins, start_turn
-from machines.runner import TurnRun
-from machines.steps import Acted, Skip, Wait
-from machines.testing import HANDOFF, SEARCH, Harness, SimulatedCrash
+from machines.stores.journal import InMemoryJournal
 
 WAKES = [Wake("asked", "hz-test@r1")]
 

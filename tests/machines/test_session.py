@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from machines.context import TurnContext
+from machines.core.context import TurnContext
+from machines.core.resume import Pins
+from machines.core.session import Session
+from machines.crashkit.testing import Harness, SimulatedCrash
 from machines.errors import MachineError
 from machines.keys import Wake
-from machines.resume import Pins
-from machines.session import Session
-from machines.testing import Harness, SimulatedCrash
 
 WAKE = [Wake("asked", "hz-test@r0")]
 

@@ -10,16 +10,22 @@ import pytest
 
 from ledger.event import make_event
 from ledger.spine import Spine
+from machines.core.fold import fold
+from machines.core.resume import Pins, resume_turn, start_turn
+from machines.core.runner import Settings
+from machines.core.steps import Acted
+from machines.crashkit.testing import (
+    FakeWorld,
+    ManualClock,
+    RecordingSleep,
+    ScriptedSteps,
+    SimulatedCrash,
+)
 from machines.errors import MachineError
-from machines.fold import fold
-from machines.journal import InMemoryBody
 from machines.keys import Wake, key_action
-from machines.resume import Pins, resume_turn, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.steps import Acted
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps, SimulatedCrash
-from machines.upgrades import upgrades
+from machines.stores.journal import InMemoryBody
+from machines.stores.spine_journal import SpineIndex, SpineJournal
+from machines.stores.upgrades import upgrades
 from machines.vocabulary import KINDS
 
 WAKES = [Wake("asked", "hz-s@r1")]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from machines.fold import fold
-from machines.journal import InMemoryBody, InMemoryJournal
-from machines.testing import HANDOFF, SEARCH, ManualClock
-from machines.tools import INTERRUPTED, ToolDecl, ToolFailed, run_tool
+from machines.core.fold import fold
+from machines.core.tools import INTERRUPTED, ToolDecl, ToolFailed, run_tool
+from machines.crashkit.testing import HANDOFF, SEARCH, ManualClock
+from machines.stores.journal import InMemoryBody, InMemoryJournal
 
 
 class Calls:

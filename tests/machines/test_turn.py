@@ -7,11 +7,11 @@ import threading
 import pytest
 
 from ledger.event import Event
+from machines.core.table import STATES, TABLE
+from machines.core.turn import TurnMachine
+from machines.crashkit.testing import ManualClock
 from machines.errors import MachineError
-from machines.journal import InMemoryJournal
-from machines.table import STATES, TABLE
-from machines.testing import ManualClock
-from machines.turn import TurnMachine
+from machines.stores.journal import InMemoryJournal
 
 
 class FailingJournal(InMemoryJournal):

@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 from machines import vocabulary as v
+from machines.core.table import TABLE
+from machines.crashkit.testing import Harness, SimulatedCrash
 from machines.errors import MachineError
 from machines.host_vocabulary import Vocabulary
 from machines.keys import Wake
-from machines.table import TABLE
-from machines.testing import Harness, SimulatedCrash
 
 
 class TestVocabulary:

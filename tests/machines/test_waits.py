@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from ledger.event import Event
+from machines.core.fold import fold
+from machines.core.resume import Pins, supersede
+from machines.core.steps import Wait
+from machines.core.waits import Due, Facts, PendingWait, check_wait, due_waits
+from machines.crashkit.testing import Harness
 from machines.errors import MachineError
-from machines.fold import fold
-from machines.resume import Pins, supersede
-from machines.steps import Wait
-from machines.testing import Harness
-from machines.waits import Due, Facts, PendingWait, check_wait, due_waits
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 

@@ -24,7 +24,7 @@ import pytest
 from mcp import ClientSession
 
 from ledger.spine import read_events
-from machines.journal import wake_keys
+from machines.stores.journal import wake_keys
 from tests import forkhz
 from tests.hz_mcp.client import session
 from tests.waits import HANG

@@ -1,7 +1,7 @@
 """One Heinzelmännchen's spend reads the same on every surface: `hz heinzel list` and
 `show` (text and ``--json``), wake's line, MCP's ``heinzel_list`` and ``heinzel_show``, and
 the page, while a turn is still open (its request held at the provider, its reservation
-counted) and after it ended. One formatter (`heinzel.usd.usd_text`) and one query
+counted) and after it ended. One formatter (`heinzel.strings.usd.usd_text`) and one query
 (`heinzel.session.spend.today_each`) make every figure."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mcp.client.stdio import stdio_client
 from starlette.testclient import TestClient
 
 from heinzel.app import App
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 from heinzel.web.server import create_app
 from tests import forkhz
 

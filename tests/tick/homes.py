@@ -20,7 +20,7 @@ from heinzel.service import Service
 from heinzel.store.home import Home
 from ledger.event import Event
 from ledger.reading import read_events
-from machines.journal import wake_keys
+from machines.stores.journal import wake_keys
 from tests import forkhz
 
 ROOT = Path(__file__).resolve().parents[2]

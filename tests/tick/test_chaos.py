@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 from ledger.reading import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 from tests import forkhz
 from tests.tick.chaos_world import CODED as STARTS_CODED
 from tests.tick.chaos_world import FAULTS, NANO, SLOT, WAKE_ID, Spines, approval_part

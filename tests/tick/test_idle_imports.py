@@ -19,7 +19,7 @@ IDLE_ABSENT = (
     "croniter",
     "heinzel.turns.inputs",
     "heinzel.capabilities.configured",
-    "machines.runner",
+    "machines.core.runner",
     "heinzel.turns.failure",
 )
 """What a tick with nothing due never loads: no pydantic (the settings are dataclasses,

@@ -16,8 +16,8 @@ from heinzel.store.home import Home
 from heinzel.tick import Tick, TickReport
 from heinzel.tick.daemon import run_loop
 from ledger.errors import HzError
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.turn import TurnMachine
+from machines.core.turn import TurnMachine
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 from .conftest import PRS, Recorder, SteppingClock, approved, contract, populate
 

@@ -17,9 +17,9 @@ from heinzel.errors import HeinzelError
 from heinzel.service import Service
 from heinzel.store.inbox import Inbox
 from heinzel.tick.verbs import Verbs
+from machines.core.turn import TurnMachine
 from machines.keys import Wake
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.turn import TurnMachine
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 from .conftest import Recorder, SteppingClock, approved, contract
 

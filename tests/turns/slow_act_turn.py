@@ -27,7 +27,7 @@ from heinzel.service import Service
 from heinzel.store.home import Home
 from heinzel.turns import TurnHost, default_adapters
 from machines import Wake, keys
-from machines.testing import ManualClock
+from machines.crashkit.testing import ManualClock
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 NOW = datetime(2026, 10, 30, 14, 0, tzinfo=UTC)

@@ -20,7 +20,7 @@ from heinzel.tick.verbs import Verbs
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import expand_carried, wake_causes, wake_keys
+from machines.stores.journal import expand_carried, wake_causes, wake_keys
 from tests import forkhz
 
 from .conftest import NOW, hz_env

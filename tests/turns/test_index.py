@@ -8,8 +8,8 @@ from typing import Any
 from heinzel.turns import IndexedJournal, Turns, default_adapters
 from ledger.spine import read_events
 from machines import SpineIndex
-from machines.journal import expand_carried, keys_of
-from machines.spine_journal import done_in_file
+from machines.stores.journal import expand_carried, keys_of
+from machines.stores.spine_journal import done_in_file
 
 
 class TestIndexedJournal:

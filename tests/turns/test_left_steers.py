@@ -18,7 +18,7 @@ from heinzel.store.inbox import Inbox
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import wake_keys
+from machines.stores.journal import wake_keys
 from tests import forkhz
 
 from .conftest import NOW, hz_env

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 from tests import forkhz
 from tests.turns.conftest import CONTRACT
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from heinzel.session.spend import turn_spend
-from heinzel.usd import usd_text
+from heinzel.strings.usd import usd_text
 from ledger.event import Event
-from machines.fold import fold
+from machines.core.fold import fold
 
 TS = "2026-10-30T15:00:00.000Z"
 

@@ -24,8 +24,8 @@ from heinzel.store.sources import TickFetch
 from heinzel.turns import Turns, default_adapters
 from ledger.spine import read_events, verify
 from machines import Wake, keys
-from machines.fold import fold
-from machines.journal import expand_carried
+from machines.core.fold import fold
+from machines.stores.journal import expand_carried
 
 AT = datetime(2026, 10, 30, 15, tzinfo=UTC)
 SLOT = "2026-10-30T15:00"

@@ -26,8 +26,8 @@ from heinzel.turns import Turns, default_adapters
 from ledger.event import Event
 from ledger.spine import read_events
 from machines import DiskBody, Wake, keys
-from machines.fold import TurnState, fold
-from machines.journal import expand_steps
+from machines.core.fold import TurnState, fold
+from machines.stores.journal import expand_steps
 from tests import forkhz
 
 OLD = Path(__file__).resolve().parents[2] / "fixtures" / "spines" / "v1-session"

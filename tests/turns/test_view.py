@@ -25,7 +25,7 @@ from heinzel.vocabulary import HOST_HIDDEN
 from ledger.event import Event
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 from tests.turns.test_acts import answering
 
 SPEC = TurnSpec(

@@ -18,7 +18,7 @@ from heinzel.turns import TurnHost, default_adapters
 from ledger.event import Event, format_ts
 from ledger.spine import read_events
 from machines import Wake, keys
-from machines.journal import expand_carried, without_steps
+from machines.stores.journal import expand_carried, without_steps
 from tests.turns.test_acts import answering
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from heinzel.capabilities.documents import TAG_PREFIX
 from heinzel.turns import Turns, default_adapters
 from ledger.errors import HzError
 from ledger.spine import read_events
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 
 class TestWake:

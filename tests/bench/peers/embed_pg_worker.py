@@ -24,8 +24,8 @@ from hz_worker import steps
 
 from ledger.event import Event
 from machines import Pins, Session, Settings, Wake, run_sync
-from machines.pg_journal import PostgresBody, PostgresJournal, connect
-from machines.testing import ManualClock, RecordingSleep
+from machines.crashkit.testing import ManualClock, RecordingSleep
+from machines.stores.pg_journal import PostgresBody, PostgresJournal, connect
 
 CONN: Any = None
 

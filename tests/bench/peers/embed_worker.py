@@ -26,8 +26,8 @@ from hz_worker import FsyncClock, steps
 from ledger.event import Event
 from ledger.spine import Spine
 from machines import DiskBody, Pins, Session, Settings, SpineIndex, SpineJournal, Wake, run_sync
-from machines.crash import crash_hook
-from machines.testing import ManualClock, RecordingSleep
+from machines.crashkit.crash import crash_hook
+from machines.crashkit.testing import ManualClock, RecordingSleep
 
 HELD: dict[Path, SpineIndex] = {}
 """Each session's index as its last turn left it, as the page says a host keeps it."""

@@ -50,9 +50,9 @@ from machines import (
     run_sync,
     start_turn,
 )
-from machines.resume import prepare_resume
-from machines.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
-from machines.tools import ToolDecl
+from machines.core.resume import prepare_resume
+from machines.core.tools import ToolDecl
+from machines.crashkit.testing import FakeWorld, ManualClock, RecordingSleep, ScriptedSteps
 
 
 def steps(n: int, name: str) -> ScriptedSteps:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ledger.spine import Spine
-from machines.pg_journal import PostgresJournal, connect
+from machines.stores.pg_journal import PostgresJournal, connect
 from tests.bench.peers.pg import cluster
 
 N = 300

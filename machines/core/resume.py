@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ledger.event import Clock
+from machines.core.fold import TurnState, fold
+from machines.core.runner import Settings, TurnRun
+from machines.core.steps import Steps
+from machines.core.turn import TurnMachine
 from machines.errors import MachineError
-from machines.fold import TurnState, fold
 from machines.host_vocabulary import HZ, Vocabulary, pinned_name
-from machines.journal import Body, Journal
 from machines.keys import Wake, order
-from machines.runner import Settings, TurnRun
-from machines.steps import Steps
-from machines.turn import TurnMachine
+from machines.stores.journal import Body, Journal
 from machines.vocabulary import SKIP_REASONS, WOKEN_BY
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ On a resume, a call with a result is answered from the body (a replay-safe one w
 result the body lost runs again); a call interrupted by a crash is run again only
 when both the record and the current declaration say ``replay_safe``; otherwise it
 gets an `INTERRUPTED` result (``status: interrupted``), never a silent second run.
-Arguments or a result that are not JSON are refused (HZM071, `machines.values`): the
+Arguments or a result that are not JSON are refused (HZM071, `machines.core.values`): the
 turn fails with the code.
 """
 
@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from machines.core.fold import ToolRecord
+from machines.core.values import plain_json
 from machines.errors import MachineError
-from machines.fold import ToolRecord
-from machines.journal import Body, Journal, content_hash
-from machines.values import plain_json
+from machines.stores.journal import Body, Journal, content_hash
 
 
 @dataclass(frozen=True, slots=True)

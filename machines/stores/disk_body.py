@@ -1,7 +1,7 @@
 """`DiskBody`: the durable `Body` for hosts, over `ledger.bodies.Bodies`, and one fsync
 per step.
 
-The rule every body keeps (see `machines.journal.Body`): a `put` survives the
+The rule every body keeps (see `machines.stores.journal.Body`): a `put` survives the
 process when it returns, and the machine appends the hash that names the content
 only after that. `DiskBody` keeps each turn's values as records ``{"kind":
 "value", "hash", "value"}`` in ``<directory>/turns/<turn>.jsonl`` (one line per
@@ -27,7 +27,7 @@ from typing import Any
 from ledger.bodies import Bodies
 from ledger.event import Event
 from ledger.spine import Spine
-from machines.crash import body_crash_hook, body_sync_crash_hook
+from machines.crashkit.crash import body_crash_hook, body_sync_crash_hook
 
 __all__ = ["BODY_SYNC_KINDS", "LAZY_KINDS", "UNSYNCED_KINDS", "DiskBody", "write_lazily"]
 
@@ -45,7 +45,7 @@ BODY_SYNC_KINDS = frozenset({"turn.finished", "turn.waiting", "turn.skipped"})
 """The lines before which the turn's body is fsynced (once): the turn parks or ends,
 and its content should outlive a power cut. Between them a body record is only
 written: a power cut may take it, and the machine regains a lost step input by
-rerunning the step that produced it (`machines.runner`, ``turn.resumed{regained}``)."""
+rerunning the step that produced it (`machines.core.runner`, ``turn.resumed{regained}``)."""
 
 
 def write_lazily(spine: Spine, bodies: Bodies) -> Callable[[], None]:

@@ -9,7 +9,7 @@ Three hooks, all in `machines.Settings` (and `Session`'s keywords), none needed:
 - ``on_checkpoint(event)``: every event a running turn journals, once its journal's
   `append` returned (the line is durable); in journal order.
 - ``observers``: objects told when a turn run and each of its steps begin and end
-  (`Observer`); `machines.otel.Tracing` makes OpenTelemetry spans of them.
+  (`Observer`); `machines.telemetry.otel.Tracing` makes OpenTelemetry spans of them.
 
 A hook that raises is logged (when the host configured structlog) and the turn goes
 on: observing never changes what a turn does.
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ledger.event import Event
-from machines import logs
+from machines.telemetry import logs
 
 if TYPE_CHECKING:
-    from machines.fold import TurnState
+    from machines.core.fold import TurnState
 
 __all__ = ["Observer", "OnCheckpoint", "OnError", "StepId", "call_hook", "step_id"]
 

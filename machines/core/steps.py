@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from machines.context import TurnContext
+from machines.core.context import TurnContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from machines.effects import Effect, Sleep, run_effect, settle_effect
-from machines.fold import TurnState
-from machines.journal import Body, Journal, content_hash
-from machines.tools import ToolDecl, run_tool
+from machines.core.effects import Effect, Sleep, run_effect, settle_effect
+from machines.core.fold import TurnState
+from machines.core.tools import ToolDecl, run_tool
+from machines.stores.journal import Body, Journal, content_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ class TurnContext:
     async def tool(
         self, decl: ToolDecl, call_id: str, args: Any, call: Callable[[], Awaitable[Any]]
     ) -> Any:
-        """Run a tool call under the replay rules of `machines.tools`."""
+        """Run a tool call under the replay rules of `machines.core.tools`."""
         result = await run_tool(
             decl,
             call_id,

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from machines.context import ModelReply, Steer, TurnContext
-from machines.effects import Effect, LocalProbe, Presence, Probe, WorldProbe
-from machines.fold import TurnState
-from machines.journal import InMemoryBody, InMemoryJournal
+from machines.core.context import ModelReply, Steer, TurnContext
+from machines.core.effects import Effect, LocalProbe, Presence, Probe, WorldProbe
+from machines.core.fold import TurnState
+from machines.core.resume import Pins, resume_turn, start_turn
+from machines.core.runner import Settings
+from machines.core.steps import Acted, Fail, Skip, Wait
+from machines.core.tools import ToolDecl
 from machines.keys import Wake, place_draft, question, schedule
-from machines.resume import Pins, resume_turn, start_turn
-from machines.runner import Settings
-from machines.steps import Acted, Fail, Skip, Wait
-from machines.tools import ToolDecl
+from machines.stores.journal import InMemoryBody, InMemoryJournal
 
 
 class ManualClock:
@@ -64,7 +64,7 @@ class SimulatedCrash(BaseException):
     right after a chosen write): the process "dies" there.
 
     Unit tests of the resume rules use it; crash safety itself is proved with real
-    processes by `machines.crashmatrix`.
+    processes by `machines.crashkit.matrix`.
     """
 
 

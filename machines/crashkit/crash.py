@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ledger.event import Event
 from machines.errors import MachineError
-from machines.journal import expand_carried
+from machines.stores.journal import expand_carried
 
 CRASH_EXIT = 137
 """The exit status of a crash point (as a SIGKILL would give)."""

@@ -25,7 +25,7 @@ FINISHED_OWN = frozenset(
     {"disposition", "usd", "duration_ms", "reason", "step", "error", "steps", "done"}
 )
 """The names of ``turn.finished`` data the machine writes itself: `Acted` data may not
-(``steps`` and ``done`` are what a line carries, `machines.journal.CARRIED` and ``DONE``)."""
+(``steps`` and ``done`` are what a line carries, `machines.stores.journal.CARRIED` and ``DONE``)."""
 
 
 class ValueRefused(MachineError):

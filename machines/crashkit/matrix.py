@@ -1,7 +1,7 @@
 """The crash matrix: kill a real process at every durable boundary of a scenario.
 
 A *scenario* is a module-level async function ``scenario(rig) -> TurnState | None``
-that builds a journal, steps and a fake world from its `Rig` (`machines.matrix_rig`)
+that builds a journal, steps and a fake world from its `Rig` (`machines.crashkit.rig`)
 and starts or resumes its turn (`Rig.run` applies the key rule). `run_matrix`:
 
 1. runs the scenario once cleanly in a process of its own and counts its boundaries:
@@ -18,12 +18,12 @@ Then one *crash loop*: a turn that dies at the first append of every resume must
 abandoned ``max-resumes``. Every run is a real process killed for real, and all that
 the next run sees comes from the files the last one left: by default a child forked
 from a parent that imported the scenario's module once and never runs it itself
-(``--spawn``: a fresh interpreter per run; `machines.crashruns` says how each way
+(``--spawn``: a fresh interpreter per run; `machines.crashkit.runs` says how each way
 starts and why a fork is as pristine). ``jobs`` runs that many boundaries at once,
 each in its own directory. A host runs it over its own scenario from the command
-line: ``python -m machines.crashmatrix my_host:scenario`` (`main`; exit 1 when a
+line: ``python -m machines.crashkit.matrix my_host:scenario`` (`main`; exit 1 when a
 boundary broke a promise). Failures are collected in the `MatrixReport`; the
-scenario functions shipped in `machines.scenarios` include a deliberately unsafe one.
+scenario functions shipped in `machines.crashkit.scenarios` include a deliberately unsafe one.
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ from typing import Any
 
 from ledger.files import write_atomic
 from ledger.spine import verify
-from machines.crash import CRASH_EXIT
-from machines.crashruns import Exit, Job, Run, Started, drive, forked, spawned, threads
+from machines.crashkit.crash import CRASH_EXIT
+from machines.crashkit.rig import WORLD_CRASH, FileWorld, Rig, Scenario, lines_of
+from machines.crashkit.runs import Exit, Job, Run, Started, drive, forked, spawned, threads
 from machines.errors import MachineError
 from machines.loading import loading
-from machines.matrix_rig import WORLD_CRASH, FileWorld, Rig, Scenario, lines_of
 
 __all__ = [
     "WORLD_CRASH",
@@ -189,7 +189,7 @@ def run_matrix(
 
     ``select`` limits it to the named boundaries (``world-1``, ``append-5``, ...);
     ``jobs`` runs that many boundaries at once. The runs are forked from a fresh parent
-    process (``python -m machines.crashmatrix``) that imports the scenario's module once,
+    process (``python -m machines.crashkit.matrix``) that imports the scenario's module once,
     so nothing of the caller's process reaches them; with ``spawn`` (and where there is
     no ``os.fork``) each run is a fresh interpreter started from here.
     """
@@ -203,7 +203,7 @@ def run_matrix(
     )
     if spawn or not hasattr(os, "fork"):
         return matrix(scenario, root, options, spawned(scenario), "spawn")
-    parent = [sys.executable, "-m", "machines.crashmatrix", scenario, "--root", str(root)]
+    parent = [sys.executable, "-m", "machines.crashkit.matrix", scenario, "--root", str(root)]
     done = subprocess.run(
         [*parent, "--parent", json.dumps(asdict(options))],
         capture_output=True,
@@ -313,11 +313,11 @@ def _refused(code: str, message: str, hint: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m machines.crashmatrix my_host:scenario [--root DIR] [--spawn] [--jobs N]``:
+    """``python -m machines.crashkit.matrix my_host:scenario [--root DIR] [--spawn] [--jobs N]``:
     run the matrix over a host's scenario, print what it found; exit 0 when no boundary
     broke a promise, 1 otherwise."""
     parser = argparse.ArgumentParser(
-        prog="python -m machines.crashmatrix",
+        prog="python -m machines.crashkit.matrix",
         description="Kill a real process at every durable boundary of a scenario.",
     )
     parser.add_argument("scenario", help="module:function, an async scenario(rig)")
@@ -383,6 +383,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # the module the scenarios import (`Rig`), not a second copy of it as __main__
-    from machines.crashmatrix import main as _main
+    from machines.crashkit.matrix import main as _main
 
     sys.exit(_main())

@@ -1,4 +1,4 @@
-"""Scenarios for the crash matrix (`machines.crashmatrix`), one turn each.
+"""Scenarios for the crash matrix (`machines.crashkit.matrix`), one turn each.
 
 ``drafting``: a schedule turn that calls the model twice, a replay-safe search and
 an unsafe handoff, and places one draft probed in the world. ``asking``: a turn
@@ -8,11 +8,11 @@ with no probe, deliberately unsafe: the matrix must report the double.
 
 from __future__ import annotations
 
-from machines.crashmatrix import Rig
-from machines.fold import TurnState
+from machines.core.fold import TurnState
+from machines.core.resume import Pins
+from machines.crashkit.matrix import Rig
+from machines.crashkit.testing import HANDOFF, SEARCH, ScriptedSteps
 from machines.keys import Wake, schedule
-from machines.resume import Pins
-from machines.testing import HANDOFF, SEARCH, ScriptedSteps
 
 OWNER = "hz-matrix"
 WAKES = [Wake("schedule", schedule(OWNER, "2026-10-30T15:00"))]

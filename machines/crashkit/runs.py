@@ -5,7 +5,7 @@ process has imported the scenario's module once; each run is an ``os.fork`` of i
 child sets its crash variables in ``os.environ``, runs the scenario on a fresh event
 loop, writes its outcome and leaves with ``os._exit`` (137 at its crash point, as the
 crash hook exits a spawned interpreter). *Spawn* (`spawned`, ``--spawn``, and the only
-way where ``os.fork`` is missing): each run is a fresh ``python -m machines.crashmatrix
+way where ``os.fork`` is missing): each run is a fresh ``python -m machines.crashkit.matrix
 --child`` interpreter that imports the module again. Either way the parent reads the
 run's exit status, and its stderr through a pipe, and all that the next run sees comes
 from the files the killed one left. A forked child starts from the parent's memory, so
@@ -30,7 +30,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machines.matrix_rig import WORLD_CRASH
+from machines.crashkit.rig import WORLD_CRASH
 
 __all__ = ["CRASH_VARIABLES", "Exit", "Job", "Run", "Started", "drive", "forked", "spawned"]
 
@@ -127,13 +127,13 @@ def _child(inherited: set[int], write: int, run: Run, play: Callable[[Path], int
 
 
 def spawned(target: str) -> Callable[[Run], Started]:
-    """Start each run as a fresh ``python -m machines.crashmatrix --child`` interpreter."""
+    """Start each run as a fresh ``python -m machines.crashkit.matrix --child`` interpreter."""
 
     def start(run: Run) -> Started:
         env = {k: v for k, v in os.environ.items() if k not in CRASH_VARIABLES}
         env.update(run.crash)
         child = subprocess.Popen(
-            [sys.executable, "-m", "machines.crashmatrix", "--child", target, str(run.workdir)],
+            [sys.executable, "-m", "machines.crashkit.matrix", "--child", target, str(run.workdir)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

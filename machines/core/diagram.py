@@ -1,6 +1,6 @@
 """The turn machine's diagram, generated from the table (mermaid).
 
-``python -m machines.diagram > docs/turn-machine.md`` writes it; a test fails when
+``python -m machines.core.diagram > docs/turn-machine.md`` writes it; a test fails when
 the committed file differs from what the table gives.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from machines.table import TABLE, TERMINAL
+from machines.core.table import TABLE, TERMINAL
 
 
 def mermaid() -> str:
@@ -16,7 +16,7 @@ def mermaid() -> str:
     lines = [
         "# The turn machine",
         "",
-        "Generated from `machines/table.py` by `python -m machines.diagram > "
+        "Generated from `machines/core/table.py` by `python -m machines.core.diagram > "
         "docs/turn-machine.md`;",
         "`tests/machines/test_diagram.py` fails when this file differs from the code.",
         "Each arrow is `trigger / checkpoint kind appended before the state changes`.",

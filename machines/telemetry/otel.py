@@ -29,7 +29,7 @@ from opentelemetry import context, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 if TYPE_CHECKING:
-    from machines.fold import TurnState
+    from machines.core.fold import TurnState
 
 __all__ = ["Tracing"]
 
@@ -43,7 +43,7 @@ class _Open:
 
 
 class Tracing:
-    """An `machines.observe.Observer` that makes OpenTelemetry spans of turns and steps
+    """An `machines.telemetry.observe.Observer` that makes OpenTelemetry spans of turns and steps
     (from ``tracer_provider``, else the global one)."""
 
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:

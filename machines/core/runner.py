@@ -2,7 +2,7 @@
 
 `start_turn` appends ``turn.started`` and walks gather -> think -> outcome -> act ->
 finish. `resume_turn` folds the turn's own events, applies the resume rules
-(`machines.resume`) and continues from the last checkpoint. The live state is the
+(`machines.core.resume`) and continues from the last checkpoint. The live state is the
 fold of what was appended (a `_Tracking` journal applies each event as it is
 written), and after every transition the machine's state must equal the fold's:
 pi's fixed-point self-check, made permanent.
@@ -18,21 +18,21 @@ from datetime import timedelta
 from typing import Any
 
 from ledger.event import Clock, Event, format_ts, parse_ts
-from machines import logs
-from machines.context import TurnContext, current
-from machines.effects import EffectFailed, EffectRefused, Settled, Sleep
+from machines.core.context import TurnContext, current
+from machines.core.effects import EffectFailed, EffectRefused, Settled, Sleep
+from machines.core.fold import TurnState, apply_event
+from machines.core.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
+from machines.core.table import NEXT_TRIGGER, RUNNING
+from machines.core.tools import ToolFailed
+from machines.core.turn import TurnMachine
+from machines.core.values import ValueRefused, acted_data, plain_json
+from machines.core.waits import check_wait
 from machines.errors import MachineError
-from machines.fold import TurnState, apply_event
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import Body, Journal, content_ref
-from machines.observe import Observer, OnCheckpoint, OnError, call_hook, step_id
-from machines.steps import Acted, Fail, OutOfTime, Skip, Steps, Wait
-from machines.table import NEXT_TRIGGER, RUNNING
-from machines.tools import ToolFailed
-from machines.turn import TurnMachine
-from machines.values import ValueRefused, acted_data, plain_json
+from machines.stores.journal import Body, Journal, content_ref
+from machines.telemetry import logs
+from machines.telemetry.observe import Observer, OnCheckpoint, OnError, call_hook, step_id
 from machines.vocabulary import MACHINE_KINDS, SKIP_REASONS
-from machines.waits import check_wait
 
 NEXT_STEP = {"gather": "think", "think": "outcome", "outcome": "act", "act": "finish"}
 """The step each step hands its result to."""
@@ -57,7 +57,7 @@ records the running time the monotonic clock measured (``ran_ms``)."""
 class Settings:
     """The host's knobs: the injected clock (its wall part ``clock`` and its monotonic
     part ``monotonic``) and sleep, the limits of ADR 0049, the host's vocabulary, and
-    what the host observes (`machines.observe`)."""
+    what the host observes (`machines.telemetry.observe`)."""
 
     clock: Clock
     sleep: Sleep
@@ -71,14 +71,14 @@ class Settings:
     in this process is the wall clock's, never more than this clock measured, so a
     wall clock that jumps forward (a suspended laptop, a clock set right) neither
     counts as running time nor times the turn out. None: the injected clock's own
-    ``monotonic`` part when it has one (`machines.testing.ManualClock`), else
+    ``monotonic`` part when it has one (`machines.crashkit.testing.ManualClock`), else
     ``time.monotonic`` (`monotonic_of`)."""
     on_error: OnError | None = None
-    """Called with the exception a step raised and its `machines.observe.StepId`."""
+    """Called with the exception a step raised and its `machines.telemetry.observe.StepId`."""
     on_checkpoint: OnCheckpoint | None = None
     """Called with every event a running turn journals, once it is durable."""
     observers: tuple[Observer, ...] = ()
-    """Told when a turn run and its steps begin and end (`machines.otel.Tracing`)."""
+    """Told when a turn run and its steps begin and end (`machines.telemetry.otel.Tracing`)."""
 
     def monotonic_of(self) -> Callable[[], float]:
         """The monotonic part of the injected clock (see ``monotonic``)."""
@@ -281,7 +281,7 @@ class TurnRun:
 
     async def end(self, reason: str, *, error: str | None = None) -> TurnState:
         """Abandon the turn with ``reason``; first, in act, its started effects are
-        probed and what is found recorded (`machines.effects.settle_effect`) by the
+        probed and what is found recorded (`machines.core.effects.settle_effect`) by the
         host's act step run in settling mode, which performs nothing."""
         if self.state.state == "act" and self.unsettled() and self.steps and self.body:
             ctx = TurnContext(

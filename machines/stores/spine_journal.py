@@ -41,7 +41,7 @@ from ledger.event import Event, canonical, sha256_hex
 from ledger.reading import iter_lines, parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
-from machines.journal import DONE, expand_carried, keys_of
+from machines.stores.journal import DONE, expand_carried, keys_of
 from machines.vocabulary import TERMINAL_KINDS
 
 
@@ -349,7 +349,7 @@ class SpineJournal:
 
     def key_events(self, key: str) -> list[Event]:
         """Every event that speaks for ``key``, from the index (what a line carries for
-        the key written out, `machines.journal.expand_carried`)."""
+        the key written out, `machines.stores.journal.expand_carried`)."""
         return _speaking_for(key, self.index.keyed.get(key, ()))
 
     def turn_ended(self, turn: str) -> bool | None:
@@ -435,7 +435,7 @@ _PLAIN_TAIL = re.compile(
 ``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
 _TAIL_BYTES = 512
 _DONE = canonical(DONE).encode("ascii") + b":"
-"""A line that may carry an effect's end (`machines.journal.DONE`) speaks for its key."""
+"""A line that may carry an effect's end (`machines.stores.journal.DONE`) speaks for its key."""
 _TERMINAL = frozenset(kind.encode("ascii") for kind in TERMINAL_KINDS)
 
 

@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ledger.event import Event, parse_ts
+from machines.core.fold import TurnState
 from machines.errors import MachineError
-from machines.fold import TurnState
 from machines.vocabulary import WAIT_ON
 
 

@@ -1,11 +1,11 @@
-"""The turn machine: `transitions` over the table of `machines.table`.
+"""The turn machine: `transitions` over the table of `machines.core.table`.
 
 Strict: no automatic ``to_*`` triggers, queued triggers, and a trigger the table
 has no row for raises `MachineError` HZM001 naming the state and the trigger. The
 `transitions` machine is built from the table once per thread; each turn's model is
 moved by it (``Event.trigger(model)``) without being added to it. Each
 transition appends its checkpoint in ``before``: if the append raises, the state
-does not change. The step's work runs after, outside the machine (`machines.runner`).
+does not change. The step's work runs after, outside the machine (`machines.core.runner`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from transitions import EventData, Machine
 from transitions.core import MachineError as TransitionsError
 
 from ledger.event import Event
+from machines.core.table import CHECKPOINT_OF, STATES, TABLE
 from machines.errors import invalid_trigger
-from machines.journal import Journal
-from machines.table import CHECKPOINT_OF, STATES, TABLE
+from machines.stores.journal import Journal
 
 
 class _Model:
@@ -86,7 +86,7 @@ class TurnMachine:
     """The state of one turn, moved only by journalled transitions.
 
     ``state`` starts at ``new`` for a fresh turn, or at the state a fold of its
-    events gave (`machines.resume.fold`). ``waiting_step`` is the step a waiting
+    events gave (`machines.core.resume.fold`). ``waiting_step`` is the step a waiting
     turn waited in (it picks the ``resume`` row).
     """
 

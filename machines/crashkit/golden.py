@@ -16,11 +16,11 @@ from typing import Any
 
 from ledger.event import Event, parse_ts
 from ledger.spine import Upgrades, read_events, verify
+from machines.core.fold import TurnState, fold
+from machines.core.resume import prepare_resume
+from machines.core.runner import Settings
 from machines.errors import MachineError
-from machines.fold import TurnState, fold
-from machines.journal import keys_of
-from machines.resume import prepare_resume
-from machines.runner import Settings
+from machines.stores.journal import keys_of
 
 
 class FrozenJournal:

@@ -9,7 +9,7 @@ on Postgres"). The record is the spine's, held in tables instead of a file:
   are serialised by a transaction-level advisory lock (`CHAIN_LOCK`), so the chain has
   one order across every worker; an append is durable when its commit returns (the
   server's ``synchronous_commit``, on by default).
-- ``hz_keyed``: every key an event speaks for (`machines.journal.keys_of`), so the key
+- ``hz_keyed``: every key an event speaks for (`machines.stores.journal.keys_of`), so the key
   rule and the effect ledger read a key's events without a scan.
 - ``hz_bodies``: the turn body, content addressed as on disk.
 - ``hz_jobs``: the queue. A job is ``due`` (from ``due_at``), ``running`` (claimed by a
@@ -39,9 +39,9 @@ from typing import Any
 from ledger.event import Clock, Event, canonical, format_ts, make_event, sha256_hex
 from ledger.guard import check_line_size, checked_append
 from ledger.reading import parse_event
-from machines.crash import crash_at
+from machines.crashkit.crash import crash_at
 from machines.errors import MachineError
-from machines.journal import OnDurable, expand_carried, keys_of
+from machines.stores.journal import OnDurable, expand_carried, keys_of
 from machines.vocabulary import TERMINAL_KINDS
 
 CHAIN_LOCK = 0x687A_6A6F_7572_6E6C
@@ -227,7 +227,7 @@ class PostgresBody:
     """A `Body` in ``hz_bodies``: a put is committed when it returns (another worker
     resuming the turn reads it), without waiting for the server's flush
     (``synchronous_commit`` off for that transaction only). That is the body's rule
-    (`machines.journal.Body`): it survives the process, not a power cut; and the append
+    (`machines.stores.journal.Body`): it survives the process, not a power cut; and the append
     that records its hash next is a synchronous commit, which flushes the server's log
     up to it, so both are durable together: one flush per step, not two."""
 

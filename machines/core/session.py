@@ -25,15 +25,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from machines.context import Steer
+from machines.core.context import Steer
+from machines.core.fold import TurnState, fold
+from machines.core.resume import Pins, prepare_resume, prepare_turn
+from machines.core.runner import Settings, TurnRun
+from machines.core.steps import Steps
 from machines.errors import MachineError
-from machines.fold import TurnState, fold
-from machines.journal import Body, Journal
 from machines.keys import Wake, coalesce
-from machines.observe import OnCheckpoint, OnError
-from machines.resume import Pins, prepare_resume, prepare_turn
-from machines.runner import Settings, TurnRun
-from machines.steps import Steps
+from machines.stores.journal import Body, Journal
+from machines.telemetry.observe import OnCheckpoint, OnError
 
 Delivery = Literal["steered", "requested", "idle"]
 
@@ -50,7 +50,7 @@ parent): a host's ``data`` may not set them (HZM092)."""
 def _own_data(data: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """``data`` for a turn's ``turn.started``, refused (HZM092) when it would set a name
     the machine writes: the turn's keys and causes (the key rule reads them), its pins,
-    or the parent a fork records (`machines.resume.retry_fork`)."""
+    or the parent a fork records (`machines.core.resume.retry_fork`)."""
     taken = sorted(set(data or ()) & set(RESERVED_DATA))
     if taken:
         raise MachineError(
@@ -85,7 +85,7 @@ class Session:
         on_checkpoint: OnCheckpoint | None = None,
     ) -> None:
         """``on_error`` and ``on_checkpoint``, when given, replace the settings' hooks
-        (`machines.observe`)."""
+        (`machines.telemetry.observe`)."""
         if on_error is not None:
             settings = replace(settings, on_error=on_error)
         if on_checkpoint is not None:

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from machines import logs
+from machines.core.fold import EffectRecord
 from machines.errors import MachineError
-from machines.fold import EffectRecord
-from machines.journal import Journal, content_hash
+from machines.stores.journal import Journal, content_hash
+from machines.telemetry import logs
 
 Presence = Literal["present", "absent", "unknown"]
 Sleep = Callable[[float], Awaitable[None]]
@@ -68,7 +68,7 @@ class Effect:
     ``perform(key)`` does the work and returns a JSON-able result, whose hash goes
     into ``effect.done`` and the own event. ``probe=None`` declares an effect with
     no way to look it up: a resume performs it again, and the crash matrix
-    (`machines.crashmatrix`) reports the double; only use it for effects the world
+    (`machines.crashkit.matrix`) reports the double; only use it for effects the world
     deduplicates by key.
 
     ``probe_first=True`` asks the probe before the *first* perform of a key too, not only

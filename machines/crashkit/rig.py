@@ -1,5 +1,5 @@
 """What a crash-matrix scenario gets in each of its processes: a `Rig` (a spine, a body, a
-`FileWorld`, spend and tool records, all files in the run's directory) (`machines.crashmatrix`).
+`FileWorld`, spend and tool records, all files in the run's directory) (`machines.crashkit.matrix`).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from typing import Any
 from ledger.event import parse_ts
 from ledger.files import open_append
 from ledger.spine import Spine
-from machines.crash import CRASH_EXIT, crash_hook
-from machines.disk_body import DiskBody
-from machines.effects import Presence
-from machines.fold import TurnState, fold
-from machines.journal import Journal
+from machines.core.effects import Presence
+from machines.core.fold import TurnState, fold
+from machines.core.resume import Pins, resume_turn, start_turn
+from machines.core.runner import Settings
+from machines.core.steps import Steps
+from machines.crashkit.crash import CRASH_EXIT, crash_hook
 from machines.keys import Wake, coalesce
-from machines.resume import Pins, resume_turn, start_turn
-from machines.runner import Settings
-from machines.spine_journal import SpineIndex, SpineJournal
-from machines.steps import Steps
+from machines.stores.disk_body import DiskBody
+from machines.stores.journal import Journal
+from machines.stores.spine_journal import SpineIndex, SpineJournal
 
 __all__ = ["WORLD_CRASH", "FileWorld", "Rig", "Scenario", "append_line", "lines_of"]
 

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from ledger.event import Event, parse_ts
+from machines.core.table import TABLE
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.journal import expand_steps, wake_causes, wake_keys
-from machines.table import TABLE
+from machines.stores.journal import expand_steps, wake_causes, wake_keys
 
 
 @dataclass
@@ -80,7 +80,7 @@ class TurnState:
     was raised to the host): the object itself, for the host; the spine keeps only
     ``error`` (a code or class name). Never folded from events: None after a fold."""
     ran: Callable[[], int] | None = field(default=None, compare=False, repr=False)
-    """Set by the process driving the turn (`machines.runner.TurnRun`): its running
+    """Set by the process driving the turn (`machines.core.runner.TurnRun`): its running
     time by the monotonic clock, which `running_ms_at` never exceeds."""
 
     @property
@@ -293,7 +293,7 @@ def _count_running(state: TurnState, event: Event) -> None:
     """Add the time since the turn's last checkpoint, unless this event is a
     recovery (the gap before it was downtime, not running time); a checkpoint
     written after the wall clock jumped says what the monotonic clock measured
-    (``ran_ms``, `machines.runner.TurnRun`), and the jump does not count."""
+    (``ran_ms``, `machines.core.runner.TurnRun`), and the jump does not count."""
     if state.running_since is None:
         return
     if event.kind == "turn.resumed" and event.data.get("woken_by") == "recovery":

@@ -2,7 +2,7 @@
 
 Each row names a trigger, the states it leaves, the state it enters and the event
 kind appended (in the transition's ``before`` callback) as its checkpoint. The
-machine (`machines.turn`) and the diagram (`machines.diagram`) are both built from
+machine (`machines.core.turn`) and the diagram (`machines.core.diagram`) are both built from
 this table and nothing else.
 """
 

@@ -1,0 +1,3 @@
+"""The engine's core: the turn machine and what runs a turn."""
+
+__all__: list[str] = []

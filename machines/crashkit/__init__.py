@@ -1,0 +1,3 @@
+"""The crash-testing kit: crash points, the crash matrix, golden spines."""
+
+__all__: list[str] = []

@@ -1,5 +1,5 @@
 """The arrows of docs/architecture.md: ledger <- machines <- heinzel, and the layers inside
-heinzel, one way, with no circle."""
+heinzel and inside machines (its rooms), one way, with no circle."""
 
 from __future__ import annotations
 
@@ -38,11 +38,31 @@ BASE = {
     "heinzel.fingerprint",
     "heinzel.ids",
     "heinzel.logs",
+    "heinzel.strings",
     "heinzel.strings.scrub",
     "heinzel.strings.text",
     "heinzel.strings.usd",
     "heinzel.vocabulary",
 }
+
+# The rooms of machines, top to bottom, each one unit: a module may import its own room
+# and the rooms below it. The door is what a host imports; the crash points
+# (`machines.crashkit.crash`) sit with the stores, whose writes they kill; `machines.keys`
+# is at the door (hosts build keys with it) and in the core's layer (the key rule).
+MACHINE_ROOMS: list[tuple[str, list[str]]] = [
+    ("door", ["machines", "machines.api", "machines.examples"]),
+    ("crashkit", ["machines.crashkit"]),
+    ("core", ["machines.core", "machines.keys"]),
+    ("telemetry", ["machines.telemetry"]),
+    ("stores", ["machines.stores", "machines.crashkit.crash"]),
+    (
+        "base",
+        ["machines.errors", "machines.vocabulary", "machines.host_vocabulary", "machines.loading"],
+    ),
+]
+
+# The layout rule: a package root holds at most this many modules (the rest in rooms).
+ROOT_MODULES = 10
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -67,16 +87,26 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def heinzel_imports(path: Path, known: set[str]) -> set[str]:
-    """The heinzel modules ``path`` imports, anywhere in it (function bodies and
-    TYPE_CHECKING blocks too): ``from a import b`` names ``a.b`` when that is a module."""
+def heinzel_imports(
+    path: Path, known: set[str], package: str = "heinzel", typing: bool = True
+) -> set[str]:
+    """The modules of ``package`` that ``path`` imports, anywhere in it (function bodies,
+    and TYPE_CHECKING blocks unless ``typing`` is false): ``from a import b`` names
+    ``a.b`` when that is a module."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    skipped: set[int] = set()
+    if not typing:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skipped.update(id(inner) for inner in ast.walk(node))
     found: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "heinzel")
+            found.update(a.name for a in node.names if a.name.split(".")[0] == package)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] != "heinzel":
+            if node.module.split(".")[0] != package:
                 continue
             subs = {f"{node.module}.{a.name}" for a in node.names} & known
             found.update(subs or {node.module})
@@ -96,10 +126,37 @@ def unit_of(module: str) -> tuple[int, str]:
     raise AssertionError(f"{module} is in no layer of tests/test_layering.py")
 
 
-def graph() -> dict[str, set[str]]:
-    paths = {module_name(p): p for p in modules("heinzel")}
+def graph(package: str = "heinzel", typing: bool = True) -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in modules(package)}
     known = set(paths)
-    return {name: heinzel_imports(path, known) - {name} for name, path in paths.items()}
+    return {
+        name: heinzel_imports(path, known, package, typing) - {name} for name, path in paths.items()
+    }
+
+
+def room_of(module: str) -> tuple[int, str]:
+    """The (layer rank, room) of a machines module: the longest prefix in MACHINE_ROOMS."""
+    best: tuple[int, int, str] | None = None
+    for rank, (room, prefixes) in enumerate(MACHINE_ROOMS):
+        for prefix in prefixes:
+            inside = module == prefix or module.startswith(prefix + ".")
+            if inside and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank, room)
+    if best is None:
+        raise AssertionError(f"{module} is in no room of tests/test_layering.py")
+    return best[1], best[2]
+
+
+def machine_offences(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a machines module that points to a room above its own."""
+    offences = []
+    for source, targets in sorted(edges.items()):
+        rank, room = room_of(source)
+        for target in sorted(targets):
+            their_rank, their_room = room_of(target)
+            if their_room != room and their_rank <= rank:
+                offences.append(f"{source} imports {target}")
+    return offences
 
 
 def upward(edges: dict[str, set[str]]) -> list[str]:
@@ -200,6 +257,10 @@ class TestHeinzelLayers:
         with pytest.raises(AssertionError):
             unit_of("heinzel.somewhere_new")
 
+    def test_the_root_holds_at_most_ten_modules(self) -> None:
+        """heinzel's root keeps the package's own modules; everything else is in a room."""
+        assert len(list((ROOT / "heinzel").glob("*.py"))) <= ROOT_MODULES
+
     def test_the_architecture_page_names_every_module(self) -> None:
         """docs/architecture.md has one line per module of ours (a room's ``__init__`` may
         have one), and names none that is gone."""
@@ -210,3 +271,52 @@ class TestHeinzelLayers:
         named -= rooms & named
         actual -= rooms
         assert (sorted(actual - named), sorted(named - actual)) == ([], [])
+
+
+class TestMachineRooms:
+    def test_every_module_has_a_room(self) -> None:
+        """A new machines module must be placed in MACHINE_ROOMS before it can land."""
+        for name in graph("machines"):
+            room_of(name)
+
+    def test_rooms_import_only_down(self) -> None:
+        """A module imports its own room and the rooms below: the stores never the core,
+        the crash-testing kit or the short API; the core never the kit or the door. An
+        import under TYPE_CHECKING loads nothing, so it is no arrow here."""
+        assert machine_offences(graph("machines", typing=False)) == []
+
+    def test_the_core_reaches_a_store_only_by_its_protocol(self) -> None:
+        """The core writes through `machines.stores.journal` (the protocols) only: never a
+        concrete store (the spine, Postgres, the disk body) and nothing of the kit, the
+        crash points included; the door picks the store."""
+        offences = [
+            f"{source} imports {target}"
+            for source, targets in sorted(graph("machines").items())
+            if room_of(source)[1] == "core"
+            for target in sorted(targets)
+            if (target.startswith("machines.stores.") and target != "machines.stores.journal")
+            or target.startswith("machines.crashkit")
+        ]
+        assert offences == []
+
+    def test_no_circle(self) -> None:
+        """No two machines modules import each other, directly or round about."""
+        assert circles(graph("machines", typing=False)) == []
+
+    def test_the_root_holds_at_most_ten_modules(self) -> None:
+        """machines' root is the door and the words every room uses; the rest is in rooms."""
+        assert len(list((ROOT / "machines").glob("*.py"))) <= ROOT_MODULES
+
+    def test_the_checks_can_fail(self) -> None:
+        """An upward import and a module in no room are both found."""
+        edges = {
+            "machines.stores.journal": {"machines.core.fold"},
+            "machines.core.runner": {"machines.crashkit.rig", "machines.stores.journal"},
+            "machines.crashkit.crash": {"machines.stores.journal"},
+        }
+        assert machine_offences(edges) == [
+            "machines.core.runner imports machines.crashkit.rig",
+            "machines.stores.journal imports machines.core.fold",
+        ]
+        with pytest.raises(AssertionError):
+            room_of("elsewhere.new")

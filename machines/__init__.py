@@ -6,7 +6,13 @@ versions and the durable `DiskBody`), the host's `Vocabulary`, turn ids
 the context a step gets, effects and tools, keys and causes, the short way
 (`machines.api`: ``@tool``, ``@effect``, `TypedSteps`, `Host`), starting, resuming
 and skipping turns (`run_sync` drives one from sync code), the session (single
-flight, steering, stop), waits, the fold, crash points and errors.
+flight, steering, stop), waits, the fold, crash points, what a host observes
+(`StepId`, `Observer`, `Tracing`) and errors.
+
+Behind it the rooms (docs/architecture.md): `machines.core` (what runs a turn),
+`machines.stores` (where its record lives), `machines.telemetry` (what a host sees),
+`machines.crashkit` (crash points, the crash matrix, golden spines, test doubles).
+Every name here stays importable from `machines` wherever its module lives.
 """
 
 from typing import TYPE_CHECKING
@@ -53,6 +59,8 @@ if TYPE_CHECKING:
     from machines.stores.disk_body import DiskBody
     from machines.stores.journal import Body, InMemoryBody, InMemoryJournal, Journal, content_hash
     from machines.stores.spine_journal import SpineIndex, SpineJournal
+    from machines.telemetry.observe import Observer, StepId
+    from machines.telemetry.otel import Tracing
 
 __all__ = [
     "HZ",
@@ -74,6 +82,7 @@ __all__ = [
     "LocalProbe",
     "MachineError",
     "ModelReply",
+    "Observer",
     "OutOfTime",
     "PendingWait",
     "Pins",
@@ -85,9 +94,11 @@ __all__ = [
     "SpineIndex",
     "SpineJournal",
     "Steer",
+    "StepId",
     "Steps",
     "ToolDecl",
     "ToolFailed",
+    "Tracing",
     "TurnContext",
     "TurnState",
     "TypedSteps",
@@ -176,6 +187,9 @@ _WHERE: dict[str, str] = {
     "Facts": "machines.core.waits",
     "PendingWait": "machines.core.waits",
     "due_waits": "machines.core.waits",
+    "Observer": "machines.telemetry.observe",
+    "StepId": "machines.telemetry.observe",
+    "Tracing": "machines.telemetry.otel",
 }
 
 __getattr__ = lazy_exports(__name__, _WHERE, globals())

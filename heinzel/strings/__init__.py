@@ -1,3 +1,6 @@
-"""The strings a surface shows or a lesson keeps: text, USD, scrubbed."""
+"""The strings a surface shows or a lesson keeps: what is Unicode text (`text`), amounts in
+USD as a person reads them (`usd`), what a lesson may keep of a secret (`scrub`). Base: they
+import nothing of heinzel but its errors.
+"""
 
 __all__: list[str] = []

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("index", ["heinzel.index"]),
     ("store", ["heinzel.store"]),
     ("configuration", ["heinzel.config"]),
-    ("configuration's models", ["heinzel.config_models"]),  # loaded only to coerce or refuse
+    ("configuration's models", ["heinzel.config.models"]),  # loaded only to coerce or refuse
     ("contracts", ["heinzel.contract"]),
     ("engine and adapters", ["heinzel.engine", "heinzel.capabilities", "heinzel.runners"]),
     ("base", ["heinzel.base"]),

@@ -86,8 +86,8 @@ def _fits(params: dict[str, Any]) -> bool:
 
 def serve(home: str | None) -> None:
     """Serve the tools over stdio until the client closes the pipe, or SIGTERM or Ctrl-C:
-    the handshake answered first, then the SDK loaded (`heinzel.mcp.server.serve` with the
-    first frame read).
+    the handshake answered first, then the SDK loaded (`heinzel.mcp.server.build_server`,
+    served from the first frame read).
 
     Ctrl-C ends the process at once, as SIGTERM does: the SDK reads stdin in a worker
     thread that a KeyboardInterrupt cannot end, so the server went on until stdin closed.

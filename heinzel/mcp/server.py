@@ -37,7 +37,7 @@ from heinzel.mcp.models import (
 )
 from ledger.errors import HzError
 
-__all__ = ["MAX_NAME", "MAX_TEXT", "build_server", "serve"]
+__all__ = ["MAX_NAME", "MAX_TEXT", "build_server"]
 
 MAX_NAME = 4096
 MAX_TEXT = 20_000
@@ -534,11 +534,3 @@ def _schema_error(tool: str, error: ValidationError) -> HeinzelError:
         "its input schema (tools/list) gives each argument's type, pattern and description; "
         "an argument it does not name is refused",
     )
-
-
-def serve(home: str | None) -> None:
-    """Serve the tools over stdio (`heinzel.mcp.hello.serve`: the handshake answered
-    before the SDK loads)."""
-    from heinzel.mcp.hello import serve as serve_hello
-
-    serve_hello(home)

@@ -373,7 +373,7 @@ def test_the_settings_fields_are_the_models_fields() -> None:
     from dataclasses import MISSING, fields
 
     from heinzel.config import HeinzelSettings, TeamSettings
-    from heinzel.config_models import HeinzelModel, TeamModel
+    from heinzel.config.models import HeinzelModel, TeamModel
 
     for ours, model in ((HeinzelSettings, HeinzelModel), (TeamSettings, TeamModel)):
         assert [one.name for one in fields(ours)] == list(model.model_fields)

@@ -5,6 +5,7 @@ the child is done, placing nothing and starting no turn."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 

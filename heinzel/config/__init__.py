@@ -148,7 +148,7 @@ class Settings:
 
     Plain dataclasses, checked by `_validate`: reading the settings imports no pydantic
     (an idle tick's largest import). A value `_validate` is not sure of goes through the
-    pydantic models of `heinzel.config_models`, which coerce it or say what is wrong."""
+    pydantic models of `heinzel.config.models`, which coerce it or say what is wrong."""
 
     heinzel: HeinzelSettings
     team: TeamSettings = field(default_factory=TeamSettings)
@@ -367,11 +367,11 @@ def _validate(values: dict[str, Any], provenance: Mapping[str, str]) -> Settings
 
 
 def _by_models(table: dict[str, Any], provenance: Mapping[str, str]) -> Settings:
-    """The settings as pydantic validates them (`heinzel.config_models`), or the coded
+    """The settings as pydantic validates them (`heinzel.config.models`), or the coded
     error naming the key, its source and pydantic's reason."""
     from pydantic import ValidationError
 
-    from heinzel.config_models import SettingsModel
+    from heinzel.config.models import SettingsModel
 
     try:
         model = SettingsModel.model_validate(table)

@@ -133,9 +133,19 @@ class Service(Sessions):
         from heinzel.store.lifecycle import Lifecycle
 
         row = self.resolve(ref, write=True)
-        Lifecycle(str(row["state"])).fire(verb, row["name"])
-        self.append(row["id"], LIFECYCLE_EVENTS[verb], {})
-        return self.queries.row(row["id"])
+        heinzel_id = str(row["id"])
+        if heinzel_id in self._held:  # this process's running turn holds the spine
+            Lifecycle(str(row["state"])).fire(verb, row["name"])
+            self.append(heinzel_id, LIFECYCLE_EVENTS[verb], {})
+            return self.queries.row(heinzel_id)
+        with self.open_spine(heinzel_id) as spine:
+            # the state as of the lock: another process's pause, written between the row
+            # read above and the lock, makes this one "already paused", never a second line
+            self.index.catch_up(heinzel_id, self.home.spine_path(heinzel_id))
+            state = self.queries.row(heinzel_id)["state"]
+            Lifecycle(str(state)).fire(verb, row["name"])
+            spine.append(LIFECYCLE_EVENTS[verb], {})
+        return self.queries.row(heinzel_id)
 
     def rename(self, ref: str, new_name: str) -> dict[str, Any]:
         """Rename one; to the name it has already, nothing changes (``unchanged``)."""

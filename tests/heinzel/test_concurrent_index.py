@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,50 @@ def test_processes_at_once_never_trace_and_the_index_equals_a_rebuild(tmp_path: 
     rebuilt = _hz(root, "heinzel", "reindex")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert _rows(index) == before
+
+
+def _opened(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` holds ``path`` open (it has read its state and waits for
+    the lock behind it)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.path.realpath(fd) == str(path) for fd in fds.iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_a_pause_waiting_for_the_lock_sees_the_pause_written_before_it_and_adds_none(
+    tmp_path: Path,
+) -> None:
+    """Two pauses at once: the one that waited for the spine's lock reads the state as of
+    the lock, so it is told the Heinzelmännchen is paused (HZH050, exit 1) and the spine
+    holds one ``heinzel.paused`` line, not two."""
+    from ledger.spine import Spine, read_events
+
+    root = _home(tmp_path)
+    listed = json.loads(_hz(root, "heinzel", "list", "--json").stdout)
+    hid = next(str(row["id"]) for row in listed if row["name"] == NAMES[0])
+    session = root / "home" / "heinzel" / hid
+    lock = (session / "lock").resolve()
+    at = datetime(2026, 10, 30, 14, 5, tzinfo=UTC)  # the home's HZ_NOW
+    held = Spine.open(session, clock=lambda: at, lock_timeout=5)
+    try:
+        waiting = subprocess.Popen(
+            [HZ, "heinzel", "pause", NAMES[0]],
+            cwd=root,
+            env=_env(root),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not _opened(waiting.pid, lock):  # bounded by the process's own lock timeout
+            assert waiting.poll() is None, waiting.communicate()
+            os.sched_yield()
+        held.append("heinzel.paused", {})  # the other pause, written while it waits
+    finally:
+        held.close()
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 1, (out, err)
+    assert err.startswith("HZH050: cannot pause"), err
+    kinds = [e.kind for e in read_events(session / "session.jsonl")]
+    assert kinds.count("heinzel.paused") == 1, kinds

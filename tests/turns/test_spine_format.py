@@ -161,6 +161,8 @@ def _readings(root: Path, home: Path, heinzel_id: str, work: str) -> dict[str, A
     for turn in report["turns"]:  # the draft's hash names the bytes, which hold the folder
         for wrote in turn["wrote"]:
             assert str(wrote.pop("hash")).startswith("sha256:")
+        first, last = turn.pop("seqs")  # where the lines are: each format has its own count
+        assert 1 <= first <= last
     verified = json.loads(_hz(root, "heinzel", "verify", "weekly-report", "--json"))
     raw = json.dumps({"fold": folded, "show": shown, "report": report})
     return {**_normal(raw, heinzel_id, work, turns), "verified": _summary(verified)}

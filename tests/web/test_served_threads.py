@@ -43,7 +43,8 @@ class InfoServed(Served):
 
 def test_concurrent_requests_to_a_fresh_served_head_each_log_and_answer(home: Path) -> None:
     """Four Pause buttons and two page loads sent together to a head that has logged
-    nothing yet: every answer is 200, each pause's spine line is logged, no traceback."""
+    nothing yet: the pages answer 200, one pause pauses (its spine line logged) and the
+    others are told it is paused (HZH050, never a second line), no traceback."""
     hid = heinzel_id(home)
     head = InfoServed(home)
     try:
@@ -65,13 +66,15 @@ def test_concurrent_requests_to_a_fresh_served_head_each_log_and_answer(home: Pa
             thread.start()
         for thread in threads:
             thread.join(timeout=HANG)
-        assert [status for status, _ in answers] == [200] * len(sends), answers
+        statuses = sorted(status for status, _ in answers)
+        assert statuses == [200, 200, 200, 400, 400, 400], answers
+        assert all('"HZH050"' in text for status, text in answers if status == 400), answers
         err = head.stop()
     finally:
         head.process.kill()
         head.process.wait()
     lines = list(read_events(home / "heinzel" / hid))[before:]
     paused = [e.seq for e in lines if e.kind == "heinzel.paused"]
-    assert len(paused) == 4, [e.kind for e in lines]
+    assert len(paused) == 1, [e.kind for e in lines]
     assert "Traceback" not in err, err
     assert all(f"seq={seq}" in err for seq in paused), err

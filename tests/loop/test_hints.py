@@ -67,7 +67,8 @@ def known(words: list[str], *, prefix: bool = False) -> bool:
 
 
 def test_every_hinted_command_exists() -> None:
-    """Each `hz ...` a hint names is a command of the command line (not a group that only lists its commands, not made up)."""
+    """Each `hz ...` a hint names is a command of the command line (not a group that only
+    lists its commands, not made up)."""
     hinted = [(where, cmd) for where, text in hints() for cmd in COMMAND.findall(text)]
     bare = [(where, "hz " + cmd) for where, text in hints() for cmd in BARE.findall(text)]
     assert len(hinted) + len(bare) > 20

@@ -72,7 +72,7 @@ def test_concurrent_requests_to_a_fresh_served_head_each_log_and_answer(home: Pa
         err = head.stop()
     finally:
         head.process.kill()
-        head.process.wait()
+        head.process.communicate()  # its pipes closed too, when an assert above failed
     lines = list(read_events(home / "heinzel" / hid))[before:]
     paused = [e.seq for e in lines if e.kind == "heinzel.paused"]
     assert len(paused) == 1, [e.kind for e in lines]

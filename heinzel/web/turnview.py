@@ -11,6 +11,7 @@ from typing import Any
 from heinzel.app import App
 from heinzel.session.causes import cause_of
 from heinzel.session.questions import open_questions as asked_questions
+from heinzel.strings.waits import draft_waits
 from ledger.bodies import Bodies
 from ledger.reading import read_events
 from machines.stores.journal import expand_carried
@@ -154,6 +155,7 @@ def pending_drafts(app: App, heinzel_id: str) -> list[dict[str, Any]]:
                 "key": key,
                 "turn": turn,
                 "where": str(asset or output or "").removeprefix("file:"),
+                "said": draft_waits(asset or output),
                 "contract_version": version,
                 "placed_at": placed_at,
                 "text": _clip(texts[-1]) if texts else None,

@@ -5,12 +5,17 @@ here."""
 
 from __future__ import annotations
 
-__all__ = ["asks", "asks_notice", "draft_waits"]
+__all__ = ["asks", "asks_notice", "draft_waits", "may_it_run"]
 
 
 def asks(text: str) -> str:
     """One question waiting on the user, in its words: ``asks: TEXT``."""
     return f"asks: {text}"
+
+
+def may_it_run(tool: str) -> str:
+    """The question a write proposed in a chat turn asks: ``may it run TOOL?``."""
+    return f"may it run {tool}?"
 
 
 def asks_notice(texts: list[str]) -> str:

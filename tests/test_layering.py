@@ -42,6 +42,7 @@ BASE = {
     "heinzel.strings.scrub",
     "heinzel.strings.text",
     "heinzel.strings.usd",
+    "heinzel.strings.waits",
     "heinzel.vocabulary",
 }
 

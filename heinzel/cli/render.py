@@ -6,6 +6,7 @@ from typing import Any
 
 from heinzel.session.summaries import summary_lines
 from heinzel.strings.usd import usd_text
+from heinzel.strings.waits import asks, draft_waits
 
 __all__ = [
     "amendment",
@@ -148,7 +149,10 @@ def show(data: dict[str, Any]) -> str:
         lines += [f"  lease:    {lease}", f"  receipt:  {receipt}"]
     pending = data.get("pending")
     questions = data.get("questions") or []
-    if pending and pending["kind"] != "question":
+    waiting = [d for d in data.get("drafts") or [] if d.get("state") == "pending"]
+    if pending and pending["kind"] == "draft" and waiting:
+        lines += [f"  pending:  {d['said']}" for d in waiting]
+    elif pending and pending["kind"] != "question":
         lines.append(f"  pending:  {pending['kind']} {pending['ref']}")
     elif not questions:
         lines.append("  pending:  nothing")
@@ -207,14 +211,15 @@ def questions_lines(
 ) -> list[str]:
     """Each question waiting on the user in its words, and the command that answers it.
     ``own``: the turn a verb's line is about; a question another turn asked is named as
-    that turn's (``earlier question of turn tn-...``), never shown as this turn's."""
+    that turn's (``earlier question of turn tn-...: asks: ...``), never shown as this turn's.
+    The words are `heinzel.strings.waits.asks`, as every surface says them."""
     lines = []
-    pad = indent + " " * len("question: ")
+    pad = indent + " " * len("asks: ")
     for q in questions:
         if own is not None and q.get("turn") != own:
-            lines.append(f"{indent}earlier question of turn {q.get('turn')}: {q['text']}")
+            lines.append(f"{indent}earlier question of turn {q.get('turn')}: {asks(q['text'])}")
         else:
-            lines.append(f"{indent}question: {q['text']}")
+            lines.append(f"{indent}{asks(q['text'])}")
         lines.append(f"{pad}asked {q['asked_at']}; answer: {q['answer']}")
     return lines
 
@@ -300,13 +305,15 @@ def prune(data: dict[str, Any]) -> str:
 def drafts(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no drafts waiting"
-    return _table(
+    table = _table(
         [["NAME", "ASSET", "VERSION", "PLACED", "KEY"]]
         + [
             [r["name"], r["asset"] or "-", f"v{r['contract_version']}", r["placed_at"], r["key"]]
             for r in rows
         ]
-    ) + "".join("\n" + line for line in _notice_lines(rows))
+    )
+    said = [f"{r['name']}: {r.get('said') or draft_waits(r.get('asset'))}" for r in rows]
+    return "\n".join([table, *said, *_notice_lines(rows)])
 
 
 def waiting(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> str:
@@ -315,7 +322,7 @@ def waiting(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> str:
     if questions:
         lines.append("questions waiting on you:")
         for q in questions:
-            lines.append(f"  {q['name']}: {q['text']}")
+            lines.append(f"  {q['name']}: {asks(q['text'])}")
             lines.append(f"    asked {q['asked_at']}; answer: {q['answer']}")
     return "\n".join(lines)
 
@@ -344,8 +351,8 @@ def wake(data: dict[str, Any]) -> str:
     if data.get("draft"):
         path = str(data["draft"]).removeprefix("file:")
         line += (
-            f"\ndraft in {path}: edit it there, then delete its 🧝 DRAFT line to approve "
-            f"(or `hz approve {data['name']}`)"
+            f"\n{draft_waits(path)}: edit it there, then delete its 🧝 DRAFT line to "
+            f"approve (or `hz approve {data['name']}`)"
         )
     return "\n".join(
         [

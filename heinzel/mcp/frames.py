@@ -165,18 +165,17 @@ def _named(path: str) -> str:
 class _Lines:
     """The screened frames of the wire's input, as the SDK's transport reads a text file."""
 
-    def __init__(self, wire: BinaryIO, out: _Out, first: bytes = b"") -> None:
+    def __init__(self, wire: BinaryIO, out: _Out, first: list[bytes] | None = None) -> None:
         self.wire = wire
         self.out = out
-        self.first = first  # a frame read before the SDK loaded (`heinzel.mcp.hello`)
+        self.first = list(first or [])  # frames read before the SDK loaded (`heinzel.mcp.hello`)
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._frames()
 
     async def _read(self) -> bytes:
         if self.first:
-            raw, self.first = self.first, b""
-            return raw
+            return self.first.pop(0)
         return await anyio.to_thread.run_sync(self.wire.readline)
 
     async def _frames(self) -> AsyncIterator[str]:
@@ -240,11 +239,11 @@ def serve_claimed(
     wire_in: BinaryIO,
     wire_out: BinaryIO,
     *,
-    first: bytes = b"",
+    first: list[bytes] | None = None,
     answered: int | str | None = None,
 ) -> None:
     """Serve ``server`` on the claimed wire (`heinzel.mcp.wire.claimed`) through the
-    screen: ``first`` a frame already read from it, and ``answered`` the id of the
+    screen: ``first`` the frames already read from it (in order), and ``answered`` the id of the
     ``initialize`` already answered (`heinzel.mcp.hello`), whose SDK reply is dropped."""
 
     async def run() -> None:

@@ -21,6 +21,7 @@ from heinzel.index.notices import notices, notices_by_id
 from heinzel.session.questions import waiting_questions
 from heinzel.session.sessions import Sessions
 from heinzel.store.contracts import approved_text, load_facts, store_version
+from heinzel.strings.waits import asks_notice, draft_waits
 from ledger.errors import HzError
 from ledger.event import format_ts
 from ledger.files import ensure_private_dir
@@ -423,13 +424,8 @@ class Service(Sessions):
         """A question's notice in its words (id, name, notices of each row): only the rows
         that have one read a spine."""
         for heinzel_id, name, said in rows:
-            for notice in said:
-                if notice["reason"] == "question":
-                    asked = waiting_questions(self, heinzel_id, name)
-                    if asked:
-                        more = f" (and {len(asked) - 1} more)" if len(asked) > 1 else ""
-                        notice["message"] = f"asks: {asked[0]['text']}{more}"
-                        notice["next"] = asked[0]["answer"]
+            if any(notice["reason"] == "question" for notice in said):
+                _asked(said, waiting_questions(self, heinzel_id, name))
 
     def show(self, ref: str) -> dict[str, Any]:
         """The index's view of one, and whether its approved contract file still is the
@@ -454,6 +450,9 @@ class Service(Sessions):
         later = newer(self.read_db, [row["id"]]).get(row["id"])
         shown["newer"] = None if later is None else newer_known(later)
         shown["questions"] = waiting_questions(self, row["id"], str(row["name"]))
+        _asked(shown["notices"], shown["questions"])
+        for draft in shown["drafts"]:
+            draft["said"] = draft_waits(draft.get("asset") or draft.get("output"))
         shown["failure"] = self._last_failure(row["id"], shown["turns"])
         _add_open(shown, round(shown["cost_today"] - ended, 9))
         _add_trials(shown["cost_month"], self.read_db, str(row["id"]), self._today()[:7])
@@ -526,6 +525,9 @@ class Service(Sessions):
         """The pending drafts, each with its Heinzelmännchen's notices."""
         rows = self.queries.drafts()
         notices(self.read_db, rows, today=self._today(), id_field="heinzel", now=self._now())
+        self._asked_in_words((str(r["heinzel"]), str(r["name"]), r["notices"]) for r in rows)
+        for row in rows:
+            row["said"] = draft_waits(row.get("asset") or row.get("output"))
         return rows
 
     def questions(self) -> list[dict[str, Any]]:
@@ -596,6 +598,16 @@ class Service(Sessions):
         from heinzel.service.doctor import diagnose  # the runners load only here
 
         return diagnose(self, online=online)
+
+
+def _asked(said: list[dict[str, str]], asked: list[dict[str, Any]]) -> None:
+    """The question notice among ``said`` in the words of the questions ``asked`` (as
+    every surface words it, `heinzel.strings.waits`), with the command that answers the
+    oldest."""
+    for notice in said:
+        if notice["reason"] == "question" and asked:
+            notice["message"] = asks_notice([q["text"] for q in asked])
+            notice["next"] = asked[0]["answer"]
 
 
 def _add_open(shown: dict[str, Any], usd: float) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from heinzel.index.notices import ASKING_TURN_OPEN
 from heinzel.session.sessions import Sessions
+from heinzel.strings.waits import asks, may_it_run
 from ledger.event import Event
 from ledger.spine import read_events
 
@@ -81,7 +82,8 @@ def waiting_questions(sessions: Sessions, heinzel_id: str, name: str) -> list[di
                 {
                     "kind": "proposal",
                     "id": str(proposal),
-                    "text": f"may it run {tool}?",
+                    "text": may_it_run(tool),
+                    "said": asks(may_it_run(tool)),
                     "tool": tool,
                     "proposal": str(proposal),
                     **common,
@@ -94,6 +96,7 @@ def waiting_questions(sessions: Sessions, heinzel_id: str, name: str) -> list[di
                     "kind": "question",
                     "id": str(event.turn),
                     "text": str(event.data.get("question") or ""),
+                    "said": asks(str(event.data.get("question") or "")),
                     **common,
                     "answer": f'hz heinzel answer {name} "..." --question {event.turn}',
                 }

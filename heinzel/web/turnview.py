@@ -11,6 +11,7 @@ from typing import Any
 from heinzel.app import App
 from heinzel.session.causes import cause_of
 from heinzel.session.questions import open_questions as asked_questions
+from heinzel.strings.waits import asks, draft_waits, may_it_run
 from ledger.bodies import Bodies
 from ledger.reading import read_events
 from machines.stores.journal import expand_carried
@@ -54,10 +55,12 @@ def open_questions(app: App, heinzel_id: str) -> list[dict[str, Any]]:
         proposal = str(event.data["proposal"])
         call = _calls(bodies.read(str(event.turn)) or []).get(proposal, {})
         args = call.get("args")
+        tool = event.data.get("tool") or call.get("tool")
         found.append(
             {
                 "proposal": proposal,
-                "tool": event.data.get("tool") or call.get("tool"),
+                "tool": tool,
+                "said": asks(may_it_run(str(tool or "a write"))),
                 "reason": args.get("reason") if isinstance(args, dict) else None,
                 "turn": event.turn,
                 "ts": event.ts,
@@ -154,6 +157,7 @@ def pending_drafts(app: App, heinzel_id: str) -> list[dict[str, Any]]:
                 "key": key,
                 "turn": turn,
                 "where": str(asset or output or "").removeprefix("file:"),
+                "said": draft_waits(asset or output),
                 "contract_version": version,
                 "placed_at": placed_at,
                 "text": _clip(texts[-1]) if texts else None,

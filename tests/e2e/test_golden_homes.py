@@ -86,7 +86,7 @@ def test_an_earlier_home_opens_and_goes_on(label: str) -> None:
         assert sorted(rows) == ["incidents", "weekly-report"]
         assert [n["reason"] for n in rows["incidents"]["notices"]] == ["question"]
         shown = hz(now, "heinzel", "show", "incidents")
-        assert "question: Which incidents belong in it?" in shown.stdout, shown.stderr
+        assert "asks: Which incidents belong in it?" in shown.stdout, shown.stderr
         assert hz(now, "heinzel", "show", "weekly-report").returncode == 0
         lessons = hz(now, "heinzel", "lessons", "weekly-report")
         assert "leave out lines like" in lessons.stdout, lessons.stdout

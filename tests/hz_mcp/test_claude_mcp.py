@@ -185,3 +185,57 @@ def test_claude_code_lists_and_shows_through_hz_mcp(tmp_path: Path) -> None:
     assert json.loads(_text(shown))["contract_version"] == 1
     assert unknown.get("is_error") is True
     assert "HZH080: no Heinzelmännchen named 'nobody'" in _text(unknown)
+
+
+def test_claude_code_with_its_default_waits_offers_hz_tools(tmp_path: Path) -> None:
+    """Claude Code as a person runs it: no MCP setting at all, ``hz mcp`` started cold by
+    claude itself. Headless ``claude -p`` connects MCP servers in the background and waits
+    for them at most 2 s (its own constant) before its first request; a server whose
+    ``initialize`` and ``tools/list`` are not answered by then is left out of that request.
+    `hz mcp` answers both before the SDK loads (`heinzel.mcp.hello`), so hz's tools are in
+    the first request claude sends (it failed 2 of 2 loaded runs when `tools/list` waited
+    for the SDK). The fake API answers in words at once; no tool runs."""
+    claude = _claude()
+    fake = _fake_api()
+    work = tmp_path / "work"
+    work.mkdir()
+    env = priya(work)
+    config = tmp_path / "mcp.json"
+    server = {"command": HZ, "args": ["mcp"], "env": {k: env[k] for k in ("HZ_HOME", "HZ_NOW")}}
+    config.write_text(json.dumps({"mcpServers": {"hz": server}}))
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    with fake.Server(lambda _results: ([fake.text("Nothing to do.")], "end_turn")) as api:
+        done = subprocess.run(
+            [
+                claude,
+                "-p",
+                "--output-format=stream-json",
+                "--verbose",
+                "--model=claude-sonnet-4-5",
+                f"--mcp-config={config}",
+                "--strict-mcp-config",
+                "--max-turns=2",
+            ],
+            input="Which Heinzelmännchen do I have?",
+            env={
+                "PATH": "/usr/bin:/bin",
+                "HOME": str(user_home),
+                "ANTHROPIC_BASE_URL": api.url,
+                "ANTHROPIC_API_KEY": "sk-ant-dummy-not-a-key",
+                "CLAUDE_CODE_MAX_RETRIES": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            },
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=2 * HANG,
+        )
+        requests = api.state.message_requests()
+    assert done.returncode == 0, done.stderr[-2000:]
+    messages = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    init = next(m for m in messages if m.get("subtype") == "init")
+    assert {"name": "hz", "status": "connected"}.items() <= init["mcp_servers"][0].items()
+    offered = {tool["name"] for tool in requests[0]["tools"]}
+    listed = {f"mcp__hz__{name}" for name in ("heinzel_list", "heinzel_show", "drafts", "approve")}
+    assert listed <= offered, sorted(offered)

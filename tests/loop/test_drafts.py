@@ -60,7 +60,8 @@ class TestOneLiveDraft:
         assert text.count("🧝 DRAFT") == 1 and text.count("hz:draft key=") == 1
         assert text.startswith("# Report\n")
         listed = approved("drafts").out.strip().splitlines()
-        assert len(listed) == 2  # the header and one draft
+        assert len(listed) == 3  # the header, one draft, and its sentence
+        assert listed[2].startswith("notes-digest: a draft waits for your approval in ")
 
     def test_approved_draft_is_left_clean_and_not_redrafted(
         self, approved: Hz, folder: Path

@@ -30,7 +30,7 @@ def test_a_free_text_answer_resumes_and_reaches_the_model(user: User) -> None:
     asked = user.hz("heinzel", "wake", "notes-digest", "--json")
     assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
     shown = user.hz("heinzel", "show", "notes-digest")
-    assert "question: Which incidents belong in it?" in shown.stdout, shown.stdout
+    assert "asks: Which incidents belong in it?" in shown.stdout, shown.stdout
     done = user.hz("heinzel", "answer", "notes-digest", ANSWER, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["disposition"] == "drafted", done.stdout

@@ -264,7 +264,7 @@ def test_a_second_wake_names_the_older_question_as_the_older_turns(user: User) -
     second = user.hz("heinzel", "wake", "notes-digest")
     assert second.returncode == 0, second.stderr
     lines = second.stdout.splitlines()
-    assert f"earlier question of turn {asked['turn']}: {ASK['question']}" in lines, lines
+    assert f"earlier question of turn {asked['turn']}: asks: {ASK['question']}" in lines, lines
     assert not any(line.startswith("question:") for line in lines), lines
 
 

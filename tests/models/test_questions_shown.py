@@ -38,10 +38,10 @@ def test_a_question_shows_as_its_words_in_wake_show_and_list(user: User) -> None
     user.serve(_asking([FIRST]))
     woke = user.hz("heinzel", "wake", "notes-digest")
     assert woke.returncode == 0, woke.stderr
-    assert f"question: {FIRST}" in woke.stdout, woke.stdout
+    assert f"asks: {FIRST}" in woke.stdout, woke.stdout
     assert 'hz heinzel answer notes-digest "..." --question tn-' in woke.stdout, woke.stdout
     shown = user.hz("heinzel", "show", "notes-digest")
-    assert f"question: {FIRST}" in shown.stdout, shown.stdout
+    assert f"asks: {FIRST}" in shown.stdout, shown.stdout
     as_json = json.loads(user.hz("heinzel", "show", "notes-digest", "--json").stdout)
     [question] = as_json["questions"]
     assert question["kind"] == "question" and question["text"] == FIRST
@@ -56,7 +56,7 @@ def test_a_question_shows_as_its_words_in_wake_show_and_list(user: User) -> None
     assert FIRST in resumed.stderr and "--question tn-" in resumed.stderr
     waiting = user.hz("drafts")
     assert "no drafts waiting" in waiting.stdout, waiting.stdout
-    assert f"notes-digest: {FIRST}" in waiting.stdout, waiting.stdout
+    assert f"notes-digest: asks: {FIRST}" in waiting.stdout, waiting.stdout
 
 
 def test_two_open_questions_both_show_and_each_is_answered_on_its_own(user: User) -> None:

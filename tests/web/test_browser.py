@@ -282,7 +282,7 @@ def test_a_proposed_write_is_answered_from_the_page_by_keyboard(home: Path) -> N
                 page.keyboard.press("Enter")
                 page.locator("#said", has_text="Answered yes").wait_for(timeout=HANG_MS)
                 page.locator("#state", has_text="paused").wait_for(timeout=HANG_MS)
-                page.locator("#part-pending", has_text="It asks before a write").wait_for(
+                page.locator("#part-pending", has_text="It asks: may it run").wait_for(
                     state="detached", timeout=HANG_MS
                 )
                 assert page.evaluate("window.hzKept") is True

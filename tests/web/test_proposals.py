@@ -104,7 +104,7 @@ def test_the_page_answers_a_proposed_write(
     leaves it waiting on its draft as before; either way the turn ends, the question answered."""
     client, hid, env = proposed
     page = client.get(f"/h/{hid}").text
-    assert "It asks before a write: <strong>pause</strong>" in page and 'value="no"' in page
+    assert "It asks: may it run pause?" in page and 'value="no"' in page
     answered = _post(client, f"/h/{hid}/answer", {"said": said})
     assert answered.status_code == 303, answered.text  # type: ignore[attr-defined]
     assert children[-1].wait(timeout=120) == 0  # the answered turn went on in a child
@@ -115,7 +115,7 @@ def test_the_page_answers_a_proposed_write(
     assert answers == [said == "yes"]
     assert [e.kind for e in events].count("heinzel.paused") == (1 if said == "yes" else 0)
     assert all(t["state"] != "running" for t in row["turns"])
-    assert "It asks before a write" not in client.get(f"/h/{hid}").text
+    assert "It asks: may it run pause?" not in client.get(f"/h/{hid}").text
 
 
 def _show(hid: str, env: dict[str, str]) -> dict[str, Any]:

@@ -319,7 +319,7 @@ def test_a_chat_that_would_answer_while_a_tick_holds_the_lock_is_delivered_once(
         monkeypatch.setenv("HZ_BASE_URL", provider.base_url("t"))
         monkeypatch.setenv("OPENAI_API_KEY", "sk-race")
         asked = hz(root, "heinzel", "wake", "report-0", HZ_NOW=_at(FRIDAY, days=-1))
-        assert "question:" in asked.stdout, asked.stdout + asked.stderr
+        assert "asks:" in asked.stdout, asked.stdout + asked.stderr
         paused = PausedTick(root, tmp_path / "sync", FRIDAY, "start")
         paused.ready()
         chat = forkhz.Popen(
@@ -372,7 +372,7 @@ def test_one_chat_sent_twice_at_once_while_a_question_waits_is_delivered_once(
         monkeypatch.setenv("HZ_BASE_URL", provider.base_url("t"))
         monkeypatch.setenv("OPENAI_API_KEY", "sk-race")
         asked = hz(root, "heinzel", "wake", "report-0")
-        assert "question:" in asked.stdout, asked.stdout + asked.stderr
+        assert "asks:" in asked.stdout, asked.stdout + asked.stderr
         args = [HZ, "heinzel", "chat", "report-0", "only incidents", "--request-id", "rq-twice"]
         with _holding(_lock(root, heinzel)):
             chats = [

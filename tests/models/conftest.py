@@ -64,22 +64,36 @@ CREATED = {
 MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai-chat:gpt-4o-mini"}
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 KEY = "sk-the-users-key"
-EXECD = {
-    "test_cli_models.py",
-    "test_cli_paths.py",
-    "test_keyring.py",
-    "test_doctor.py",
-    "test_provider_faults.py",
-    "test_created_models.py",
+FRESH = {
+    "test_cli_models.py": {
+        "test_new_then_wake",
+        "test_chat_retry_and_the_tick",
+        "test_a_stored_credential_is_used",
+    },
+    "test_cli_paths.py": {
+        "test_an_approval_turn_reaches_the_provider_with_the_key",
+        "test_answering_a_proposed_write_resumes_on_the_provider",
+    },
+    "test_keyring.py": {
+        "test_a_key_in_the_os_keyring_is_stored_found_and_forgotten",
+        "test_the_fail_and_null_backends_are_no_keyring",
+    },
+    "test_doctor.py": {"test_online_makes_one_request"},
+    "test_provider_faults.py": {"test_ctrl_c_during_a_request_stops_the_turn"},
 }
-"""The files whose `hz` is the real executable: every path a key takes from the user's
-shell, keyring or credential store to the provider (the suite once missed that the
-command never passed the key), and the doctor; the other model tests fork theirs."""
-FORKED = {"TestProviderFailures", "TestTokens", "TestCreatedContracts"}
-"""Classes of `EXECD` files that prove what hz does with a provider's answers (its retries,
-its failures' codes, its token counts, a created contract's checks), not a key's path:
-their `hz` is forked, with the same command, environment, client and loopback provider
-(a provider's SDK then loads once per worker, not once per command)."""
+"""The tests whose `hz` is the real executable, a fresh interpreter as a user's shell starts
+it: one run per provider for each path a key takes from the user's shell, credential store
+or OS keyring to the provider (the suite once missed that the command never passed the
+key), through each command that reaches a model (`heinzel new` and `wake`, `chat`, `retry`,
+the daemon's tick, `approve` then the tick, `answer`) and `system doctor --online`. A
+broken import or a provider's SDK loaded at the wrong moment fails these. Every other
+model test forks its `hz` from the fork server (tests/forkhz.py): the same command,
+environment, client and loopback provider, its own process, exit status and streams; what
+it proves is what hz does with a provider's answers, and the SDK then loads once per
+worker, not once per command. Also fresh: Ctrl-C during a wake's and a created turn's
+request (SIGINT reaches the interpreter a user's shell started), the wake that meets a
+provider that never answers (`EXECD_FAULTS` in test_provider_faults.py) and the MCP stdio
+server, which the MCP SDK's client starts."""
 FRIDAY = "2026-10-30T14:00:00.000Z"
 
 
@@ -112,8 +126,8 @@ class User:
     def hz(
         self, *args: str, stdin: str | None = None, **extra: str
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``hz`` as a person would: exec'd for the tests of the key's paths, keyring
-        and doctor (`EXECD`), forked from the fork server for the rest (tests/forkhz.py)."""
+        """Run ``hz`` as a person would: exec'd for one test of each key's path per
+        provider (`FRESH`), forked from the fork server for the rest (tests/forkhz.py)."""
         env = {**self.env, **extra}
         return (subprocess.run if self.execd else forkhz.run)(
             [sys.executable, "-m", "heinzel", *args],
@@ -160,7 +174,7 @@ class User:
 def user(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[User]:
     """A user with the provider's key in its usual variable and a work folder."""
     api = str(request.param)
-    execd = request.path.name in EXECD and getattr(request.cls, "__name__", "") not in FORKED
+    execd = request.function.__name__ in FRESH.get(request.path.name, set())
     person = User(tmp_path, api, execd=execd)
     person.folder.mkdir()
     (person.folder / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")

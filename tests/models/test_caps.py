@@ -309,7 +309,6 @@ class TestAFailedRequestCostsWhatWasPaid:
         setup, spine = UNPAID[fault]
         _create(buyer)
         setup(buyer)
-        buyer.execd = fault in ("refused", "dns", "tls", "timeout")  # as test_provider_faults
         buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("1.5"))
         for _ in range(2):
             _failed_wake(buyer, spine)
@@ -332,7 +331,6 @@ class TestAFailedRequestCostsWhatWasPaid:
         setup, spine = MAYBE_PAID[fault]
         _create(buyer)
         setup(buyer)
-        buyer.execd = fault == "cut-off"
         buyer.env["HZ_MAX_USD_PER_DAY"] = str(W * Decimal("1.5"))
         _failed_wake(buyer, spine)
         assert _lines(buyer, "model.released") == []

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ledger.spine import read_events
+from tests import forkhz
 from tests.waits import HANG
 
 from .conftest import CREATED, User
@@ -113,12 +114,14 @@ FAULTS: dict[str, tuple[Any, str, str, str, int | None]] = {
 }
 
 
-EXECD_FAULTS = {"refused", "tls", "timeout"}
-"""The faults whose wake is the real executable (a fresh interpreter that imports the
-provider's client after its environment is set, and exits with a connection that never
-answered or never opened still about). The others' wakes are `hz` processes forked from
-the fork server (tests/forkhz.py): the same command, client and loopback provider, its own
-process, exit status and streams; only what the reply was differs, which is hz's logic."""
+EXECD_FAULTS = {"timeout"}
+"""The fault whose wake is the real executable, once per provider: a fresh interpreter that
+imports the provider's client after its environment is set, and exits with a connection
+that never answered still open. The others' wakes are `hz` processes forked from the fork
+server (tests/forkhz.py): the same command, client and loopback provider, its own
+process, exit status and streams; only what the reply was differs, which is hz's logic
+(a refused connection or a bad certificate is met by the same client in the forked
+process)."""
 
 
 class TestEveryFaultHasItsCode:
@@ -167,8 +170,9 @@ class TestEveryFaultHasItsCode:
 
 
 def _popen(user: User, *args: str, **extra: str) -> subprocess.Popen[str]:
-    """``hz`` as a process of its own (the real executable), its streams piped."""
-    return subprocess.Popen(
+    """``hz`` as a process of its own, its streams piped: the real executable for the tests
+    in `FRESH` (Ctrl-C's), forked from the fork server for the others."""
+    return (subprocess.Popen if user.execd else forkhz.Popen)(
         [sys.executable, "-m", "heinzel", *args],
         cwd=user.folder,
         env={**user.env, **extra},

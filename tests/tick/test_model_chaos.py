@@ -1044,7 +1044,7 @@ class Chaos(RuleBasedStateMachine):
         when it holds a traceback. A server that never answers one of ``until`` is stopped
         after `TIMEOUT` seconds."""
         _, env = self._env()
-        process = subprocess.Popen(
+        process = forkhz.Popen(  # the frames, not the start, are what this rule proves
             [HZ, "mcp"],
             cwd=self.root,
             env=env,

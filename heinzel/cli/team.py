@@ -209,20 +209,53 @@ def hook(
 @home_option
 @json_option
 def key(home: str | None, as_json: bool) -> None:
-    """Your line for the team's allowed-signers file (the key in [team] signing_key
-    signs your hz/state commits); without a key, how to make one (exit 1).
+    """Your line for the roster (the key in [team] signing_key signs your hz/state
+    commits). Without a key, make one: an ed25519 key by `ssh-keygen` in the home's
+    private team folder (0600), set as [team] signing_key in the file that sets your
+    [team] handle; give the line to the roster's owner.
 
     \b
     Example:
-      hz team key >> allowed_signers
+      hz team key
+      hz team roster add ben "$(hz team key)"   # the owner, with ben's line
     """
-    from heinzel.team.signing import signer_line
+    from heinzel.team.signing import make_key, signer_line
 
-    settings = _team(home).sessions.settings.team
-    line = signer_line(str(settings.handle), settings.signing_key)
+    found = _team(home)
+    settings = found.sessions.settings.team
+    made = None
+    signing_key = settings.signing_key
+    if not signing_key:
+        made = make_key(found.root, str(settings.handle), _team_config_file())
+        signing_key = str(made[0])
+        click.echo(
+            f"made {made[0]} (ed25519, 0600) and set [team] signing_key in {made[1]}; "
+            f"give the line below to the roster's owner (`hz team roster add "
+            f"{settings.handle} LINE`)",
+            err=True,
+        )
+    line = signer_line(str(settings.handle), signing_key)
     emit(
-        {"handle": settings.handle, "allowed_signer": line}, as_json, lambda d: d["allowed_signer"]
+        {
+            "handle": settings.handle,
+            "allowed_signer": line,
+            "made": str(made[0]) if made else None,
+            "config": str(made[1]) if made else None,
+        },
+        as_json,
+        lambda d: d["allowed_signer"],
     )
+
+
+def _team_config_file() -> Path | None:
+    """The configuration file that sets [team] handle (None: none does)."""
+    from heinzel.config import default_site_path, default_user_path, load_settings
+
+    loaded = load_settings(
+        env=os.environ, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
+    )
+    label, _, path = loaded.provenance.get("team.handle", "").partition(":")
+    return Path(path) if path and label in ("user", "project", "HZ_CONFIG", "site") else None
 
 
 @team.group("roster", invoke_without_command=True)

@@ -1236,12 +1236,10 @@ def signing_required(owner: str | None, me: str) -> HeinzelError:
             if owner
             else "the roster is changed only by signed commits and [team] signing_key is not set"
         ),
-        "make a key (`ssh-keygen -t ed25519 -N '' -f ~/.ssh/hz_team`), set [team] "
-        'signing_key = "~/.ssh/hz_team"'
+        "run `hz team key`: it makes an ed25519 key with ssh-keygen and sets [team] "
+        "signing_key"
         + (
-            f", and give `hz team key`'s line to {owner} (`hz team roster add {me} KEY`)"
-            if owner
-            else ""
+            f"; give the line it prints to {owner} (`hz team roster add {me} KEY`)" if owner else ""
         ),
     )
 

@@ -216,6 +216,7 @@ def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_req
     report = json.loads(ben.hz(tuesday, "system", "daemon", "tick", "--json", check=False).stdout)
     [said] = [n for n in report["notices"] if "HZH483" in n]
     assert "signing_key" in said and "ssh-keygen" in said and "hz team roster add ben" in said
+    assert "`hz team key`" in said
     shown = ben.hz(tuesday, "team", "status").stdout
     assert "HZH483" in shown and "fix:" in shown
     doctor = json.loads(ben.hz(tuesday, "system", "doctor", "--json", check=False).stdout)

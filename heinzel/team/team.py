@@ -332,12 +332,28 @@ class Team:
             ensure_private_dir(self.root)
             write_atomic(self.root / "roster.json", state.dump())
 
-    def change_roster(self, handle: str, key: str | None, role: str, remove: bool) -> Roster:
-        """The owner adds ``handle`` with ``key`` (and ``role``) to the roster on
-        ``hz/state``, or removes it, in one commit signed with ``[team] signing_key``
-        (compare-and-swap, retried after a lost race); with no roster yet, this member
-        starts it as its owner. HZH486 for anyone but the owner, or bad input."""
+    def change_roster(
+        self,
+        handle: str,
+        key: str | None,
+        role: str,
+        remove: bool,
+        machines: Mapping[str, str] | None = None,
+    ) -> Roster:
+        """The owner adds ``handle`` with ``key`` (and ``role``, and ``machines``: name ->
+        machine id) to the roster on ``hz/state``, or removes it, in one commit signed
+        with ``[team] signing_key`` (compare-and-swap, retried after a lost race); with no
+        roster yet, this member starts it as its owner. HZH486 for anyone but the owner,
+        or bad input."""
         settings = self.sessions.settings.team
+        for name, machine in (machines or {}).items():
+            if not _HANDLE.fullmatch(name) or not _MACHINE.fullmatch(machine):
+                raise HeinzelError(
+                    "HZH486",
+                    f"--machine {name[:40]}={machine[:40]} is not a name and a machine id",
+                    "write NAME=ID with the id `hz team status` shows on that machine "
+                    "(`... as ben on mc-<20 hex digits>`): --machine laptop=mc-0123...",
+                )
         if not settings.signing_key:
             raise signing_required(None, self.me)
         mine = public_key(settings.signing_key)
@@ -373,7 +389,9 @@ class Team:
                         "pass the member's `hz team key` line, its .pub file or "
                         "`ssh-ed25519 AAAA...`: `hz team roster add ben ben.pub`",
                     )
-                new = base.with_member(handle, "owner" if handle == base.owner else role, found)
+                new = base.with_member(
+                    handle, "owner" if handle == base.owner else role, found, machines
+                )
             tip = git.state_tip()
             what = f"remove {handle}" if remove else f"add {handle} ({role})"
             commit = git.state_commit(tip, {ROSTER_PATH: new.render()}, f"hz: roster: {what}")
@@ -1055,6 +1073,7 @@ class Team:
         honoured = self.honoured(git, parsed)
         read = {t: lease for t, (_, lease) in honoured.items()}
         seen = self.leases_seen(read)
+        roster = self.team_roster()
         grants, soft = lease_grants(read), _soft(seen, read)
         found = (
             scan(
@@ -1094,6 +1113,9 @@ class Team:
                     "token": lease.token,
                     "expiry": lease.expiry,
                     "machine": lease.machine,
+                    "machine_name": roster.machine_name(lease.holder, lease.machine)
+                    if roster
+                    else None,
                     "mine": lease.held_by(self.me, self.machine) and state["state"] == "held",
                     **state,
                 }

@@ -60,3 +60,53 @@ def test_hz_team_key_refuses_a_config_it_cannot_set_the_key_in_and_changes_nothi
     assert "signing_key" in refused.stderr
     assert cai.config.read_text(encoding="utf-8") == text
     assert not (cai.root / "home" / "team" / "signing_key").exists()
+
+
+def test_the_roster_lists_members_machines_and_status_names_the_machine_holding_a_lease(
+    tmp_path: Path,
+) -> None:
+    """Ana lists her laptop and Ben his desk on the roster (`--machine NAME=ID`, the id
+    `hz team status` shows on each); `hz team roster` shows them and Ben's `hz team
+    status` names the machine that holds Ana's lease by its roster name. A machine that
+    is not a machine id is refused (HZH486) and the roster stays as it was."""
+    _remote, ana, ben = team_of_two(tmp_path)
+    _key(tmp_path, ana, "ana")
+    ben_key = _key(tmp_path, ben, "ben")
+    ids = {
+        m: json.loads(m.hz(START, "team", "status", "--json").stdout)["machine"] for m in (ana, ben)
+    }
+    ana_pub = str(tmp_path / "ana_key.pub")
+    ana.hz(START, "team", "roster", "add", "ana", ana_pub, "--machine", f"laptop={ids[ana]}")
+    ana.hz(
+        START,
+        "team",
+        "roster",
+        "add",
+        "ben",
+        str(ben_key.with_suffix(".pub")),
+        "--machine",
+        f"desk={ids[ben]}",
+    )
+    shown = json.loads(ana.hz(START, "team", "roster", "--json").stdout)
+    listed = {m["handle"]: m["machines"] for m in shown["members"]}
+    assert listed == {"ana": {"laptop": ids[ana]}, "ben": {"desk": ids[ben]}}
+    assert f"machines: laptop ({ids[ana]})" in ana.hz(START, "team", "roster").stdout
+
+    bad = ana.hz(
+        START,
+        "team",
+        "roster",
+        "add",
+        "ben",
+        str(ben_key.with_suffix(".pub")),
+        "--machine",
+        "phone=not-an-id",
+        check=False,
+    )
+    assert bad.returncode == 1 and "HZH486" in bad.stderr and "--machine" in bad.stderr
+    assert json.loads(ana.hz(START, "team", "roster", "--json").stdout)["commit"] == shown["commit"]
+
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    ben.hz(START + timedelta(hours=12, minutes=5), "system", "daemon", "tick")
+    status = ben.hz(START + timedelta(hours=12, minutes=5), "team", "status")
+    assert f"ana on laptop ({ids[ana]})" in status.stdout

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from heinzel.team.git import LEASE_PREFIX, STATE_REF
-from heinzel.team.lease import Lease
+from heinzel.team.lease import Lease, seen_only
 from heinzel.team.receipts import Grant, history, judge, lint_record, misplaced
 from heinzel.team.roster import ROSTER_PATH, Roster, parse
 from ledger.event import parse_ts
@@ -164,7 +164,7 @@ def check_push(
             )
         if base is not None:
             status, signer = _verify(new, base.allowed_signers())
-            if status != "G" or signer != lease.holder:
+            if status != "G" or (signer != lease.holder and not seen_only(lease, before)):
                 problems.append(
                     f"{ref}: the lease commit is not signed by {lease.holder[:40]}'s key on "
                     f"the roster (signature {status}{', by ' + repr(signer) if signer else ''})"

@@ -36,7 +36,7 @@ from heinzel.team.git import (
     Git,
     declined_error,
 )
-from heinzel.team.lease import Lease, decide
+from heinzel.team.lease import Lease, decide, seen_only
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
     NEWER,
@@ -520,7 +520,8 @@ class Team:
             if lease is None or before.get(tid, ("", ""))[0] == commit:
                 continue
             status, signer = checked.get(commit, ("N", ""))
-            if status == "G" and signer == lease.holder:
+            last = Lease.from_message(before[tid][1]) if tid in before else None
+            if status == "G" and (signer == lease.holder or seen_only(lease, last)):
                 verified[tid] = commit
                 continue
             found[tid] = (commit, Lease.from_message(before[tid][1]) if tid in before else None)

@@ -1074,7 +1074,7 @@ class Team:
         honoured = self.honoured(git, parsed)
         read = {t: lease for t, (_, lease) in honoured.items()}
         seen = self.leases_seen(read)
-        roster = self.team_roster()
+        listed = self.team_roster()
         grants, soft = lease_grants(read), _soft(seen, read)
         found = (
             scan(
@@ -1114,8 +1114,8 @@ class Team:
                     "token": lease.token,
                     "expiry": lease.expiry,
                     "machine": lease.machine,
-                    "machine_name": roster.machine_name(lease.holder, lease.machine)
-                    if roster
+                    "machine_name": listed.machine_name(lease.holder, lease.machine)
+                    if listed
                     else None,
                     "mine": lease.held_by(self.me, self.machine) and state["state"] == "held",
                     **state,

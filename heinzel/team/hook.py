@@ -303,7 +303,17 @@ def _check_added(
         lease = _lease_at(LEASE_PREFIX + team)
         if lease is not None and lease.since:
             leases[team] = Grant(lease.token, lease.holder, lease.machine, lease.since)
-    grants = history(records, leases)
+    for team in {str(r.get("team")) for r in records} - set(tokens):
+        lease = _lease_at(LEASE_PREFIX + team)
+        if lease is not None:
+            tokens[team] = lease.token
+    # a line whose token no lease granted (above its lease's, as a forger wrote straight
+    # into the repository) is quarantined by every member: it must not enter the history
+    # and make every later receipt of that team stale
+    grants = history(
+        [r for r in records if int(r.get("token") or 0) <= tokens.get(str(r.get("team")), 1 << 62)],
+        leases,
+    )
     for path, text in sorted(after.items()):
         kept = set(before.get(path, "").splitlines())
         for number, line in enumerate(text.splitlines(), start=1):

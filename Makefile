@@ -186,8 +186,10 @@ soak: $(STAMP) postgres
 	HZ_SOAK_PG_KILLS=$(SOAK_PG_KILLS) $(BIN)/pytest -q -s tests/machines/test_postgres.py -k kill_loop
 
 ## make soak-team: team Heinzelmännchen for a simulated month under kills, pauses, skew, a
-## hostile push, a late delegate's hand-over and force-pushes with lint between
-## (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a shorter run).
+## late delegate's hand-over, force-pushes with lint between, a member added to the roster
+## by a commit its owner signs, and a forger without a key (refused by the hook,
+## quarantined by every member) (tests/bench/soak_team.py; HZ_SOAK_TEAM_DAYS / _N for a
+## shorter run).
 soak-team: $(STAMP)
 	$(BIN)/python tests/bench/soak_team.py
 

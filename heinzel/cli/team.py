@@ -114,6 +114,8 @@ def _render_status(data: dict[str, Any]) -> str:
     for lease in data["leases"]:
         mine = " (mine)" if lease["mine"] else ""
         on = f" on {lease['machine']}" if lease["machine"] else ""
+        if lease.get("machine_name"):
+            on = f" on {lease['machine_name']} ({lease['machine']})"
         name = lease["name"] or lease["team"]
         state = "" if lease["state"] == "held" else f" [{lease['state']}]"
         lines.append(
@@ -209,20 +211,53 @@ def hook(
 @home_option
 @json_option
 def key(home: str | None, as_json: bool) -> None:
-    """Your line for the team's allowed-signers file (the key in [team] signing_key
-    signs your hz/state commits); without a key, how to make one (exit 1).
+    """Your line for the roster (the key in [team] signing_key signs your hz/state
+    commits). Without a key, make one: an ed25519 key by `ssh-keygen` in the home's
+    private team folder (0600), set as [team] signing_key in the file that sets your
+    [team] handle; give the line to the roster's owner.
 
     \b
     Example:
-      hz team key >> allowed_signers
+      hz team key
+      hz team roster add ben "$(hz team key)"   # the owner, with ben's line
     """
-    from heinzel.team.signing import signer_line
+    from heinzel.team.signing import make_key, signer_line
 
-    settings = _team(home).sessions.settings.team
-    line = signer_line(str(settings.handle), settings.signing_key)
+    found = _team(home)
+    settings = found.sessions.settings.team
+    made = None
+    signing_key = settings.signing_key
+    if not signing_key:
+        made = make_key(found.root, str(settings.handle), _team_config_file())
+        signing_key = str(made[0])
+        click.echo(
+            f"made {made[0]} (ed25519, 0600) and set [team] signing_key in {made[1]}; "
+            f"give the line below to the roster's owner (`hz team roster add "
+            f"{settings.handle} LINE`)",
+            err=True,
+        )
+    line = signer_line(str(settings.handle), signing_key)
     emit(
-        {"handle": settings.handle, "allowed_signer": line}, as_json, lambda d: d["allowed_signer"]
+        {
+            "handle": settings.handle,
+            "allowed_signer": line,
+            "made": str(made[0]) if made else None,
+            "config": str(made[1]) if made else None,
+        },
+        as_json,
+        lambda d: d["allowed_signer"],
     )
+
+
+def _team_config_file() -> Path | None:
+    """The configuration file that sets [team] handle (None: none does)."""
+    from heinzel.config import default_site_path, default_user_path, load_settings
+
+    loaded = load_settings(
+        env=os.environ, cwd=Path.cwd(), site=default_site_path(), user=default_user_path()
+    )
+    label, _, path = loaded.provenance.get("team.handle", "").partition(":")
+    return Path(path) if path and label in ("user", "project", "HZ_CONFIG", "site") else None
 
 
 @team.group("roster", invoke_without_command=True)
@@ -247,7 +282,12 @@ def roster(context: click.Context, home: str | None, as_json: bool) -> None:
         {
             "owner": current.owner if current else None,
             "members": [
-                {"handle": h, "role": r, "keys": list(k)}
+                {
+                    "handle": h,
+                    "role": r,
+                    "keys": list(k),
+                    "machines": dict(current.machines.get(h, {})) if current else {},
+                }
                 for h, (r, k) in sorted((current.members if current else {}).items())
             ],
             "commit": state.commit,
@@ -264,7 +304,11 @@ def _render_roster(data: dict[str, Any]) -> str:
         lines = ["no roster on hz/state: [team] members and allowed_signers apply"]
     else:
         lines = [f"roster (commit {str(data['commit'])[:12]}), owner {data['owner']}:"]
-        lines += [f"  {m['handle']} {m['role']}: {', '.join(m['keys'])}" for m in data["members"]]
+        for m in data["members"]:
+            lines.append(f"  {m['handle']} {m['role']}: {', '.join(m['keys'])}")
+            if m["machines"]:
+                listed = ", ".join(f"{n} ({i})" for n, i in sorted(m["machines"].items()))
+                lines.append(f"    machines: {listed}")
     lines += [
         f"  refused change {r['commit'][:12]}: {r['reason']} (HZH482)" for r in data["refused"]
     ]
@@ -275,19 +319,31 @@ def _render_roster(data: dict[str, Any]) -> str:
 @click.argument("handle")
 @click.argument("key")
 @click.option("--role", type=click.Choice(["member", "owner"]), default="member", show_default=True)
+@click.option(
+    "--machine",
+    "machines",
+    multiple=True,
+    metavar="NAME=ID",
+    help="A machine HANDLE runs hz on: a name and the id `hz team status` shows there.",
+)
 @home_option
 @json_option
-def roster_add(handle: str, key: str, role: str, home: str | None, as_json: bool) -> None:
+def roster_add(
+    *, handle: str, key: str, role: str, machines: tuple[str, ...], home: str | None, as_json: bool
+) -> None:
     """Add HANDLE with its SSH public KEY (its `hz team key` line, a .pub file or the
     key itself) to the roster on hz/state, in a commit you sign; the owner only. With no
-    roster yet you start it, as its owner. --role owner hands the roster on.
+    roster yet you start it, as its owner. --role owner hands the roster on. --machine
+    lists a machine of HANDLE's (again: added to those listed), which `hz team status`
+    then names where it holds a lease.
 
     \b
     Example:
-      hz team roster add ben "$(cat ben_key.pub)"
+      hz team roster add ben "$(cat ben_key.pub)" --machine laptop=mc-0123456789abcdef0123
     """
     text = Path(key).read_text(encoding="utf-8") if Path(key).is_file() else key
-    changed = _team(home).change_roster(handle, text, role, remove=False)
+    named = dict(m.partition("=")[::2] for m in machines)
+    changed = _team(home).change_roster(handle, text, role, remove=False, machines=named)
     emit({"owner": changed.owner, "members": sorted(changed.handles())}, as_json, _render_changed)
 
 

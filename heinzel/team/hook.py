@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from heinzel.team.git import LEASE_PREFIX, STATE_REF
-from heinzel.team.lease import Lease
+from heinzel.team.lease import Lease, seen_only
 from heinzel.team.receipts import Grant, history, judge, lint_record, misplaced
 from heinzel.team.roster import ROSTER_PATH, Roster, parse
 from ledger.event import parse_ts
@@ -164,7 +164,7 @@ def check_push(
             )
         if base is not None:
             status, signer = _verify(new, base.allowed_signers())
-            if status != "G" or signer != lease.holder:
+            if status != "G" or (signer != lease.holder and not seen_only(lease, before)):
                 problems.append(
                     f"{ref}: the lease commit is not signed by {lease.holder[:40]}'s key on "
                     f"the roster (signature {status}{', by ' + repr(signer) if signer else ''})"
@@ -303,7 +303,17 @@ def _check_added(
         lease = _lease_at(LEASE_PREFIX + team)
         if lease is not None and lease.since:
             leases[team] = Grant(lease.token, lease.holder, lease.machine, lease.since)
-    grants = history(records, leases)
+    for team in {str(r.get("team")) for r in records} - set(tokens):
+        lease = _lease_at(LEASE_PREFIX + team)
+        if lease is not None:
+            tokens[team] = lease.token
+    # a line whose token no lease granted (above its lease's, as a forger wrote straight
+    # into the repository) is quarantined by every member: it must not enter the history
+    # and make every later receipt of that team stale
+    grants = history(
+        [r for r in records if int(r.get("token") or 0) <= tokens.get(str(r.get("team")), 1 << 62)],
+        leases,
+    )
     for path, text in sorted(after.items()):
         kept = set(before.get(path, "").splitlines())
         for number, line in enumerate(text.splitlines(), start=1):

@@ -43,7 +43,7 @@ from typing import Literal
 
 from ledger.event import format_ts, parse_ts
 
-__all__ = ["Decision", "Lease", "decide"]
+__all__ = ["Decision", "Lease", "decide", "seen_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,14 @@ class Lease:
         one person's two machines are two holders. A lease written before leases named
         a machine is its handle's (the compare-and-swap decides between two of them)."""
         return self.holder == handle and (self.machine is None or self.machine == machine)
+
+
+def seen_only(lease: Lease, before: Lease | None) -> bool:
+    """Whether ``lease`` is ``before`` with only ``owner_seen`` changed: the owner's
+    "seen" mark on a lease a delegate holds (`decide`'s ``seen``), which the owner signs
+    and not the holder. Any member's key may sign one: it moves no token, holder, expiry
+    or claim, and at worst makes the delegate hand back early (a wait, never a double)."""
+    return before is not None and replace(lease, owner_seen=before.owner_seen) == before
 
 
 @dataclass(frozen=True, slots=True)

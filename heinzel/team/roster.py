@@ -31,10 +31,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from heinzel.team.git import Git
 
-__all__ = ["ROSTER_PATH", "Roster", "RosterState", "follow", "parse", "parse_key", "signed_by"]
+__all__ = [
+    "MACHINE",
+    "ROSTER_PATH",
+    "Roster",
+    "RosterState",
+    "follow",
+    "parse",
+    "parse_key",
+    "signed_by",
+]
 
 ROSTER_PATH = "roster.toml"
 _HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+MACHINE = re.compile(r"mc-[0-9a-f]{20}")
 _KEY = re.compile(r"((?:ssh|ecdsa|sk)-[A-Za-z0-9@.-]+) ([A-Za-z0-9+/=]{16,})")
 ROLES = ("owner", "member")
 
@@ -48,9 +58,12 @@ def parse_key(text: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Roster:
-    """The handles of a team, each with its role and public keys."""
+    """The handles of a team, each with its role and public keys, and the machines each
+    runs hz on (``machines``: handle -> {name: machine id}; optional, informative: `hz
+    team status` names a lease's machine by it and marks one its holder did not list)."""
 
     members: Mapping[str, tuple[str, tuple[str, ...]]]  # handle -> (role, keys)
+    machines: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def owner(self) -> str:
@@ -82,18 +95,36 @@ class Roster:
         ):
             lines += ["", f"[members.{handle}]", f"role = {json.dumps(role)}"]
             lines.append("keys = [" + ", ".join(json.dumps(k) for k in keys) + "]")
+            if self.machines.get(handle):
+                lines.append(f"[members.{handle}.machines]")
+                lines += [
+                    f"{n} = {json.dumps(m)}" for n, m in sorted(self.machines[handle].items())
+                ]
         return "\n".join(lines) + "\n"
 
-    def with_member(self, handle: str, role: str, key: str) -> Roster:
+    def with_member(
+        self, handle: str, role: str, key: str, machines: Mapping[str, str] | None = None
+    ) -> Roster:
         members = dict(self.members)
         if role == "owner":
             members = {h: ("member", k) for h, (_, k) in members.items()}
         old = members.get(handle, (role, ()))[1]
         members[handle] = (role, tuple(dict.fromkeys((*old, key))))
-        return Roster(members)
+        listed = {h: dict(m) for h, m in self.machines.items()}
+        if machines:
+            listed[handle] = {**listed.get(handle, {}), **machines}
+        return Roster(members, listed)
 
     def without(self, handle: str) -> Roster:
-        return Roster({h: m for h, m in self.members.items() if h != handle})
+        return Roster(
+            {h: m for h, m in self.members.items() if h != handle},
+            {h: m for h, m in self.machines.items() if h != handle},
+        )
+
+    def machine_name(self, handle: str, machine: str | None) -> str | None:
+        """The name ``handle`` gave ``machine`` on the roster, else None."""
+        found = [n for n, m in self.machines.get(handle, {}).items() if m == machine]
+        return found[0] if found else None
 
 
 def parse(text: str) -> Roster:
@@ -106,6 +137,7 @@ def parse(text: str) -> Roster:
     if not isinstance(table, dict) or not table:
         raise ValueError("no [members.<handle>] table")
     members: dict[str, tuple[str, tuple[str, ...]]] = {}
+    machines: dict[str, dict[str, str]] = {}
     for handle, entry in table.items():
         if not _HANDLE.fullmatch(handle) or not isinstance(entry, dict):
             raise ValueError(f"{handle[:40]!r} is not a handle with a table")
@@ -115,12 +147,20 @@ def parse(text: str) -> Roster:
         if not isinstance(keys, list) or not all(isinstance(k, str) and parse_key(k) for k in keys):
             raise ValueError(f"{handle}: keys must be a list of SSH public keys")
         members[handle] = (role, tuple(str(parse_key(k)) for k in keys))
+        listed = entry.get("machines", {})
+        if not isinstance(listed, dict) or not all(
+            _HANDLE.fullmatch(n) and isinstance(m, str) and MACHINE.fullmatch(m)
+            for n, m in listed.items()
+        ):
+            raise ValueError(f"{handle}: machines must be a table of name = machine id (mc-...)")
+        if listed:
+            machines[handle] = dict(listed)
     owners = [h for h, (role, _) in members.items() if role == "owner"]
     if len(owners) != 1:
         raise ValueError(f"{len(owners)} owners: a roster has exactly one")
     if not members[owners[0]][1]:
         raise ValueError(f"the owner {owners[0]} has no key")
-    return Roster(members)
+    return Roster(members, machines)
 
 
 @dataclass(slots=True)

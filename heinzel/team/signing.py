@@ -15,21 +15,90 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
+from ledger.files import ensure_private_dir, write_atomic
 
 if TYPE_CHECKING:
     from heinzel.team.git import Git
 
-__all__ = ["key_check", "public_key", "signer_line", "unsigned_lines"]
+__all__ = ["key_check", "make_key", "public_key", "signer_line", "unsigned_lines"]
 
 _SETUP = (
-    "make one with `ssh-keygen -t ed25519 -N '' -f ~/.ssh/hz_team` (or use your forge's "
-    'key), set [team] signing_key = "~/.ssh/hz_team" and give `hz team key`\'s line to '
-    "the team's owner for the allowed-signers file (docs/team.md)"
+    "run `hz team key`: it makes an ed25519 key with ssh-keygen, sets [team] signing_key "
+    "and prints the line to give the team's owner (or set signing_key to your forge's key; "
+    "docs/team.md)"
 )
+
+
+def make_key(folder: Path, handle: str, config: Path | None) -> tuple[Path, Path]:
+    """Make an ed25519 key ``<folder>/signing_key`` (0600, no passphrase: a daemon signs
+    unattended) with ``ssh-keygen``, or keep the one a run before made, and set it as
+    ``[team] signing_key`` under the ``[team]`` table of ``config``. ``(key, config)``;
+    HZH487 when ``ssh-keygen`` fails or the file cannot take the line."""
+    if config is None:
+        raise HeinzelError(
+            "HZH487",
+            "no configuration file sets [team] handle, so hz cannot set signing_key",
+            "set [team] handle in your config.toml (or the file HZ_CONFIG names), then run "
+            "`hz team key` again",
+        )
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise HeinzelError(
+            "HZH487", f"can't read {config}: {error}", "check the file, then run it again"
+        ) from None
+    lines = text.splitlines(keepends=True)
+    header = next(
+        (i for i, line in enumerate(lines) if line.split("#", 1)[0].strip() == "[team]"), None
+    )
+    if header is None:
+        raise HeinzelError(
+            "HZH487",
+            f"{config} sets the team without a [team] table line, so hz cannot add signing_key",
+            f'add signing_key = "{folder / "signing_key"}" under [team] by hand after '
+            "`hz team key` made the key, or write the table as [team]",
+        )
+    ensure_private_dir(folder)
+    key = folder / "signing_key"
+    if not key.exists():
+        try:
+            done = subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", handle, "-f", str(key)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            done = subprocess.CompletedProcess([], 1, "", str(error))
+        if done.returncode != 0:
+            raise HeinzelError(
+                "HZH487",
+                f"ssh-keygen could not make {key}: {(done.stderr or '').strip()[:200]}",
+                "install OpenSSH's ssh-keygen (8.2 or later), or make a key yourself and set "
+                "[team] signing_key to it",
+            )
+    key.chmod(0o600)
+    lines.insert(header + 1, f"signing_key = {json.dumps(str(key))}\n")
+    new = "".join(lines)
+    try:
+        team = tomllib.loads(new).get("team")
+    except tomllib.TOMLDecodeError:
+        team = None
+    if not isinstance(team, dict) or team.get("signing_key") != str(key):
+        raise HeinzelError(
+            "HZH487",
+            f"{config} would not read back with signing_key set (its [team] table is unusual)",
+            f'add signing_key = "{key}" under [team] by hand',
+        )
+    write_atomic(config, new.encode())
+    return key, config
 
 
 def public_key(key: str) -> str:
@@ -95,8 +164,7 @@ def key_check(
         return {
             "name": "team signing key",
             "ok": True,
-            "detail": "none: your hz/state commits are unsigned; `hz team key` says how to "
-            "make one",
+            "detail": "none: your hz/state commits are unsigned; `hz team key` makes one",
         }
     try:
         line = signer_line(str(handle), key)

@@ -36,7 +36,7 @@ from heinzel.team.git import (
     Git,
     declined_error,
 )
-from heinzel.team.lease import Lease, decide
+from heinzel.team.lease import Lease, decide, seen_only
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
     NEWER,
@@ -332,12 +332,28 @@ class Team:
             ensure_private_dir(self.root)
             write_atomic(self.root / "roster.json", state.dump())
 
-    def change_roster(self, handle: str, key: str | None, role: str, remove: bool) -> Roster:
-        """The owner adds ``handle`` with ``key`` (and ``role``) to the roster on
-        ``hz/state``, or removes it, in one commit signed with ``[team] signing_key``
-        (compare-and-swap, retried after a lost race); with no roster yet, this member
-        starts it as its owner. HZH486 for anyone but the owner, or bad input."""
+    def change_roster(
+        self,
+        handle: str,
+        key: str | None,
+        role: str,
+        remove: bool,
+        machines: Mapping[str, str] | None = None,
+    ) -> Roster:
+        """The owner adds ``handle`` with ``key`` (and ``role``, and ``machines``: name ->
+        machine id) to the roster on ``hz/state``, or removes it, in one commit signed
+        with ``[team] signing_key`` (compare-and-swap, retried after a lost race); with no
+        roster yet, this member starts it as its owner. HZH486 for anyone but the owner,
+        or bad input."""
         settings = self.sessions.settings.team
+        for name, machine in (machines or {}).items():
+            if not _HANDLE.fullmatch(name) or not _MACHINE.fullmatch(machine):
+                raise HeinzelError(
+                    "HZH486",
+                    f"--machine {name[:40]}={machine[:40]} is not a name and a machine id",
+                    "write NAME=ID with the id `hz team status` shows on that machine "
+                    "(`... as ben on mc-<20 hex digits>`): --machine laptop=mc-0123...",
+                )
         if not settings.signing_key:
             raise signing_required(None, self.me)
         mine = public_key(settings.signing_key)
@@ -373,7 +389,9 @@ class Team:
                         "pass the member's `hz team key` line, its .pub file or "
                         "`ssh-ed25519 AAAA...`: `hz team roster add ben ben.pub`",
                     )
-                new = base.with_member(handle, "owner" if handle == base.owner else role, found)
+                new = base.with_member(
+                    handle, "owner" if handle == base.owner else role, found, machines
+                )
             tip = git.state_tip()
             what = f"remove {handle}" if remove else f"add {handle} ({role})"
             commit = git.state_commit(tip, {ROSTER_PATH: new.render()}, f"hz: roster: {what}")
@@ -502,7 +520,8 @@ class Team:
             if lease is None or before.get(tid, ("", ""))[0] == commit:
                 continue
             status, signer = checked.get(commit, ("N", ""))
-            if status == "G" and signer == lease.holder:
+            last = Lease.from_message(before[tid][1]) if tid in before else None
+            if status == "G" and (signer == lease.holder or seen_only(lease, last)):
                 verified[tid] = commit
                 continue
             found[tid] = (commit, Lease.from_message(before[tid][1]) if tid in before else None)
@@ -1055,6 +1074,7 @@ class Team:
         honoured = self.honoured(git, parsed)
         read = {t: lease for t, (_, lease) in honoured.items()}
         seen = self.leases_seen(read)
+        listed = self.team_roster()
         grants, soft = lease_grants(read), _soft(seen, read)
         found = (
             scan(
@@ -1094,6 +1114,9 @@ class Team:
                     "token": lease.token,
                     "expiry": lease.expiry,
                     "machine": lease.machine,
+                    "machine_name": listed.machine_name(lease.holder, lease.machine)
+                    if listed
+                    else None,
                     "mine": lease.held_by(self.me, self.machine) and state["state"] == "held",
                     **state,
                 }
@@ -1236,12 +1259,10 @@ def signing_required(owner: str | None, me: str) -> HeinzelError:
             if owner
             else "the roster is changed only by signed commits and [team] signing_key is not set"
         ),
-        "make a key (`ssh-keygen -t ed25519 -N '' -f ~/.ssh/hz_team`), set [team] "
-        'signing_key = "~/.ssh/hz_team"'
+        "run `hz team key`: it makes an ed25519 key with ssh-keygen and sets [team] "
+        "signing_key"
         + (
-            f", and give `hz team key`'s line to {owner} (`hz team roster add {me} KEY`)"
-            if owner
-            else ""
+            f"; give the line it prints to {owner} (`hz team roster add {me} KEY`)" if owner else ""
         ),
     )
 

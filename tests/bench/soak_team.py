@@ -11,10 +11,16 @@ the N1 hand-over (one delegate, ``dee``, approved at the start but its daemon fi
 on day 3, after owners' leases ran out while they slept), and force-pushes of ``hz/state``
 (at a third and two thirds of the run, the branch set back three commits), each followed
 by ``hz team lint`` on another member's machine before any tick fetches it. Every member
-signs its ``hz/state`` commits with its own ``ssh-keygen`` key and quarantines lines not
-signed by their writer (``[team] signing_key``, ``allowed_signers``); the hostile push
-adds a forger's line: an unsigned ``turn.finished`` for the coming slot written as the
-lease's holder under its current token, which only the signature tells from a real one.
+signs its ``hz/state`` commits with its own ``ssh-keygen`` key; ana starts the roster on
+``hz/state`` with the first five and installs ``hz team hook`` on the bare repository
+(it reads the roster from there). A sixth member, ``fay`` (a delegate of every one),
+joins a quarter into the run: ana adds her with ``hz team roster add``, a commit she
+signs, and fay's daemon ticks from then on. The hostile push is a forger's with push
+access and no key on the roster: pushed, the hook must refuse it; then written straight
+into the repository (as a server without the hook would take it), adding an unsigned
+``turn.finished`` for the coming slot as the lease's holder under its current token,
+which only the signature tells from a real one; at the end every member's ``hz team
+lint`` must name all three forged lines as quarantined.
 
 Printed: slots due, slots run exactly once, doubles, slots coalesced into a later one (a
 slot that fell inside the lease of a member who went away: the latest-slot rule runs only
@@ -23,7 +29,9 @@ the later one), slots lost (neither it nor a later one ran), pushes per hour,
 for its turn to start, and the notices the ticks and lints said (rewrites among them).
 ``HZ_SOAK_TEAM_DAYS`` (30), ``HZ_SOAK_TEAM_N`` (100),
 ``HZ_SOAK_TEAM_SEED`` (7), ``HZ_SOAK_TEAM_KILLS`` (a tick's kill chance, 0.15) change it.
-Exit 1 on a double or a lost slot.
+Also printed: the roster change, whether the hook refused the forger's push, and the
+forged lines each member quarantined. Exit 1 on a double, a lost slot, a forged push the
+hook let through or a forged line a member did not quarantine.
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ from heinzel.contract.schedule import next_slot
 from heinzel.team.receipts import team_id
 
 MEMBERS = ("ana", "ben", "cai", "dee", "eli")
+OWNERS = MEMBERS[:5]  # fay is a delegate of every one, not an owner
+JOINER = "fay"  # not on the roster until ana adds her a quarter into the run
 SKEWED = "eli"
 LATE = "dee"  # approved at the start; its daemon first ticks on day 3 (N1)
 START = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)  # a Monday
@@ -89,15 +99,13 @@ class Machine:
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", handle, "-f", str(key)],
             check=True,
         )
+        self.public = key.parent / f"{key.name}.pub"
         self.config.write_text(
             "[heinzel]\nmax_wakes_per_tick = 100\n\n"
             f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "6h"\n'
-            f'signing_key = "{key}"\nallowed_signers = "{root / "allowed_signers"}"\n',
+            f'signing_key = "{key}"\n',
             encoding="utf-8",
         )
-        kind, body = (key.parent / f"{key.name}.pub").read_text(encoding="utf-8").split()[:2]
-        with (root / "allowed_signers").open("a", encoding="utf-8") as signers:
-            signers.write(f'{handle} namespaces="git" {kind} {body}\n')
 
     def env(self, now: datetime) -> dict[str, str]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
@@ -140,13 +148,13 @@ def _setup(tmp: Path, count: int) -> tuple[Path, list[Machine], dict[str, str]]:
     schedules = {}
     for number in range(count):
         name = f"duty-{number:03d}"
-        owner = MEMBERS[number % len(MEMBERS)]
-        delegates = ", ".join(m for m in MEMBERS if m != owner)
+        owner = OWNERS[number % len(OWNERS)]
+        delegates = ", ".join(m for m in (*MEMBERS, JOINER) if m != owner)
         schedule = SCHEDULES[number % len(SCHEDULES)]
         text = CONTRACT.format(name=name, schedule=schedule, owner=owner, delegates=delegates)
         (contracts / f"{name}.prose.md").write_text(text, encoding="utf-8")
         schedules[name] = schedule
-    machines = [Machine(tmp, handle, remote) for handle in MEMBERS]
+    machines = [Machine(tmp, handle, remote) for handle in (*MEMBERS, JOINER)]
     hz, runner = group(), CliRunner()
     for machine in machines:
         env = machine.env(START)
@@ -157,13 +165,35 @@ def _setup(tmp: Path, count: int) -> tuple[Path, list[Machine], dict[str, str]]:
             ):
                 done = runner.invoke(hz, args, env=env, catch_exceptions=False)
                 assert done.exit_code == 0, (args, done.output)
+    # ana starts the roster on hz/state with every member but fay, each change a commit
+    # she signs, and installs the hook, which reads the roster from hz/state
+    owner = machines[0]
+    for machine in machines[1 : len(MEMBERS)]:
+        _hz(owner, START, "team", "roster", "add", machine.handle, str(machine.public))
+    _hz(owner, START, "team", "hook", str(remote))
     return remote, machines, schedules
 
 
-def _hostile(remote: Path, name: str, slot: datetime) -> None:
-    """A forged turn.finished for ``name``'s coming ``slot`` (token 999), a line by a
-    handle off the roster, and an unsigned one as the lease's holder under its current
-    token, written straight onto the bare repository's hz/state."""
+def _hz(machine: Machine, now: datetime, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "heinzel", *args],
+        env=machine.env(now),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+FORGED = ("rc-" + "f" * 24, "rc-" + "e" * 24, "rc-" + "d" * 24)
+
+
+def _hostile(remote: Path, name: str, slot: datetime, now: datetime) -> tuple[bool, list[str]]:
+    """A forger with push access and no key on the roster: a forged turn.finished for
+    ``name``'s coming ``slot`` (token 999), a line by a handle off the roster, and an
+    unsigned one as the lease's holder under its current token, pushed to hz/state
+    (the hook must refuse it: False when it landed), then written straight onto the bare
+    repository's hz/state (as a server without the hook would take it). Also how a
+    lint names each forged line (``by '<by>', turn.finished <key>``)."""
     team = team_id(name)
     lease = json.loads(
         subprocess.run(
@@ -187,9 +217,9 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
         "draft_hash": None,
     }
     lines = [
-        {**base, "id": "rc-" + "f" * 24, "by": "ben", "token": 999},
-        {**base, "id": "rc-" + "e" * 24, "by": "mallory", "token": 1},
-        {**base, "id": "rc-" + "d" * 24, "by": lease["holder"], "token": lease["token"]},
+        {**base, "id": FORGED[0], "by": "ben", "token": 999},
+        {**base, "id": FORGED[1], "by": "mallory", "token": 1},
+        {**base, "id": FORGED[2], "by": lease["holder"], "token": lease["token"]},
     ]
     git = ["git", "-C", str(remote)]
     env = {
@@ -218,7 +248,15 @@ def _hostile(remote: Path, name: str, slot: datetime) -> None:
     )
     run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
     commit = run("commit-tree", run("write-tree"), "-p", tip, "-m", "hostile")
+    pushed = subprocess.run(
+        [*git, "push", str(remote), f"{commit}:refs/heads/hz/state"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**env, "HZ_NOW": _ts(now)},
+    )
     run("update-ref", "refs/heads/hz/state", commit)
+    return pushed.returncode != 0, [f"by '{r['by']}', turn.finished {r['key']}" for r in lines]
 
 
 def _force_push(remote: Path, back: int = 3) -> bool:
@@ -263,13 +301,18 @@ def main() -> None:
             START + timedelta(days=2 * days // 3, hours=12),
         ]
         late_until = START + timedelta(days=3)
+        joins = START + STEP * max(1, days)  # a quarter into the run
+        refused, forged = False, [f"forged line {n}" for n in range(len(FORGED))]
+        errors: Counter[str] = Counter()
         now = START + STEP
         while now <= end:
             away = MEMBERS[(now - START).days % len(MEMBERS)]
             present = [
                 m
                 for m in machines
-                if m.handle != away and not (m.handle == LATE and now < late_until)
+                if m.handle != away
+                and not (m.handle == LATE and now < late_until)
+                and not (m.handle == JOINER and now <= joins)
             ]
             chance.shuffle(present)
             running = [(m, m.tick(now), chance.random() < kills) for m in present]
@@ -287,6 +330,7 @@ def main() -> None:
                     totals[name] += int(team.get(name) or 0)
                 totals["ticks"] += 1
                 totals["errors"] += len(report.get("errors") or [])
+                errors.update(str(e)[:600] for e in report.get("errors") or [])
                 notices = report.get("notices") or []
                 totals["notices"] += len(notices)
                 totals["rewrite notices"] += sum("rewritten" in n for n in notices)
@@ -304,8 +348,11 @@ def main() -> None:
                 totals["notices"] += len(said)
                 totals["rewrite notices"] += sum("rewritten" in n for n in said)
                 totals["lint rewrite notices"] += sum("rewritten" in n for n in said)
+            if joins <= now < joins + STEP:  # fay joins: ana's signed roster change
+                _hz(machines[0], now, "team", "roster", "add", JOINER, str(machines[-1].public))
+                totals["roster changes"] += 1
             if hostile_at <= now < hostile_at + STEP:
-                _hostile(remote, "duty-000", now + timedelta(hours=3))
+                refused, forged = _hostile(remote, "duty-000", now + timedelta(hours=3), now)
             if ((now - START).days % 7 == 6 and now.hour == 18) or now + STEP > end:
                 lint_began = time.perf_counter()
                 done = subprocess.run(
@@ -320,6 +367,17 @@ def main() -> None:
                 lint_times.append(((now - START).days, time.perf_counter() - lint_began, problems))
                 last_problems = said or []
             now += STEP
+        quarantined = {}  # every member's lint: the forged lines it quarantined
+        for machine in machines:
+            done = subprocess.run(
+                [sys.executable, "-m", "heinzel", "team", "lint", "--json"],
+                env=machine.env(end),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            said = json.loads(done.stdout)["problems"] if done.stdout else []
+            quarantined[machine.handle] = sum(any(f in p for p in said) for f in forged)
         size = sum(
             int(line.split()[3])
             for line in subprocess.run(
@@ -375,6 +433,8 @@ def main() -> None:
         f"{totals['conflicts']} receipt retries, {totals['lease_conflicts']} lease races lost, "
         f"{totals['errors']} tick errors"
     )
+    for error, seen in errors.most_common(5):
+        print(f"  tick error x{seen}: {error}")
     print(f"hz/state: {size / 1024:.1f} KiB after {days} days")
     print(
         "hz team lint: "
@@ -388,7 +448,14 @@ def main() -> None:
         f"{totals['rewrite notices']} times ({totals['lint rewrite notices']} by the hz team "
         "lint run between a force-push and the next tick)"
     )
-    if doubles or lost:
+    print(
+        f"roster: {totals['roster changes']} change signed by the owner ana mid-run "
+        f"({JOINER} added on day {(joins - START).days}); the forger's push "
+        + ("refused by the hook" if refused else "NOT refused by the hook")
+        + "; forged lines quarantined per member: "
+        + ", ".join(f"{h} {n}/{len(FORGED)}" for h, n in quarantined.items())
+    )
+    if doubles or lost or not refused or min(quarantined.values()) < len(FORGED):
         raise SystemExit(1)
 
 

@@ -91,3 +91,24 @@ def test_the_server_refuses_a_hand_set_lease_to_2099_and_a_token_jump(tmp_path: 
     ben.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick")
     assert [lease["token"] for lease in _leases(remote)] == [2]
     assert finished_slots(remote)[-1].startswith(ts(START + timedelta(days=1))[:10])
+
+
+def test_a_forged_token_the_server_never_took_does_not_make_later_receipts_stale(
+    tmp_path: Path,
+) -> None:
+    """A turn.finished with token 999 written straight into the repository (past the
+    hook) is quarantined by the members; the hook must not read it as a grant either:
+    Ana's receipts of Tuesday, under her real token, land (the soak found every later
+    receipt of that Heinzelmännchen refused as stale)."""
+    remote, ana, _ben = team_of_two(tmp_path)
+    ana.hz(START, "team", "hook", str(remote))
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    _append(
+        remote,
+        f"{TEAM}/{MONDAY[:10]}.jsonl",
+        [_forged("ben", 999, f"{TEAM}@{MONDAY}", ts(START + timedelta(hours=13)), 1)],
+    )
+    done = ana.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick", "--json")
+    errors = json.loads(done.stdout).get("errors") or []
+    assert not [e for e in errors if e.get("code") == "HZH480"], errors
+    assert TUESDAY in finished_slots(remote)

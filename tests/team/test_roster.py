@@ -216,6 +216,7 @@ def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_req
     report = json.loads(ben.hz(tuesday, "system", "daemon", "tick", "--json", check=False).stdout)
     [said] = [n for n in report["notices"] if "HZH483" in n]
     assert "signing_key" in said and "ssh-keygen" in said and "hz team roster add ben" in said
+    assert "`hz team key`" in said
     shown = ben.hz(tuesday, "team", "status").stdout
     assert "HZH483" in shown and "fix:" in shown
     doctor = json.loads(ben.hz(tuesday, "system", "doctor", "--json", check=False).stdout)
@@ -257,3 +258,31 @@ def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
     report = json.loads(ben.hz(tuesday, "system", "daemon", "tick", "--json").stdout)
     assert any("HZH482" in n and "dropped the roster" in n for n in report["notices"])
     assert json.loads(ben.hz(tuesday, "team", "roster", "--json").stdout)["owner"] == "ana"
+
+
+def test_the_owners_seen_mark_on_a_delegates_lease_lands_and_is_honoured_under_the_roster(
+    tmp_path: Path,
+) -> None:
+    """With the roster and the hook: Ana (owner) is away on Monday, Ben takes the lease
+    and runs the slot. Ana comes back: her daemon marks the lease "owner seen", a lease
+    commit she signs that changes nothing else; the hook lets it land (not HZH480) and
+    Ben honours it (no HZH485) and hands back; Ana takes it and runs Tuesday's slot.
+    (The soak found every such mark refused: a lease commit had to be its holder's.)"""
+    remote, ana, ben, _ = _signed_team(tmp_path)
+    ana.hz(START, "team", "hook", str(remote))
+    said: list[str] = []
+
+    def tick(machine: Machine, hours: int) -> None:
+        done = machine.hz(START + timedelta(hours=hours), "system", "daemon", "tick", "--json")
+        report = json.loads(done.stdout)
+        said.extend(str(e) for e in report.get("errors") or [])
+        said.extend(report.get("notices") or [])
+
+    tick(ben, 12)
+    assert finished_slots(remote) == [MONDAY]
+    for machine, hours in ((ana, 13), (ben, 14), (ana, 15), (ana, 24 + 12), (ben, 24 + 13)):
+        tick(machine, hours)
+    assert not [s for s in said if "HZH480" in s or "HZH485" in s], said
+    lease = json.loads(ben.hz(START + timedelta(hours=37), "team", "status", "--json").stdout)
+    assert (lease["leases"][0]["holder"], lease["leases"][0]["token"]) == ("ana", 2)
+    assert finished_slots(remote) == [MONDAY, TUESDAY]

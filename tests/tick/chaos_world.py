@@ -68,6 +68,7 @@ NANO = Decimal("0.000000001")
 KEYS = {"v", "seq", "ts", "prev", "turn", "kind", "key", "data"}
 LIFECYCLE = {"turn.started", "turn.resumed", "turn.waiting", "turn.finished", "turn.skipped"}
 LIFECYCLE_OPEN = {"turn.started", "turn.resumed"}
+HEINZEL_VERBS = {"heinzel.paused", "heinzel.unpaused", "heinzel.retired", "heinzel.unretired"}
 FAULTS = ("garbage", "shape", "stall", "refuse")
 """The provider's faults a process keeps from its start (module docstring)."""
 STALL = 1.5
@@ -303,6 +304,9 @@ class Spines:
     still there: hz has not yet observed it)."""
     pending: set[str] = field(default_factory=set)
     """Drafts whose 🧝 DRAFT line is still in their document."""
+    twice: list[str] = field(default_factory=list)
+    """A Heinzelmännchen-level line (``heinzel.paused``, ``heinzel.retired``, their undoing)
+    written again with no other of them between: a lifecycle verb that took effect twice."""
     taken_approvals: set[str] = field(default_factory=set)
     """``#<16 hex of a draft's key>`` of the approval wakes a turn took on (however it then
     ended: learned, skipped by a cap, failed, each shown to the user), and of the approvals
@@ -331,10 +335,15 @@ class Spines:
         keys_of: dict[str, list[str]] = {}
         state: dict[str, str] = {}
         reserved: dict[str, int] = {}  # turn -> the seq of its open reservation
+        last_verb = ""  # the last heinzel.paused / unpaused / retired / unretired line
         for line in lines:
             if line is DAMAGED:
                 continue
             kind, turn, data = line["kind"], str(line["turn"]), line["data"]
+            if kind in HEINZEL_VERBS:
+                if kind == last_verb:
+                    self.twice.append(f"{heinzel} seq {line['seq']}: {kind} again")
+                last_verb = kind
             if kind in LIFECYCLE:
                 state[turn] = kind
             if kind == "model.reserved":
@@ -472,6 +481,7 @@ def violations(
     )
     say("approval-once", [f"{k} observed {n} times" for k, n in facts.approvals.items() if n > 1])
     say("spend-released", [f"{k}: its reservation booked as spend" for k in facts.kept])
+    say("lifecycle-once", facts.twice)
     for day in sorted(set(charged) | set(facts.spent)):
         # to the 1e-9 USD the spine's floats keep (hz rounds a day's spend to 9 digits)
         paid = charged.get(day, Decimal(0)).quantize(NANO)

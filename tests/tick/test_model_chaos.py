@@ -116,6 +116,8 @@ INVARIANTS = {
     "break-contained": "a byte flipped in the middle of a spine: that one's commands refuse "
     "with a code at most once, then go on; every other works; `hz heinzel verify` names it",
     "link-kept": "a hard-linked document keeps its link through every write of hz",
+    "lifecycle-once": "a lifecycle verb sent twice at once (two `hz heinzel pause`, then two "
+    "`unpause`) writes one line and succeeds once; the other is refused with its code",
     "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
     "for YAML that does not parse, HZC051 for one that grants a tool) and stops no other turn",
 }
@@ -1231,6 +1233,41 @@ class Chaos(RuleBasedStateMachine):
                 if document.stat().st_ino != second.stat().st_ino:
                     self._breach("link-kept", f"{document.name} lost its link to {second}")
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        verb=st.sampled_from(["pause", "retire"]),
+        how=st.sampled_from(["cli", "page"]),
+    )
+    def lifecycle_together(self, name: str, verb: str, how: str = "cli") -> None:
+        """Two `hz heinzel pause` (or `retire`) at once, then two of its undoing at once,
+        both by the command or one by it and one by the served page's button: each pair
+        writes one line and one of them succeeds; the other is refused with its code
+        (HZH050), at once or after waiting for the lock (lifecycle-once). Whatever else
+        is running may hold the lock meanwhile."""
+        undo = {"pause": "unpause", "retire": "unretire"}[verb]
+        for word in (verb, undo):
+            first = len(self.ledger.ended)
+            if how == "page":
+                with served(self._env()[1], self.root) as head:
+                    self._start("heinzel", word, name)
+                    status, said = head.post(f"/h/{name}/do", {"verb": word})
+                if status >= 500:
+                    self._breach("page-ok", f"the page's {word} answered {status}: {said}")
+                said = said if isinstance(said, dict) else {}
+                code = 0 if status < 400 else 1
+                stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+                self.ledger.ended.append(
+                    Ended(("heinzel", word, name), code, False, json.dumps(said), stderr)
+                )
+            else:
+                self._start("heinzel", word, name)
+                self._start("heinzel", word, name)
+            for run in [r for r in self.running if r.args == ("heinzel", word, name)]:
+                self._wait(run)
+            pair = [e for e in self.ledger.ended[first:] if e.args == ("heinzel", word, name)]
+            if sum(e.code == 0 for e in pair) > 1:
+                self._breach("lifecycle-once", f"{word} {name} ({how}) succeeded twice at once")
+
     @rule(bad=st.sampled_from(sorted(BAD_SKILLS)), name=st.sampled_from(NAMES))
     def bad_skill(self, bad: str, name: str) -> None:
         """skills/house-style/SKILL.md goes bad (``malformed`` YAML, or it ``grants`` a
@@ -1397,6 +1434,8 @@ def _tour(machine: Chaos) -> None:
     machine.promises_hold()
     machine.dismiss(NAMES[1])
     machine.promises_hold()
+    machine.lifecycle_together(NAMES[0], "pause")
+    machine.promises_hold()
     machine._new_day()
     machine._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document
     machine.read(None)
@@ -1454,6 +1493,14 @@ PATHS = {
         m.approve(NAMES[0], "document"),
         m.tick("none", None),
         m.hard_link(NAMES[0], block=True),
+    ),
+    "lifecycle-together": lambda m: (
+        m._start("heinzel", "wake", NAMES[0]),  # a turn may hold the lock meanwhile
+        m.lifecycle_together(NAMES[0], "pause"),
+        m.lifecycle_together(NAMES[1], "retire"),
+        m._start("heinzel", "wake", NAMES[1]),
+        m.lifecycle_together(NAMES[1], "pause", "page"),
+        m.lifecycle_together(NAMES[0], "retire", "page"),
     ),
     "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
 }

@@ -60,10 +60,6 @@ def _data_text(data: Mapping[str, Any]) -> str:
     return canonical(data) if _DATA is None else "".join(_DATA(data, 0))
 
 
-def _string(value: str | None) -> str:
-    return "null" if value is None else _STRING(value)
-
-
 def envelope_text(
     seq: int,
     ts: str,
@@ -78,10 +74,13 @@ def envelope_text(
     the envelope's object, its keys written in their sorted order around the data's own
     canonical text rather than sorted and encoded on each line (a spine append's largest
     cost after the fsync)."""
+    text = _STRING  # each string field inline: a function call apiece cost more than it
     return (
-        f'{{"data":{_data_text(data)},"key":{_string(key)},"kind":{_string(kind)},'
-        f'"prev":{_string(prev)},"seq":{int(seq)},"ts":{_string(ts)},'
-        f'"turn":{_string(turn)},"v":1}}'
+        f'{{"data":{_data_text(data)},"key":{"null" if key is None else text(key)},'
+        f'"kind":{"null" if kind is None else text(kind)},'
+        f'"prev":{"null" if prev is None else text(prev)},"seq":{int(seq)},'
+        f'"ts":{"null" if ts is None else text(ts)},'
+        f'"turn":{"null" if turn is None else text(turn)},"v":1}}'
     )
 
 

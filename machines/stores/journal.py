@@ -150,7 +150,8 @@ def keys_of(event: Event) -> list[str]:
     extra = event.data.get("keys")
     if isinstance(extra, list):
         keys.extend(k for k in extra if isinstance(k, str) and k not in keys)
-    keys.extend(e.key for e in carried_effects(event) if e.key and e.key not in keys)
+    if DONE in event.data:
+        keys.extend(e.key for e in carried_effects(event) if e.key and e.key not in keys)
     return keys
 
 

@@ -190,7 +190,7 @@ class Bodies:
                 "HZL042", f"a body record is a {type(record).__name__}", "pass a mapping"
             )
         try:
-            body = canonical(dict(record)).encode("utf-8")
+            body = canonical(record if type(record) is dict else dict(record)).encode("utf-8")
         except (TypeError, ValueError) as error:
             raise LedgerError(
                 "HZL042",

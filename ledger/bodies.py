@@ -185,12 +185,12 @@ class Bodies:
         acknowledged) is cut off first, so records never run together.
         """
         path = self.path(turn)
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise LedgerError(
                 "HZL042", f"a body record is a {type(record).__name__}", "pass a mapping"
             )
         try:
-            body = canonical(dict(record)).encode("utf-8")
+            body = canonical(record if type(record) is dict else dict(record)).encode("utf-8")
         except (TypeError, ValueError) as error:
             raise LedgerError(
                 "HZL042",

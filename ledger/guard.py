@@ -98,7 +98,10 @@ def checked_append(
             )
         if len(_KINDS_PASSED) < 4096:
             _KINDS_PASSED.add(kind)
-    check_label("turn", turn)
+    if type(turn) is not str or turn not in _LABELS_PASSED:
+        check_label("turn", turn)
+        if turn is not None and len(_LABELS_PASSED) < 4096:
+            _LABELS_PASSED.add(turn)
     check_label("key", key)
     return checked_data(data, short_text)
 
@@ -106,6 +109,10 @@ def checked_append(
 _KINDS_PASSED: set[str] = set()
 """Kinds that passed the pattern (a process writes a few dozen): the next line of one skips
 it."""
+
+_LABELS_PASSED: set[str] = set()
+"""Turn ids that passed `check_label` (every line of a turn names it): the next line of
+the turn skips it."""
 
 
 def check_line_size(kind: str, size: int) -> None:
@@ -186,7 +193,7 @@ def _walk(
     if kind is str:
         _check_string(value, field, short_text, path)
         return value
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str or key not in _PASSED_KEYS:
@@ -224,7 +231,7 @@ def checked_data(
     """A plain JSON copy of ``data``, or a coded LedgerError naming the first offence."""
     if data is None:
         return {}
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise LedgerError(
             "HZL023",
             f"an event's data is a {type(data).__name__}, not an object",

@@ -37,9 +37,13 @@ def _where(path: tuple[str | int, ...]) -> str:
     return "".join(f"[{part!r}]" for part in path)
 
 
+_PLAIN = frozenset({str, int, bool})
+"""The exact types a value's leaves mostly are: no `isinstance` chain for them."""
+
+
 def _first_not_plain(value: Any, path: tuple[str | int, ...] = ()) -> str | None:
     """Where ``value`` stops being plain JSON and why, or None when it is."""
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or type(value) in _PLAIN or isinstance(value, (bool, int, str)):
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{_where(path)} is {value!r}"

@@ -54,8 +54,10 @@ def write_lazily(spine: Spine, bodies: Bodies) -> Callable[[], None]:
     ``bodies`` should defer its fsyncs (``Bodies(defer_fsync=True)``)."""
 
     def sync_bodies(events: Sequence[Event]) -> None:
-        if any(event.kind in BODY_SYNC_KINDS for event in events):
-            bodies.sync()
+        for event in events:  # a loop, not any(): most writes are one line
+            if event.kind in BODY_SYNC_KINDS:
+                bodies.sync()
+                return
 
     def durable() -> None:
         bodies.sync()

@@ -62,7 +62,7 @@ def carried_steps(event: Event) -> list[Event]:
     """The ``step.started`` events ``event`` carries in its `CARRIED` field, in step order,
     each with the carrier's seq, time and place; none for a line that carries none."""
     steps = event.data.get(CARRIED) if event.kind != "step.started" else None
-    if not isinstance(steps, Mapping) or not steps:
+    if steps is None or not isinstance(steps, Mapping) or not steps:
         return []
     order = sorted(steps, key=lambda s: STEPS.index(s) if s in STEPS else len(STEPS))
     return [
@@ -95,7 +95,7 @@ def carried_effects(event: Event) -> list[Event]:
     the effect's own event it carries, with the carrier's seq, time and place and the
     effect's key; none for a line that carries none."""
     done = event.data.get(DONE) if event.kind not in ("effect.done", *CARRIED_OWN) else None
-    if not isinstance(done, Mapping) or not done:
+    if done is None or not isinstance(done, Mapping) or not done:
         return []
     events: list[Event] = []
     for key, end in done.items():
@@ -150,7 +150,8 @@ def keys_of(event: Event) -> list[str]:
     extra = event.data.get("keys")
     if isinstance(extra, list):
         keys.extend(k for k in extra if isinstance(k, str) and k not in keys)
-    keys.extend(e.key for e in carried_effects(event) if e.key and e.key not in keys)
+    if DONE in event.data:
+        keys.extend(e.key for e in carried_effects(event) if e.key and e.key not in keys)
     return keys
 
 

@@ -91,7 +91,8 @@ class SpineIndex:
                 self.turn_final.setdefault(event.turn, event)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
-        for one in expand_carried((event,)):  # an effect's end the line carries, too
+        carried = expand_carried((event,)) if DONE in event.data else (event,)
+        for one in carried:  # an effect's end the line carries, too
             if one.kind == "effect.done" and one.key is not None:
                 self.taken_done[one.key] = str(one.data.get("hash"))
         self.last_seq, self.last_hash, self.last_offset = event.seq, event.hash, event.offset

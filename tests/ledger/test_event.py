@@ -98,6 +98,17 @@ class TestCanonical:
         expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert canonical(value) == expected
 
+    def test_canonical_refuses_what_json_dumps_refuses(self) -> None:
+        """Data that refers to itself and a value that is not JSON fail as json.dumps
+        fails (ValueError, TypeError): the encoder made per call checks for cycles."""
+        looped: list[object] = []
+        looped.append(looped)
+        with pytest.raises(ValueError, match="Circular"):
+            canonical({"a": looped})
+        with pytest.raises(TypeError):
+            canonical({"a": object()})
+        assert canonical({"a": [1]}) == '{"a":[1]}'
+
 
 _LABEL = st.none() | st.text(max_size=12)
 

@@ -153,3 +153,14 @@ class TestSpineRefusal:
         with Spine.open(tmp_path, clock=clock) as spine, pytest.raises(LedgerError) as caught:
             spine.append("a.b", turn=turn, key=key)
         assert caught.value.code == "HZL021"
+
+    @pytest.mark.parametrize("bad", ["t@acme.com", "t\n2", "", 7])
+    def test_a_turn_checked_once_lets_no_other_through(self, tmp_path: Path, bad: Any) -> None:
+        """A turn id the spine remembers as checked (its lines skip the check) does not let
+        an address, a second line, an empty id or a number through after it."""
+        with Spine.open(tmp_path, clock=clock) as spine:
+            spine.append("a.b", turn="t1")
+            spine.append("a.b", turn="t1")
+            with pytest.raises(LedgerError) as caught:
+                spine.append("a.b", turn=bad)
+        assert caught.value.code in ("HZL021", "HZL024")

@@ -31,7 +31,9 @@ to end, the best of 3 after an untimed one), and hz's fsyncs per durable step (c
 by its worker). hz's step and 5-step run are then split into whose time they are: the
 time inside ``os.fsync`` (the kernel's and the disk's), hz's CPU time with fsync stubbed
 out (``time.process_time``), and the rest (waking after an fsync, waiting for a core on
-a loaded machine).
+a loaded machine). Verdicts per hz path on disk: ahead of every peer's durable mode, a
+step at most 1.3x the floor measured as a step is (the median single append's ratio
+beside it), and hz's CPU per step at most a third of that floor.
 
 Then, with the cluster, jobs per second with 4 worker processes: hz's queue on Postgres
 beside DBOS's (``jobs.py``; ``PEERS_JOBS`` jobs, 200 by default, ``0`` leaves it out).
@@ -368,9 +370,53 @@ def bench(runner: Runner, modes: list[Mode], n: int, rounds: int) -> None:
                 {k: statistics.median(v) for k, v in keys.items()},
             )
     lines = verdicts(modes, medians)
+    lines += floor_verdicts(
+        modes,
+        medians,
+        (floor, row),
+        {
+            name: statistics.median(keys["cpu_per_step_us"])
+            for name, keys in whose.items()
+            if "cpu_per_step_us" in keys
+        },
+    )
     for line in lines:
         print(line)
     sys.stdout.flush()
+
+
+FLOOR_TARGET = 1.3
+"""Issue 42 item 5: a durable step at most this many times the fsync floor."""
+
+
+def floor_verdicts(
+    modes: list[Mode],
+    medians: dict[str, dict[str, float]],
+    floors: tuple[float, float],
+    cpu: dict[str, float],
+) -> list[str]:
+    """PASS/MISS per hz path (Postgres aside: its floor is the server's): the step at most
+    `FLOOR_TARGET` times the floor measured as a step is (N appends in a row, a mean, the
+    like-for-like estimator), the ratio to the median of single appends printed beside it;
+    and hz's CPU per step (fsync stubbed) at most a third of that floor."""
+    single, row = floors
+    lines = []
+    for path in (m for m in modes if m.hz and not m.postgres):
+        step = medians[path.name]["step"]
+        verdict = "PASS" if step / row <= FLOOR_TARGET else "MISS"
+        lines.append(
+            f"{verdict} {path.name} step at most {FLOOR_TARGET}x the fsync floor: "
+            f"{step / row:.2f}x the floor in a row ({step / single:.2f}x the median single "
+            f"append) (target {FLOOR_TARGET:.2f}x)"
+        )
+        if path.name in cpu:
+            own = cpu[path.name]
+            verdict = "PASS" if own <= row / 3 else "MISS"
+            lines.append(
+                f"{verdict} {path.name} CPU per step at most a third of the floor: "
+                f"{own:.1f} us, {own / row:.2f}x the floor in a row (target 0.33x)"
+            )
+    return lines
 
 
 if __name__ == "__main__":

@@ -16,10 +16,11 @@ import pytest
 from heinzel.team.lease import Decision, Lease, decide, owner_mark
 
 from .test_claims import _leases
+from .test_hook import _push
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _git
 from .test_roster import _signed_team
 from .test_signing import _key
-from .test_two_machines import CONTRACT, START, Machine, finished_slots, ts
+from .test_two_machines import CONTRACT, START, Machine, finished_slots, team_of_two, ts
 
 DAYS = [ts(START + timedelta(days=d, hours=9)).replace("Z", ".000Z") for d in range(4)]
 
@@ -199,3 +200,29 @@ class TestFloor:
         assert not owner_mark(replace(mark, owner_seen=None), before, "ana", "ana")
         assert not owner_mark(replace(mark, holder="ana"), before, "ana", "ana")
         assert not owner_mark(mark, replace(before, token=3), "ana", "ana")  # token down
+
+
+def test_the_hook_refuses_a_token_passed_to_another_holder_unraised(tmp_path: Path) -> None:
+    """With the hook, Ben holds token 2. A lease that hands token 2 to Ana, or to another
+    machine of Ben's, is refused (two holders of one token); Ben's own renewal lands."""
+    remote, ana, ben = team_of_two(tmp_path)
+    ana.hz(START, "team", "hook", str(remote))
+    ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
+    ben.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick")
+    [lease] = _leases(remote)
+    assert (lease["holder"], lease["token"]) == ("ben", 2)
+    scratch = tmp_path / "scratch.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(remote), str(scratch)], check=True)
+    tree = _git(scratch, "hash-object", "-t", "tree", "-w", "--stdin", stdin="")
+    for other in ({"holder": "ana"}, {"machine": "mc-" + "1" * 20}):
+        message = json.dumps({**lease, **other}, sort_keys=True, separators=(",", ":"))
+        commit = _git(scratch, "commit-tree", tree, "-m", message)
+        refused = _push(remote, scratch, f"+{commit}:refs/hz/lease/{TEAM}")
+        assert refused.returncode != 0 and "token 2 is ben's on mc-" in refused.stderr
+        assert "(a take raises it by one)" in refused.stderr
+    assert _leases(remote) == [lease]
+    shown = ben.hz(START + timedelta(days=1, hours=13), "system", "daemon", "tick", "--json")
+    assert not json.loads(shown.stdout).get("errors")
+    [renewed] = _leases(remote)
+    assert (renewed["holder"], renewed["token"]) == ("ben", 2)
+    assert renewed["expiry"] != lease["expiry"]

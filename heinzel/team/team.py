@@ -1128,6 +1128,11 @@ class Team:
                     "roster (HZH485): not honoured",
                     "next": "the owner's daemon, or a delegate's, takes it at its next tick",
                 }
+                if tid in self.unplaced:  # a roster key signed it: nobody writes under it
+                    state["next"] = (
+                        f"no lease is written under it until it expires ({lease.expiry[:40]}, "
+                        "HZH488); then the owner's or a delegate's daemon takes the next token"
+                    )
             shown.append(
                 {
                     "team": tid,

@@ -147,6 +147,9 @@ def test_a_lease_a_member_signed_in_anothers_name_is_not_honoured_nor_written_un
     waited = [n for n in said if "HZH488" in n]
     assert waited and "ana on mc-00000000000000000000, token 2" in waited[0]
     assert any("HZH485" in n for n in said)
+    status = json.loads(ana.hz(START + timedelta(hours=16), "team", "status", "--json").stdout)
+    [row] = status["leases"]
+    assert row["state"] == "unsigned" and "HZH488" in row["next"]
     said.clear()
     tick(ana, 24 + 10)  # the forged lease expired at 19:00
     [lease] = _leases(remote)

@@ -1313,8 +1313,12 @@ def machine_id(root: Path) -> str:
 
 
 def _free(lease: Lease, now: datetime, interval: timedelta, skew: timedelta) -> bool:
-    """Out of force: expired, or further ahead than any holder writes (`decide`'s rule)."""
-    return lease.expired(now, skew) or lease.overlong(now, interval, skew)
+    """Out of force: expired, or further ahead than any holder writes (`decide`'s rule),
+    or with an expiry that is not a time (nobody can hold it)."""
+    try:
+        return lease.expired(now, skew) or lease.overlong(now, interval, skew)
+    except ValueError:
+        return True
 
 
 def _under(new: Lease, ahead: Lease) -> bool:

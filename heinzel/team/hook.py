@@ -5,9 +5,10 @@ Clients already check their own receipts before a push; the hook makes the serve
 what a stale, broken or hostile client pushes anyway:
 
 - ``refs/hz/lease/<team id>``: never deleted; its message a lease (`Lease.from_message`)
-  whose holder is a roster handle, whose token never goes down and rises by at most one
-  (a take), and whose expiry is no further ahead than a holder writes (``--lease-max``:
-  two intervals and ``max_skew``, from the installing member's config);
+  whose holder is a roster handle, whose token never goes down, rises by at most one
+  (a take) and never passes to another holder (handle or machine) unraised, and whose
+  expiry is no further ahead than a holder writes (``--lease-max``: two intervals and
+  ``max_skew``, from the installing member's config);
 - ``refs/heads/hz/state``: never deleted or rewritten (the new tip descends from the
   old); every line it adds is a receipt the lint admits (`lint_record`, the roster),
   whose token is not above its team's lease (no lease granted it) and was held by its
@@ -152,6 +153,12 @@ def check_push(
             problems.append(f"{ref}: holder {lease.holder[:40]!r} is not a roster handle")
         if before is not None and lease.token < before.token:
             problems.append(f"{ref}: token {lease.token} below the lease's {before.token}")
+        if before is not None and lease.token == before.token and _another(lease, before):
+            problems.append(
+                f"{ref}: token {lease.token} is {before.holder[:40]}'s on "
+                f"{(before.machine or 'an unnamed machine')[:40]}, not {lease.holder[:40]}'s "
+                f"on {(lease.machine or 'an unnamed machine')[:40]} (a take raises it by one)"
+            )
         if before is not None and lease.token > before.token + 1:
             problems.append(
                 f"{ref}: token {lease.token} jumps past {before.token + 1} "
@@ -273,6 +280,15 @@ def _signed(old: str, new: str, allowed: str | None, roster: Roster | None) -> l
                         f"{signer[:40]!r}"
                     )
     return problems
+
+
+def _another(lease: Lease, before: Lease) -> bool:
+    """Whether ``lease`` names another holder than ``before``: another handle, or another
+    machine of it (a lease without a machine, as an hz before machines writes, is its
+    handle's)."""
+    if lease.holder != before.holder:
+        return True
+    return None not in (lease.machine, before.machine) and lease.machine != before.machine
 
 
 def _beyond(expiry: str, most: datetime) -> bool:

@@ -21,7 +21,9 @@ daemon read, pure and tested alone:
   owner takes it at its next tick;
 - each change of holder raises the fencing token by one; a renewal keeps it, and so does
   a holder that takes back its own expired lease (nobody held it in between: the ref is
-  only changed by compare-and-swap);
+  only changed by compare-and-swap), unless a higher token was seen since (``floor``: a
+  home that missed another holder's lease): then its lease waits until it expires and
+  is taken with the next token above ``floor``;
 - ``open`` lists the slot keys the holder claimed (pushed before their turns start) whose
   ``turn.finished`` receipts are not on ``hz/state`` yet (``unsettled``). Nobody takes a
   lease from another holder while it has unsettled claims, until ``grace`` past its
@@ -43,7 +45,7 @@ from typing import Literal
 
 from ledger.event import format_ts, parse_ts
 
-__all__ = ["Decision", "Lease", "decide", "seen_only"]
+__all__ = ["Decision", "Lease", "decide", "owner_mark", "seen_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,22 @@ def seen_only(lease: Lease, before: Lease | None) -> bool:
     return before is not None and replace(lease, owner_seen=before.owner_seen) == before
 
 
+def owner_mark(lease: Lease, before: Lease | None, signer: str, owner: str | None) -> bool:
+    """Whether ``lease`` reads as the "seen" mark of the Heinzelmännchen's ``owner`` (its
+    commit signed by ``signer``): the owner is the only writer of seen marks, and its
+    daemon marks only a lease it honoured, so a home that missed the lease under it (a
+    lease commit has no parent: a delegate's take and the mark fetched at once) honours
+    the mark as it is. Only on another holder's lease, with ``owner_seen`` set, and never
+    with a token below the last lease this home verified (``before``)."""
+    return (
+        owner is not None
+        and signer == owner
+        and lease.holder != owner
+        and lease.owner_seen is not None
+        and (before is None or lease.token >= before.token)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What a daemon does with one lease: write ``new`` (or nothing) and whether it may
@@ -149,10 +167,16 @@ def decide(
     waiting = lease is not None and not lease.expired(now, skew + grace)
     if not mine and free and unsettled and waiting:
         return Decision("none", None, False)  # its holder may have run them: wait
+    behind = lease is not None and mine and lease.token < floor
+    if behind and not free:
+        return Decision("none", None, False)  # a higher token was granted since: wait it out
+    # someone held a higher token since this holder's (seen here, or on hz/state): taking
+    # it back is a new grant, not its old token
+    again = Lease(me, expiry, token + 1, open=unsettled, machine=machine, since=at)
     if me == owner:
         if lease is not None and mine:
             kept = replace(lease, expiry=expiry, owner_seen=None, open=unsettled, machine=machine)
-            return Decision("take" if free else "renew", kept, True)
+            return Decision("take" if free else "renew", again if behind else kept, True)
         if free:
             return Decision("take", Lease(me, expiry, token + 1, machine=machine, since=at), True)
         if lease is not None and lease.holder == me:
@@ -174,6 +198,6 @@ def decide(
     if free and not back:
         if lease is not None and mine:
             taken = replace(lease, expiry=expiry, open=unsettled, machine=machine)
-            return Decision("take", taken, True)
+            return Decision("take", again if behind else taken, True)
         return Decision("take", Lease(me, expiry, token + 1, machine=machine, since=at), True)
     return Decision("none", None, False)

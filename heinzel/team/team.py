@@ -36,7 +36,7 @@ from heinzel.team.git import (
     Git,
     declined_error,
 )
-from heinzel.team.lease import Lease, decide, seen_only
+from heinzel.team.lease import Lease, decide, owner_mark, seen_only
 from heinzel.team.outbox import Outbox
 from heinzel.team.receipts import (
     NEWER,
@@ -140,6 +140,7 @@ class Team:
     floors: dict[str, int] = field(default_factory=dict)
     grants: dict[str, dict[int, Grant]] = field(default_factory=dict)
     granted: set[tuple[str, int]] = field(default_factory=set)
+    unplaced: dict[str, Lease] = field(default_factory=dict)
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
@@ -495,11 +496,16 @@ class Team:
     ) -> dict[str, tuple[str, Lease | None]]:
         """The leases as read, each checked against the roster on ``hz/state`` (none
         yet: every lease counts): one whose commit is not signed by its holder's key is
-        not honoured. It reads as the last lease of that ref this home verified
-        (``refs/hz-honoured/lease/<team id>`` in the mirror), else as absent; the ref's
-        commit is kept for the compare-and-swap, so the holder's next renewal, or the
-        owner's or a delegate's take, writes over it. Each is said in ``notices`` (HZH485)."""
+        not honoured, unless it is the "seen" mark of the Heinzelmännchen's owner
+        (`seen_only` of the last lease verified here, or `owner_mark`: signed by the
+        owner of a local team contract). It reads as the last lease of that ref this home
+        verified (``refs/hz-honoured/lease/<team id>`` in the mirror), else as absent; the
+        ref's commit is kept for the compare-and-swap, so the holder's next renewal, or the
+        owner's or a delegate's take, writes over it. Each is said in ``notices`` (HZH485).
+        One that a roster key signed (not its holder's, not a seen mark placed here) is
+        kept in ``unplaced``: `_decide` writes nothing under it while it is in force."""
         roster = self.team_roster()
+        self.unplaced = {}
         if roster is None or not leases:
             return leases
         kept = git.run(
@@ -516,6 +522,7 @@ class Team:
         checked = git.signatures(fresh, roster.allowed_signers())  # verified once each
         found = dict(leases)
         verified: dict[str, str] = {}
+        owners: dict[str, str | None] | None = None
         for tid, (commit, lease) in leases.items():
             if lease is None or before.get(tid, ("", ""))[0] == commit:
                 continue
@@ -524,6 +531,13 @@ class Team:
             if status == "G" and (signer == lease.holder or seen_only(lease, last)):
                 verified[tid] = commit
                 continue
+            if status == "G" and signer != lease.holder:
+                if owners is None:
+                    owners = {m.team: m.owner for m in self.local_members().values()}
+                if owner_mark(lease, last, signer, owners.get(tid)):
+                    verified[tid] = commit  # the owner's seen mark on a lease missed here
+                    continue
+                self.unplaced[tid] = lease  # a roster key signed it: someone may honour it
             found[tid] = (commit, Lease.from_message(before[tid][1]) if tid in before else None)
             if notices is not None:
                 notices.append(
@@ -606,6 +620,11 @@ class Team:
         for member in self.members.values():
             commit, lease = self.leases.get(member.team, (None, None))
             done = self.received.get(member.team, set())
+            floor = self.floors.get(member.team, 0)
+            ahead = self.unplaced.get(member.team)
+            live = ahead is not None and not _free(ahead, now, team.interval, team.max_skew)
+            if ahead is not None and not live:
+                floor = max(floor, ahead.token)  # out of force: a take goes above it
             decision = decide(
                 lease,
                 me=self.me,
@@ -620,7 +639,7 @@ class Team:
                     k for k in (lease.open if lease else ()) if not member.settled(k, done, now)
                 ),
                 grace=team.orphan_grace,
-                floor=self.floors.get(member.team, 0),
+                floor=floor,
             )
             if not self.online:
                 if (
@@ -633,6 +652,9 @@ class Team:
             if lease is not None and not lease.held_by(self.me, self.machine):
                 self._notice(member, lease, done, now, report)
             if decision.new is None:
+                continue
+            if ahead is not None and (live or _under(decision.new, ahead)):
+                report.notices.append(_unplaced_notice(member.name, ahead, decision.new, live))
                 continue
             planned.append((member.team, commit, decision.new))
             if decision.runs:
@@ -1106,6 +1128,11 @@ class Team:
                     "roster (HZH485): not honoured",
                     "next": "the owner's daemon, or a delegate's, takes it at its next tick",
                 }
+                if tid in self.unplaced:  # a roster key signed it: nobody writes under it
+                    state["next"] = (
+                        f"no lease is written under it until it expires ({lease.expiry[:40]}, "
+                        "HZH488); then the owner's or a delegate's daemon takes the next token"
+                    )
             shown.append(
                 {
                     "team": tid,
@@ -1283,6 +1310,35 @@ def machine_id(root: Path) -> str:
     ensure_private_dir(root)
     write_atomic(path, made.encode())
     return made
+
+
+def _free(lease: Lease, now: datetime, interval: timedelta, skew: timedelta) -> bool:
+    """Out of force: expired, or further ahead than any holder writes (`decide`'s rule),
+    or with an expiry that is not a time (nobody can hold it)."""
+    try:
+        return lease.expired(now, skew) or lease.overlong(now, interval, skew)
+    except ValueError:
+        return True
+
+
+def _under(new: Lease, ahead: Lease) -> bool:
+    """Whether writing ``new`` over ``ahead`` would lower the token, or give its token to
+    another holder."""
+    return new.token < ahead.token or (
+        new.token == ahead.token and (new.holder, new.machine) != (ahead.holder, ahead.machine)
+    )
+
+
+def _unplaced_notice(name: str, ahead: Lease, new: Lease, live: bool) -> str:
+    """The tick's notice for a lease it does not write: the remote's lease is signed by a
+    roster key but not verified here (not its holder's key, no seen mark placed here)."""
+    holder = f"{ahead.holder[:40]} on {(ahead.machine or 'an unnamed machine')[:40]}"
+    until = f"until it expires ({ahead.expiry[:40]})" if live else "(a take goes above it)"
+    return (
+        f"team {name}: HZH488: the lease on the remote ({holder}, token {ahead.token}) is "
+        "signed by a roster key but not verified on this machine; this machine writes no "
+        f"lease (token {new.token}) under it {until}"
+    )
 
 
 def _soft(seen: Mapping[str, int], leases: Mapping[str, Lease | None]) -> set[str]:

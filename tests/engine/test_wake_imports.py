@@ -41,10 +41,12 @@ NOT_NEEDED = (
     "heinzel.engine.offline_amend",
     "heinzel.engine.offline_create",
     "heinzel.engine.offline_discover",
+    "heinzel.engine.chat",
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
-modules, and the offline model's rules for created, amending and discovery turns."""
+modules, the offline model's rules for created, amending and discovery turns, and a chat
+turn's proposals and answers (loaded when a run pauses on a proposal)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

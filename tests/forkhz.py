@@ -52,13 +52,16 @@ PRELOAD = (
     "heinzel.turns.models",
     "heinzel.engine.offline",
     "heinzel.engine.run",
+    "heinzel.engine.chat",
+    "heinzel.capabilities.configured",
     "pydantic_ai.models.anthropic",
     "pydantic_ai.providers.anthropic",
     "pydantic_ai.models.openai",
     "pydantic_ai.providers.openai",
 )
-"""What a turn's process imports (`python -X importtime` of a wake and a tick), and the
-providers' models, which read their keys when a model is made, not at import."""
+"""What a turn's process imports (`python -X importtime` of a wake and a tick), what a
+wake loads only when it needs it (a chat turn's proposals, the adapter tables' models),
+and the providers' models, which read their keys when a model is made, not at import."""
 
 _MESSAGE = 1 << 20
 

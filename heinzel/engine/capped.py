@@ -30,7 +30,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from heinzel.engine.faults import unpaid, watching
-from heinzel.engine.money import Pricing, Purse
+from heinzel.engine.money import FREE_MODELS, Pricing, Purse
 
 __all__ = ["OUTPUT_TOKENS", "CapReached", "CappedModel", "request_bytes"]
 
@@ -76,9 +76,9 @@ class CappedModel(WrapperModel):
         asked = (settings or {}).get("max_tokens")
         output = min(int(asked), OUTPUT_TOKENS) if asked else OUTPUT_TOKENS
         bounded: ModelSettings = {**(settings or {}), "max_tokens": output}
-        worst = self.pricing.worst(
-            self.model_name, self.system, request_bytes(messages, parameters), output
-        )
+        free = self.model_name in FREE_MODELS  # its worst case is nothing, whatever its size
+        size = 0 if free else request_bytes(messages, parameters)
+        worst = self.pricing.worst(self.model_name, self.system, size, output)
         if worst is None:  # a price hz can't compute counts at the cap
             left = self.purse.budget.remaining(self.purse.spent_turn())
             worst = left if left is not None else Decimal(0)

@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai import (
     Agent,
@@ -48,7 +48,6 @@ from pydantic_graph import End
 
 from heinzel.engine.body import Saved, dump_conversation, dump_messages
 from heinzel.engine.capped import CappedModel, CapReached
-from heinzel.engine.chat import Answer, Proposal, deferred_results, proposals
 from heinzel.engine.context import TurnContext
 from heinzel.engine.errors import INVALID_REPLY, EngineError
 from heinzel.engine.faults import INVALID_OUTCOME, NotJsonReply, WrongShapeReply, fault_of
@@ -60,7 +59,10 @@ from heinzel.engine.steps import Stepper
 from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
 from ledger.errors import HzError
 
-__all__ = ["INVALID_OUTCOME", "PROVIDER_ERROR", "Answer", "Proposal", "ThinkResult", "think"]
+if TYPE_CHECKING:  # a chat turn's proposals and answers: loaded when one runs
+    from heinzel.engine.chat import Answer, Proposal
+
+__all__ = ["INVALID_OUTCOME", "PROVIDER_ERROR", "ThinkResult", "think"]
 
 PROVIDER_ERROR = "provider-http"
 """A turn the provider failed with an HTTP status: ``provider-http-<status>``."""
@@ -213,7 +215,11 @@ async def think(
         )
     else:
         conversation = saved.conversation()
-    deferred = deferred_results(conversation, answers) if answers else None
+    deferred = None
+    if answers:  # a chat turn resumed with its proposals answered
+        from heinzel.engine.chat import deferred_results
+
+        deferred = deferred_results(conversation, answers)
     services.remaining_usd = lambda: budget.remaining(stepper.usd)
     ceiling = budget.token_ceiling(model.model_name, model.system, stepper.usd, conversation.usage)
     limits = UsageLimits(request_limit=conversation.usage.requests + 50, total_tokens_limit=ceiling)
@@ -348,6 +354,8 @@ async def think(
                         "usd": str(stepper.usd),
                     }
                 )
+                from heinzel.engine.chat import proposals  # a chat turn's write tools
+
                 asked = proposals(output)
                 for proposal in asked:
                     recorder.checkpoint(

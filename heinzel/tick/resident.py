@@ -39,6 +39,8 @@ PRELOAD = (
     "heinzel.turns.failure",
     "heinzel.engine.offline",
     "heinzel.engine.run",
+    "heinzel.engine.chat",
+    "heinzel.capabilities.configured",
     "pydantic_ai.models.function",
     "pydantic_ai.models.openai",
     "pydantic_ai.providers.openai",
@@ -51,8 +53,10 @@ PRELOAD = (
 )
 """What a tick's turns import (``python -X importtime`` of a wake and a tick, as
 `tests/forkhz.py` preloads, and what a drafted wake still imported after them: the
-model prices, the event loop's backend), and the providers' models, which read their keys when a
-model is made, not at import (a provider whose SDK is not installed is left out)."""
+model prices, the event loop's backend), what a wake loads only when it needs it (a chat
+turn's proposals, the ``[adapters.*]`` tables' models), and the providers' models, which
+read their keys when a model is made, not at import (a provider whose SDK is not
+installed is left out)."""
 
 _PR_SET_PDEATHSIG = 1
 

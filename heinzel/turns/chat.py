@@ -214,12 +214,13 @@ async def settle(
     """The answers that resume a paused chat run (writes performed), a `Wait` while one
     is missing, or None when the run is not paused on proposals."""
     from heinzel.engine.body import Saved
-    from heinzel.engine.chat import Answer, proposals
 
     deferred = Saved.fold(history).deferred
     requests = deferred.deferred_tool_requests if deferred is not None else None
     if requests is None or not requests.approvals:
         return None
+    from heinzel.engine.chat import Answer, proposals  # the run paused on proposals
+
     keys = {
         c.tool_call_id: question_key(writes.heinzel_id, ctx.turn, c.tool_call_id)
         for c in requests.approvals

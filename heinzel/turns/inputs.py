@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heinzel.capabilities.configured import build_adapters
 from heinzel.capabilities.protocols import Approved, ReadCapability, Window
 from heinzel.capabilities.targets import Protected
 from heinzel.config import Settings
@@ -68,14 +67,25 @@ def default_adapters(
     default the configured home's and this environment's credential store)."""
     if protected is None:
         protected = protected_places(Home(settings.heinzel.home), os.environ)
+    approver = settings.heinzel.approver or settings.team.handle or "owner"
+    fixtures = fixtures_dir or settings.heinzel.fixture_sources
+    assets = Home(settings.heinzel.home).heinzel_dir / "assets"
+    if not settings.adapters:  # no [adapters.*] table: no table models (pydantic) to load
+        from heinzel.capabilities.builtin import builtin_adapters
+
+        return builtin_adapters(
+            approver=approver, fixtures=fixtures, asset_names=assets, protected=protected
+        )
+    from heinzel.capabilities.configured import build_adapters
+
     return build_adapters(
         settings.adapters,
-        approver=settings.heinzel.approver or settings.team.handle or "owner",
+        approver=approver,
         http_cache=Home(settings.heinzel.home).heinzel_dir / "http",
         environ=os.environ,
-        fixtures=fixtures_dir or settings.heinzel.fixture_sources,
+        fixtures=fixtures,
         stored=lambda provider: stored_secret(provider, os.environ),
-        asset_names=Home(settings.heinzel.home).heinzel_dir / "assets",
+        asset_names=assets,
         protected=protected,
     )
 

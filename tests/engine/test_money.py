@@ -93,3 +93,23 @@ class TestCaps:
     def test_no_cap_no_ceiling(self) -> None:
         """Without a cap (or with a free model) there is no token ceiling."""
         assert Budget(Pricing(at=AT)).token_ceiling("offline", None, Decimal(0), RunUsage()) is None
+
+
+def test_a_free_model_reserves_without_sizing_its_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``offline`` model's worst case is nothing whatever its request holds, so
+    `CappedModel` never serialises the request to size it (issue 42: a wake's share)."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+    from pydantic_ai.models import ModelRequestParameters
+
+    from heinzel.engine import capped
+    from heinzel.engine.offline import offline_model
+
+    def sized(*_: object) -> int:
+        raise AssertionError("a free model's request was sized")
+
+    monkeypatch.setattr(capped, "request_bytes", sized)
+    model = capped.CappedModel(offline_model(), Pricing(at=datetime(2026, 1, 1, tzinfo=UTC)), None)  # type: ignore[arg-type]
+    messages = [ModelRequest(parts=[UserPromptPart("hello")])]
+    bounded = model._reserve(messages, None, ModelRequestParameters())
+    assert bounded["max_tokens"] == capped.OUTPUT_TOKENS
+    assert model.reserved is False

@@ -41,10 +41,14 @@ NOT_NEEDED = (
     "heinzel.engine.offline_amend",
     "heinzel.engine.offline_create",
     "heinzel.engine.offline_discover",
+    "heinzel.engine.chat",
+    "heinzel.capabilities.configured",
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
-modules, and the offline model's rules for created, amending and discovery turns."""
+modules, the offline model's rules for created, amending and discovery turns, a chat
+turn's proposals and answers (loaded when a run pauses on a proposal), and the adapter
+tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -230,6 +230,24 @@ def behind(marks: Mapping[str, tuple[int, str]], sources: Mapping[str, Path]) ->
     return found
 
 
+def _present(sources: Mapping[str, str | Path]) -> dict[str, Path]:
+    """The sources whose spine is there (one ``lstat`` each, as `spine_tail` finds a missing
+    one): a missing spine is never behind, so a home of sessions without spines (or a
+    list of session folders, `heinzel.store.home.Home.spine_files`) costs no open. Anything
+    there but odd (a link, a folder) is kept, for `behind` to refuse as before."""
+    present: dict[str, Path] = {}
+    lstat = os.lstat
+    for source, spine in sources.items():
+        try:
+            lstat(spine)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            pass
+        present[source] = Path(spine)
+    return present
+
+
 class Projection(Protocol):
     """Folds spine events into rows of its own tables, keyed by source."""
 
@@ -410,7 +428,7 @@ class Index:
                 self._set_mark(source, last)
         return applied
 
-    def refresh(self, sources: Mapping[str, Path]) -> dict[str, HzError | None]:
+    def refresh(self, sources: Mapping[str, str | Path]) -> dict[str, HzError | None]:
         """Catch up every source whose spine's last line is not its watermark.
 
         What a process sees on opening the index: a kill between a spine's append and
@@ -420,19 +438,22 @@ class Index:
         lock, and only the sources behind are caught up. Returns them, each with the
         coded error its catch-up raised (one source's failure never stops the rest).
         """
+        spines = _present(sources)
+        if not spines:  # no spine on disk: none is behind, and no watermark is read
+            return {}
         with self.reading():
             query = f"SELECT source, seq, hash, at, size FROM {WATERMARKS}"  # noqa: S608
             rows = {row[0]: Watermark(*row[1:]) for row in self.db.execute(query)}
         marks = {source: (mark.seq, mark.hash) for source, mark in rows.items()}
         caught: dict[str, HzError | None] = {}
-        late = behind(marks, sources)
+        late = behind(marks, spines)
         for source in late:
             try:
-                self.catch_up(source, sources[source])
+                self.catch_up(source, spines[source])
                 caught[source] = None
             except HzError as error:
                 caught[source] = error
-        self._size_marks({s: p for s, p in sources.items() if s not in late}, rows)
+        self._size_marks({s: p for s, p in spines.items() if s not in late}, rows)
         return caught
 
     def _size_marks(self, sources: Mapping[str, Path], marks: Mapping[str, Watermark]) -> None:

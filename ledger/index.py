@@ -231,21 +231,18 @@ def behind(marks: Mapping[str, tuple[int, str]], sources: Mapping[str, Path]) ->
 
 
 def _present(sources: Mapping[str, str | Path]) -> dict[str, Path]:
-    """The sources whose spine is there (one ``lstat`` each, as `spine_tail` finds a missing
-    one): a missing spine is never behind, so a home of sessions without spines (or a
-    list of session folders, `heinzel.store.home.Home.spine_files`) costs no open. Anything
-    there but odd (a link, a folder) is kept, for `behind` to refuse as before."""
-    present: dict[str, Path] = {}
-    lstat = os.lstat
-    for source, spine in sources.items():
-        try:
-            lstat(spine)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            pass
-        present[source] = Path(spine)
-    return present
+    """The sources whose spine is there: a missing spine is never behind, so a list of
+    session folders (`heinzel.store.home.Home.spine_files`) whose sessions have no spine
+    costs one ``access`` each (no exception, no open). Anything there but odd (a link,
+    even a dangling one, or a folder) is kept, for `behind` to refuse as before; a spine
+    in a folder this process cannot search reads as missing here, and its writer's open
+    says what is wrong."""
+    access, there = os.access, os.F_OK
+    return {
+        source: Path(spine)
+        for source, spine in sources.items()
+        if access(spine, there, follow_symlinks=False)
+    }
 
 
 class Projection(Protocol):

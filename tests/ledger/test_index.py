@@ -154,6 +154,11 @@ class TestIndex:
             spine = tmp_path / "s" / "session.jsonl"
             assert index.refresh({**missing, "s": spine}) == {"s": None}
             assert dump(index)["toy_sources"][0]["total"] == 11
+            (tmp_path / "m0").mkdir()
+            (tmp_path / "m0" / "session.jsonl").symlink_to(tmp_path / "gone")
+            with pytest.raises(LedgerError) as caught:  # a dangling link is still refused
+                index.refresh(missing)
+            assert caught.value.code == "HZL001"
 
     def test_a_watermark_the_spine_disagrees_with_rebuilds_the_source(self, tmp_path: Path) -> None:
         """When the watermark's line is not in the spine, that source's rows are refolded."""

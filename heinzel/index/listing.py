@@ -128,29 +128,49 @@ class Listing:
         return out
 
     def json_items(self) -> Iterator[str]:
-        """Each row's ``json.dumps(row, ensure_ascii=False, sort_keys=True)``."""
-        notices, team, text = self.notices, self.team, encode_basestring
+        """Each row's ``json.dumps(row, ensure_ascii=False, sort_keys=True)``. Per row no
+        call of Python's own: a JSON column's text is looked up in `_json` (each distinct
+        text encoded once), an int or a finite float written by its ``repr``."""
+        notices, team, text, line = self.notices, self.team, encode_basestring, _LINE
+        encoded, column, integer, real = self._json, self._json_column, int, float
         for row in self.rows:
-            heinzel_id = row[_ID]
+            (
+                assets,
+                contract_name,
+                version,
+                cost,
+                fingerprint,
+                heinzel_id,
+                last_turn,
+                name,
+                namespace,
+                next_due,
+                pending,
+                state,
+            ) = row
             try:
                 said = notices.get(heinzel_id)
                 known = team.get(heinzel_id) if team else None
-                contract_name, fingerprint = row[_CONTRACT_NAME], row[_FINGERPRINT]
-                last_turn, next_due = row[_LAST_TURN], row[_NEXT_DUE]
-                yield _LINE % (
-                    self._json_column(row[_ASSETS]),
+                yield line % (
+                    encoded.get(assets) or column(assets),
                     "null" if contract_name is None else text(contract_name),
-                    "null" if row[_VERSION] is None else _number(row[_VERSION]),
-                    _number(row[_COST]),
+                    "null"
+                    if version is None
+                    else integer.__repr__(version)
+                    if type(version) is integer
+                    else _number(version),
+                    real.__repr__(cost)
+                    if type(cost) is real and -_INF < cost < _INF
+                    else _number(cost),
                     "null" if fingerprint is None else text(fingerprint),
                     text(heinzel_id),
                     "null" if last_turn is None else text(last_turn),
-                    text(row[_NAME]),
-                    text(row[_NAMESPACE]),
+                    text(name),
+                    text(namespace),
                     "null" if next_due is None else text(next_due),
                     _dumps(said) if said else "[]",
-                    self._json_column(row[_PENDING]),
-                    text(row[_STATE]),
+                    "null" if pending is None else encoded.get(pending) or column(pending),
+                    text(state),
                     "" if known is None else f', "team": {_dumps(known)}',
                 )
             except TypeError:  # a value the fast form does not know: json says what it is
@@ -163,9 +183,8 @@ class Listing:
             return "null"
         if type(value) is not str:
             return _dumps(value)
-        if _PLAIN_LIST(value):
-            return value
         encoded = self._json.get(value)
-        if encoded is None:
-            encoded = self._json[value] = _dumps(json.loads(value))
+        if encoded is None:  # each distinct text once (`json_items` looks it up first)
+            plain = _PLAIN_LIST(value)
+            encoded = self._json[value] = value if plain else _dumps(json.loads(value))
         return encoded

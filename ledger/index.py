@@ -230,6 +230,21 @@ def behind(marks: Mapping[str, tuple[int, str]], sources: Mapping[str, Path]) ->
     return found
 
 
+def _present(sources: Mapping[str, str | Path]) -> dict[str, Path]:
+    """The sources whose spine is there: a missing spine is never behind, so a list of
+    session folders (`heinzel.store.home.Home.spine_files`) whose sessions have no spine
+    costs one ``access`` each (no exception, no open). Anything there but odd (a link,
+    even a dangling one, or a folder) is kept, for `behind` to refuse as before; a spine
+    in a folder this process cannot search reads as missing here, and its writer's open
+    says what is wrong."""
+    access, there = os.access, os.F_OK
+    return {
+        source: Path(spine)
+        for source, spine in sources.items()
+        if access(spine, there, follow_symlinks=False)
+    }
+
+
 class Projection(Protocol):
     """Folds spine events into rows of its own tables, keyed by source."""
 
@@ -410,7 +425,7 @@ class Index:
                 self._set_mark(source, last)
         return applied
 
-    def refresh(self, sources: Mapping[str, Path]) -> dict[str, HzError | None]:
+    def refresh(self, sources: Mapping[str, str | Path]) -> dict[str, HzError | None]:
         """Catch up every source whose spine's last line is not its watermark.
 
         What a process sees on opening the index: a kill between a spine's append and
@@ -420,19 +435,22 @@ class Index:
         lock, and only the sources behind are caught up. Returns them, each with the
         coded error its catch-up raised (one source's failure never stops the rest).
         """
+        spines = _present(sources)
+        if not spines:  # no spine on disk: none is behind, and no watermark is read
+            return {}
         with self.reading():
             query = f"SELECT source, seq, hash, at, size FROM {WATERMARKS}"  # noqa: S608
             rows = {row[0]: Watermark(*row[1:]) for row in self.db.execute(query)}
         marks = {source: (mark.seq, mark.hash) for source, mark in rows.items()}
         caught: dict[str, HzError | None] = {}
-        late = behind(marks, sources)
+        late = behind(marks, spines)
         for source in late:
             try:
-                self.catch_up(source, sources[source])
+                self.catch_up(source, spines[source])
                 caught[source] = None
             except HzError as error:
                 caught[source] = error
-        self._size_marks({s: p for s, p in sources.items() if s not in late}, rows)
+        self._size_marks({s: p for s, p in spines.items() if s not in late}, rows)
         return caught
 
     def _size_marks(self, sources: Mapping[str, Path], marks: Mapping[str, Watermark]) -> None:

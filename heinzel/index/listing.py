@@ -31,11 +31,19 @@ and ``pending``, ``team`` last); its one parameter is today (``YYYY-MM-DD``)."""
 _ASSETS, _CONTRACT_NAME, _VERSION, _COST, _FINGERPRINT, _ID = range(6)
 _LAST_TURN, _NAME, _NAMESPACE, _NEXT_DUE, _PENDING, _STATE = range(6, 12)
 
-_LINE = (
-    '{"assets": %s, "contract_name": %s, "contract_version": %s, "cost_today": %s, '
-    '"fingerprint": %s, "id": %s, "last_turn": %s, "name": %s, "namespace": %s, '
-    '"next_due": %s, "notices": %s, "pending": %s, "state": %s%s}'
-)
+
+class _Quoted(dict[Any, str]):
+    """A text's JSON string (None: ``null``), made the first time it is asked: the values a
+    listing repeats (a contract's name and fingerprint, a namespace, a state, a due slot)
+    are escaped once, not once a row."""
+
+    def __init__(self) -> None:
+        super().__init__({None: "null"})
+
+    def __missing__(self, key: Any) -> str:
+        value = self[key] = encode_basestring(key)
+        return value
+
 
 _PLAIN_LIST = re.compile(r'\[(?:"[^"\\\x00-\x1f]*"(?:, "[^"\\\x00-\x1f]*")*)?\]').fullmatch
 """A JSON list of strings, in the form ``json.dumps`` writes it with ``ensure_ascii``
@@ -128,30 +136,53 @@ class Listing:
         return out
 
     def json_items(self) -> Iterator[str]:
-        """Each row's ``json.dumps(row, ensure_ascii=False, sort_keys=True)``."""
+        """Each row's ``json.dumps(row, ensure_ascii=False, sort_keys=True)``, made by one
+        f-string and no call of Python's own per value: a JSON column's text is looked up
+        in `_json` (each distinct text encoded once), a text that repeats in `_Quoted`, an
+        int or a finite float written by its ``repr``; the id and the name, each its own,
+        are escaped per row."""
         notices, team, text = self.notices, self.team, encode_basestring
+        encoded, column, integer, real = self._json, self._json_column, int, float
+        quoted = _Quoted()
         for row in self.rows:
-            heinzel_id = row[_ID]
+            (
+                assets,
+                contract_name,
+                version,
+                cost,
+                fingerprint,
+                heinzel_id,
+                last_turn,
+                name,
+                namespace,
+                next_due,
+                pending,
+                state,
+            ) = row
             try:
                 said = notices.get(heinzel_id)
                 known = team.get(heinzel_id) if team else None
-                contract_name, fingerprint = row[_CONTRACT_NAME], row[_FINGERPRINT]
-                last_turn, next_due = row[_LAST_TURN], row[_NEXT_DUE]
-                yield _LINE % (
-                    self._json_column(row[_ASSETS]),
-                    "null" if contract_name is None else text(contract_name),
-                    "null" if row[_VERSION] is None else _number(row[_VERSION]),
-                    _number(row[_COST]),
-                    "null" if fingerprint is None else text(fingerprint),
-                    text(heinzel_id),
-                    "null" if last_turn is None else text(last_turn),
-                    text(row[_NAME]),
-                    text(row[_NAMESPACE]),
-                    "null" if next_due is None else text(next_due),
-                    _dumps(said) if said else "[]",
-                    self._json_column(row[_PENDING]),
-                    text(row[_STATE]),
-                    "" if known is None else f', "team": {_dumps(known)}',
+                listed = "null" if pending is None else encoded.get(pending) or column(pending)
+                if version is None:
+                    counted = "null"
+                elif type(version) is integer:
+                    counted = integer.__repr__(version)
+                else:
+                    counted = _number(version)
+                if type(cost) is real and -_INF < cost < _INF:
+                    spent = real.__repr__(cost)
+                else:
+                    spent = _number(cost)
+                tail = "}" if known is None else f', "team": {_dumps(known)}}}'
+                yield (
+                    f'{{"assets": {encoded.get(assets) or column(assets)}, '
+                    f'"contract_name": {quoted[contract_name]}, "contract_version": {counted}, '
+                    f'"cost_today": {spent}, "fingerprint": {quoted[fingerprint]}, '
+                    f'"id": {text(heinzel_id)}, "last_turn": {quoted[last_turn]}, '
+                    f'"name": {text(name)}, "namespace": {quoted[namespace]}, '
+                    f'"next_due": {quoted[next_due]}, '
+                    f'"notices": {_dumps(said) if said else "[]"}, '
+                    f'"pending": {listed}, "state": {quoted[state]}{tail}'
                 )
             except TypeError:  # a value the fast form does not know: json says what it is
                 yield _dumps(self._dict(row))
@@ -163,9 +194,8 @@ class Listing:
             return "null"
         if type(value) is not str:
             return _dumps(value)
-        if _PLAIN_LIST(value):
-            return value
         encoded = self._json.get(value)
-        if encoded is None:
-            encoded = self._json[value] = _dumps(json.loads(value))
+        if encoded is None:  # each distinct text once (`json_items` looks it up first)
+            plain = _PLAIN_LIST(value)
+            encoded = self._json[value] = value if plain else _dumps(json.loads(value))
         return encoded

@@ -30,6 +30,7 @@ CREATE INDEX IF NOT EXISTS heinzel_name ON heinzel(namespace, name);
 CREATE INDEX IF NOT EXISTS heinzel_state ON heinzel(state);
 CREATE INDEX IF NOT EXISTS heinzel_contract ON heinzel(contract_name, contract_version);
 CREATE INDEX IF NOT EXISTS heinzel_next_due ON heinzel(next_due);
+CREATE INDEX IF NOT EXISTS heinzel_cost_day ON heinzel(cost_day);
 CREATE TABLE IF NOT EXISTS heinzel_assets (heinzel TEXT NOT NULL, asset TEXT NOT NULL,
     PRIMARY KEY (asset, heinzel));
 CREATE TABLE IF NOT EXISTS turns (

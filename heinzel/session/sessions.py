@@ -154,8 +154,8 @@ class Sessions:
             )
             # a spine ahead of the index (a kill between append and update, an index
             # deleted or emptied) is caught up before anything is answered from it
-            spines = {i: self.home.spine_path(i) for i in self.home.session_ids()}
-            for heinzel_id, error in self._index.refresh(spines).items():
+            # (one listing of the sessions' folders; `refresh` skips those without a spine)
+            for heinzel_id, error in self._index.refresh(self.home.spine_files()).items():
                 log = bind_heinzel(get_logger(), heinzel_id)
                 if error is None:
                     log.info("index.caught_up")

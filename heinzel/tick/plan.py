@@ -359,13 +359,15 @@ class Planner:
         fingerprint (docs/graph.md, "Downstream wakes follow approved output only"); one
         with a schedule only once a turn of it read the input (its first look is its
         slot), none whose contract says ``source_changed: at-slot``; rows a turn already
-        took are the tick's to drop by key."""
+        took are the tick's to drop by key. Asked from the reads of an asset (``CROSS
+        JOIN`` keeps SQLite's order): left to itself it scanned every input of every
+        Heinzelmännchen, asleep or not, each tick."""
         return self._rows(
             "SELECT r.heinzel, r.input, a.output_fp, a.at FROM tick_reads r "
-            "JOIN tick_outputs o ON o.asset = r.asset AND o.heinzel != r.heinzel "
-            "JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
-            "JOIN heinzel h ON h.id = r.heinzel "
-            "JOIN tick_inputs i ON i.heinzel = r.heinzel AND i.input = r.input "
+            "CROSS JOIN tick_outputs o ON o.asset = r.asset AND o.heinzel != r.heinzel "
+            "CROSS JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
+            "CROSS JOIN heinzel h ON h.id = r.heinzel "
+            "CROSS JOIN tick_inputs i ON i.heinzel = r.heinzel AND i.input = r.input "
             "LEFT JOIN tick_seen s ON s.heinzel = r.heinzel AND s.input = r.input "
             "WHERE (r.scheduled = 0 OR s.fingerprint IS NOT NULL) AND i.at_slot = 0 "
             "AND h.hold IS NULL "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,16 @@ def process_ms(args: list[str], env: dict[str, str], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions one process executes (valgrind's cachegrind, as
+    tests/bench/bench_tick.py counts them); it must exit 0."""
+    tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run([*tool, *argv], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-400:]
+    refs = next(line for line in done.stderr.splitlines() if "refs:" in line.split())
+    return int(refs.split("refs:")[1].strip().replace(",", ""))
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -90,6 +101,14 @@ def main() -> None:
         print(
             f"{verdict} hz heinzel list --json 5000 against 5: {large / small:.2f}x (target < 1.5x)"
         )
+        if shutil.which("valgrind") is not None:  # CPU time moves with load; these do not
+            argv = [HZ, "heinzel", "list", "--json", "--home"]
+            few = instructions([*argv, str(base / "h5")], env)
+            many = instructions([*argv, str(base / "h5000")], env)
+            print(
+                f"hz heinzel list --json, instructions: 5: {few / 1e6:.0f} M, "
+                f"5000: {many / 1e6:.0f} M, ratio {many / few:.2f}x"
+            )
         bare = process_ms([sys.executable, "-c", "pass"], env)
         helped = process_ms([HZ, "--help"], env)
         print(f"hz --help cold: {helped:.0f} ms (python -c pass: {bare:.0f} ms)")

@@ -341,7 +341,7 @@ def flat(base: Path) -> None:
     )
     verdict("tick CPU 10,000 / 10 asleep", c10k / c10, 1.5, f"{c10k / c10:.2f}x")
     idle_and_skip(base, c10)
-    idle_and_skip_instructions(base, small)
+    idle_and_skip_instructions(base, small, large)
     verdict("tick peak memory 10,000 / 10 asleep", m10k / m10, 1.5, f"{m10k / m10:.2f}x")
     if shutil.which("strace") is None:
         print("MISS tick fsyncs over 1,000 asleep: strace is not installed (target 2)")
@@ -391,7 +391,11 @@ def idle_and_skip(base: Path, moved_nothing: float) -> None:
     )
 
 
-def idle_and_skip_instructions(base: Path, small: Path) -> None:
+def _homed(root: Path) -> dict[str, str]:
+    return {"HOME": str(root), "HZ_HOME": str(root / "home"), "HZ_CONFIG": str(root / "hz.toml")}
+
+
+def idle_and_skip_instructions(base: Path, small: Path, large: Path | None = None) -> None:
     """The same two ticks as `idle_and_skip` by instructions executed (valgrind's
     cachegrind, one run each), beside ``python -c pass`` counted the same way: CPU time on
     a machine other work loads moves by 10% or more, the instruction count by well under
@@ -413,6 +417,12 @@ def idle_and_skip_instructions(base: Path, small: Path) -> None:
     floor = instructions([sys.executable, "-c", "pass"], env)
     idle = instructions([HZ, "system", "daemon", "tick"], empty)
     moved = instructions([HZ, "system", "daemon", "tick"], fleet)
+    if large is not None:  # the same tick over 10,000, its file's recheck due as well
+        many = instructions([HZ, "system", "daemon", "tick"], {**fleet, **_homed(large)})
+        print(
+            f"tick, a recheck due, over 10,000 / 10 asleep, instructions: {many / moved:.2f}x"
+            f" ({many / 1e6:.0f} M / {moved / 1e6:.0f} M)"
+        )
     print(f"python -c pass (baseline): {floor / 1e6:6.0f} M instructions")
     verdict(
         "an idle tick (nothing due), instructions",

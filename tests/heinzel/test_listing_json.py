@@ -300,3 +300,26 @@ class TestQuickTail:
         reader = open_current(home / "heinzel" / "index.sqlite", Home(home).spine_files(), ())
         assert reader is not None
         assert [path for path in opened if path.endswith("session.jsonl")] == []
+
+
+def test_todays_spend_reads_only_who_spent_today(
+    home: Path, make_service: Callable[[], Service]
+) -> None:
+    """What each spent today (`heinzel.session.spend.today_each`, every listing) is searched
+    by the day (``heinzel_cost_day``), not read off every row; an index made before that
+    index is read as before and gets it when a writer next opens it."""
+    index = home / "heinzel" / "index.sqlite"
+    db = sqlite3.connect(index)
+    with db:
+        db.execute("DROP INDEX IF EXISTS heinzel_cost_day")  # as an older hz made it
+    db.close()
+    before = _hz(home, "--json")
+    writer = make_service()
+    assert writer.index.path == index  # the writer's open sets the index up again
+    writer.close()
+    assert _hz(home, "--json") == before
+    db = sqlite3.connect(index)
+    sql = "SELECT id, cost_today FROM heinzel WHERE cost_day = ? AND cost_today != 0"
+    plan = [str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", ["2026-10-26"])]
+    db.close()
+    assert plan == ["SEARCH heinzel USING INDEX heinzel_cost_day (cost_day=?)"], plan

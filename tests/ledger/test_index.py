@@ -138,6 +138,28 @@ class TestIndex:
             assert index.catch_up("s", spine_dir / "session.jsonl") == 2
             assert dump(index)["toy_sources"][0]["total"] == 111
 
+    def test_refresh_reads_no_watermark_when_no_spine_is_there(self, tmp_path: Path) -> None:
+        """Session folders without a spine (a tick's `Home.spine_files`, thousands asleep)
+        cost refresh a `lstat` each: no watermark is read. A spine that is there and
+        behind is caught up as before, with the spineless ones beside it."""
+        with Index(tmp_path / "index.sqlite", [Toy()]) as index:
+            append(tmp_path / "s", index, "s", ("a.b", 1))
+            missing = {f"m{i}": str(tmp_path / f"m{i}" / "session.jsonl") for i in range(50)}
+            said: list[str] = []
+            index.db.conn.set_trace_callback(said.append)
+            assert index.refresh(missing) == {}
+            index.db.conn.set_trace_callback(None)
+            assert not [sql for sql in said if WATERMARKS in sql]
+            append(tmp_path / "s", None, "s", ("a.b", 10))  # an append the index missed
+            spine = tmp_path / "s" / "session.jsonl"
+            assert index.refresh({**missing, "s": spine}) == {"s": None}
+            assert dump(index)["toy_sources"][0]["total"] == 11
+            (tmp_path / "m0").mkdir()
+            (tmp_path / "m0" / "session.jsonl").symlink_to(tmp_path / "gone")
+            with pytest.raises(LedgerError) as caught:  # a dangling link is still refused
+                index.refresh(missing)
+            assert caught.value.code == "HZL001"
+
     def test_a_watermark_the_spine_disagrees_with_rebuilds_the_source(self, tmp_path: Path) -> None:
         """When the watermark's line is not in the spine, that source's rows are refolded."""
         with Index(tmp_path / "index.sqlite", [Toy()]) as index:

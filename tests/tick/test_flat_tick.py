@@ -105,3 +105,24 @@ def test_a_failing_source_is_each_watchers_error(
     report = tick()
     assert sorted(e["id"] for e in report.errors) == sorted([*scheduled, reactive])
     assert {e["input"] for e in report.errors} == {"notes"}
+
+
+def test_the_upstream_question_starts_from_the_reads_not_every_input(
+    tmp_path: Path, service: Service, clock: SteppingClock, tick: Callable[[], TickReport]
+) -> None:
+    """Whom an approved output wakes is asked from the inputs that read an asset
+    (`tick_reads`): no statement of a tick over asleep watchers scans every input
+    (`tick_inputs`), whose rows grow with the asleep (ADR 0049, statement 12)."""
+    fleet(tmp_path, service, 30)
+    tick()
+    clock.step(minutes=20)
+    ran: list[str] = []
+    service.index.db.conn.set_trace_callback(ran.append)
+    tick()
+    service.index.db.conn.set_trace_callback(None)
+    upstream = [sql for sql in ran if "tick_approved a" in sql]
+    assert upstream, "the tick asked whom approved outputs wake"
+    for sql in upstream:
+        plan = service.index.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+        scans = [str(row[-1]) for row in plan if str(row[-1]).startswith("SCAN")]
+        assert scans == ["SCAN r"], scans

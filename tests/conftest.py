@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 os.environ.setdefault("HZ_TESTING", "1")
 os.environ.pop("HZ_CRASH_AT", None)
 os.environ.pop("HZ_NOW", None)
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A run started as a background job (`make test &`, `nohup`) inherits SIGINT ignored,
+    # and so would every process a test starts: the Ctrl-C tests would wait out their
+    # timeouts (600 s for `tests/machines/test_loop.py`'s) and fail. A user's shell gives
+    # the `hz` it starts SIGINT's default; so does this (tests/test_suite_signals.py).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 LONGEST = (
     "tests/team/test_two_machines.py::test_a_week_of_daily_slots",

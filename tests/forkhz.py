@@ -11,9 +11,12 @@ Anything else is started by `subprocess` as usual.
 The forked child is a process of its own, as `exec` would make it: it takes the given
 standard streams (passed over a Unix socket), working folder, environment (the whole of
 it: nothing of the server's is left) and argument vector, runs `heinzel.cli.main` (or
-the script, with ``runpy``) and leaves through the interpreter's normal exit, so atexit
-handlers, exit statuses, ``HZ_CRASH_AT``'s ``os._exit(137)`` and a SIGKILL from the test
-read exactly as they do for `subprocess`. The server forks only while it has a single
+the script, with ``runpy``) and leaves as the interpreter's exit does (threads joined,
+atexit handlers run, streams flushed: `_leave`), so exit statuses, ``HZ_CRASH_AT``'s
+``os._exit(137)`` and a SIGKILL from the test read exactly as they do for `subprocess`.
+Only the interpreter's last step, freeing every object, is skipped after a clean exit: in
+a forked child it copies nearly every page the server imported (``HZ_TESTS_FULL_EXIT=1``
+keeps it). The server forks only while it has a single
 thread, and reports each child's wait status over that child's own socket, so
 `Popen.wait`, `poll`, `kill` and `communicate` work unchanged (this class overrides only
 how the child starts and how its status is read).
@@ -107,8 +110,9 @@ class _Server:
                 cls.control = None
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+            full = ["full-exit"] if os.environ.get("HZ_TESTS_FULL_EXIT") == "1" else []
             cls.process = subprocess.Popen(
-                [sys.executable, __file__, str(theirs.fileno())],
+                [sys.executable, __file__, str(theirs.fileno()), *full],
                 pass_fds=[theirs.fileno()],
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -366,6 +370,7 @@ def _main() -> None:
     import importlib
 
     control = socket.socket(fileno=int(sys.argv[1]))
+    full_exit = sys.argv[2:] == ["full-exit"]
     sys.path[0] = str(Path(__file__).parent.parent)  # tests/machines would shadow machines
     from machines.loading import loading
 
@@ -383,14 +388,46 @@ def _main() -> None:
     control.send(b"ready")
     request = _serve(control)
     _become(request)
-    if request["mode"] == "script":
-        import runpy
+    try:
+        if request["mode"] == "script":
+            import runpy
 
-        runpy.run_path(sys.argv[0], run_name="__main__")
-        return
-    from heinzel.cli import main
+            runpy.run_path(sys.argv[0], run_name="__main__")
+            leaving = SystemExit(None)
+        else:
+            from heinzel.cli import main
 
-    sys.exit(main())  # type: ignore[func-returns-value]
+            sys.exit(main())  # type: ignore[func-returns-value]
+    except SystemExit as exit_:
+        leaving = exit_
+    if full_exit or not (leaving.code is None or isinstance(leaving.code, int)):
+        raise leaving
+    _leave(leaving)
+
+
+def _leave(leaving: SystemExit) -> None:
+    """End this child as the interpreter's exit does, without its teardown.
+
+    The interpreter's exit joins the threads that are not daemons, runs the atexit
+    handlers, flushes the standard streams, then frees every object it holds. In a
+    forked child that last step writes to nearly every page the server imported, so the
+    kernel copies them: about 23,000 page faults and 0.1 s of CPU, five to eight times
+    what the rest of a short command costs here. The first three are done as the
+    interpreter does them; then the child leaves with the same status. A stream that
+    cannot be flushed (a closed pipe), a non-integer exit code or an exception leaves
+    through the interpreter's own exit, as does every child with HZ_TESTS_FULL_EXIT=1.
+    """
+    import atexit
+
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except Exception:
+        raise leaving from None  # the interpreter's exit says it (status 120) as it does
+    os._exit(0 if leaving.code is None else int(leaving.code))
 
 
 if __name__ == "__main__":

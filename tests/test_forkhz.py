@@ -39,6 +39,37 @@ def test_a_script_sees_the_same_process_forked_as_execd(tmp_path: Path) -> None:
     assert seen["ppid"] != os.getpid()  # it was forked by the server, not started by us
 
 
+@pytest.mark.parametrize("code", ["0", "5", "a sentence"])
+def test_a_child_leaves_as_the_interpreter_does(tmp_path: Path, code: str) -> None:
+    """A forked child leaves without freeing what the server imported (tests/forkhz.py's
+    `_leave`), yet as the interpreter does: a thread that is not a daemon ends first, then
+    the atexit handlers run, the streams are flushed and the status is the script's (a
+    sentence is printed and is status 1)."""
+    env = {"PATH": os.environ.get("PATH", ""), "PROBE_LATE": "1", "PROBE_EXIT": code}
+    forked, execd = _both([sys.executable, PROBE], env=env, cwd=tmp_path)
+    assert forked.stdout.splitlines()[1:] == ["thread ran", "atexit ran"]
+    assert (forked.returncode, forked.stderr) == (execd.returncode, execd.stderr)
+    assert forked.stdout.splitlines()[1:] == execd.stdout.splitlines()[1:]
+
+
+def test_a_closed_stdout_is_said_and_its_status_as_when_execd(tmp_path: Path) -> None:
+    """Output left in a buffer for a reader that has gone: the interpreter's exit says so
+    and leaves with the same status, forked or exec'd."""
+    script = tmp_path / "closed.py"
+    script.write_text(  # buffered whatever PYTHONUNBUFFERED says: flushed as it leaves
+        "import sys\nsys.stdout = open(1, 'w', closefd=False)\nprint('x')\n", encoding="utf-8"
+    )
+    results = []
+    for start in (forkhz.Popen, subprocess.Popen):
+        reader, writer = os.pipe()
+        os.close(reader)
+        with start([sys.executable, str(script)], stdout=writer, stderr=subprocess.PIPE) as child:
+            os.close(writer)
+            assert child.stderr is not None
+            results.append((child.wait(timeout=30), b"BrokenPipeError" in child.stderr.read()))
+    assert results == [(120, True), (120, True)]
+
+
 def test_a_umask_given_is_the_childs_as_when_execd(tmp_path: Path) -> None:
     """A ``umask`` the server cannot give its forked child is exec'd instead: the child
     has the umask asked for, never the server's."""

@@ -316,13 +316,15 @@ def served(env: dict[str, str], cwd: Path) -> Iterator[Head]:
 def _wait_children(pid: int) -> None:
     """Until the processes ``pid`` started (a served head's turns) have ended."""
     tasks = Path(f"/proc/{pid}/task")
-    children = {
-        int(child) for task in tasks.glob("*") for child in (task / "children").read_text().split()
-    }
+    children: set[int] = set()
+    for task in tasks.glob("*"):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread ended
+            children.update(int(child) for child in (task / "children").read_text().split())
     for child in children:
         for _ in range(int(TIMEOUT * 20)):
             stat = Path(f"/proc/{child}/stat")
-            with contextlib.suppress(FileNotFoundError):
+            # a child reaped between the open and the read is ESRCH (ProcessLookupError)
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 if stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
                     threading.Event().wait(0.05)  # a turn in a child runs on (bounded)
                     continue

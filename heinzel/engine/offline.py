@@ -22,6 +22,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from html import unescape
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,9 @@ from pydantic_ai.usage import RequestUsage
 # a created turn's, a chat's amendment and a discovery's rules load with the turn that
 # uses them: a scheduled or asked wake drafts without them (start-up by need)
 if TYPE_CHECKING:
+    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.settings import ModelSettings
+
     from heinzel.engine.offline_amend import Addition
 
 __all__ = ["NOT_AI", "ParsedTurn", "check_by_rule", "draft_items", "offline_model", "parse_turn"]
@@ -430,9 +434,49 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     )
 
 
+class _PricesOnFirstUse:
+    """genai-prices' snapshot whose bundled price table loads when a price is first looked
+    up. pydantic-ai loads the whole table when any ``Model`` is made (its
+    ``preload_pricing_data``): about 127 M instructions, more than a ``python -c pass``,
+    which a turn on the free ``offline`` model never reads. Every lookup goes to the same
+    bundled snapshot as before, so a paid model in the same process is priced alike."""
+
+    def __getattr__(self, name: str) -> Any:
+        from genai_prices.data_snapshot import _bundled_snapshot
+
+        return getattr(_bundled_snapshot(), name)
+
+
+def _defer_price_table() -> None:
+    """Install `_PricesOnFirstUse` unless a snapshot is set (genai-prices' own updater)."""
+    from genai_prices import data_snapshot
+
+    if data_snapshot._custom_snapshot is None:
+        data_snapshot.set_custom_snapshot(_PricesOnFirstUse())  # type: ignore[arg-type]
+
+
+class _FreeModel(FunctionModel):
+    """The offline model's responses carry their cost, nothing: pydantic-ai then looks no
+    price up for them (``fill_response_cost`` keeps a cost that is set). hz's own spend
+    is `heinzel.engine.money`'s (free for ``offline``), as before."""
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        response = await super().request(messages, model_settings, model_request_parameters)
+        response.usage.cost = Decimal(0)
+        return response
+
+
 def offline_model() -> FunctionModel:
     """hz's deterministic model, named ``offline`` (free, no network, not AI)."""
-    return FunctionModel(_respond, model_name="offline")
+    _defer_price_table()
+    # its context window is none (genai-prices knows no ``function`` model): said here, so
+    # that pydantic-ai does not load the price table to find that out
+    return _FreeModel(_respond, model_name="offline", profile={"context_window": None})
 
 
 def check_by_rule(item: str, draft: str, inputs: dict[str, str]) -> dict[str, Any]:

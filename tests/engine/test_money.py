@@ -113,3 +113,35 @@ def test_a_free_model_reserves_without_sizing_its_request(monkeypatch: pytest.Mo
     bounded = model._reserve(messages, None, ModelRequestParameters())
     assert bounded["max_tokens"] == capped.OUTPUT_TOKENS
     assert model.reserved is False
+
+
+def test_a_paid_model_after_the_offline_one_is_priced_from_the_same_table() -> None:
+    """The offline model defers genai-prices' table to its first lookup (its own turns
+    look none up); a paid model's price in the same process is what the bundled table
+    says, and the offline model's response carries no cost to look up."""
+    import asyncio
+
+    from genai_prices import data_snapshot
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+    from pydantic_ai.models import ModelRequestParameters
+
+    from heinzel.engine.offline import offline_model
+
+    before = data_snapshot._custom_snapshot
+    try:
+        data_snapshot.set_custom_snapshot(None)
+        usage = RequestUsage(input_tokens=1_000_000, output_tokens=1_000_000)
+        at = datetime(2026, 11, 6, tzinfo=UTC)
+        bundled = Pricing(at=at).cost("gpt-4o", "openai", usage)
+        model = offline_model()
+        assert data_snapshot._custom_snapshot is not None  # deferred, not loaded
+        response = asyncio.run(
+            model.request(
+                [ModelRequest(parts=[UserPromptPart("hello")])], None, ModelRequestParameters()
+            )
+        )
+        assert response.usage.cost == Decimal(0)
+        assert Pricing(at=at).cost("gpt-4o", "openai", usage) == bundled
+        assert bundled is not None and bundled > 0
+    finally:
+        data_snapshot.set_custom_snapshot(before)

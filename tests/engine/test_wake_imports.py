@@ -43,12 +43,15 @@ NOT_NEEDED = (
     "heinzel.engine.offline_discover",
     "heinzel.engine.chat",
     "heinzel.capabilities.configured",
+    "genai_prices.data",
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
 modules, the offline model's rules for created, amending and discovery turns, a chat
-turn's proposals and answers (loaded when a run pauses on a proposal), and the adapter
-tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured)."""
+turn's proposals and answers (loaded when a run pauses on a proposal), the adapter
+tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured), and
+genai-prices' price table (the free offline model looks no price up; a paid model's
+first price loads it)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -17,7 +17,7 @@ from ledger.event import Event, parse_ts
 from machines.core.table import TABLE
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
-from machines.stores.journal import CARRIED, DONE, expand_steps, wake_causes, wake_keys
+from machines.stores.journal import lines_of, wake_causes, wake_keys
 
 
 @dataclass
@@ -308,9 +308,7 @@ def _count_running(state: TurnState, event: Event) -> None:
 def apply_event(state: TurnState, event: Event, vocabulary: Vocabulary = HZ) -> None:
     """Fold one more event of the turn into ``state`` (renamed host words read as
     ``vocabulary`` says them now)."""
-    event = vocabulary.migrate(event)
-    lines = expand_steps((event,)) if CARRIED in event.data or DONE in event.data else (event,)
-    for one in lines:  # the steps and effects' ends a line carries first
+    for one in lines_of(vocabulary.migrate(event)):  # the steps and effects' ends it carries first
         _count_running(state, one)
         APPLY.get(one.kind, _apply_other)(state, one)
         state.last_seq = one.seq

@@ -129,6 +129,9 @@ def expand_carried(events: Iterable[Event]) -> Iterator[Event]:
     That is the stream a spine of one line per event gives (older spines pass as they
     are), so a reader of those kinds reads every form alike."""
     for event in events:
+        if CARRIED not in event.data and DONE not in event.data:  # most lines carry nothing
+            yield event
+            continue
         effects = carried_effects(event)
         steps = carried_steps(event)
         if effects or steps:
@@ -141,6 +144,14 @@ def expand_carried(events: Iterable[Event]) -> Iterator[Event]:
 
 expand_steps = expand_carried
 """The name `expand_carried` had when only steps were carried."""
+
+
+def lines_of(event: Event) -> Iterable[Event]:
+    """One event as the lines it stands for (`expand_carried` of it alone), itself when
+    it carries nothing: a fold of every line asks this, without a generator per line."""
+    if CARRIED in event.data or DONE in event.data:
+        return expand_carried((event,))
+    return (event,)
 
 
 def keys_of(event: Event) -> list[str]:

@@ -41,7 +41,7 @@ from ledger.event import Event, canonical, sha256_hex
 from ledger.reading import iter_lines, parse_event, spine_file
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
-from machines.stores.journal import DONE, expand_carried, keys_of
+from machines.stores.journal import DONE, expand_carried, keys_of, lines_of
 from machines.vocabulary import TERMINAL_KINDS
 
 
@@ -91,8 +91,7 @@ class SpineIndex:
                 self.turn_final.setdefault(event.turn, event)
         for key in keys_of(event):
             self.keyed.setdefault(key, []).append(event)
-        carried = expand_carried((event,)) if DONE in event.data else (event,)
-        for one in carried:  # an effect's end the line carries, too
+        for one in lines_of(event):  # an effect's end the line carries, too
             if one.kind == "effect.done" and one.key is not None:
                 self.taken_done[one.key] = str(one.data.get("hash"))
         self.last_seq, self.last_hash, self.last_offset = event.seq, event.hash, event.offset

@@ -57,7 +57,7 @@ def open_current(
             conn.close()
             return None
         marks = _Marks(conn)
-        unsure, unsized = _unsure(marks, sources)
+        unsure, unsized = _unsure(marks, sources, marks.sizes())
     except sqlite3.Error:
         conn.close()
         return None  # the writer says what is wrong with it, coded
@@ -73,34 +73,44 @@ def open_current(
 
 
 class _Marks(dict[str, tuple[Any, ...]]):
-    """The watermarks, ``(seq, hash, at, size)`` as stored, read when the first is looked up: a
-    home whose sessions have no spine yet reads none."""
+    """The watermarks, ``(seq, hash, at, size)`` as stored, each read when it is looked up:
+    a listing that sees every spine end at its stored size (`sizes`) reads no more than
+    that column."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__()
-        self._conn: sqlite3.Connection | None = conn
+        self._conn = conn
+        self._sizes: dict[str, Any] | None = None
 
-    def _read(self) -> None:
-        if self._conn is not None:
-            query = f"SELECT source, seq, hash, at, size FROM {WATERMARKS}"  # noqa: S608
-            self.update((row[0], row[1:]) for row in self._conn.execute(query))
-            self._conn = None
+    def sizes(self) -> dict[str, Any]:
+        """source -> the stored size of its spine (the column alone: one small row each)."""
+        if self._sizes is None:
+            query = f"SELECT source, size FROM {WATERMARKS}"  # noqa: S608
+            self._sizes = dict(self._conn.execute(query).fetchall())
+        return self._sizes
+
+    def __missing__(self, key: str) -> tuple[Any, ...]:
+        query = f"SELECT seq, hash, at, size FROM {WATERMARKS} WHERE source = ?"  # noqa: S608
+        row = self._conn.execute(query, (key,)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        value = self[key] = tuple(row)
+        return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        self._read()
-        return super().get(key, default)
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def __contains__(self, key: object) -> bool:
-        self._read()
-        return super().__contains__(key)
-
-    def __getitem__(self, key: str) -> tuple[Any, ...]:
-        self._read()
-        return super().__getitem__(key)
+        return isinstance(key, str) and self.get(key) is not None
 
 
 def _unsure(
-    marks: Mapping[str, tuple[Any, ...]], sources: Mapping[str, str | Path]
+    marks: Mapping[str, tuple[Any, ...]],
+    sources: Mapping[str, str | Path],
+    sizes: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Path], bool]:
     """The sources `ledger.index.behind` must look at: all but those with no spine and
     those whose spine ends in its watermark's line. That is seen by a ``stat`` when the
@@ -110,7 +120,11 @@ def _unsure(
     Anything else, or anything odd about the file, is left to `behind`, which answers
     exactly as before. Also whether a spine seen current by a read has no ``size`` that
     says so (an index made before ``size``, or a line applied by an older hz): the
-    writer's `ledger.index.Index.refresh` then stores it, so the next reader stats."""
+    writer's `ledger.index.Index.refresh` then stores it, so the next reader stats.
+    ``sizes`` (source -> stored size) is what the stat is checked against, the marks' own
+    when not given."""
+    if sizes is None:
+        sizes = {source: mark[3] for source, mark in marks.items()}
     unsure: dict[str, Path] = {}
     unsized = False
     for source, spine in sources.items():
@@ -120,14 +134,13 @@ def _unsure(
             continue  # no spine: never behind
         except OSError:
             stat = None
-        mark = marks.get(source) if stat is not None else None
+        size = sizes.get(source) if stat is not None else None
         if (
             stat is not None
-            and mark is not None
+            and type(size) is int
+            and size > 0
             and S_ISREG(stat.st_mode)
-            and isinstance(mark[3], int)
-            and mark[3] > 0
-            and stat.st_size == mark[3]
+            and stat.st_size == size
         ):
             continue  # ends where its watermark's line ends: a stat, no open
         try:

@@ -17,27 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from heinzel.contract.schedule import next_slot
 from heinzel.errors import HeinzelError
 from heinzel.session.sessions import Sessions
-from heinzel.store.contracts import load_facts
-from heinzel.team.git import (
-    HONOURED,
-    LEASE_PREFIX,
-    STATE_REF,
-    VERIFIED_STATE,
-    Git,
-    declined_error,
-)
-from heinzel.team.lease import Lease, decide, owner_mark, seen_only
-from heinzel.team.outbox import Outbox
+from heinzel.team.git import LEASE_PREFIX, STATE_REF, Git, declined_error
+from heinzel.team.lease import Lease, decide
+from heinzel.team.members import MACHINE_ID, Member, Report
 from heinzel.team.receipts import (
     NEWER,
     Grant,
@@ -48,19 +37,13 @@ from heinzel.team.receipts import (
     history,
     judge,
     lint_record,
-    team_id,
     team_key,
 )
-from heinzel.team.roster import ROSTER_PATH, Roster, RosterState, follow, parse_key
-from heinzel.team.signing import public_key, unsigned_lines
-from heinzel.team.state import (
-    PublishStats,
-    last_receipts,
-    lint_branch,
-    own_dropped,
-    publish,
-    scan,
-)
+from heinzel.team.remote import Remote
+from heinzel.team.roster import ROSTER_PATH, Roster, parse_key
+from heinzel.team.signing import public_key
+from heinzel.team.state import last_receipts, lint_branch, publish, scan
+from heinzel.team.trust import signing_required
 from ledger.bodies import Bodies
 from ledger.errors import LedgerError
 from ledger.event import Event, format_ts, parse_ts
@@ -71,9 +54,9 @@ from machines.keys import Wake
 from machines.stores.disk_body import DiskBody
 from machines.stores.journal import expand_carried
 
-__all__ = ["Member", "Team", "lease_grants", "machine_id"]
+__all__ = ["Team", "lease_grants"]
 
-_MACHINE = re.compile(r"mc-[0-9a-f]{20}")
+
 _HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
 _FINAL = ("turn.finished", "turn.skipped", "turn.failed", "turn.abandoned")
@@ -88,125 +71,17 @@ _RECEIPT_KINDS = (
 )
 
 
-class _Report(Protocol):
-    errors: list[dict[str, Any]]
-    notices: list[str]
-    team: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """A local team Heinzelmännchen: its local id, team id, owner and delegates."""
-
-    local: str
-    name: str
-    team: str
-    owner: str | None
-    delegates: tuple[str, ...]
-    fingerprint: str | None
-    schedule: str | None = None
-    timezone: str | None = None
-
-    def settled(self, key: str, done: set[str], now: datetime) -> bool:
-        """Whether the claim ``key`` no longer holds the lease: its ``turn.finished``
-        receipt is on ``hz/state`` (``done``), or it is a slot that coalesced into a later
-        one: a later slot has a receipt, or is due by the schedule (every daemon runs
-        only the latest due slot, so nobody starts this one again)."""
-        if key in done:
-            return True
-        slot = _slot(key, self.team)
-        if slot is None:
-            return False
-        if any((later := _slot(k, self.team)) is not None and later > slot for k in done):
-            return True
-        following = next_slot(self.schedule, self.timezone, slot)
-        return following is not None and following <= now
-
-
-@dataclass(slots=True)
-class Team:
+class Team(Remote):
     """The team hook of one home's tick (`heinzel.tick.tick.TeamHook`)."""
 
-    sessions: Sessions
-    online: bool = False
-    held: dict[str, int] = field(default_factory=dict)
-    members: dict[str, Member] = field(default_factory=dict)
-    leases: dict[str, tuple[str, Lease | None]] = field(default_factory=dict)
-    stats: PublishStats = field(default_factory=PublishStats)
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    received: dict[str, set[str]] = field(default_factory=dict)
-    claims: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
-    known_machine: str | None = None
-    floors: dict[str, int] = field(default_factory=dict)
-    grants: dict[str, dict[int, Grant]] = field(default_factory=dict)
-    granted: set[tuple[str, int]] = field(default_factory=set)
-    unplaced: dict[str, Lease] = field(default_factory=dict)
+    __slots__ = ()
 
     @classmethod
     def configured(cls, sessions: Sessions) -> Team | None:
         """The team hook when ``[team] repository`` and ``handle`` are set, else None."""
         return cls(sessions) if sessions.settings.team.joined else None
 
-    @property
-    def me(self) -> str:
-        return str(self.sessions.settings.team.handle)
-
-    @property
-    def machine(self) -> str:
-        """This home's machine id (`machine_id`), read once."""
-        if self.known_machine is None:
-            self.known_machine = machine_id(self.root)
-        return self.known_machine
-
-    @property
-    def root(self) -> Path:
-        return self.sessions.home.root / "team"
-
-    @property
-    def git(self) -> Git:
-        return Git(
-            self.root / "mirror.git",
-            str(self.sessions.settings.team.repository),
-            self.me,
-            self.sessions.clock,
-            self.sessions.settings.team.signing_key,
-        )
-
-    @property
-    def outbox(self) -> Outbox:
-        return Outbox(self.root)
-
-    def roster(self) -> set[str]:
-        """The roster handles the lint admits: this user, ``[team] members`` and
-        ``delegates``, and every local team contract's owner and delegates."""
-        team = self.sessions.settings.team
-        names = {self.me, *team.members, *team.delegates}
-        names.update((self.team_roster() or Roster({})).handles())
-        for member in self.local_members().values():
-            names.update(member.delegates)
-            if member.owner:
-                names.add(member.owner)
-        return names
-
-    def local_members(self) -> dict[str, Member]:
-        rows = self.sessions.index.db.execute(
-            "SELECT id, name, contract_version, fingerprint, schedule, timezone FROM heinzel "
-            "WHERE namespace = 'team' AND contract_version IS NOT NULL AND state != 'retired'"
-        ).fetchall()
-        found = {}
-        extra = tuple(self.sessions.settings.team.delegates)
-        for local, name, version, fingerprint, schedule, timezone in rows:
-            front = load_facts(self.sessions.home, local, version, fingerprint).frontmatter
-            delegates = tuple(sorted({*(front.get("hz.delegates") or []), *extra}))
-            owner = front.get("hz.owner")
-            found[local] = Member(
-                local, name, team_id(name), owner, delegates, fingerprint, schedule, timezone
-            )
-        return found
-
-    # -- the hook --------------------------------------------------------------------
-
-    def before(self, report: _Report) -> None:
+    def before(self, report: Report) -> None:
         """Fetch, decide and write every lease; push what waits in the outbox."""
         now = self.sessions.clock()
         self.members = self.local_members()
@@ -237,7 +112,7 @@ class Team:
                 self.roster(),
                 seen,
                 leases=current,
-                climb=_soft(seen, read),
+                climb=soft_teams(seen, read),
                 unsigned=self.unsigned(),
             )
             _newer_members(found.quarantined, report)
@@ -280,59 +155,6 @@ class Team:
         ]
         self.outbox.put(records)
 
-    def fetch(self, git: Git, notices: list[str]) -> None:
-        """One fetch, by every path that fetches (the tick, ``hz team lint``): a fetched
-        ``hz/state`` that does not descend from the one examined last (a force-push, a
-        deletion) is announced once in ``notices`` and survived (`_rewritten`); whether
-        the remote was reached, and since when not, is kept for ``hz team status``."""
-        now = format_ts(self.sessions.clock())
-        try:
-            git.ensure()
-            last = git.seen_state() or git.state_tip()
-            git.fetch()
-        except HeinzelError as error:
-            known = self.remote_state()
-            self._remote_state(
-                unreachable_since=known.get("unreachable_since") or now, error=error.message
-            )
-            raise
-        tip = git.state_tip()
-        rewrite = None
-        if last is not None and not git.descends(last, tip):
-            rewrite = self._rewritten(git, last, notices)
-        git.see_state(tip)
-        self._follow_roster(git, tip, notices)
-        self._verify(git, tip)
-        self._remote_state(
-            reached=now,
-            unreachable_since=None,
-            error=None,
-            **({"rewrite": rewrite} if rewrite else {}),
-        )
-
-    def roster_state(self) -> RosterState:
-        """The roster this home accepted from ``hz/state`` (`heinzel.team.roster`)."""
-        return RosterState.load(self.root / "roster.json")
-
-    def team_roster(self) -> Roster | None:
-        """The roster in force on ``hz/state`` as last fetched, or None (none yet)."""
-        return self.roster_state().roster
-
-    def _follow_roster(self, git: Git, tip: str | None, notices: list[str]) -> None:
-        """The roster changes fetched since the last fetch, each accepted when the owner
-        of the roster before it signed it, else refused with a notice (HZH482) and kept
-        in ``<home>/team/roster.json`` for ``hz team status`` and ``hz team lint``."""
-        state = self.roster_state()
-        before = state.dump()
-        for said in follow(git, state, tip):
-            notices.append(
-                f"team: HZH482: {said}; the roster before it stays in force. Ask the "
-                "roster's owner to make the change (`hz team roster add`)"
-            )
-        if state.dump() != before:
-            ensure_private_dir(self.root)
-            write_atomic(self.root / "roster.json", state.dump())
-
     def change_roster(
         self,
         handle: str,
@@ -348,7 +170,7 @@ class Team:
         or bad input."""
         settings = self.sessions.settings.team
         for name, machine in (machines or {}).items():
-            if not _HANDLE.fullmatch(name) or not _MACHINE.fullmatch(machine):
+            if not _HANDLE.fullmatch(name) or not MACHINE_ID.fullmatch(machine):
                 raise HeinzelError(
                     "HZH486",
                     f"--machine {name[:40]}={machine[:40]} is not a name and a machine id",
@@ -410,185 +232,6 @@ class Team:
             "run it again",
         )
 
-    def allowed_signers(self) -> str | None:
-        """The allowed-signers file every fetch verifies with: derived from the roster
-        on ``hz/state`` (``<home>/team/allowed_signers``) once there is one, else
-        ``[team] allowed_signers`` (a team from before the roster)."""
-        roster = self.team_roster()
-        if roster is None:
-            return self.sessions.settings.team.allowed_signers
-        path = self.root / "allowed_signers"
-        text = roster.allowed_signers()
-        try:
-            same = path.read_text(encoding="utf-8") == text
-        except OSError:
-            same = False
-        if not same:
-            ensure_private_dir(self.root)
-            write_atomic(path, text.encode())
-        return str(path)
-
-    def signing_refusal(self) -> HeinzelError | None:
-        """When the roster on ``hz/state`` names keys, signing is required: HZH483 when
-        this member has no ``[team] signing_key``, HZH484 when its key is not the
-        roster's key for its handle (nothing this home pushes would be honoured)."""
-        roster = self.team_roster()
-        key = self.sessions.settings.team.signing_key
-        if roster is None:
-            return None
-        if not key:
-            return signing_required(roster.owner, self.me)
-        try:
-            mine = public_key(key)
-        except HeinzelError as error:
-            return error
-        if mine not in roster.keys(self.me):
-            return HeinzelError(
-                "HZH484",
-                f"your signing key is not the roster's key for {self.me}"
-                + ("" if self.me in roster.handles() else f" ({self.me} is not on the roster)")
-                + ": nothing of this machine is pushed",
-                f"give `hz team key`'s line to the roster's owner {roster.owner} "
-                f"(`hz team roster add {self.me} KEY`), or set [team] signing_key to the "
-                "key the roster names (`hz team roster`)",
-            )
-        return None
-
-    def _verify(self, git: Git, tip: str | None) -> None:
-        """With an allowed-signers file (`allowed_signers`): the lines the commits
-        fetched since the last verified one add that are not signed by their writer
-        (`unsigned_lines`) join ``<home>/team/unsigned.json``, which every reader
-        quarantines."""
-        allowed = self.allowed_signers()
-        if not allowed or tip is None:
-            return
-        done = git.run("rev-parse", "--verify", "--quiet", VERIFIED_STATE, check=False)
-        since = done.stdout.strip() or None
-        if since is not None and not git.descends(since, tip):
-            since = None  # a rewrite: verify the branch as it is now
-        if self.team_roster() is not None:
-            # lines written before the first roster (a team that did not sign yet) are
-            # not held to its keys: verify from its commit on
-            listed = git.run("rev-list", "--reverse", tip, "--", ROSTER_PATH, check=False)
-            first = next(iter(listed.stdout.split()), None)
-            parent = git.run("rev-parse", "--verify", "--quiet", f"{first}^", check=False)
-            start = parent.stdout.strip() if first else None
-            if start and (since is None or git.descends(since, start)):
-                since = start
-        found = {**self.unsigned(), **unsigned_lines(git, allowed, since, tip)}
-        ensure_private_dir(self.root)
-        write_atomic(self.root / "unsigned.json", json.dumps(found, sort_keys=True).encode())
-        git.run("update-ref", VERIFIED_STATE, tip)
-
-    def unsigned(self) -> dict[str, str]:
-        """``{receipt id: why}`` of the lines not signed by their writer (`_verify`)."""
-        try:
-            data = json.loads((self.root / "unsigned.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-    def honoured(
-        self,
-        git: Git,
-        leases: dict[str, tuple[str, Lease | None]],
-        notices: list[str] | None = None,
-    ) -> dict[str, tuple[str, Lease | None]]:
-        """The leases as read, each checked against the roster on ``hz/state`` (none
-        yet: every lease counts): one whose commit is not signed by its holder's key is
-        not honoured, unless it is the "seen" mark of the Heinzelmännchen's owner
-        (`seen_only` of the last lease verified here, or `owner_mark`: signed by the
-        owner of a local team contract). It reads as the last lease of that ref this home
-        verified (``refs/hz-honoured/lease/<team id>`` in the mirror), else as absent; the
-        ref's commit is kept for the compare-and-swap, so the holder's next renewal, or the
-        owner's or a delegate's take, writes over it. Each is said in ``notices`` (HZH485).
-        One that a roster key signed (not its holder's, not a seen mark placed here) is
-        kept in ``unplaced``: `_decide` writes nothing under it while it is in force."""
-        roster = self.team_roster()
-        self.unplaced = {}
-        if roster is None or not leases:
-            return leases
-        kept = git.run(
-            "for-each-ref",
-            "--format=%(refname:lstrip=3)%00%(objectname)%00%(contents:subject)",
-            HONOURED,
-        ).stdout
-        before: dict[str, tuple[str, str]] = {}
-        for line in kept.splitlines():
-            tid, _, rest = line.partition("\0")
-            commit, _, message = rest.partition("\0")
-            before[tid] = (commit, message)
-        fresh = [c for tid, (c, _) in leases.items() if before.get(tid, ("", ""))[0] != c]
-        checked = git.signatures(fresh, roster.allowed_signers())  # verified once each
-        found = dict(leases)
-        verified: dict[str, str] = {}
-        owners: dict[str, str | None] | None = None
-        for tid, (commit, lease) in leases.items():
-            if lease is None or before.get(tid, ("", ""))[0] == commit:
-                continue
-            status, signer = checked.get(commit, ("N", ""))
-            last = Lease.from_message(before[tid][1]) if tid in before else None
-            if status == "G" and (signer == lease.holder or seen_only(lease, last)):
-                verified[tid] = commit
-                continue
-            if status == "G" and signer != lease.holder:
-                if owners is None:
-                    owners = {m.team: m.owner for m in self.local_members().values()}
-                if owner_mark(lease, last, signer, owners.get(tid)):
-                    verified[tid] = commit  # the owner's seen mark on a lease missed here
-                    continue
-                self.unplaced[tid] = lease  # a roster key signed it: someone may honour it
-            found[tid] = (commit, Lease.from_message(before[tid][1]) if tid in before else None)
-            if notices is not None:
-                notices.append(
-                    f"team: HZH485: the lease {tid} naming {lease.holder[:40]} (token "
-                    f"{lease.token}) is not signed by {lease.holder[:40]}'s key on the roster: "
-                    "not honoured; the last lease verified stands until it is written over"
-                )
-        if verified:
-            lines = "".join(f"update {HONOURED}{tid} {c}\n" for tid, c in verified.items())
-            git.run("update-ref", "--stdin", stdin=lines, check=False)
-        return found
-
-    def remote_state(self) -> dict[str, Any]:
-        """What the last fetch found (``<home>/team/remote.json``): ``reached`` (the last
-        time the remote answered), ``unreachable_since`` and its ``error``, the last
-        ``rewrite`` and the hook's last ``declined`` pushes."""
-        try:
-            data = json.loads((self.root / "remote.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def _remote_state(self, **changes: Any) -> None:
-        data = {**self.remote_state(), **changes}
-        ensure_private_dir(self.root)
-        write_atomic(self.root / "remote.json", json.dumps(data, sort_keys=True).encode())
-
-    def _rewritten(self, git: Git, last: str, notices: list[str]) -> dict[str, Any]:
-        """``hz/state`` as fetched does not descend from the tip examined last (a
-        force-push or a deletion rewrote it): say so, and put this machine's receipts the
-        rewrite dropped back into the outbox (pushed again without the token check:
-        they passed it once, and they count as what they were)."""
-        tip = git.state_tip()
-        dropped = own_dropped(git, last, tip, self.me, self.machine)
-        notices.append(
-            f"team: hz/state was rewritten: {(tip or 'deleted')[:12]} does not descend from "
-            f"{last[:12]} fetched last; {len(dropped)} receipt(s) of this machine it dropped "
-            "are pushed again. Protect hz/state from force-push and deletion (docs/team.md)"
-        )
-        if dropped:
-            outbox = self.outbox
-            waiting = {str(record.get("id")) for _, record in outbox.pending()}
-            outbox.set_again(outbox.again() | {str(r.get("id")) for r in dropped})
-            outbox.put([r for r in dropped if str(r.get("id")) not in waiting])
-        return {
-            "at": format_ts(self.sessions.clock()),
-            "from": last,
-            "to": tip,
-            "dropped": len(dropped),
-        }
-
     def leases_seen(self, leases: dict[str, Lease | None]) -> dict[str, int]:
         """The highest token any lease of each team id was seen with, now or by this
         home before (``<home>/team/leases-seen.json``, updated here). Leases only go up:
@@ -611,7 +254,7 @@ class Team:
             write_atomic(path, json.dumps(seen, sort_keys=True).encode())
         return seen
 
-    def _decide(self, now: datetime, git: Git, report: _Report) -> None:
+    def _decide(self, now: datetime, git: Git, report: Report) -> None:
         team = self.sessions.settings.team
         updates: list[tuple[str, str, str | None]] = []
         running: dict[str, int] = {}
@@ -692,38 +335,8 @@ class Team:
         )
         self.stats.lease_conflicts += len(set(pushed.rejected) - set(pushed.declined))
 
-    def _declined(self, declined: Mapping[str, str], report: _Report) -> None:
-        """Pushes the server's hook refused (`heinzel.team.hook`) reach the person: each
-        is the tick's error (HZH480) with the hook's reason and how to fix it, and is kept
-        for ``hz team status`` until a push of that ref takes."""
-        names = {m.team: m.name for m in self.members.values()}
-        kept = {
-            d["ref"]: d
-            for d in self.remote_state().get("declined") or []
-            if isinstance(d, dict) and d.get("ref") not in declined
-        }
-        for ref, reason in sorted(declined.items()):
-            error = declined_error(ref, reason, names.get(ref.removeprefix(LEASE_PREFIX)))
-            report.errors.append({"id": "team", "code": error.code, "message": error.message})
-            report.notices.append(f"team: {error.message}; fix: {error.hint}")
-            kept[ref] = {
-                "ref": ref,
-                "reason": reason,
-                "message": error.message,
-                "hint": error.hint,
-                "at": format_ts(self.sessions.clock()),
-            }
-        self._remote_state(declined=list(kept.values()))
-
-    def _taken(self, refs: Iterable[str]) -> None:
-        """Refs a push just landed: the hook's refusals of them are over."""
-        known = self.remote_state().get("declined") or []
-        kept = [d for d in known if isinstance(d, dict) and d.get("ref") not in set(refs)]
-        if kept != known:
-            self._remote_state(declined=kept)
-
     def _notice(
-        self, member: Member, lease: Lease, done: set[str], now: datetime, report: _Report
+        self, member: Member, lease: Lease, done: set[str], now: datetime, report: Report
     ) -> None:
         """A lease this daemon would take but may not (blocked) is said in the tick's
         notices, with its cause and next step: a tick that runs nothing says why."""
@@ -772,7 +385,7 @@ class Team:
             turned.append((turn, "superseded" if key in done else woken_by))
         return kept, turned
 
-    def claim(self, report: _Report, heinzels: Sequence[str]) -> set[str]:
+    def claim(self, report: Report, heinzels: Sequence[str]) -> set[str]:
         """Write the keys of the wakes `admit` let through that run this tick (of
         ``heinzels``: after the busy and the wake-limit filters) into their leases'
         ``open`` claims, in one push, before any turn starts; claims of slots a slot
@@ -842,15 +455,13 @@ class Team:
             return None
         return {"fencing": self.held[member.team]}
 
-    def after(self, report: _Report) -> None:
+    def after(self, report: Report) -> None:
         """Copy the tick's receipt-grade events into the outbox and push it."""
         if not self.members and not self.outbox.pending():
             return
         self._collect()
         self._flush(report)
         report.team = {**asdict(self.stats), "leases": self.changes}
-
-    # -- receipts --------------------------------------------------------------------
 
     def _collect(self) -> None:
         outbox = self.outbox
@@ -930,7 +541,7 @@ class Team:
             return 0
         return grant.token
 
-    def _flush(self, report: _Report) -> None:
+    def _flush(self, report: Report) -> None:
         if not self.online or not self.outbox.pending():
             return
         current = lease_grants({t: lease for t, (_, lease) in self.leases.items()})
@@ -1002,8 +613,6 @@ class Team:
             "machine's daemon take the lease first (`hz system daemon tick`)",
         )
 
-    # -- reading -----------------------------------------------------------------------
-
     def lint(self, notices: list[str] | None = None) -> list[str]:
         """Fetch (a rewrite found is announced in ``notices`` and survived), then lint
         the whole ``hz/state`` branch and the lease refs."""
@@ -1032,7 +641,7 @@ class Team:
                 leases,
                 seen,
                 grants=lease_grants(leases),
-                climb=_soft(seen, leases),
+                climb=soft_teams(seen, leases),
                 unsigned=self.unsigned(),
             ),
         ]
@@ -1051,7 +660,7 @@ class Team:
         parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
         read = {t: lease for t, (_, lease) in self.honoured(git, parsed).items()}
         seen = self.leases_seen(read)
-        grants, soft = lease_grants(read), _soft(seen, read)
+        grants, soft = lease_grants(read), soft_teams(seen, read)
         done = (
             scan(
                 git,
@@ -1097,7 +706,7 @@ class Team:
         read = {t: lease for t, (_, lease) in honoured.items()}
         seen = self.leases_seen(read)
         listed = self.team_roster()
-        grants, soft = lease_grants(read), _soft(seen, read)
+        grants, soft = lease_grants(read), soft_teams(seen, read)
         found = (
             scan(
                 git,
@@ -1275,43 +884,6 @@ class Team:
         }
 
 
-def signing_required(owner: str | None, me: str) -> HeinzelError:
-    """HZH483: signing is required (a roster, or a change of it) and ``[team]
-    signing_key`` is not set; the hint says how to make a key and whom to give it."""
-    return HeinzelError(
-        "HZH483",
-        (
-            f"the team's roster on hz/state (owner {owner}) requires signed commits and "
-            "[team] signing_key is not set: nothing of this machine is pushed"
-            if owner
-            else "the roster is changed only by signed commits and [team] signing_key is not set"
-        ),
-        "run `hz team key`: it makes an ed25519 key with ssh-keygen and sets [team] "
-        "signing_key"
-        + (
-            f"; give the line it prints to {owner} (`hz team roster add {me} KEY`)" if owner else ""
-        ),
-    )
-
-
-def machine_id(root: Path) -> str:
-    """The stable id of this home's machine (``<home>/team/machine``, ``mc-`` and 20
-    random hex digits), created once, private; a lease and a receipt name it beside the
-    member's handle. A home copied to another machine copies it: run ``rm
-    <home>/team/machine`` on the copy so it gets its own."""
-    path = root / "machine"
-    try:
-        found = path.read_text(encoding="utf-8").strip()
-    except OSError:
-        found = ""
-    if _MACHINE.fullmatch(found):
-        return found
-    made = "mc-" + secrets.token_hex(10)
-    ensure_private_dir(root)
-    write_atomic(path, made.encode())
-    return made
-
-
 def _free(lease: Lease, now: datetime, interval: timedelta, skew: timedelta) -> bool:
     """Out of force: expired, or further ahead than any holder writes (`decide`'s rule),
     or with an expiry that is not a time (nobody can hold it)."""
@@ -1341,7 +913,7 @@ def _unplaced_notice(name: str, ahead: Lease, new: Lease, live: bool) -> str:
     )
 
 
-def _soft(seen: Mapping[str, int], leases: Mapping[str, Lease | None]) -> set[str]:
+def soft_teams(seen: Mapping[str, int], leases: Mapping[str, Lease | None]) -> set[str]:
     """The teams this home saw a lease of whose ref is unreadable or deleted now: their
     ceiling is the highest token seen, raised only by ``lease.granted`` lines one at a
     time (`heinzel.team.receipts.sort_records`)."""
@@ -1378,17 +950,6 @@ def _input_fps(
     }
 
 
-def _slot(key: str, team: str) -> datetime | None:
-    """The slot a team slot key (``<team id>@<timestamp>``) names, else None."""
-    head, _, rest = key.partition("@")
-    if head != team or not rest[:1].isdigit():
-        return None
-    try:
-        return parse_ts(rest)
-    except ValueError:
-        return None
-
-
 def _ran_under(started: dict[str, Any], versions: dict[int, str]) -> str | None:
     """The fingerprint of the contract version a turn's ``turn.started`` pinned."""
     pins = started.get("pins")
@@ -1406,7 +967,7 @@ def _expanded(lines: Iterable[Event]) -> Iterator[tuple[Event, bool]]:
             yield event, n < len(events) - 1
 
 
-def _newer_members(quarantined: Sequence[Quarantined], report: _Report) -> None:
+def _newer_members(quarantined: Sequence[Quarantined], report: Report) -> None:
     """One notice per member whose receipts a newer hz wrote (a later receipt ``v``): kept
     on ``hz/state``, counted for nothing here (`heinzel.team.receipts.RECEIPT_VERSION`)."""
     newer: dict[str, str] = {}

@@ -2,13 +2,8 @@
 (`machine_id`), and `TeamBase`: the state every part of `heinzel.team.team.Team`
 shares, with this member's handle, machine, mirror, outbox and local members.
 
-`Team` (`heinzel.team.team`) is built in layers, each a module that uses only those
-below it: `heinzel.team.members` (`TeamBase`, the state they share),
-`heinzel.team.trust` (the roster this home follows, signatures, leases honoured),
-`heinzel.team.remote` (the fetch and what the remote said), `heinzel.team.placement`
-(leases decided and written), `heinzel.team.push` (receipts into the outbox and out to
-``hz/state``), `heinzel.team.verbs` (what ``hz team`` asks) and `heinzel.team.team`
-(the tick's hook).
+`Team` (`heinzel.team.team`) is built in layers on `TeamBase`, each a module of its own;
+its module's docstring names them.
 """
 
 from __future__ import annotations

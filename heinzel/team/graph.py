@@ -28,8 +28,9 @@ from heinzel.session.graph import (
 )
 from heinzel.session.sessions import Sessions
 from heinzel.team.lease import Lease
+from heinzel.team.placement import lease_grants
 from heinzel.team.receipts import sort_records
-from heinzel.team.team import Team, lease_grants
+from heinzel.team.team import Team
 
 __all__ = ["team_graph"]
 

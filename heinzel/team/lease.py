@@ -3,7 +3,7 @@
 The ref points at a commit with the empty tree whose message is the lease, one JSON
 line: ``{"holder", "machine", "expiry", "token", "owner_seen", "open", "since"}`` (``since``:
 when this token was granted, the lease history's entry; older leases lack it): the holder is a
-member's handle *and* the machine id of its home (`heinzel.team.team.machine_id`), so
+member's handle *and* the machine id of its home (`heinzel.team.members.machine_id`), so
 one person's laptop and desktop are two holders. It is changed only by
 compare-and-swap (``git push --force-with-lease=<ref>:<old>``), so of two daemons that
 read the same lease and write a new one, one wins and the other reads again.

@@ -150,7 +150,7 @@ def key_check(
 ) -> dict[str, Any]:
     """``hz system doctor``'s check of the signing key (a team member's home only): none
     is fine until the team's hook asks for signatures or the roster on ``hz/state``
-    requires them (``refusal``: `heinzel.team.team.Team.signing_refusal`, HZH483 or
+    requires them (``refusal``: `heinzel.team.trust.Trust.signing_refusal`, HZH483 or
     HZH484); a key named but unreadable is not."""
     if refusal is not None:
         return {

@@ -6,6 +6,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 from heinzel.team.lease import Lease, decide
+from heinzel.team.push import _expanded
 from heinzel.team.receipts import (
     Grant,
     from_event,
@@ -15,7 +16,6 @@ from heinzel.team.receipts import (
     team_id,
     team_key,
 )
-from heinzel.team.team import _expanded
 from ledger.event import make_event
 
 NOW = datetime(2026, 10, 28, 9, 0, tzinfo=UTC)

@@ -31,9 +31,15 @@ to end, the best of 3 after an untimed one), and hz's fsyncs per durable step (c
 by its worker). hz's step and 5-step run are then split into whose time they are: the
 time inside ``os.fsync`` (the kernel's and the disk's), hz's CPU time with fsync stubbed
 out (``time.process_time``), and the rest (waking after an fsync, waiting for a core on
-a loaded machine). Verdicts per hz path on disk: ahead of every peer's durable mode, a
-step at most 1.3x the floor measured as a step is (the median single append's ratio
-beside it), and hz's CPU per step at most a third of that floor.
+a loaded machine). Each hz worker also measures its step beside the floor alike, in its
+own process (`hz_worker.paired`): rep by rep, alternated, a turn's steps as the mean
+period between its ``tool.result`` lines made durable and the floor as the mean period
+of appends of the step's line size to a file in the spine's directory. Verdicts per hz
+path on disk: ahead of every peer's durable mode, a step at most 1.3x that floor (the
+ratios to the floor measured here between the workers printed beside it: another
+process at another moment, on a disk whose floor moved 3x within minutes), and hz's CPU
+per step at most a third of the floor. ``step_shape.py`` splits what a step asks of the
+disk beyond the floor.
 
 Then, with the cluster, jobs per second with 4 worker processes: hz's queue on Postgres
 beside DBOS's (``jobs.py``; ``PEERS_JOBS`` jobs, 200 by default, ``0`` leaves it out).

@@ -21,7 +21,8 @@ line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N cal
 less the best of 3 of none, after one untimed turn, in this process; beside it what of
 that is hz's and what the kernel's: the time spent inside ``os.fsync`` per step in those
 turns, and the CPU time per step, ``time.process_time`` of turns whose fsyncs are
-stubbed out, medians of 5), ``crash N DIR``
+stubbed out, medians of 5; and the step beside the fsync floor measured alike in this
+process, `paired`), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
 ``recover N DIR`` (a whole new process resumes that turn to its end; ``run.py`` times
 the process).

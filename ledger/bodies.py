@@ -184,6 +184,15 @@ class Bodies:
         line without its newline. A torn last line left by a crash (never
         acknowledged) is cut off first, so records never run together.
         """
+        return f"sha256:{sha256_hex(self._write(turn, record))}"
+
+    def add(self, turn: str, record: Mapping[str, Any]) -> None:
+        """`append` for a caller that does not use the record's hash (a step's value,
+        named by its own content hash): the same write, one SHA-256 fewer."""
+        self._write(turn, record)
+
+    def _write(self, turn: str, record: Mapping[str, Any]) -> bytes:
+        """Write ``record`` as `append` says; its canonical text without the newline."""
         path = self.path(turn)
         if type(record) is not dict and not isinstance(record, Mapping):
             raise LedgerError(
@@ -219,7 +228,7 @@ class Bodies:
         if self.on_write is not None:
             synced = self._synced_end[turn] if turn in self._dirty else end + len(line)
             self.on_write(fd, synced)
-        return f"sha256:{sha256_hex(body)}"
+        return body
 
     def sync(self) -> None:
         """Fsync every body written since the last sync (one fsync per such body) and,

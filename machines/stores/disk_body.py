@@ -117,7 +117,7 @@ class DiskBody:
             self._load(turn)
         if (turn, digest) in self._cache:
             return
-        self.bodies.append(turn, {"kind": "value", "hash": digest, "value": value})
+        self.bodies.add(turn, {"kind": "value", "hash": digest, "value": value})
         self._cache[(turn, digest)] = value
 
     def get(self, turn: str, digest: str) -> Any:

@@ -37,6 +37,16 @@ class TestAppendAndRead:
         assert line == b'{"a":"x","b":1}'
         assert digest == "sha256:" + hashlib.sha256(line).hexdigest()
 
+    def test_add_writes_what_append_writes(self, tmp_path: Path) -> None:
+        """add (a step's value, whose hash nobody reads) writes the same line as append."""
+        added, appended = Bodies(tmp_path / "added"), Bodies(tmp_path / "appended")
+        added.add("t1", {"b": 1, "a": "x"})
+        appended.append("t1", {"b": 1, "a": "x"})
+        assert added.read("t1") == [{"a": "x", "b": 1}]
+        assert (tmp_path / "added" / "turns" / "t1.jsonl").read_bytes() == (
+            tmp_path / "appended" / "turns" / "t1.jsonl"
+        ).read_bytes()
+
     @pytest.mark.usefixtures("hostile_umask")
     def test_bodies_are_private(self, tmp_path: Path) -> None:
         """turns/ is 0700 and each body 0600 under umask 000."""

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from hz_worker import FsyncClock, steps
+from hz_worker import STAMPS, FsyncClock, paired, steps
 
 from ledger.event import Event
 from ledger.spine import Spine
@@ -39,9 +39,12 @@ def turn(directory: Path, n: int, name: str, crash_after: int = 0, resume: bool 
     clock = ManualClock()
     settings = Settings(clock=clock, sleep=RecordingSleep())
     seen = [0]
+    STAMPS.clear()
 
     def crash(event: Event) -> None:
-        seen[0] += event.kind == "tool.result"
+        if event.kind == "tool.result":
+            STAMPS.append((time.perf_counter(), event.size))
+            seen[0] += 1
         if crash_after and seen[0] == crash_after:
             os._exit(137)
 
@@ -102,6 +105,7 @@ def main() -> None:
                     "cpu_run_us": cpu_full * 1e6,
                     "fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n,
                     "fsync_run_us": full_in * 1e6,
+                    **paired(turn, session, n),
                 }
             )
         )

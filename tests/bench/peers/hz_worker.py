@@ -21,7 +21,8 @@ line: ``steps N DIR`` (the marginal cost of a step: the best of 3 turns of N cal
 less the best of 3 of none, after one untimed turn, in this process; beside it what of
 that is hz's and what the kernel's: the time spent inside ``os.fsync`` per step in those
 turns, and the CPU time per step, ``time.process_time`` of turns whose fsyncs are
-stubbed out, medians of 5), ``crash N DIR``
+stubbed out, medians of 5; and the step beside the fsync floor measured alike in this
+process, `paired`), ``crash N DIR``
 (a turn of N calls killed by the process's own exit 137 after half of them),
 ``recover N DIR`` (a whole new process resumes that turn to its end; ``run.py`` times
 the process).
@@ -34,6 +35,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from heinzel.turns.record import write_lazily
@@ -74,14 +76,21 @@ def body(spine: Spine, directory: Path) -> DiskBody:
 HELD: dict[Path, SpineIndex] = {}
 """Each session's index as its last turn left it (the host's is the heinzel index)."""
 
+STAMPS: list[tuple[float, int]] = []
+"""When each ``tool.result`` line of the last turn was durable (its ``on_durable``), and
+its size in bytes: the period between two is one whole step, its CPU and its fsync."""
+
 
 def turn(directory: Path, n: int, name: str, crash_after: int = 0) -> float:
     clock = ManualClock()
     settings = Settings(clock=clock, sleep=RecordingSleep())
     seen = [0]
+    STAMPS.clear()
 
     def crash(event: Event) -> None:
-        seen[0] += event.kind == "tool.result"
+        if event.kind == "tool.result":
+            STAMPS.append((time.perf_counter(), event.size))
+            seen[0] += 1
         if crash_after and seen[0] == crash_after:
             os._exit(137)
 
@@ -152,6 +161,54 @@ def fsyncs_of(directory: Path, n: int, name: str) -> int:
     return fsyncs.count
 
 
+def paired(turn: Callable[..., float], session: Path, n: int, reps: int = 9) -> dict[str, float]:
+    """A step beside the fsync floor, measured alike, in this process and alternated
+    rep by rep (which of the two goes first alternating too): the step as the mean period
+    from the first ``tool.result`` of a turn of ``n`` calls made durable to its last
+    (`STAMPS`: each period is a whole step, its CPU and its fsync, the turn's fixed lines
+    outside it); the floor as the mean period between the fsync returns of ``n`` appends
+    of the step's own line size to a file in the spine's directory, kept open from one
+    rep to the next. Medians of each and of the per-rep ratio (microseconds)."""
+    turn(session, n, "paired")  # untimed: the size of its last line is the floor's
+    size = STAMPS[-1][1]
+    fd = os.open(session / "floor", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    steps: list[float] = []
+    floors: list[float] = []
+
+    def step(rep: int) -> None:
+        turn(session, n, f"p{rep}")
+        (first, _), (last, _) = STAMPS[0], STAMPS[-1]
+        steps.append((last - first) / (n - 1))
+
+    def floor() -> None:
+        line = b"x" * (size - 1) + b"\n"
+        stamps = []
+        for _ in range(n):
+            os.write(fd, line)
+            os.fsync(fd)
+            stamps.append(time.perf_counter())
+        floors.append((stamps[-1] - stamps[0]) / (n - 1))
+
+    try:
+        floor()  # the file's creation and first block, not counted
+        floors.clear()
+        for rep in range(reps):
+            if rep % 2:
+                floor()
+                step(rep)
+            else:
+                step(rep)
+                floor()
+    finally:
+        os.close(fd)
+    return {
+        "paired_step_us": statistics.median(steps) * 1e6,
+        "paired_floor_us": statistics.median(floors) * 1e6,
+        "paired_ratio": statistics.median(s / f for s, f in zip(steps, floors, strict=True)),
+        "line_bytes": size,
+    }
+
+
 def main() -> None:
     mode, n, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     if mode == "steps":
@@ -166,7 +223,12 @@ def main() -> None:
         kernel = {"fsync_per_step_us": (full_in - empty_in) / n * 1e6}
         cpu = {"cpu_per_step_us": (cpu_full - cpu_empty) / n * 1e6, "cpu_run_us": cpu_full * 1e6}
         counted = {"fsyncs_per_step": (fsyncs[1] - fsyncs[0]) / n}
-        print(json.dumps({**per_step, **kernel, **cpu, **counted, "fsync_run_us": full_in * 1e6}))
+        alike = paired(turn, session, n)
+        print(
+            json.dumps(
+                {**per_step, **kernel, **cpu, **counted, "fsync_run_us": full_in * 1e6, **alike}
+            )
+        )
     elif mode == "once":
         turn(directory, n, "once")
     elif mode == "crash":

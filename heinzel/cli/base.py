@@ -35,6 +35,7 @@ __all__ = [
     "hz",
     "json_option",
     "open_app",
+    "request_id_option",
 ]
 
 
@@ -47,6 +48,18 @@ def home_option(func: F) -> F:
         default=None,
         help="hz's data directory (default: $HZ_HOME, else the user data dir).",
     )(func)
+
+
+def request_id_option(what: str) -> Callable[[F], F]:
+    """``--request-id ID``: the caller's id for this ``what``, so that sending it again
+    runs nothing twice (``rq-`` and up to 64 letters or digits, else HZH231)."""
+    return click.option(
+        "--request-id",
+        default=None,
+        metavar="rq-ID",
+        help=f"Your id for this {what} (rq- and up to 64 letters or digits): sent again, "
+        "it runs nothing twice.",
+    )
 
 
 def json_option(func: F) -> F:

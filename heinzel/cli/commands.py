@@ -16,6 +16,7 @@ from heinzel.cli.base import (
     hz,
     json_option,
     open_app,
+    request_id_option,
 )
 from heinzel.cli.forms import artifact_forms, plain_rows
 
@@ -337,7 +338,7 @@ def prune(home: str | None, as_json: bool) -> None:
 @heinzel.command("wake")
 @click.argument("name")
 @click.option("--message", default=None, help="A message for the turn (its body gets the text).")
-@click.option("--request-id", default=None, help="Resend the same wake idempotently.")
+@request_id_option("wake")
 @home_option
 @json_option
 def wake(
@@ -373,7 +374,7 @@ def _resent(done: dict[str, Any]) -> bool:
 @click.option(
     "--question", default=None, help="Which question, by its turn id (when several wait)."
 )
-@click.option("--request-id", default=None, help="Resend the same answer idempotently.")
+@request_id_option("answer")
 @home_option
 @json_option
 def answer(

@@ -31,6 +31,7 @@ __all__ = [
     "emit",
     "emit_lines",
     "exit_if_ended_badly",
+    "given_home",
     "home_option",
     "hz",
     "json_option",
@@ -67,16 +68,24 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
+def given_home(home: str | None) -> str | None:
+    """The ``--home`` given after the subcommand, else the one given before it (``hz
+    --home DIR ...``), else None (then ``$HZ_HOME``, else the user data dir)."""
+    if home is not None:
+        return home
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context is not None else None
+    found = root.get("home") if isinstance(root, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def open_app(home: str | None) -> App:
     """Build the application for this process: home, clock and settings from the
     environment."""
     from heinzel.app import App
 
     context = click.get_current_context(silent=True)
-    if home is None:
-        root = context.find_root().obj if context is not None else None
-        home = root.get("home") if isinstance(root, dict) else None
-    app = App.from_environment(home, dict(os.environ))
+    app = App.from_environment(given_home(home), dict(os.environ))
     if context is not None:  # the index closed keeping its WAL when the command ends
         context.call_on_close(app.service.close)
     return app

@@ -12,6 +12,7 @@ from heinzel.cli.base import (
     emit,
     emit_lines,
     exit_if_ended_badly,
+    given_home,
     home_option,
     hz,
     json_option,
@@ -510,4 +511,4 @@ def mcp(home: str | None) -> None:
     """
     from heinzel.mcp.hello import serve  # the handshake answered before the SDK loads
 
-    serve(home)
+    serve(given_home(home))

@@ -15,6 +15,7 @@ import click
 from heinzel.cli.base import (
     emit,
     exit_if_ended_badly,
+    given_home,
     home_option,
     hz,
     json_option,
@@ -343,7 +344,14 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
 
 
 @hz.command("demo")
-@home_option
+@click.option(
+    "--home",
+    "home",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="An empty folder to play the week in (default: a new temporary folder; "
+    "$HZ_HOME is never used).",
+)
 def demo(home: str | None) -> None:
     """The worked example (Priya's weekly report), offline, narrated, in a fresh home.
 
@@ -356,5 +364,6 @@ def demo(home: str | None) -> None:
 
     from heinzel.cli.demo import run_demo
 
+    home = given_home(home)
     where = Path(home).expanduser().resolve() if home else Path(tempfile.mkdtemp(prefix="hz-demo-"))
     run_demo(where, click.echo)

@@ -1,0 +1,28 @@
+"""What docs/cli.md and the README promise, walked as a new user does, through the `hz`
+command (a README and docs walk found each of these untrue)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.loop.conftest import Hz
+
+
+def test_the_demo_plays_in_the_home_given_before_it(hz: Hz, tmp_path: Path) -> None:
+    """`hz --home DIR demo` is `hz demo --home DIR`: a DIR that holds something is refused
+    (HZH241) rather than passed over for a temporary folder."""
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("keep\n", encoding="utf-8")
+    done = hz("--home", str(taken), "demo")
+    assert done.code == 1
+    assert f"HZH241: {taken} is not empty" in done.err
+    assert sorted(p.name for p in taken.iterdir()) == ["mine.txt"]
+
+
+def test_the_demo_s_home_option_says_it_never_uses_hz_home(hz: Hz) -> None:
+    """`hz demo --help` does not claim `$HZ_HOME` as its default: the demo plays in a new
+    temporary folder unless `--home` names one, and never in the user's home."""
+    shown = hz("demo", "--help").out
+    assert "$HZ_HOME is never used" in shown
+    assert "default: $HZ_HOME" not in shown

@@ -71,9 +71,7 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        created = open_app(home).turns.create_from_sentence(
-            sentence, namespace=namespace, name=name
-        )
+        created = open_app(home).create_from_sentence(sentence, namespace=namespace, name=name)
         emit(plain_rows([created]), as_json, render.created)
         return
     if not files:

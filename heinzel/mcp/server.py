@@ -254,7 +254,7 @@ class Tools:
             if paths:
                 return app.service.create_from_files(paths, name=name, namespace=namespace)
             if sentence and sentence.strip():
-                return [app.turns.create_from_sentence(sentence, namespace=namespace, name=name)]
+                return [app.create_from_sentence(sentence, namespace=namespace, name=name)]
             raise HeinzelError(
                 "HZH271", "heinzel_new needs files or a sentence", "pass `files` or `sentence`"
             )

@@ -3,6 +3,7 @@ command (a README and docs walk found each of these untrue)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.loop.conftest import Hz
@@ -26,3 +27,21 @@ def test_the_demo_s_home_option_says_it_never_uses_hz_home(hz: Hz) -> None:
     shown = hz("demo", "--help").out
     assert "$HZ_HOME is never used" in shown
     assert "default: $HZ_HOME" not in shown
+
+
+def test_a_contract_from_a_sentence_warns_of_an_adapter_it_lacks(hz: Hz) -> None:
+    """`hz heinzel new "a sentence"` warns of a capability no adapter serves (HZH104), as
+    `new --from` and `hz approve` do, so the first wake is not where the user learns it."""
+    sentence = "every Friday at three, draft this week's section of our report from the merged PRs"
+    done = hz("heinzel", "new", sentence)
+    assert done.code == 0, done.err
+    assert "warning: HZH104: weekly-report uses code-host" in done.out
+    assert "`hz system doctor` shows the fix" in done.out
+
+
+def test_the_sentence_s_warnings_are_in_its_json(hz: Hz) -> None:
+    """`--json` has them as `warnings`, as `new --from`'s rows do."""
+    done = hz("heinzel", "new", "summarise the merged PRs into today.md", "--json")
+    assert done.code == 0, done.err
+    (row,) = json.loads(done.out)
+    assert [w.split(":")[0] for w in row["warnings"]] == ["HZH104"]

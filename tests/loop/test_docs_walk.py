@@ -45,3 +45,23 @@ def test_the_sentence_s_warnings_are_in_its_json(hz: Hz) -> None:
     assert done.code == 0, done.err
     (row,) = json.loads(done.out)
     assert [w.split(":")[0] for w in row["warnings"]] == ["HZH104"]
+
+
+def test_a_trial_s_summary_writes_money_and_counts_as_every_surface_does(approved: Hz) -> None:
+    """`hz heinzel try`'s last line writes its amounts by the one money rule (docs/cli.md,
+    "Money, on every surface": `0.00 USD`, `0.50 USD`, not `0.000000 USD of 0.5 USD`) and
+    counts one turn as `1 turn`."""
+    assert approved("heinzel", "wake", "notes-digest").code == 0
+    done = approved("heinzel", "try", "notes-digest", "--model", "offline")
+    assert done.code == 0, done.err
+    last = done.out.strip().splitlines()[-1]
+    assert last.startswith("1 turn tried under v1: "), last
+    assert last.endswith("; spent 0.00 USD of 0.50 USD"), last
+
+
+def test_a_trial_with_no_turn_to_try_says_so(approved: Hz) -> None:
+    """With no turn that drafted yet, the trial says there was none, not `0 turns tried`."""
+    done = approved("heinzel", "try", "notes-digest", "--model", "offline")
+    assert done.code == 0, done.err
+    last = done.out.strip().splitlines()[-1]
+    assert last == "no turn tried under v1: none drafted yet; spent 0.00 USD of 0.50 USD"

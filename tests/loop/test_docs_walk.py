@@ -65,3 +65,12 @@ def test_a_trial_with_no_turn_to_try_says_so(approved: Hz) -> None:
     assert done.code == 0, done.err
     last = done.out.strip().splitlines()[-1]
     assert last == "no turn tried under v1: none drafted yet; spent 0.00 USD of 0.50 USD"
+
+
+def test_doctor_online_with_the_offline_model_says_it_asked_nobody(hz: Hz) -> None:
+    """`hz system doctor --online` on a fresh machine (the offline model) has an `online`
+    line saying no model request was made and why, not nothing: the flag is never silently a
+    no-op."""
+    done = hz("system", "doctor", "--online")
+    assert done.code == 0, done.out + done.err
+    assert "ok  online: no model request: the offline model asks no provider" in done.out

@@ -74,3 +74,13 @@ def test_doctor_online_with_the_offline_model_says_it_asked_nobody(hz: Hz) -> No
     done = hz("system", "doctor", "--online")
     assert done.code == 0, done.out + done.err
     assert "ok  online: no model request: the offline model asks no provider" in done.out
+
+
+def test_reindex_counts_one_session_as_one(approved: Hz, tmp_path: Path) -> None:
+    """`hz heinzel reindex` over one Heinzelmännchen says `from 1 session`."""
+    done = approved("heinzel", "reindex")
+    assert done.code == 0, done.err
+    assert (
+        done.out.strip()
+        == f"rebuilt {tmp_path / 'home' / 'heinzel' / 'index.sqlite'} from 1 session"
+    )

@@ -368,7 +368,7 @@ def _resent(done: dict[str, Any]) -> bool:
 
 @heinzel.command("answer")
 @click.argument("name")
-@click.argument("said")
+@click.argument("said", metavar="ANSWER")
 @click.option("--proposal", default=None, help="Which proposal (when several wait).")
 @click.option(
     "--question", default=None, help="Which question, by its turn id (when several wait)."

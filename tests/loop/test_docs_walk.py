@@ -84,3 +84,8 @@ def test_reindex_counts_one_session_as_one(approved: Hz, tmp_path: Path) -> None
         done.out.strip()
         == f"rebuilt {tmp_path / 'home' / 'heinzel' / 'index.sqlite'} from 1 session"
     )
+
+
+def test_answer_s_usage_names_its_argument_as_cli_md_does(hz: Hz) -> None:
+    """`hz heinzel answer --help` reads `NAME ANSWER`, as docs/cli.md writes it."""
+    assert "Usage: hz heinzel answer [OPTIONS] NAME ANSWER" in hz("heinzel", "answer", "--help").out

@@ -194,7 +194,10 @@ class Tools:
                 "home_exists": (root / "heinzel").is_dir(),
             }
             try:
-                return body(app)
+                answer = body(app)
+                # the home as the call left it: a first `heinzel_new` has made it
+                self._where.value["home_exists"] = (root / "heinzel").is_dir()
+                return answer
             finally:  # as a command ends: the index closed keeping its WAL (no fsync)
                 app.service.close()
         except HzError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from heinzel.service import Service
 from heinzel.turns.operations import Turns
@@ -62,6 +62,18 @@ class App:
         from heinzel.turns.inputs import default_adapters
 
         return default_adapters(self.service.settings, protected=self.service.protected)
+
+    def create_from_sentence(
+        self, sentence: str, *, namespace: str | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """``hz heinzel new "a sentence"`` (`Turns.create_from_sentence`), with the warnings
+        ``new --from`` gives (``warnings``: an adapter or a skill this machine lacks,
+        HZH104 and HZC052), said of the contract the model wrote."""
+        from heinzel.service.doctor import stored_warnings
+
+        row = self.turns.create_from_sentence(sentence, namespace=namespace, name=name)
+        warnings = stored_warnings(self.service, str(row["id"]), 1)
+        return {**row, "warnings": warnings} if warnings else row
 
     def verbs(self) -> Verbs:
         """chat, resume, stop and retry, running turns through `turns` (a chat while a

@@ -31,10 +31,12 @@ __all__ = [
     "emit",
     "emit_lines",
     "exit_if_ended_badly",
+    "given_home",
     "home_option",
     "hz",
     "json_option",
     "open_app",
+    "request_id_option",
 ]
 
 
@@ -49,9 +51,32 @@ def home_option(func: F) -> F:
     )(func)
 
 
+def request_id_option(what: str) -> Callable[[F], F]:
+    """``--request-id ID``: the caller's id for this ``what``, so that sending it again
+    runs nothing twice (``rq-`` and up to 64 letters or digits, else HZH231)."""
+    return click.option(
+        "--request-id",
+        default=None,
+        metavar="rq-ID",
+        help=f"Your id for this {what} (rq- and up to 64 letters or digits): sent again, "
+        "it runs nothing twice.",
+    )
+
+
 def json_option(func: F) -> F:
     """``--json`` on every listing or showing command."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+def given_home(home: str | None) -> str | None:
+    """The ``--home`` given after the subcommand, else the one given before it (``hz
+    --home DIR ...``), else None (then ``$HZ_HOME``, else the user data dir)."""
+    if home is not None:
+        return home
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context is not None else None
+    found = root.get("home") if isinstance(root, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def open_app(home: str | None) -> App:
@@ -60,10 +85,7 @@ def open_app(home: str | None) -> App:
     from heinzel.app import App
 
     context = click.get_current_context(silent=True)
-    if home is None:
-        root = context.find_root().obj if context is not None else None
-        home = root.get("home") if isinstance(root, dict) else None
-    app = App.from_environment(home, dict(os.environ))
+    app = App.from_environment(given_home(home), dict(os.environ))
     if context is not None:  # the index closed keeping its WAL when the command ends
         context.call_on_close(app.service.close)
     return app

@@ -12,10 +12,12 @@ from heinzel.cli.base import (
     emit,
     emit_lines,
     exit_if_ended_badly,
+    given_home,
     home_option,
     hz,
     json_option,
     open_app,
+    request_id_option,
 )
 from heinzel.cli.forms import artifact_forms, plain_rows
 
@@ -69,9 +71,7 @@ def new(
       hz approve weekly-report
     """
     if sentence and not files:
-        created = open_app(home).turns.create_from_sentence(
-            sentence, namespace=namespace, name=name
-        )
+        created = open_app(home).create_from_sentence(sentence, namespace=namespace, name=name)
         emit(plain_rows([created]), as_json, render.created)
         return
     if not files:
@@ -337,7 +337,7 @@ def prune(home: str | None, as_json: bool) -> None:
 @heinzel.command("wake")
 @click.argument("name")
 @click.option("--message", default=None, help="A message for the turn (its body gets the text).")
-@click.option("--request-id", default=None, help="Resend the same wake idempotently.")
+@request_id_option("wake")
 @home_option
 @json_option
 def wake(
@@ -368,12 +368,12 @@ def _resent(done: dict[str, Any]) -> bool:
 
 @heinzel.command("answer")
 @click.argument("name")
-@click.argument("said")
+@click.argument("said", metavar="ANSWER")
 @click.option("--proposal", default=None, help="Which proposal (when several wait).")
 @click.option(
     "--question", default=None, help="Which question, by its turn id (when several wait)."
 )
-@click.option("--request-id", default=None, help="Resend the same answer idempotently.")
+@request_id_option("answer")
 @home_option
 @json_option
 def answer(
@@ -509,4 +509,4 @@ def mcp(home: str | None) -> None:
     """
     from heinzel.mcp.hello import serve  # the handshake answered before the SDK loads
 
-    serve(home)
+    serve(given_home(home))

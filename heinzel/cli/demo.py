@@ -362,6 +362,11 @@ def _placed(lines: list[dict[str, Any]]) -> set[str]:
     return {str(e["key"]) for e in expanded(lines) if e["kind"] == "draft.placed"}
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` whole when it fits in ``width``, else cut with an ellipsis that says so."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def _line(event: dict[str, Any]) -> str:
     """One spine line, short: seq, kind, and the fields a newcomer cares about."""
     data = event["data"]
@@ -382,12 +387,12 @@ def _line(event: dict[str, Any]) -> str:
     if event["kind"] == "input.fell_back":
         shown.insert(0, f"input={data.get('input')} approved_at={data.get('approved_at')}")
     if event["kind"] == "notice.posted":
-        shown.append(f"{str(data.get('message'))[:90]!r}")
+        shown.append(repr(_cut(str(data.get("message")), 90)))
     if event["kind"] == "usage":  # spend outside a turn: a trial's request names its turn
         shown.append(f"kind={data.get('kind')} usd={data.get('usd')} tokens={data.get('tokens')}")
         shown += [f"of={data['of']}"] if data.get("of") else []
     if "sentence" in data:
-        shown.append(f"{str(data['sentence'])[:60]!r}")
+        shown.append(repr(_cut(str(data["sentence"]), 60)))
     pins = data.get("pins") or {}
     if pins:
         shown.append(f"pinned to v{pins.get('contract_version')}")

@@ -290,7 +290,8 @@ def verify(reports: list[dict[str, Any]]) -> str:
 
 
 def reindex(data: dict[str, Any]) -> str:
-    return f"rebuilt {data['index']} from {data['sessions']} sessions"
+    count = data["sessions"]
+    return f"rebuilt {data['index']} from {count} session{'' if count == 1 else 's'}"
 
 
 def prune(data: dict[str, Any]) -> str:

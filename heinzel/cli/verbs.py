@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from heinzel.cli.base import emit, exit_if_ended_badly, home_option, hz, json_option, open_app
+from heinzel.cli.base import (
+    emit,
+    exit_if_ended_badly,
+    given_home,
+    home_option,
+    hz,
+    json_option,
+    open_app,
+    request_id_option,
+)
 from heinzel.cli.commands import daemon, heinzel
 
 if TYPE_CHECKING:
@@ -277,7 +286,7 @@ def _end_text(ended: dict[str, Any]) -> str:
 @heinzel.command("chat")
 @click.argument("name")
 @click.argument("text")
-@click.option("--request-id", default=None, help="Resend the same message idempotently.")
+@request_id_option("message")
 @home_option
 @json_option
 def chat(name: str, text: str, request_id: str | None, home: str | None, as_json: bool) -> None:
@@ -321,7 +330,7 @@ def stop_(name: str, home: str | None, as_json: bool) -> None:
 @heinzel.command("retry")
 @click.argument("name")
 @click.argument("hint", required=False, default="")
-@click.option("--request-id", default=None, help="Resend the same retry idempotently.")
+@request_id_option("retry")
 @home_option
 @json_option
 def retry(name: str, hint: str, request_id: str | None, home: str | None, as_json: bool) -> None:
@@ -335,7 +344,14 @@ def retry(name: str, hint: str, request_id: str | None, home: str | None, as_jso
 
 
 @hz.command("demo")
-@home_option
+@click.option(
+    "--home",
+    "home",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="An empty folder to play the week in (default: a new temporary folder; "
+    "$HZ_HOME is never used).",
+)
 def demo(home: str | None) -> None:
     """The worked example (Priya's weekly report), offline, narrated, in a fresh home.
 
@@ -348,5 +364,6 @@ def demo(home: str | None) -> None:
 
     from heinzel.cli.demo import run_demo
 
+    home = given_home(home)
     where = Path(home).expanduser().resolve() if home else Path(tempfile.mkdtemp(prefix="hz-demo-"))
     run_demo(where, click.echo)

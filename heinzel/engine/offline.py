@@ -221,7 +221,8 @@ def _draft_outcome(turn: ParsedTurn) -> dict[str, Any]:
         }
     text = "\n".join(lines).rstrip() + "\n"
     return {
-        "report": f"{NOT_AI}: drafted {sum(counts.values())} bullets from {len(counts)} inputs",
+        "report": f"{NOT_AI}: drafted {_count(sum(counts.values()), 'bullet')} from "
+        f"{_count(len(counts), 'input')}",
         "draft": {
             "text": text,
             "output": turn.outputs[0],
@@ -280,7 +281,7 @@ def _lessons_outcome(turn: ParsedTurn) -> dict[str, Any]:
             "reason": "approved as drafted",
         }
     return {
-        "report": f"{NOT_AI}: {len(lessons)} lessons from the approved edits",
+        "report": f"{NOT_AI}: {_count(len(lessons), 'lesson')} from the approved edits",
         "lessons": lessons,
     }
 
@@ -404,7 +405,7 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                 args = {
                     "verb": "read",
                     "target": turn.contract,
-                    "description": f"{NOT_AI} read {len(turn.inputs)} inputs",
+                    "description": f"{NOT_AI} read {_count(len(turn.inputs), 'input')}",
                 }
             calls.append(ToolCallPart(name, args, tool_call_id=f"o{step}-{len(calls)}"))
         return ModelResponse(parts=calls, usage=usage, model_name="offline")
@@ -492,3 +493,8 @@ def check_by_rule(item: str, draft: str, inputs: dict[str, str]) -> dict[str, An
     if not counts:  # no input: a bullet counts for the item
         counts = {"": sum(1 for line in draft.splitlines() if line.lstrip().startswith("-"))}
     return _check(item, draft, counts)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 input``, ``3 inputs``: a count as a person writes it."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

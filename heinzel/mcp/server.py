@@ -194,7 +194,10 @@ class Tools:
                 "home_exists": (root / "heinzel").is_dir(),
             }
             try:
-                return body(app)
+                answer = body(app)
+                # the home as the call left it: a first `heinzel_new` has made it
+                self._where.value["home_exists"] = (root / "heinzel").is_dir()
+                return answer
             finally:  # as a command ends: the index closed keeping its WAL (no fsync)
                 app.service.close()
         except HzError as exc:
@@ -254,7 +257,7 @@ class Tools:
             if paths:
                 return app.service.create_from_files(paths, name=name, namespace=namespace)
             if sentence and sentence.strip():
-                return [app.turns.create_from_sentence(sentence, namespace=namespace, name=name)]
+                return [app.create_from_sentence(sentence, namespace=namespace, name=name)]
             raise HeinzelError(
                 "HZH271", "heinzel_new needs files or a sentence", "pass `files` or `sentence`"
             )

@@ -118,6 +118,18 @@ def unserved(service: Sessions) -> set[str]:
     return {r["name"].removeprefix("adapter ") for r in rows if r.get("configured") is False}
 
 
+def stored_warnings(service: Sessions, heinzel_id: str, version: int) -> list[str]:
+    """What a stored contract version needs that this machine lacks, as the warnings
+    ``new`` and ``approve`` print: capabilities no adapter serves (HZH104) and skills no
+    skill directory holds (HZC052)."""
+    from heinzel.contract import compile_contract
+
+    text = service.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
+    contract = compile_contract(text, source=f"v{version}")
+    found = adapter_warnings(contract, unserved(service))
+    return found + skill_warnings(contract, service.settings.heinzel.skills)
+
+
 def adapter_warnings(contract: CompiledContract, missing: set[str]) -> list[str]:
     """HZH104 as a warning at ``new`` and ``approve``: each capability the contract
     requires or reads that no adapter serves (its turns would fail on it), naming doctor."""

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from heinzel.engine.models import PROVIDERS
 from heinzel.store.credentials import KEY_VARIABLES, PREFIX_PROVIDER, find_key, model_with_key
+from heinzel.strings.usd import usd_text
 
 if TYPE_CHECKING:
     from heinzel.session.sessions import Sessions
@@ -69,6 +70,10 @@ def model_checks(service: Sessions, *, online: bool = False) -> list[dict[str, A
                 str(failing.get("code") or ""),
                 "fix the checks above, then run `hz system doctor --online` again",
             )
+        )
+    elif online and not remote:
+        checks.append(
+            _check("online", True, "no model request: the offline model asks no provider")
         )
     elif online:
         checks += [_online(service, name) for name in remote]
@@ -159,7 +164,9 @@ def _price(service: Sessions, name: str, model_name: str, provider: str) -> dict
     return _check(
         f"price of {name}",
         cost is not None,
-        f"${cost * 1000:.2f} per million input tokens" if cost is not None else "unknown",
+        f"{usd_text(float(cost * 1000))} USD per million input tokens"
+        if cost is not None
+        else "unknown",
         "HZE001",
         f'set it in your config file: [heinzel.prices] "{model_name}" = '
         "{input = 3.0, output = 15.0} (USD per million tokens; 0 for a local model)",

@@ -99,10 +99,9 @@ class Service(Sessions):
         return found + skill_warnings(contract, self.settings.heinzel.skills)
 
     def _unserved_stored(self, heinzel_id: str, version: int) -> list[str]:
-        from heinzel.contract import compile_contract
+        from heinzel.service.doctor import stored_warnings
 
-        text = self.home.contract_text_path(heinzel_id, version).read_text(encoding="utf-8")
-        return self._unserved(compile_contract(text, source=f"v{version}"))
+        return stored_warnings(self, heinzel_id, version)
 
     def _create(
         self, path: Path, text: str, contract: CompiledContract, name: str, namespace: str

@@ -36,6 +36,7 @@ from heinzel.engine.tools import NONE_YET
 from heinzel.errors import HeinzelError
 from heinzel.ids import ID_PREFIX, new_id
 from heinzel.session.spend import turn_spend
+from heinzel.strings.usd import usd_text
 from heinzel.turns.inputs import recent_bodies
 from ledger.bodies import Bodies
 from ledger.errors import LedgerError
@@ -451,13 +452,18 @@ def run_trial(
     worse = sum(1 for r in results if r["verdict"] == "worse")
     same = sum(1 for r in results if r["verdict"] == "same")
     not_tried = len(results) - better - worse - same
-    summary = (
-        f"{len(results)} turns tried under v{tried_version}: {better} better, {worse} worse, "
-        f"{same} same by its done-when checks"
-        + (f", {not_tried} not tried" if not_tried else "")
-        + (f"; {len(expired)} expired" if expired else "")
-        + f"; spent {spent:.6f} USD of {cap} USD"
-    )
+    spend = f"spent {usd_text(float(spent))} USD of {usd_text(float(cap))} USD"
+    if not results and not expired:
+        summary = f"no turn tried under v{tried_version}: none drafted yet; {spend}"
+    else:
+        tried_count = "1 turn" if len(results) == 1 else f"{len(results)} turns"
+        summary = (
+            f"{tried_count} tried under v{tried_version}: {better} better, {worse} worse, "
+            f"{same} same by its done-when checks"
+            + (f", {not_tried} not tried" if not_tried else "")
+            + (f"; {len(expired)} expired" if expired else "")
+            + f"; {spend}"
+        )
     return {
         "name": name,
         "version": tried_version,

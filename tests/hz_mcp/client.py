@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,17 @@ def priya(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def session(env: dict[str, str], cwd: Path, body: Callable[[ClientSession], Awaitable[Any]]) -> Any:
-    """Start ``hz mcp`` with ``env`` in ``cwd``, initialize, run ``body``, close."""
+def session(
+    env: dict[str, str],
+    cwd: Path,
+    body: Callable[[ClientSession], Awaitable[Any]],
+    args: Sequence[str] = ("mcp",),
+) -> Any:
+    """Start ``hz ARGS`` (``hz mcp``) with ``env`` in ``cwd``, initialize, run ``body``,
+    close."""
 
     async def run() -> Any:
-        params = StdioServerParameters(command=HZ, args=["mcp"], env=env, cwd=str(cwd))
+        params = StdioServerParameters(command=HZ, args=list(args), env=env, cwd=str(cwd))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             return await body(s)

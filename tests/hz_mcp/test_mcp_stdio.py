@@ -136,6 +136,33 @@ def test_a_coded_error_is_a_tool_error_with_code_and_hint(tmp_path: Path) -> Non
     assert after.structured_content["home_exists"] is False
 
 
+def test_the_home_given_before_mcp_is_the_one_served(tmp_path: Path) -> None:
+    """`hz --home DIR mcp` serves DIR, as `hz mcp --home DIR` does, not `$HZ_HOME`
+    (docs/cli.md: every command takes `--home` after the subcommand or before it)."""
+
+    async def body(s: ClientSession) -> Any:
+        return (await s.call_tool("heinzel_list", {})).structured_content
+
+    other = tmp_path / "other"
+    for args in (["--home", str(other), "mcp"], ["mcp", "--home", str(other)]):
+        listed = session(priya(tmp_path), tmp_path, body, args)
+        assert listed["home"] == str(other), args
+
+
+def test_the_first_heinzel_new_says_the_home_is_there_now(tmp_path: Path) -> None:
+    """`heinzel_new` into a home not made yet answers `home_exists: true`: the home as the
+    call left it (it made it), not as it found it."""
+
+    async def body(s: ClientSession) -> Any:
+        return (
+            await s.call_tool("heinzel_new", {"files": ["weekly-report.prose.md"]})
+        ).structured_content
+
+    created = session(priya(tmp_path), tmp_path, body)
+    assert created["home"] == str(tmp_path / "home")
+    assert created["home_exists"] is True, created
+
+
 def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -> None:
     """`approve` with an empty list fails its input schema, as `hz approve` with no item is
     bad usage; the proposed one stays proposed."""

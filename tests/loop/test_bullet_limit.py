@@ -23,4 +23,4 @@ def test_at_most_two_bullets_drafts_two_and_counts_them(hz: Hz, folder: Path) ->
     assert woke.code == 0 and " drafted, " in woke.out, woke.out + woke.err
     report = (folder / "report.md").read_text(encoding="utf-8")
     assert re.findall(r"^- .*$", report, re.M) == ["- note number 1", "- note number 2"], report
-    assert "drafted 2 bullets from 1 inputs" in woke.out, woke.out
+    assert "drafted 2 bullets from 1 input" in woke.out, woke.out

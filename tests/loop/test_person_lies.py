@@ -71,6 +71,10 @@ def test_the_demo_hints_a_command_that_runs_outside_the_venv(tmp_path: Path) -> 
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+    # a notice too long for its line is cut with an ellipsis, never mid-sentence as if whole
+    notices = [line for line in done.stdout.splitlines() if "notice.posted" in line]
+    assert notices and all(line.endswith(("'", '"')) for line in notices), notices
+    assert any(line.endswith(("…'", '…"')) for line in notices), notices
     hint = [line for line in done.stdout.splitlines() if "heinzel lessons" in line][-1]
     command = hint.split()[0]
     assert command != "hz" and Path(tmp_path, command).resolve() == hz.resolve(), hint

@@ -88,7 +88,7 @@ class TestModelDoctor:
         single request of a million tokens is priced at (6 USD)."""
         name = "anthropic:claude-sonnet-4-5"
         _, checks, out = _doctor(user, HZ_MODEL=name)
-        assert checks[f"price of {name}"]["detail"] == "$3.00 per million input tokens", out
+        assert checks[f"price of {name}"]["detail"] == "3.00 USD per million input tokens", out
 
     def test_online_says_so_when_it_makes_no_request(self, user: User) -> None:
         """--online with a check failing (no key): a line says no request was made and

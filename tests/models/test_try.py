@@ -107,7 +107,7 @@ class TestATrial:
         assert "-## Digest" in turn["diff"] and "+++ tried (v2)" in turn["diff"]
         assert "place the draft in section" in turn["would"]
         assert Decimal(str(turn["tried_usd"])) == 2 * W and turn["placed_usd"] > 0
-        assert data["summary"].startswith("1 turns tried under v2: 1 better, 0 worse, 0 same")
+        assert data["summary"].startswith("1 turn tried under v2: 1 better, 0 worse, 0 same")
         text = buyer.hz("heinzel", "try", "notes-digest").stdout
         assert "unmet |  met   " + SHORT in text and "@@" in text, text
         shown = json.loads(buyer.hz("heinzel", "show", "notes-digest", "--json").stdout)

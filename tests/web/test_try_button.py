@@ -97,8 +97,8 @@ def test_the_request_answers_before_the_trial_runs(home: Path) -> None:
         child = spawn_verb(root, who, verb, hint, demo_env(home))
         assert child.wait(timeout=120) == 0
         done = client.get(location, headers={"Accept": "application/json"}).json()
-        assert done["summary"].startswith("1 turns tried under v"), done
-        assert "1 turns tried under v" in client.get(location).text
+        assert done["summary"].startswith("1 turn tried under v"), done
+        assert "1 turn tried under v" in client.get(location).text
 
 
 def test_a_trial_whose_child_died_says_so(home: Path) -> None:

@@ -14,13 +14,13 @@ shows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.models import Model
 
 from heinzel.engine.errors import MISSING_EXTRA, MISSING_KEY, UNKNOWN_MODEL, EngineError
 from heinzel.engine.spec import Cause
+from ledger.records import frozen_record
 
 __all__ = ["PROVIDERS", "ModelChoice", "choose_model", "resolve_model"]
 
@@ -34,7 +34,7 @@ PROVIDERS = {
 _FAST_CAUSES: frozenset[str] = frozenset({"approval"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ModelChoice:
     """The configured models: ``[heinzel] model``, ``model_fast``, ``model_best`` and an
     optional class map (which wins over both)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.errors import LedgerError
 from ledger.files import ensure_private_dir, read_capped, write_atomic
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ContractFacts:
     """What the index and the tick need of a contract version: no body text."""
 

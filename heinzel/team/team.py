@@ -19,7 +19,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -65,6 +65,7 @@ from ledger.bodies import Bodies
 from ledger.errors import LedgerError
 from ledger.event import Event, format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.records import frozen_record, mutable_record
 from ledger.spine import read_events
 from machines.crashkit.crash import crash_at
 from machines.keys import Wake
@@ -94,7 +95,7 @@ class _Report(Protocol):
     team: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Member:
     """A local team Heinzelmännchen: its local id, team id, owner and delegates."""
 
@@ -123,7 +124,7 @@ class Member:
         return following is not None and following <= now
 
 
-@dataclass(slots=True)
+@mutable_record
 class Team:
     """The team hook of one home's tick (`heinzel.tick.tick.TeamHook`)."""
 

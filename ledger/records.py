@@ -137,7 +137,11 @@ def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
 
 
 def _make(cls: type, frozen: bool) -> type:
-    bases = [b.__dataclass_params__ for b in cls.__mro__[1:] if "__dataclass_params__" in vars(b)]
+    bases = [
+        vars(b)["__dataclass_params__"]
+        for b in cls.__mro__[1:]
+        if "__dataclass_params__" in vars(b)
+    ]
     if bases and frozen != any(params.frozen for params in bases):
         frozen_text = "frozen" if frozen else "non-frozen"
         other = "non-frozen" if frozen else "frozen"

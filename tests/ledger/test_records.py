@@ -192,7 +192,7 @@ def test_replace_changes_one_field() -> None:
 
 def test_a_record_matches_by_position() -> None:
     """``match`` takes the fields in order, as a dataclass's ``__match_args__`` says."""
-    plain = OURS["Plain"]
+    plain: Any = OURS["Plain"]
     match plain(7, "turn.started", ()):
         case plain(seq, kind):
             assert (seq, kind) == (7, "turn.started")

@@ -43,6 +43,7 @@ __all__ = [
     "fingerprint",
     "load_contract",
     "read_contract_text",
+    "stored_fingerprint",
 ]
 
 MAX_CONTRACT_BYTES = 1 << 20
@@ -88,6 +89,17 @@ def fingerprint(frontmatter: Frontmatter, body: Body) -> str:
         "frontmatter": frontmatter.model_dump(mode="json", by_alias=True),
         "body": _collapse(body.model_dump(mode="json")),
     }
+    return "sha256:" + sha256_hex(canonical(document).encode("utf-8"))
+
+
+def stored_fingerprint(compiled: CompiledContract) -> str:
+    """`fingerprint` of a compiled contract's frontmatter and body, dumped by the compiled
+    contract's own serializer (built when its stored form was validated) instead of each
+    model's: the same document, so the same fingerprint, without building two more
+    serializers on a wake (`tests/heinzel/test_stored_form.py` compares the two)."""
+    frontmatter = compiled.model_dump(mode="json", by_alias=True, include={"frontmatter"})
+    body = compiled.model_dump(mode="json", include={"body"})
+    document = {"frontmatter": frontmatter["frontmatter"], "body": _collapse(body["body"])}
     return "sha256:" + sha256_hex(canonical(document).encode("utf-8"))
 
 

@@ -173,20 +173,34 @@ def _stored_form(
     ``text_sha256``) and of the approved intent (its fingerprint, computed again from the
     form itself, so an edited form is not believed); None (compile the text) otherwise:
     missing, unreadable, or written by a compiler whose form no longer reads."""
-    from heinzel.contract.compiler import MAX_CONTRACT_BYTES, CompiledContract, fingerprint
+    from heinzel.contract.compiler import MAX_CONTRACT_BYTES
 
     path = home.contract_json_path(heinzel_id, version)
     try:
-        payload = json.loads(read_capped(path, 4 * MAX_CONTRACT_BYTES, follow=False))
+        kept = read_capped(path, 4 * MAX_CONTRACT_BYTES, follow=False)
+    except (OSError, LedgerError):
+        return None
+    return _believed(kept, text, approved)
+
+
+@lru_cache(maxsize=64)
+def _believed(kept: bytes, text: str, approved: str) -> CompiledContract | None:
+    """`_stored_form`'s verdict on the bytes of ``v<n>.json``, once per process for the
+    same bytes, text and approved fingerprint (a turn reads its contract more than once):
+    the same bytes give the same verdict."""
+    from heinzel.contract.compiler import CompiledContract, stored_fingerprint
+
+    try:
+        payload = json.loads(kept)
         if payload.get("order") != ORDER_KEPT:
             return None  # written with sorted keys: the inputs' declared order is lost
         compiled = CompiledContract.from_json(json.dumps(payload["compiled"]))
-    except (OSError, LedgerError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a pydantic ValidationError is a ValueError
     sha = "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
     if compiled.text_sha256 != sha or compiled.fingerprint != approved:
         return None
-    return compiled if fingerprint(compiled.frontmatter, compiled.body) == approved else None
+    return compiled if stored_fingerprint(compiled) == approved else None
 
 
 ORDER_KEPT = "declared"

@@ -30,6 +30,7 @@ from heinzel.contract.model import Agent, Discover, Frontmatter, Hz, Input, Outp
 from heinzel.contract.openprose import OPENPROSE_KINDS, check_kind, legacy_program, nodes
 from heinzel.contract.semantics import check_semantics
 from heinzel.contract.source import LineMap, load_yaml, split
+from heinzel.contract.types import STORED_FORM
 from heinzel.errors import ContractError
 from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
@@ -81,6 +82,13 @@ class CompiledContract(BaseModel):
     def from_json(cls, text: str) -> CompiledContract:
         """Read a compiled form written by `to_json`."""
         return cls.model_validate_json(text)
+
+    @classmethod
+    def from_stored(cls, text: str) -> CompiledContract:
+        """Read a stored compiled form that the caller believes only once its fingerprint,
+        recomputed from it (`stored_fingerprint`), is the approved one: its schedule is
+        not given to croniter again (`heinzel.contract.types.STORED_FORM`)."""
+        return cls.model_validate_json(text, context={STORED_FORM: True})
 
 
 def fingerprint(frontmatter: Frontmatter, body: Body) -> str:

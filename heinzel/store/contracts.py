@@ -194,7 +194,7 @@ def _believed(kept: bytes, text: str, approved: str) -> CompiledContract | None:
         payload = json.loads(kept)
         if payload.get("order") != ORDER_KEPT:
             return None  # written with sorted keys: the inputs' declared order is lost
-        compiled = CompiledContract.from_json(json.dumps(payload["compiled"]))
+        compiled = CompiledContract.from_stored(json.dumps(payload["compiled"]))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a pydantic ValidationError is a ValueError
     sha = "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()

@@ -84,6 +84,23 @@ def test_a_form_edited_after_it_was_read_is_not_believed(service: Service, weekl
     assert compiled.body.goal.text == first.body.goal.text == goal
 
 
+def test_a_stored_schedule_that_is_no_cron_expression_is_not_believed(
+    service: Service, weekly: Path
+) -> None:
+    """A stored form's schedule is not given to croniter again, but one edited into no
+    cron expression is no longer the approved intent: the text is compiled and run."""
+    heinzel_id, approved = _approved(service, weekly)
+    path = service.home.contract_json_path(heinzel_id, 1)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    schedule = payload["compiled"]["frontmatter"]["hz"]["schedule"]
+    payload["compiled"]["frontmatter"]["hz"]["schedule"] = "61 99 * * *"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    compiled_version.cache_clear()
+    compiled, _ = approved_text(service.home, heinzel_id, 1, approved)
+    assert compiled_version.cache_info().misses == 1
+    assert compiled.hz.schedule == schedule
+
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 

@@ -10,8 +10,10 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import re
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,3 +248,20 @@ def test_a_dataclass_may_extend_a_record() -> None:
         dataclass(type("Loose", (base,), {"__annotations__": {"x": int}}))
     with pytest.raises(TypeError, match="non-frozen dataclass from a frozen"):
         mutable_record(type("Loose", (base,), {"__annotations__": {"x": int}}))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOTTED = re.compile(r"^\s*@(?:dataclasses\.)?dataclass\([^)]*slots=True", re.MULTILINE)
+
+
+def test_hz_defines_its_slotted_dataclasses_as_records() -> None:
+    """No module of ours writes ``@dataclass(..., slots=True)``: a frozen or mutable
+    slotted record is a `frozen_record` or `mutable_record`, which costs a process a tenth
+    to define (docs/daemon.md, "Where a drafted wake's share goes")."""
+    written = [
+        str(path.relative_to(ROOT))
+        for package in ("ledger", "machines", "heinzel")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if SLOTTED.search(path.read_text(encoding="utf-8"))
+    ]
+    assert written == []

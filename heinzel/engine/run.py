@@ -176,6 +176,10 @@ async def think(
         safety.update(dict.fromkeys(write_tools.tools, False))
         toolsets.append(write_tools.approval_required())
         output_type = [Outcome, DeferredToolRequests]
+    # Outcome's own schema, built once here (it is deferred): pydantic-ai's adapters of the
+    # output type reuse a complete model's schema, and the turn's result dumps through it;
+    # otherwise each builds its own (three builds of one schema on a wake)
+    Outcome.model_rebuild()
     stepper = Stepper(recorder, budget, model, saved, safety)
     if purse is None:
         purse = Purse(budget, lambda: stepper.usd)

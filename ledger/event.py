@@ -12,9 +12,11 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any
+
+from ledger.records import frozen_record
 
 ENVELOPE_VERSION = 1
 ENVELOPE_KEYS = ("v", "seq", "ts", "prev", "turn", "kind", "key", "data")
@@ -116,7 +118,7 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Event:
     """A spine line as read or appended. ``hash`` is the SHA-256 of the line's bytes
     without its newline (the next line's ``prev``); ``offset`` is where the line

@@ -19,12 +19,13 @@ it yet.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Literal
 
 from ledger.event import sha256_hex
 from ledger.reading import check_line, iter_lines, spine_file
+from ledger.records import frozen_record, mutable_record
 
 __all__ = ["BREAK_CONTAINED", "Break", "BreakReason", "VerifyReport", "verify"]
 
@@ -35,7 +36,7 @@ BREAK_CONTAINED = "spine.break_contained"
 _FEW_DIGITS = 8
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Break:
     """One place where the chain does not hold. ``contained`` says a
     ``spine.break_contained`` event already records it."""
@@ -47,7 +48,7 @@ class Break:
     contained: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class VerifyReport:
     """What verify found: ``count`` complete lines, the last one's place (its
     seq in the chain, hash and offset), and the breaks in file order."""
@@ -73,7 +74,7 @@ def _differing_digits(left: str, right: str) -> int:
     return sum(a != b for a, b in zip(left, right, strict=True))
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Walk:
     """The state of one pass over the lines."""
 

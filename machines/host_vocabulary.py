@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from types import MappingProxyType
 from typing import Any
 
 from ledger.event import Event
+from ledger.records import frozen_record
 from machines.errors import MachineError
 from machines.vocabulary import ACT_DISPOSITIONS, CAUSES, DISPOSITIONS, VOCABULARY_VERSION
 
@@ -43,7 +44,7 @@ def _bad(what: str) -> MachineError:
     )
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Vocabulary:
     """One host's words: act dispositions, causes in priority order, and renames."""
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from ledger.guard import MAX_PLAIN
+from ledger.records import frozen_record
 from machines.errors import bad_key_part
 from machines.host_vocabulary import HZ, Vocabulary
 from machines.stores.journal import Journal
@@ -148,7 +149,7 @@ def question(owner: str, turn: str, index: int) -> str:
     return f"{_part('id', owner)}@question:{_part('turn', turn)}:{int(index)}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Wake:
     """A reason to run a turn: its cause (a cause of ``vocabulary``) and its key."""
 
@@ -160,7 +161,7 @@ class Wake:
         self.vocabulary.check_cause(self.cause)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class KeyAction:
     """What the key rule says to do with a wake: start, resume ``turn``, or nothing."""
 
@@ -197,7 +198,7 @@ def turn_ended(journal: Journal, turn: str) -> bool:
     return any(e.kind in TERMINAL_KINDS for e in journal.turn_events(turn))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Plan:
     """What to do with the wakes due together: turns to resume, one turn to start."""
 

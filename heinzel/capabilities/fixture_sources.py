@@ -14,7 +14,6 @@ real ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -25,11 +24,12 @@ from heinzel.capabilities.files import parse_content
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
 from heinzel.capabilities.targets import Protected
 from ledger.event import parse_ts
+from ledger.records import frozen_record
 
 __all__ = ["FixtureMethod", "FixtureSource", "fixture_sources"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class FixtureMethod:
     """One windowed method: its records' file, the field holding each record's date and
     the one holding its id, the args it accepts (``query`` searches ``text_fields``)."""

@@ -12,13 +12,14 @@ adapters only through these two protocols; docs/adapters.md describes every adap
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.fingerprint import facet_fingerprints, whole_fingerprint
 from ledger.event import format_ts, parse_ts
+from ledger.records import frozen_record
 
 __all__ = [
     "Approved",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Window:
     """A half-open time interval ``[start, end)`` a search method looks in (aware, UTC)."""
 
@@ -58,7 +59,7 @@ class Window:
         return {"start": format_ts(self.start), "end": format_ts(self.end)}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class MethodSpec:
     """One method an adapter offers: whether it takes a window, which args it accepts."""
 
@@ -68,7 +69,7 @@ class MethodSpec:
     required: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Fetched:
     """What one fetch returned: the result, fingerprints per facet, cursor and as_of.
 
@@ -188,14 +189,14 @@ Presence = Literal["present", "absent", "unknown"]
 adapter can't tell (the document is unreadable)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Pending:
     """The draft is placed and its tag line is still there: nobody has decided yet."""
 
     state: Literal["pending"] = field(default="pending", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Approved:
     """The tag line was deleted: approved by ``approver``, with the text as it now reads."""
 
@@ -204,14 +205,14 @@ class Approved:
     state: Literal["approved"] = field(default="approved", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Rejected:
     """The whole draft section is gone: the user rejected it."""
 
     state: Literal["rejected"] = field(default="rejected", init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Unknown:
     """The adapter can't tell (the document is unreadable or its markers are broken)."""
 

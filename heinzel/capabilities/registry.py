@@ -10,9 +10,11 @@ plugged in behind these names by the tick.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Literal
+
+from ledger.records import frozen_record
 
 __all__ = [
     "CAPABILITIES",
@@ -26,7 +28,7 @@ __all__ = [
 Mode = Literal["read", "write"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Method:
     """One method of a capability: its mode, whether it searches a time window, its args.
 
@@ -40,7 +42,7 @@ class Method:
     required: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Capability:
     """A capability (``code-host``, ``documents``...) and its methods by name."""
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.ids import is_id
+from ledger.records import frozen_record
 
 __all__ = ["Protected", "real_path"]
 
@@ -38,7 +38,7 @@ def real_path(path: Path | str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class _Place:
     path: str
     what: str

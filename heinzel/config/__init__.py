@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import platformdirs
 
 from heinzel.errors import HeinzelError
+from ledger.records import frozen_record
 
 __all__ = [
     "ENV_KEYS",
@@ -72,7 +73,7 @@ ENV_KEYS: Mapping[str, str] = {
 """Environment variables and the ``[heinzel]`` key each sets."""
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Price:
     """What a model costs, in USD per million tokens."""
 
@@ -80,7 +81,7 @@ class Price:
     output: float
 
 
-@dataclass(frozen=True)
+@frozen_record
 class HeinzelSettings:
     """The ``[heinzel]`` table."""
 
@@ -116,7 +117,7 @@ class HeinzelSettings:
         return self.model
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TeamSettings:
     """``[team]``: the team repository whose ``hz/state`` branch and lease refs carry the
     team Heinzelmännchen's receipts (docs/team.md)."""
@@ -142,7 +143,7 @@ class TeamSettings:
         return bool(self.repository and self.handle)
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Settings:
     """All of hz's configuration. ``runners`` stays raw: the runners package types it.
 
@@ -157,7 +158,7 @@ class Settings:
     """``[adapters.<capability>]`` as written; `heinzel.capabilities.configured` types it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class LoadedSettings:
     """The settings, where each set key came from, and what the project file may not set.
 

@@ -12,11 +12,12 @@ missing or empty Goal, a missing Done when, then its items.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pydantic import BaseModel, ConfigDict
 
 from heinzel.errors import ContractError
+from ledger.records import mutable_record
 
 __all__ = ["Body", "Item", "Section", "normalise", "parse_body"]
 
@@ -66,7 +67,7 @@ def normalise(lines: list[str]) -> str:
     return "\n".join(" ".join(line.split()) for line in lines if line.strip())
 
 
-@dataclass
+@mutable_record
 class _Raw:
     title: str
     line: int

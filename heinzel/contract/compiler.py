@@ -30,6 +30,7 @@ from heinzel.contract.model import Agent, Discover, Frontmatter, Hz, Input, Outp
 from heinzel.contract.openprose import OPENPROSE_KINDS, check_kind, legacy_program, nodes
 from heinzel.contract.semantics import check_semantics
 from heinzel.contract.source import LineMap, load_yaml, split
+from heinzel.contract.types import STORED_FORM
 from heinzel.errors import ContractError
 from ledger.errors import LedgerError
 from ledger.event import canonical, sha256_hex
@@ -43,6 +44,7 @@ __all__ = [
     "fingerprint",
     "load_contract",
     "read_contract_text",
+    "stored_fingerprint",
 ]
 
 MAX_CONTRACT_BYTES = 1 << 20
@@ -81,6 +83,13 @@ class CompiledContract(BaseModel):
         """Read a compiled form written by `to_json`."""
         return cls.model_validate_json(text)
 
+    @classmethod
+    def from_stored(cls, text: str) -> CompiledContract:
+        """Read a stored compiled form that the caller believes only once its fingerprint,
+        recomputed from it (`stored_fingerprint`), is the approved one: its schedule is
+        not given to croniter again (`heinzel.contract.types.STORED_FORM`)."""
+        return cls.model_validate_json(text, context={STORED_FORM: True})
+
 
 def fingerprint(frontmatter: Frontmatter, body: Body) -> str:
     """The intent fingerprint of a validated frontmatter and a parsed body."""
@@ -88,6 +97,17 @@ def fingerprint(frontmatter: Frontmatter, body: Body) -> str:
         "frontmatter": frontmatter.model_dump(mode="json", by_alias=True),
         "body": _collapse(body.model_dump(mode="json")),
     }
+    return "sha256:" + sha256_hex(canonical(document).encode("utf-8"))
+
+
+def stored_fingerprint(compiled: CompiledContract) -> str:
+    """`fingerprint` of a compiled contract's frontmatter and body, dumped by the compiled
+    contract's own serializer (built when its stored form was validated) instead of each
+    model's: the same document, so the same fingerprint, without building two more
+    serializers on a wake (`tests/heinzel/test_stored_form.py` compares the two)."""
+    frontmatter = compiled.model_dump(mode="json", by_alias=True, include={"frontmatter"})
+    body = compiled.model_dump(mode="json", include={"body"})
+    document = {"frontmatter": frontmatter["frontmatter"], "body": _collapse(body["body"])}
     return "sha256:" + sha256_hex(canonical(document).encode("utf-8"))
 
 

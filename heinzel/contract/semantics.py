@@ -10,7 +10,6 @@ raised together, in document order (the first is the error's own code).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from heinzel.capabilities.registry import Method, Registry
@@ -18,6 +17,7 @@ from heinzel.contract.model import Discover, Frontmatter, Input
 from heinzel.contract.source import LineMap, Path_
 from heinzel.contract.types import split_method, split_requirement
 from heinzel.errors import ContractError
+from ledger.records import frozen_record
 
 __all__ = ["DISCOVERABLE", "check_semantics"]
 
@@ -25,7 +25,7 @@ DISCOVERABLE = frozenset({"documents.read"})
 """The methods the daily discovery can list sources for (``discover`` hints)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class _Problem:
     path: Path_
     code: str

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import ContractError
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:  # PyYAML loads when a frontmatter is parsed (a turn reads a stored form)
     import yaml
@@ -28,7 +28,7 @@ _FENCE = "---"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Split:
     """A text cut in two: the YAML between the fences and the Markdown after them.
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, BeforeValidator, PlainSerializer
+from pydantic import AfterValidator, BeforeValidator, PlainSerializer, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from heinzel.ids import is_slug
@@ -72,15 +72,28 @@ def format_duration(value: timedelta) -> str:
     raise AssertionError("a duration is whole seconds")  # pragma: no cover
 
 
-def _cron(value: Any) -> str:
+STORED_FORM = "stored-form"
+"""A validation context key: the value is a stored form that is believed only once its
+fingerprint, recomputed from it, is the approved one (`heinzel.store.contracts`). Its
+cron expression then is the approved one, which croniter accepted when it was compiled,
+so croniter is not loaded to accept it again (a wake needs it nowhere else)."""
+
+
+def _cron(value: Any, *, stored: bool = False) -> str:
     if not isinstance(value, str):
         raise _fail("HZC020", "a schedule is a cron expression in quotes, not {value}", value)
     text = " ".join(value.split())
     fields = text.split(" ")
-    valid = text in _CRON_ALIASES or (len(fields) == 5 and _croniter_accepts(text))
+    accepted = stored or _croniter_accepts(text)
+    valid = text in _CRON_ALIASES or (len(fields) == 5 and accepted)
     if not valid:
         raise _fail("HZC020", "not a cron expression: {value}", value)
     return text
+
+
+def _cron_field(value: Any, info: ValidationInfo) -> str:
+    context = info.context
+    return _cron(value, stored=isinstance(context, dict) and context.get(STORED_FORM) is True)
 
 
 def cron_expression(value: Any) -> str:
@@ -152,7 +165,7 @@ def split_method(value: str) -> tuple[str, str]:
 Duration = Annotated[
     timedelta, BeforeValidator(parse_duration), PlainSerializer(format_duration, return_type=str)
 ]
-Cron = Annotated[str, BeforeValidator(_cron)]
+Cron = Annotated[str, BeforeValidator(_cron_field)]
 TimeZone = Annotated[str, BeforeValidator(_timezone)]
 Requirement = Annotated[str, BeforeValidator(_requirement)]
 MethodRef = Annotated[str, BeforeValidator(_method)]

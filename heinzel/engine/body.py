@@ -19,7 +19,7 @@ recorded model message, with its usage and cost, never from scratch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -30,6 +30,7 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RunUsage
 
 from heinzel.engine.errors import BAD_BODY, EngineError
+from ledger.records import mutable_record
 
 __all__ = ["Saved", "dump_conversation", "dump_messages", "dump_usage"]
 
@@ -54,7 +55,7 @@ def dump_conversation(conversation: Conversation) -> dict[str, Any]:
     return dumped
 
 
-@dataclass(slots=True)
+@mutable_record
 class Saved:
     """What the body holds of the think step so far."""
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.conversation import Conversation
 
 from heinzel.engine.errors import BAD_ANSWERS, EngineError
+from ledger.records import frozen_record
 
 __all__ = ["Answer", "Proposal", "deferred_results", "proposals"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Answer:
     """The user's answer to one proposed write: approved (with the host's result) or denied."""
 
@@ -32,7 +32,7 @@ class Answer:
     message: str = "the user declined"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Proposal:
     """A write the model proposed in a chat turn: its id, tool and arguments' hash only."""
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 from heinzel.engine.clean import clean_value
 from heinzel.engine.spec import LessonView, Skill, SpineRecord, SpineView, TurnSpec
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:  # pydantic-ai loads when a context is built, not with its settings
     from pydantic_ai.messages import ModelMessage
@@ -57,7 +58,7 @@ _NOISE = ("step.", "effect.", "usage", "lesson.", "context.edit", "summary.writt
 _FIELD_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ContextSettings:
     """The summary rule's budgets (``[heinzel] summary_after_turns``, ``summary_keep_turns``)."""
 
@@ -67,7 +68,7 @@ class ContextSettings:
     body_chars: int = 8_000
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class TurnContext:
     """What the Agent of one turn gets, and what the outcome check needs to know."""
 

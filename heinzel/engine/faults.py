@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from heinzel.engine.errors import (
@@ -54,6 +53,7 @@ from heinzel.engine.errors import (
     UNREACHABLE,
     EngineError,
 )
+from ledger.records import frozen_record, mutable_record
 
 __all__ = [
     "INVALID_OUTCOME",
@@ -103,7 +103,7 @@ class WrongShapeReply(Exception):
     """A provider's reply that is JSON but not the API's shape (or no JSON where it streams)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Fault:
     """One provider failure: its spine code, whether asking again may help, and the
     detail for the message (an address, a status; never content)."""
@@ -203,7 +203,7 @@ def fault_of(error: BaseException) -> Fault | None:
     return None
 
 
-@dataclass(slots=True)
+@mutable_record
 class Replies:
     """What came back for one model request (its attempts together), as `check_reply` saw."""
 

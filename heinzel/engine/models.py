@@ -14,13 +14,13 @@ shows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.models import Model
 
 from heinzel.engine.errors import MISSING_EXTRA, MISSING_KEY, UNKNOWN_MODEL, EngineError
 from heinzel.engine.spec import Cause
+from ledger.records import frozen_record
 
 __all__ = ["PROVIDERS", "ModelChoice", "choose_model", "resolve_model"]
 
@@ -34,7 +34,7 @@ PROVIDERS = {
 _FAST_CAUSES: frozenset[str] = frozenset({"approval"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ModelChoice:
     """The configured models: ``[heinzel] model``, ``model_fast``, ``model_best`` and an
     optional class map (which wins over both)."""
@@ -69,17 +69,50 @@ def _missing_extra(prefix: str) -> EngineError:
     )
 
 
-def _checked_client() -> Any:
+_PROXY_VARIABLES = ("http_proxy", "all_proxy")
+"""The environment's proxies for a plain ``http://`` URL (either case): with one set, the
+client is the default one, which reads them."""
+
+
+def _checked_client(base_url: str | None = None) -> Any:
     """pydantic-ai's HTTP client for a provider, with the hook that tells a reply that is
-    no JSON (an HTML page) from one of the wrong shape (`heinzel.engine.faults.check_reply`)."""
+    no JSON (an HTML page) from one of the wrong shape (`heinzel.engine.faults.check_reply`).
+
+    For a plain ``http://`` base URL (a local model server) and no proxy in the
+    environment, its transport's TLS context loads no CA certificates (about a fifth of an
+    OpenAI wake's own CPU): a context that verifies every certificate against none, so a
+    redirect to ``https://`` can never reach a TLS connection, verified or not. Any other
+    base URL gets pydantic-ai's default client, which loads the CA bundle once per client."""
     from pydantic_ai.models import create_async_httpx2_client
 
     from heinzel.engine.faults import check_reply
 
-    client = create_async_httpx2_client()
+    if _plain_http(base_url):
+        import ssl
+
+        import httpx2
+
+        refusing = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, cert required
+        limits = (create_async_httpx2_client.__kwdefaults__ or {})["limits"]
+        transport = httpx2.AsyncHTTPTransport(verify=refusing, limits=limits)
+        client = create_async_httpx2_client(transport=transport)
+    else:
+        client = create_async_httpx2_client()
     hooks = client.event_hooks
     client.event_hooks = {**hooks, "response": [*hooks.get("response", []), check_reply]}
     return client
+
+
+def _plain_http(base_url: str | None) -> bool:
+    """Whether requests go to ``base_url`` over plain HTTP with no proxy between."""
+    import os
+    from urllib.parse import urlsplit
+
+    if base_url is None or urlsplit(base_url).scheme.lower() != "http":
+        return False
+    return not any(
+        os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES
+    )
 
 
 def resolve_model(
@@ -115,7 +148,7 @@ def resolve_model(
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
             # Retries are hz's own (`heinzel.engine.retrying`), counted once: none here.
-            http = _checked_client()
+            http = _checked_client(base_url)
             client = AnthropicProvider(api_key=key, base_url=base_url, http_client=http).client
             return AnthropicModel(
                 model_name,
@@ -125,7 +158,7 @@ def resolve_model(
         from pydantic_ai.providers.openai import OpenAIProvider
 
         openai = OpenAIProvider(
-            base_url=base_url, api_key=key, http_client=_checked_client()
+            base_url=base_url, api_key=key, http_client=_checked_client(base_url)
         ).client
         provider = OpenAIProvider(openai_client=openai.with_options(max_retries=0))
         if prefix == "openai-chat":

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from heinzel.engine.errors import BAD_SETTINGS, CAP_EXHAUSTED, NO_PRICE, EngineError
+from ledger.records import frozen_record, mutable_record
 
 if TYPE_CHECKING:  # pydantic-ai and genai-prices load when a price is first asked
     from pydantic_ai.usage import RequestUsage, RunUsage
@@ -35,7 +36,7 @@ FREE_MODELS = frozenset({"offline"})
 _MILLION = Decimal(1_000_000)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Price:
     """A user-set price in USD per million tokens."""
 
@@ -72,7 +73,7 @@ class Price:
         return total / _MILLION
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Pricing:
     """Prices for models: the user's overrides first, then genai-prices as of ``at``."""
 
@@ -148,7 +149,7 @@ def turn_cap(contract_max_usd: Decimal | None, settings_max_usd: Decimal | None)
     return min(caps) if caps else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Budget:
     """The money one turn may spend: its cap, and what the day still allows.
 
@@ -217,7 +218,7 @@ Hold = Callable[[], AbstractContextManager[Decimal]]
 turn's requests and open reservations, this turn's included)."""
 
 
-@dataclass(slots=True)
+@mutable_record
 class Purse:
     """Reserves each model request's worst case against the caps before it is sent.
 

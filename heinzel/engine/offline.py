@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 from html import unescape
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
+
+from ledger.records import frozen_record
 
 # a created turn's, a chat's amendment and a discovery's rules load with the turn that
 # uses them: a scheduled or asked wake drafts without them (start-up by need)
@@ -82,7 +83,7 @@ _MESSAGE = re.compile(r"^message(-\d+)?$")
 """Inputs that carry the user's words (a chat message, a retry's hint): read, not drafted from."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ParsedTurn:
     """The parts of hz's ``<turn>`` element the rules use."""
 

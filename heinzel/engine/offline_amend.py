@@ -12,7 +12,8 @@ The amendment cites the message (``asked_in``): hz files it as the user's reques
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ledger.records import frozen_record
 
 __all__ = ["Addition", "addition", "amended"]
 
@@ -27,7 +28,7 @@ _FILE = re.compile(r"^(?:the\s+file\s+)?([\w./-]+\.\w+)$", re.I)
 _SKIP = {"the", "a", "an", "all", "any", "our", "my", "some", "new"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Addition:
     """The input a message asks for: its name, where it is read from, the grant it needs."""
 

@@ -10,7 +10,8 @@ what was not understood falls back to a default the text says it used.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ledger.records import frozen_record
 
 __all__ = ["SOURCES", "Filled", "NamedFiles", "fill_contract", "named_files", "parse_schedule"]
 
@@ -70,7 +71,7 @@ _TARGET_WORDS = frozenset(
 """The word before a file name that makes it where the output goes ("into today.md")."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class NamedFiles:
     """The files a sentence names: what it reads (sources) and where it writes (targets)."""
 
@@ -99,7 +100,7 @@ def _identifier(path: str) -> str:
     return stem if stem[0].isalpha() else f"f_{stem}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Filled:
     """A contract text filled from a sentence, with the template and what was assumed."""
 

@@ -9,13 +9,13 @@ disposition: the model asks, hz decides in code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from heinzel.engine.spec import TurnSpec
+from ledger.records import frozen_record
 
 __all__ = [
     "Amendment",
@@ -210,7 +210,7 @@ def check_against(
     return problems
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Disposition:
     """What hz does with an outcome: the turn's disposition and the acts for the act step.
 

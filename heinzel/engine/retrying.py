@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -40,6 +40,7 @@ from tenacity import (
 
 from heinzel.engine.errors import EngineError
 from heinzel.engine.faults import RETRYABLE_STATUS, WrongShapeReply, describe, fault_of, transient
+from ledger.records import frozen_record
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -64,7 +65,7 @@ async def no_sleep(_seconds: float) -> None:
     """A wait that returns at once (a fixed clock's: tests never sleep for real)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class RetryPolicy:
     """How often and how long to ask a failing provider again."""
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,6 +57,7 @@ from heinzel.engine.spec import Recorder, TurnSpec
 from heinzel.engine.steps import Stepper
 from heinzel.engine.tools import Report, TurnServices, build_toolset, replay_safety
 from ledger.errors import HzError
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:  # a chat turn's proposals and answers: loaded when one runs
     from heinzel.engine.chat import Answer, Proposal
@@ -72,7 +72,7 @@ CompileContract = Callable[[str], object]
 """Compiles a contract text; raises an `HzError` (its render goes back as a retry)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ThinkResult:
     """How the think step ended, with the Conversation as the body now holds it."""
 
@@ -176,6 +176,10 @@ async def think(
         safety.update(dict.fromkeys(write_tools.tools, False))
         toolsets.append(write_tools.approval_required())
         output_type = [Outcome, DeferredToolRequests]
+    # Outcome's own schema, built once here (it is deferred): pydantic-ai's adapters of the
+    # output type reuse a complete model's schema, and the turn's result dumps through it;
+    # otherwise each builds its own (three builds of one schema on a wake)
+    Outcome.model_rebuild()
     stepper = Stepper(recorder, budget, model, saved, safety)
     if purse is None:
         purse = Purse(budget, lambda: stepper.usd)

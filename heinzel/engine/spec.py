@@ -13,10 +13,12 @@ machine. The host (the turn machine's think step) adapts them to these:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, Protocol
+
+from ledger.records import frozen_record
 
 __all__ = [
     "Cause",
@@ -38,7 +40,7 @@ Cause = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class InputSpec:
     """One declared input as staged for this wake (``content`` is never fetched again)."""
 
@@ -47,7 +49,7 @@ class InputSpec:
     source: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Skill:
     """A skill that applies to this turn: advice rendered into the instructions."""
 
@@ -56,7 +58,7 @@ class Skill:
     fingerprint: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class LessonView:
     """An active lesson as the spine recorded it (``lesson.recorded``)."""
 
@@ -64,7 +66,7 @@ class LessonView:
     sentence: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class TurnSpec:
     """The turn as the engine sees it: the contract at its pinned version and the inputs.
 
@@ -87,7 +89,7 @@ class TurnSpec:
     model_class: Literal["fast", "standard", "best"] = "standard"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class SpineRecord:
     """One past spine event, compact: the fields of the envelope the context needs."""
 
@@ -97,7 +99,7 @@ class SpineRecord:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class SpineView:
     """The session's past events, in seq order (the host reads them from the spine).
 
@@ -128,7 +130,7 @@ class Recorder(Protocol):
     def durable(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ReadMethod:
     """A method of a capability; only ``mode == "read"`` methods taking a window become tools."""
 
@@ -150,7 +152,7 @@ class ReadCapability(Protocol):
     async def search(self, method: str, args: Mapping[str, str], window: str) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class HandoffRequest:
     """What ``handoff`` hands the bound runner: the task, the files, the share of the cap."""
 

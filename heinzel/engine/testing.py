@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ledger.event import canonical, format_ts, make_event, sha256_hex
 from ledger.files import open_append
+from ledger.records import mutable_record
 
 __all__ = ["FileRecorder", "MemoryRecorder", "body_hash", "spine_bytes"]
 
@@ -27,7 +28,7 @@ def body_hash(record: Mapping[str, Any]) -> str:
     return "sha256:" + sha256_hex(canonical(record).encode("utf-8"))
 
 
-@dataclass(slots=True)
+@mutable_record
 class MemoryRecorder:
     """Checkpoints and body records kept in lists."""
 
@@ -47,7 +48,7 @@ class MemoryRecorder:
         """Nothing to do: memory is all there is."""
 
 
-@dataclass(slots=True)
+@mutable_record
 class FileRecorder:
     """Checkpoints and body records appended to two JSONL files, each line fsynced."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -31,6 +31,7 @@ from heinzel.engine.spec import (
     SpineView,
     TurnSpec,
 )
+from ledger.records import frozen_record, mutable_record
 
 __all__ = [
     "INTERRUPTED",
@@ -51,7 +52,7 @@ Window = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,2}[hdw]$")]
 _NAME = re.compile(r"[^a-z0-9_]+")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Report:
     """One ``report`` call: an entry for the Heinzelmännchen's own action log."""
 
@@ -61,7 +62,7 @@ class Report:
     description: str
 
 
-@dataclass(slots=True)
+@mutable_record
 class TurnServices:
     """What the tools read: the services the host hands one turn.
 

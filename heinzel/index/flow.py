@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from ledger.event import format_ts, parse_ts
+from ledger.records import frozen_record
 
 __all__ = [
     "Late",
@@ -53,7 +53,7 @@ class Database(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Need:
     """One input's ``needed_by``, as the index keeps it."""
 
@@ -67,7 +67,7 @@ class Need:
     escalate_to: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Late:
     """An upstream's draft still pending at a need's deadline."""
 
@@ -78,7 +78,7 @@ class Late:
     placed_at: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Nudge:
     """A notice to post: on whose spine, under which key, with what data."""
 

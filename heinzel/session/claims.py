@@ -12,10 +12,10 @@ went and runs nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from heinzel.store.inbox import Inbox
+from ledger.records import frozen_record
 from ledger.spine import read_events
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Claim", "already", "claim_of"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Claim:
     """The line that delivered a request: ``kind`` (``steered``, ``answer``, ``turn`` or
     ``requested``) and the turn it went into (or answered, or follows)."""

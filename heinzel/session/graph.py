@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from heinzel.session.actions import EXPIRED, action_log
 from heinzel.session.sessions import Sessions
 from heinzel.store.home import Home
 from heinzel.store.sources import absolute_args
+from ledger.records import frozen_record, mutable_record
 
 __all__ = [
     "READ_VERBS",
@@ -69,7 +70,7 @@ def source_ref(capability: str, method: str, args: Mapping[str, Any]) -> str:
     return f"{capability}.{method}" + (f"?{query}" if query else "")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Declared:
     """What one contract version declares: its inputs' and outputs' artifacts."""
 
@@ -167,7 +168,7 @@ def feeds_of(declared: Mapping[str, Declared]) -> dict[str, set[str]]:
 # -- building ----------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Edge:
     source: str
     target: str
@@ -328,7 +329,7 @@ def local_graph(sessions: Sessions, *, observed: bool = True) -> dict[str, Any]:
 # -- filters -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Filters:
     """``hz graph``'s filters (docs/graph.md, "Commands")."""
 

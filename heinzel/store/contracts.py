@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.errors import LedgerError
 from ledger.files import ensure_private_dir, read_capped, write_atomic
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:
     from heinzel.contract import CompiledContract
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ContractFacts:
     """What the index and the tick need of a contract version: no body text."""
 
@@ -172,20 +173,34 @@ def _stored_form(
     ``text_sha256``) and of the approved intent (its fingerprint, computed again from the
     form itself, so an edited form is not believed); None (compile the text) otherwise:
     missing, unreadable, or written by a compiler whose form no longer reads."""
-    from heinzel.contract.compiler import MAX_CONTRACT_BYTES, CompiledContract, fingerprint
+    from heinzel.contract.compiler import MAX_CONTRACT_BYTES
 
     path = home.contract_json_path(heinzel_id, version)
     try:
-        payload = json.loads(read_capped(path, 4 * MAX_CONTRACT_BYTES, follow=False))
+        kept = read_capped(path, 4 * MAX_CONTRACT_BYTES, follow=False)
+    except (OSError, LedgerError):
+        return None
+    return _believed(kept, text, approved)
+
+
+@lru_cache(maxsize=64)
+def _believed(kept: bytes, text: str, approved: str) -> CompiledContract | None:
+    """`_stored_form`'s verdict on the bytes of ``v<n>.json``, once per process for the
+    same bytes, text and approved fingerprint (a turn reads its contract more than once):
+    the same bytes give the same verdict."""
+    from heinzel.contract.compiler import CompiledContract, stored_fingerprint
+
+    try:
+        payload = json.loads(kept)
         if payload.get("order") != ORDER_KEPT:
             return None  # written with sorted keys: the inputs' declared order is lost
-        compiled = CompiledContract.from_json(json.dumps(payload["compiled"]))
-    except (OSError, LedgerError, ValueError, KeyError, TypeError, AttributeError):
+        compiled = CompiledContract.from_stored(json.dumps(payload["compiled"]))
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a pydantic ValidationError is a ValueError
     sha = "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
     if compiled.text_sha256 != sha or compiled.fingerprint != approved:
         return None
-    return compiled if fingerprint(compiled.frontmatter, compiled.body) == approved else None
+    return compiled if stored_fingerprint(compiled) == approved else None
 
 
 ORDER_KEPT = "declared"

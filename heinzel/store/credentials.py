@@ -18,7 +18,6 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ import platformdirs
 from heinzel.errors import HeinzelError
 from heinzel.store.os_keyring import os_keyring
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.records import frozen_record
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -67,7 +67,7 @@ PREFIX_PROVIDER: Mapping[str, str] = {
 """A model string's prefix and the provider whose key it needs."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class FoundKey:
     """A key and where it came from (the source is safe to show, the key is not)."""
 

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from heinzel.ids import is_id
+from ledger.records import frozen_record
 
 __all__ = ["Home"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Home:
     """One ``HZ_HOME``: every path hz reads or writes is derived here."""
 

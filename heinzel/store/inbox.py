@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +39,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.records import frozen_record
 from ledger.spine import Spine
 
 __all__ = ["EDIT_PREFIX", "KINDS", "Inbox", "Request", "apply_edits", "handed"]
@@ -52,7 +53,7 @@ EDIT_PREFIX: Final = "rq-edit"
 """How the id of a queued ``context.edit`` begins (`apply_edits` lists only those)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Request:
     """One message to a Heinzelmännchen: a chat text, a stop, a retry with its hint."""
 

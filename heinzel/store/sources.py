@@ -33,7 +33,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from heinzel.store.home import Home
 from ledger.errors import HzError
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.records import frozen_record
 
 __all__ = [
     "PATH_ARGS",
@@ -104,7 +105,7 @@ def source_key(
     return fingerprint({"capability": capability, "method": method, "args": args, "window": span})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class SourceRequest:
     """One watcher's input, as the tick asks for it.
 
@@ -130,7 +131,7 @@ class SourceRequest:
         return source_key(self.capability, self.method, self.args, self.window)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Staged:
     """One request's answer: the fetched input (from the cache or fresh), or the error,
     and whether it moved against ``request.last_seen``."""
@@ -144,7 +145,7 @@ class Staged:
     moved: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class TickFetch:
     """What `fetch_once` did: one `Staged` per request, in order, and the adapter calls made."""
 

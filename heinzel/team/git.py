@@ -20,12 +20,13 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 
 from heinzel.errors import HeinzelError
 from ledger.files import ensure_private_dir
+from ledger.records import frozen_record
 
 __all__ = ["STATE_REF", "Git", "Pushed", "declined_error", "git_error"]
 
@@ -83,7 +84,7 @@ def _is_public(key: str) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Pushed:
     """One push: which refs took, which were rejected (a lease that moved), and of
     those which the server's hook declined (``declined``: ref -> the hook's reason,

@@ -39,16 +39,17 @@ docs/team.md says how to bound it (NTP) and what breaks past it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Literal
 
 from ledger.event import format_ts, parse_ts
+from ledger.records import frozen_record
 
 __all__ = ["Decision", "Lease", "decide", "owner_mark", "seen_only"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Lease:
     """One lease as read from its ref."""
 
@@ -132,7 +133,7 @@ def owner_mark(lease: Lease, before: Lease | None, signer: str, owner: str | Non
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Decision:
     """What a daemon does with one lease: write ``new`` (or nothing) and whether it may
     run the Heinzelmännchen's turns this tick (``runs``, only with the lease written)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +25,7 @@ from heinzel.team.receipts import Grant, team_id
 from heinzel.team.state import PublishStats
 from ledger.event import parse_ts
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.records import frozen_record, mutable_record
 
 __all__ = ["MACHINE_ID", "Member", "Report", "TeamBase", "machine_id"]
 
@@ -38,7 +39,7 @@ class Report(Protocol):
     team: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Member:
     """A local team Heinzelmännchen: its local id, team id, owner and delegates."""
 
@@ -67,7 +68,7 @@ class Member:
         return following is not None and following <= now
 
 
-@dataclass(slots=True)
+@mutable_record
 class TeamBase:
     """What the parts of a home's `Team` share: its sessions, what the tick's `before`
     read (the leases, the receipts on ``hz/state``, the token floors, the lease

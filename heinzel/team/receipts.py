@@ -25,10 +25,10 @@ import hashlib
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ledger.event import Event, format_ts, parse_ts
+from ledger.records import frozen_record
 from machines.vocabulary import CAUSES, DISPOSITIONS
 
 __all__ = [
@@ -189,7 +189,7 @@ def from_event(
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Grant:
     """One entry of a lease's history: ``token`` was granted to ``holder`` on
     ``machine`` at ``since`` (held until a higher token was granted)."""
@@ -308,7 +308,7 @@ def lint_record(record: object, roster: Iterable[str]) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Quarantined:
     """A line of ``hz/state`` the lint refuses: where it is, who it says wrote it, what
     it is, and why it is refused. It counts for nothing (no slot, no token floor) and

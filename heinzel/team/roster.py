@@ -24,9 +24,11 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ledger.records import frozen_record, mutable_record
 
 if TYPE_CHECKING:
     from heinzel.team.git import Git
@@ -56,7 +58,7 @@ def parse_key(text: str) -> str | None:
     return f"{found.group(1)} {found.group(2)}" if found else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Roster:
     """The handles of a team, each with its role and public keys, and the machines each
     runs hz on (``machines``: handle -> {name: machine id}; optional, informative: `hz
@@ -163,7 +165,7 @@ def parse(text: str) -> Roster:
     return Roster(members, machines)
 
 
-@dataclass(slots=True)
+@mutable_record
 class RosterState:
     """What this home accepted of the roster (``<home>/team/roster.json``): the roster in
     force (``text``, from commit ``commit``), the ``hz/state`` tip examined last, the

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,11 +42,12 @@ from heinzel.team.receipts import (
     sort_records,
 )
 from heinzel.team.roster import ROSTER_PATH
+from ledger.records import mutable_record
 
 __all__ = ["PublishStats", "Scan", "last_receipts", "lint_branch", "own_dropped", "publish", "scan"]
 
 
-@dataclass(slots=True)
+@mutable_record
 class PublishStats:
     """Counts for the bench and ``hz team status``."""
 
@@ -135,7 +136,7 @@ def publish(
         )
 
 
-@dataclass(slots=True)
+@mutable_record
 class Scan:
     """What the recent files of ``hz/state`` say, the quarantined lines left out."""
 

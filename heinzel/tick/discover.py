@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from heinzel.tick.isolate import isolated
 from heinzel.tick.plan import Planner
 from ledger.event import format_ts
 from ledger.files import write_atomic
+from ledger.records import frozen_record
 from machines import keys
 from machines.keys import Wake
 
@@ -50,7 +50,7 @@ MAX_FILES = 500
 _DEPTH = 2
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Found:
     """One discovered source and the wake it becomes."""
 

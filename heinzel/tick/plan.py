@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
+from ledger.records import frozen_record, mutable_record
 from machines import keys
 from machines.core.waits import PendingWait
 
@@ -37,7 +38,7 @@ it (a new index file) costs a cache read and at most one render if-moved would h
 skipped."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class InputRow:
     """One watched input as the index holds it."""
 
@@ -56,7 +57,7 @@ class InputRow:
     """Its contract says ``source_changed: at-slot``: a move never wakes it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class SourceRow:
     """One source whose recheck is due, once however many watch it: what to ask, and
     the shortest recheck among its watchers."""
@@ -69,7 +70,7 @@ class SourceRow:
     recheck_s: int
 
 
-@dataclass(slots=True)
+@mutable_record
 class Due:
     """Everything the index says is due at one tick."""
 

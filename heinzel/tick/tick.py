@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
@@ -42,6 +42,7 @@ from ledger.errors import LedgerError
 from ledger.event import format_ts, parse_ts
 from ledger.files import ensure_private_dir
 from ledger.lock import Sleep, take_lock
+from ledger.records import mutable_record
 from machines import keys
 from machines.core.waits import Facts, due_waits
 from machines.crashkit.crash import crash_at
@@ -91,7 +92,7 @@ class TeamHook(Protocol):
     def after(self, report: TickReport) -> None: ...
 
 
-@dataclass(slots=True)
+@mutable_record
 class TickReport:
     """What one tick did, for the log, ``--json`` and the tests."""
 
@@ -111,7 +112,7 @@ class TickReport:
         return asdict(self)
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Plan:
     wakes: dict[str, list[Wake]] = field(default_factory=dict)
     resumes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)

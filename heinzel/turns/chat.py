@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heinzel.errors import HeinzelError
 from heinzel.store.lifecycle import Lifecycle
+from ledger.records import frozen_record
 from machines import Effect, LocalProbe, TurnContext, Wait
 from machines.core.effects import recorded_in
 
@@ -51,7 +51,7 @@ def question_key(heinzel_id: str, turn: str, call_id: str) -> str:
     return f"{heinzel_id}@question:{turn}:{call_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ChatWrites:
     """What the gate needs of the service: whose turn, its lifecycle state now, the inbox."""
 
@@ -61,7 +61,7 @@ class ChatWrites:
     inbox: Path
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ChatReads:
     """hz's read operations a chat turn may call (ADR 0050 statement 3), each from the
     index (and one spine line for a summary): what `hz heinzel list`, `show` and `hz

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
+from ledger.records import frozen_record
 from machines.core.effects import Effect, Sleep, run_effect, settle_effect
 from machines.core.fold import TurnState
 from machines.core.tools import ToolDecl, run_tool
 from machines.stores.journal import Body, Journal, content_hash
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ModelReply:
     """What a model request gave: the reply (JSON-able, kept in the body) and its cost."""
 
@@ -27,7 +27,7 @@ class ModelReply:
     tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Steer:
     """A message handed to the running turn: its request id and content hash."""
 

@@ -18,11 +18,12 @@ effect's own event (so a draft written just before a kill is recorded), ``absent
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from ledger.records import frozen_record
 from machines.core.fold import EffectRecord
 from machines.errors import MachineError
 from machines.stores.journal import Journal, content_hash
@@ -32,14 +33,14 @@ Presence = Literal["present", "absent", "unknown"]
 Sleep = Callable[[float], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class WorldProbe:
     """Ask the adapter whether the effect with this key is in the world (its tag lookup)."""
 
     check: Callable[[str], Awaitable[Presence]]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class LocalProbe:
     """hz's own record answers: ``has(key)`` is True when the effect is recorded
     there (a question file in the outbox, or the journal itself: `recorded_in`)."""
@@ -61,7 +62,7 @@ def recorded_in(journal: Journal, kind: str) -> Callable[[str], bool]:
 Probe = WorldProbe | LocalProbe
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Effect:
     """One effect: its name, idempotency key, probe, the work, and its own event.
 

@@ -9,18 +9,19 @@ DBOS refuses an unexpected step and Temporal a nondeterministic history.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
 from ledger.event import Event, parse_ts
+from ledger.records import mutable_record
 from machines.core.table import TABLE
 from machines.errors import MachineError
 from machines.host_vocabulary import HZ, Vocabulary
 from machines.stores.journal import lines_of, wake_causes, wake_keys
 
 
-@dataclass
+@mutable_record
 class EffectRecord:
     """What the journal says about one effect key."""
 
@@ -32,7 +33,7 @@ class EffectRecord:
     event_seen: bool = False
 
 
-@dataclass
+@mutable_record
 class ToolRecord:
     """What the journal says about one tool call."""
 
@@ -45,7 +46,7 @@ class ToolRecord:
     error: str | None = None
 
 
-@dataclass
+@mutable_record
 class TurnState:
     """A turn as its events describe it."""
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ledger.event import Clock
+from ledger.records import frozen_record
 from machines.core.fold import TurnState, fold
 from machines.core.runner import Settings, TurnRun
 from machines.core.steps import Steps
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ulid import ULIDGenerator
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Pins:
     """What a turn is pinned to (ADR 0049 statement 17)."""
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from ledger.event import Clock, Event, format_ts, parse_ts
+from ledger.records import frozen_record
 from machines.core.context import TurnContext, current
 from machines.core.effects import EffectFailed, EffectRefused, Settled, Sleep
 from machines.core.fold import TurnState, apply_event
@@ -53,7 +53,7 @@ _JUMP_MS = 1000
 records the running time the monotonic clock measured (``ran_ms``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Settings:
     """The host's knobs: the injected clock (its wall part ``clock`` and its monotonic
     part ``monotonic``) and sleep, the limits of ADR 0049, the host's vocabulary, and

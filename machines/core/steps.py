@@ -8,13 +8,14 @@ next step without running the earlier one again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from ledger.records import frozen_record
 from machines.core.context import TurnContext
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Wait:
     """End the running step in ``waiting`` until ``until`` (ISO 8601) or ``on`` holds.
 
@@ -28,7 +29,7 @@ class Wait:
     output: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Skip:
     """End the turn skipped (from outcome: ``done-when-unmet``, ``cap``, ...)."""
 
@@ -36,7 +37,7 @@ class Skip:
     moved: Sequence[str] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Fail:
     """End the turn failed with a short error (a code or a class name, no content)."""
 
@@ -48,7 +49,7 @@ class OutOfTime(Exception):
     outlived the turn's timeout): the turn ends abandoned ``timeout``, never resumed."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Acted:
     """What the act step did: its disposition and small data for ``turn.finished``
     (a ``report`` field is the one line a user reads, allowed up to a short text)."""

@@ -8,8 +8,9 @@ this table and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
+
+from ledger.records import frozen_record
 
 RUNNING: Final = ("gather", "think", "outcome", "act", "finish")
 """States in which a step's work runs (the five steps)."""
@@ -21,7 +22,7 @@ STATES: Final = ("new", *RUNNING, "waiting", *TERMINAL)
 """Every state; ``new`` is a turn that has no event yet."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Row:
     """One transition: ``trigger`` from ``sources`` to ``dest``, journalled as ``checkpoint``.
 

@@ -16,16 +16,16 @@ turn fails with the code.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
+from ledger.records import frozen_record
 from machines.core.fold import ToolRecord
 from machines.core.values import plain_json
 from machines.errors import MachineError
 from machines.stores.journal import Body, Journal, content_hash
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ToolDecl:
     """A tool as the machine sees it: its name and whether a rerun is harmless."""
 

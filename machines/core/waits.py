@@ -13,17 +13,18 @@ then the ``on`` condition (``source``, ``approval``, ``answer``), then ``timer``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from ledger.event import Event, parse_ts
+from ledger.records import frozen_record
 from machines.core.fold import TurnState
 from machines.errors import MachineError
 from machines.vocabulary import WAIT_ON
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class PendingWait:
     """One waiting turn's condition, as its ``turn.waiting`` line recorded it."""
 
@@ -65,7 +66,7 @@ class PendingWait:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Facts:
     """What the host knows now: current fingerprints, observed approvals and
     answers (by key), turns the user asked to resume, and the latest draft placed

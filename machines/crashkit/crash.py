@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.event import Event
+from ledger.records import frozen_record
 from machines.errors import MachineError
 from machines.stores.journal import expand_carried
 
@@ -36,7 +36,7 @@ CRASH_EXIT = 137
 """The exit status of a crash point (as a SIGKILL would give)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class CrashPoint:
     """A parsed ``HZ_CRASH_AT``: after the kind ``kind``, or after append number ``n``."""
 

@@ -32,20 +32,21 @@ import mmap
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
 from ledger.event import Event, canonical, sha256_hex
 from ledger.reading import iter_lines, parse_event, spine_file
+from ledger.records import mutable_record
 from ledger.spine import Spine, Upgrades, read_events
 from machines.errors import MachineError
 from machines.stores.journal import DONE, expand_carried, keys_of, lines_of
 from machines.vocabulary import TERMINAL_KINDS
 
 
-@dataclass
+@mutable_record
 class SpineIndex:
     """Where each turn starts in the spine, the events each key has, and the last line.
 

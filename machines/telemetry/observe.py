@@ -18,10 +18,10 @@ on: observing never changes what a turn does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ledger.event import Event
+from ledger.records import frozen_record
 from machines.telemetry import logs
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Observer", "OnCheckpoint", "OnError", "StepId", "call_hook", "step_id"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class StepId:
     """Which step of which turn: the turn id, the step, the turn's first key and cause."""
 

@@ -44,6 +44,7 @@ NOT_NEEDED = (
     "heinzel.engine.chat",
     "heinzel.capabilities.configured",
     "genai_prices.data",
+    "croniter",
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
@@ -51,7 +52,9 @@ modules, the offline model's rules for created, amending and discovery turns, a 
 turn's proposals and answers (loaded when a run pauses on a proposal), the adapter
 tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured), and
 genai-prices' price table (the free offline model looks no price up; a paid model's
-first price loads it)."""
+first price loads it), and croniter (the approved contract's stored form is believed by
+its fingerprint, so its schedule is not checked again; a tick loads croniter for a due
+slot)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -6,6 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from heinzel.contract.compiler import (
+    CompiledContract,
+    compile_contract,
+    fingerprint,
+    stored_fingerprint,
+)
+from heinzel.errors import ContractError
 from heinzel.service import Service
 from heinzel.store.contracts import approved_text, compiled_version
 
@@ -58,3 +65,57 @@ def test_a_form_written_with_sorted_keys_is_compiled_again(service: Service, wee
     compiled, text = approved_text(service.home, heinzel_id, 1, approved)
     assert compiled_version.cache_info().misses == 1
     assert list(compiled.hz.inputs) == list(compiled_version(text, 1).hz.inputs)
+
+
+def test_a_form_edited_after_it_was_read_is_not_believed(service: Service, weekly: Path) -> None:
+    """A ``v1.json`` read once in this process and then edited (a goal changed, its
+    fingerprint field left as approved) is checked again, found not to be the approved
+    intent, and the text is compiled: the process keeps a verdict per file content."""
+    heinzel_id, approved = _approved(service, weekly)
+    first, _ = approved_text(service.home, heinzel_id, 1, approved)
+    path = service.home.contract_json_path(heinzel_id, 1)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    goal = payload["compiled"]["body"]["goal"]["text"]
+    payload["compiled"]["body"]["goal"]["text"] = goal + " and mail it to everyone"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    compiled_version.cache_clear()
+    compiled, _ = approved_text(service.home, heinzel_id, 1, approved)
+    assert compiled_version.cache_info().misses == 1
+    assert compiled.body.goal.text == first.body.goal.text == goal
+
+
+def test_a_stored_schedule_that_is_no_cron_expression_is_not_believed(
+    service: Service, weekly: Path
+) -> None:
+    """A stored form's schedule is not given to croniter again, but one edited into no
+    cron expression is no longer the approved intent: the text is compiled and run."""
+    heinzel_id, approved = _approved(service, weekly)
+    path = service.home.contract_json_path(heinzel_id, 1)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    schedule = payload["compiled"]["frontmatter"]["hz"]["schedule"]
+    payload["compiled"]["frontmatter"]["hz"]["schedule"] = "61 99 * * *"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    compiled_version.cache_clear()
+    compiled, _ = approved_text(service.home, heinzel_id, 1, approved)
+    assert compiled_version.cache_info().misses == 1
+    assert compiled.hz.schedule == schedule
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_the_stored_fingerprint_is_the_compilers() -> None:
+    """For every contract the fixtures hold, the fingerprint computed from a stored form
+    (`stored_fingerprint`, through the compiled contract's serializer) is the one the
+    compiler gave it from its own frontmatter and body."""
+    checked = 0
+    for path in sorted(FIXTURES.rglob("*.prose.md")):
+        try:
+            compiled = compile_contract(path.read_text(encoding="utf-8"), source=str(path))
+        except ContractError:
+            continue
+        kept = CompiledContract.from_json(compiled.to_json())
+        assert stored_fingerprint(kept) == compiled.fingerprint, path
+        assert fingerprint(kept.frontmatter, kept.body) == compiled.fingerprint, path
+        checked += 1
+    assert checked >= 20

@@ -17,6 +17,7 @@ __all__ = [
     "BAD_SETTINGS",
     "BAD_TOOL_NAME",
     "CAP_EXHAUSTED",
+    "CA_UNREADABLE",
     "INVALID_REPLY",
     "KEY_REFUSED",
     "MALFORMED_REPLY",
@@ -72,6 +73,8 @@ REPLY_REFUSED = "HZE021"
 """The provider's content filter stopped the reply, or the model refused."""
 TURN_TIME_UP = "HZE022"
 """The turn's time limit (the contract's ``timeout``) ran out while the model was asked."""
+CA_UNREADABLE = "HZE023"
+"""The CA certificates an ``https://`` provider is checked against could not be loaded."""
 
 
 class EngineError(HzError):

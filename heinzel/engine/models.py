@@ -18,7 +18,13 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
-from heinzel.engine.errors import MISSING_EXTRA, MISSING_KEY, UNKNOWN_MODEL, EngineError
+from heinzel.engine.errors import (
+    CA_UNREADABLE,
+    MISSING_EXTRA,
+    MISSING_KEY,
+    UNKNOWN_MODEL,
+    EngineError,
+)
 from heinzel.engine.spec import Cause
 from ledger.records import frozen_record
 
@@ -166,3 +172,20 @@ def resolve_model(
         return OpenAIResponsesModel(model_name, provider=provider)
     except ImportError as error:
         raise _missing_extra(prefix) from error
+    except OSError as error:  # the https client's CA bundle: SSL_CERT_FILE unreadable, not PEM
+        raise _ca_unreadable(base_url, error) from error
+
+
+def _ca_unreadable(base_url: str | None, error: OSError) -> EngineError:
+    """HZE023: the verified client's CA certificates could not be loaded, naming what the
+    environment pointed it at (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) when it did."""
+    import os
+
+    named = [f"{v}={os.environ[v]}" for v in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(v)]
+    where = f" ({', '.join(named)})" if named else ""
+    return EngineError(
+        CA_UNREADABLE,
+        f"the CA certificates to check {base_url or 'the provider'} against could not be "
+        f"loaded{where}: {error.strerror or error}",
+        "point SSL_CERT_FILE at a readable PEM bundle, or unset it to use the bundled one",
+    )

@@ -155,3 +155,25 @@ def test_a_redirect_to_https_reaches_no_tls_connection(
         for server in servers:
             server.shutdown()
             server.server_close()
+
+
+def test_an_unreadable_ca_bundle_is_a_coded_error(user: User) -> None:
+    """``SSL_CERT_FILE`` names a file that is not there and the provider is ``https://``:
+    the wake exits 1 with HZE023, its message and a hint (no traceback), the provider is
+    never asked, and the same wake with the bundle readable drafts: nothing was lost."""
+    _created(user)
+    provider = user.serve(outcome_after_report(DRAFT))
+    cert = _tls(provider.server, user.tmp)
+    user.env["HZ_BASE_URL"] = provider.base_url.replace("http://", "https://")
+    gone = user.tmp / "gone.pem"
+    (spine,) = (user.home / "heinzel").glob("hz-*/session.jsonl")
+    before = spine.read_bytes()
+    refused = user.hz("heinzel", "wake", "notes-digest", SSL_CERT_FILE=str(gone))
+    assert spine.read_bytes() == before  # no turn opened, nothing to resume
+    assert refused.returncode == 1, refused.stderr
+    assert "HZE023" in refused.stderr and str(gone) in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
+    assert provider.seen == []
+    woke = user.hz("heinzel", "wake", "notes-digest", "--json", SSL_CERT_FILE=str(cert))
+    assert woke.returncode == 0, woke.stderr
+    assert json.loads(woke.stdout)["disposition"] == "drafted", woke.stdout

@@ -84,21 +84,43 @@ class Turns:
         went and runs nothing (`heinzel.session.claims`)."""
         from heinzel.store.lifecycle import Lifecycle
         from heinzel.turns.host import TurnHost
+        from ledger.errors import HzError
 
         service = self.sessions
         row = service.resolve(ref, write=True)
         resent = self._resent(row, request_id)
-        if resent is not None:
+        if resent is not None and not self._left_open(row, resent):
             return resent
-        Lifecycle(str(row["state"])).fire("wake", row["name"])
+        if resent is None:
+            Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = self._adapters(adapters)
-        done = TurnHost(self.sessions).wake(
-            row["id"], message, adapters=chosen, request_id=request_id
-        )
+        try:
+            done = TurnHost(self.sessions).wake(
+                row["id"], message, adapters=chosen, request_id=request_id
+            )
+        except HzError as error:
+            if resent is None or error.code != "HZL010":
+                raise
+            return resent  # another process took the lock first: it runs the turn on
+        if resent is not None:
+            # its turn, left open by a killed process, resumed by this resend (the key
+            # rule): once, as a resent chat's (`heinzel.tick.verbs.Verbs.chat`)
+            resumed = "already delivered (its turn resumed now)"
+            return {**resent, **done, "delivered": resumed, "name": row["name"]}
         placed = [d for d in service.queries.drafts() if d["heinzel"] == row["id"]]
         if done.get("disposition") == "drafted" and placed:
             done["draft"] = str(placed[-1]["asset"])
         return {"name": row["name"], **done}
+
+    def _left_open(self, row: Mapping[str, Any], resent: Mapping[str, Any]) -> bool:
+        """Whether a resend's turn is one a killed process left open: recorded running,
+        its Heinzelmännchen neither paused nor retired, and no process holds its spine's
+        lock (so none runs it; the tick would resume it later)."""
+        from heinzel.session.open_turns import lock_held
+
+        if resent.get("state") != "running" or str(row["state"]) in ("paused", "retired"):
+            return False
+        return not lock_held(self.sessions.home.session_dir(str(row["id"])) / "lock")
 
     def _resent(self, row: Mapping[str, Any], request_id: str | None) -> dict[str, Any] | None:
         """A request id already delivered (`heinzel.session.claims`): where it went, for

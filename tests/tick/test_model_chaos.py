@@ -116,6 +116,9 @@ INVARIANTS = {
     "break-contained": "a byte flipped in the middle of a spine: that one's commands refuse "
     "with a code at most once, then go on; every other works; `hz heinzel verify` names it",
     "link-kept": "a hard-linked document keeps its link through every write of hz",
+    "resend-resumes": "a wake or retry resent by its request id (by any surface) after its "
+    "process was killed resumes the turn it left open, as a resent chat does: never says "
+    "it runs when no process runs it, never leaves it open for a tick",
     "lifecycle-once": "a lifecycle verb sent twice at once (two `hz heinzel pause`, then two "
     "`unpause`) writes one line and succeeds once; the other is refused with its code",
     "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
@@ -404,6 +407,18 @@ class Ledger:
     ended: list[Ended] = field(default_factory=list)
     unrecorded: dict[str, Decimal] = field(default_factory=dict)
     owed: set[str] = field(default_factory=set)
+
+
+ACROSS = (
+    "wake-killed",
+    "wake-ticked",
+    "retry-killed",
+    "retry-ticked",
+    "answer",
+    "chat",
+    "chat-asked",
+)
+"""How `Chaos.across` sends one request id by every surface in turn."""
 
 
 class Chaos(RuleBasedStateMachine):
@@ -1133,6 +1148,89 @@ class Chaos(RuleBasedStateMachine):
                 Ended(("page", what, name), code, False, json.dumps(said), stderr, message)
             )
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        what=st.sampled_from(ACROSS),
+    )
+    def across(self, name: str, what: str) -> None:
+        """One request id sent by every surface in turn, the later sends while the first's
+        turn may still run: ``wake-killed``: `hz heinzel wake --request-id W` killed while
+        its request waits at the provider, then W over MCP (``heinzel_wake``) and by the
+        command again (``wake-ticked``: a tick between, which resumes the open turn), and
+        no turn of it is left open (resend-resumes); ``retry-*`` the same for `hz heinzel
+        retry --request-id R` and ``heinzel_retry``;
+        ``answer``: a question waits, the page answers it (``question`` and ``request_id``
+        in the form, its turn going on in the head's child), then MCP (``heinzel_answer``)
+        and ``hz heinzel answer --question --request-id`` with the same id while it runs;
+        ``chat``: the page's chat with its id (its turn in the child), then MCP's and the
+        command's (``chat-asked``: a question waits, the page's chat answers it). Each id
+        runs one turn, answers once, is delivered once (wake-once, answer-once,
+        chat-once), every send coded or told so."""
+        self.settle()
+        self._new_day()
+        verb = what.partition("-")[0]
+        rid = f"rq-chaos{self.count:05d}" + {"wake": "w", "retry": "t"}.get(verb, "a")
+        if verb in ("wake", "retry"):
+            hint = ("shorter, please",) if verb == "retry" else ()
+            if verb == "retry":
+                self._run("heinzel", "wake", name)  # an ended turn to fork
+                self.retried.append((name, rid))
+            self.provider.gate.clear()
+            self._start("heinzel", verb, name, *hint, "--request-id", rid)
+            run = self.running[-1]
+            if self.provider.wait_held(run.process, TIMEOUT):
+                run.killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.process.pid, signal.SIGKILL)
+            self._wait(run)
+            if what.endswith("ticked"):
+                self._run("system", "daemon", "tick", "--json")
+            arguments = {"name": name, "request_id": rid, **({"hint": hint[0]} if hint else {})}
+            self._mcp((f"heinzel_{verb}", arguments, False))
+            self._run("heinzel", verb, name, *hint, "--request-id", rid)
+            left = [t for t in Spines.read(self.root / "home").open if t.startswith(self._id(name))]
+            if left:
+                self._breach(
+                    "resend-resumes",
+                    f"{verb} {rid} resent after its process was killed, nothing else "
+                    f"running: {left} left open ({self.ledger.ended[-2].stdout[:300]!r})",
+                )
+            return
+        question = None
+        if what in ("answer", "chat-asked"):
+            self.provider.asks = 1
+            found = QUESTION_TURN.search(self._run("heinzel", "wake", name).stdout)
+            question = found[1] if found else None
+            if question is None and what == "answer":
+                return  # no question asked (a cap): nothing to answer
+        words = f"note {rid}" if what != "answer" else "only incidents"
+        args: tuple[str, ...] = ()
+        if what == "answer":
+            form: dict[str, str] = {"text": words, "question": str(question), "request_id": rid}
+            path, tool, args = "answer", "heinzel_answer", ("--question", str(question))
+        else:
+            self.sent.append((name, rid))
+            form, path, tool, args = {"text": words, "request_id": rid}, "chat", "heinzel_chat", ()
+        with served(self._env()[1], self.root) as head:
+            status, said = head.post(f"/h/{name}/{path}", form)
+            if status >= 500:
+                self._breach("page-ok", f"the page's {path} answered {status}: {said}")
+            code = 0 if status < 400 else 1
+            stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+            message = words if code == 0 and what != "answer" else None
+            self.ledger.ended.append(
+                Ended(("page", path, name), code, False, json.dumps(said), stderr, message)
+            )
+            if TRACE:
+                print(f"page {path} {name} -> {status}: {said}"[:400])
+            # while the head's child may still run the turn the page's send started
+            arguments = {k: v for k, v in form.items() if k != "question"}
+            if question is not None and what == "answer":
+                arguments["question"] = question
+            self._mcp((tool, {"name": name, **arguments}, False))
+            self._start("heinzel", path, name, words, *args, "--request-id", rid)
+            self.settle()
+
     @rule(victim=st.sampled_from([STYLED, READER]), how=st.sampled_from(["json", "prev"]))
     def flip(self, victim: str, how: str) -> None:
         """A byte flipped in the middle of ``victim``'s spine (not its tail): its first
@@ -1167,6 +1265,9 @@ class Chaos(RuleBasedStateMachine):
             if other.code != 0:
                 self._breach("break-contained", f"hz heinzel show {name}: {other.stderr[:300]}")
         self._verified()
+
+    def _id(self, name: str) -> str:
+        return self.ids.get(name) or self.extra_ids[name]
 
     def _spine(self, heinzel: str) -> Path:
         return self.root / "home" / "heinzel" / heinzel / "session.jsonl"
@@ -1504,6 +1605,7 @@ PATHS = {
         m.lifecycle_together(NAMES[1], "pause", "page"),
         m.lifecycle_together(NAMES[0], "retire", "page"),
     ),
+    "across": lambda m: [m.across(name, what) for what in ACROSS for name in NAMES],
     "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
 }
 """Each path to the promises that a one-off test guarded before (issue 38's chaos part):

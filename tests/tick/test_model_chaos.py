@@ -13,7 +13,9 @@ calls through ``hz mcp`` from the MCP SDK's client, the page's buttons POSTed to
 served head (``hz system serve``) one at a time and several together from threads while
 a tick runs, raw JSON-RPC frames to ``hz mcp`` (an object or array id, a resent id), a
 scheduled watcher whose input moves, a byte flipped in the middle of a spine, a
-hard-linked document, a bad skill file, a reader of another's document, and kills: a real
+hard-linked document, a bad skill file, a reader of another's document (also through
+``files.read``, ``..``, a symbolic or a hard link), one request id sent by the page, MCP
+and the command in turn (a wake or retry killed first), and kills: a real
 ``SIGKILL`` of a running process (also while its request waits at the provider), an
 ``HZ_CRASH_AT`` point, or a power cut (every process killed, a source-cache entry lost or
 torn). The provider is a loopback OpenAI-compatible server (tests/tick/chaos_world.py)
@@ -409,6 +411,17 @@ class Ledger:
     owed: set[str] = field(default_factory=set)
 
 
+SPELLED = {
+    "files": "{from: files.read, args: {path: report-0.md}}",
+    "dot": "{from: files.read, args: {path: ./report-0.md}}",
+    "up": "{from: files.read, args: {path: links/../report-0.md}}",
+    "absolute": "{from: files.read, args: {path: ROOT/report-0.md}}",
+    "doc-dot": "{from: documents.read, args: {doc: 'file:./report-0.md'}}",
+    "hard-link": "{from: files.read, args: {path: links/hard.md}}",
+    "symlink": "{from: files.read, args: {path: links/soft.md}}",
+}
+"""How `Chaos.read_spelled`'s readers name report-0's document (``ROOT``: the home's
+folder)."""
 ACROSS = (
     "wake-killed",
     "wake-ticked",
@@ -1231,6 +1244,49 @@ class Chaos(RuleBasedStateMachine):
             self._start("heinzel", path, name, words, *args, "--request-id", rid)
             self.settle()
 
+    @rule(how=st.sampled_from(sorted(SPELLED)))
+    def read_spelled(self, how: str) -> None:
+        """A reader of report-0's document whose input names it another way (`SPELLED`):
+        by ``files.read``, by a path with ``./`` or ``..`` in it, by its absolute path, by a
+        second name (a hard or a symbolic link). Woken while the document holds a pending
+        draft, it must see the approved text only, as `READER` does (reader-approved)."""
+        name = f"reader-{how}"
+        if name not in self.extra_ids:
+            (self.root / "links").mkdir(exist_ok=True)
+            document = self.root / f"{NAMES[0]}.md"
+            if how == "hard-link" and not (self.root / "links" / "hard.md").exists():
+                os.link(document, self.root / "links" / "hard.md")
+                self.links.append((document, self.root / "links" / "hard.md"))
+            if how == "symlink" and not (self.root / "links" / "soft.md").exists():
+                (self.root / "links" / "soft.md").symlink_to(document)
+            source = SPELLED[how].replace("ROOT", str(self.root))
+            contract = READER_CONTRACT.replace(f"name: {READER}", f"name: {name}")
+            contract = contract.replace(
+                "requires: [documents:read, documents:write]",
+                "requires: [documents:read, files:read, documents:write]",
+            )
+            contract = contract.replace(
+                "upstream: {from: documents.read, args: {doc: 'file:report-0.md'}}",
+                f"upstream: {source}",
+            ).replace("file:reader.md", f"file:{name}.md")
+            assert source in contract and f"file:{name}.md" in contract
+            (self.root / f"{name}.prose.md").write_text(contract, encoding="utf-8")
+            (self.root / f"{name}.md").write_text("# What report-0 said\n", encoding="utf-8")
+            _, env = self._env()
+            for args in (["heinzel", "new", "--from", f"{name}.prose.md"], ["approve", name]):
+                done = inprocess.hz(args, env, self.root)
+                assert done.returncode == 0, (args, done.stderr)
+            self.extra_ids = {
+                row["name"]: row["id"]
+                for row in json.loads(
+                    inprocess.hz(["heinzel", "list", "--json"], env, self.root).stdout
+                )
+            }
+        self._new_day()
+        if not DRAFT_LINE.search((self.root / f"{NAMES[0]}.md").read_text(encoding="utf-8")):
+            self._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document
+        self._run("heinzel", "wake", name)
+
     @rule(victim=st.sampled_from([STYLED, READER]), how=st.sampled_from(["json", "prev"]))
     def flip(self, victim: str, how: str) -> None:
         """A byte flipped in the middle of ``victim``'s spine (not its tail): its first
@@ -1606,6 +1662,7 @@ PATHS = {
         m.lifecycle_together(NAMES[0], "retire", "page"),
     ),
     "across": lambda m: [m.across(name, what) for what in ACROSS for name in NAMES],
+    "read-spelled": lambda m: [m.read_spelled(how) for how in sorted(SPELLED)],
     "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
 }
 """Each path to the promises that a one-off test guarded before (issue 38's chaos part):

@@ -81,36 +81,60 @@ class Turns:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
         state does not wake: proposed, paused, retired, or a turn already running).
         ``request_id``: the caller's id for this wake; sent again, it says where the first
-        went and runs nothing (`heinzel.session.claims`)."""
+        went and runs nothing (`heinzel.session.claims`), but resumes the turn a killed
+        process left open."""
         from heinzel.store.lifecycle import Lifecycle
         from heinzel.turns.host import TurnHost
-        from ledger.errors import HzError
 
         service = self.sessions
         row = service.resolve(ref, write=True)
         resent = self._resent(row, request_id)
-        if resent is not None and not self._left_open(row, resent):
-            return resent
-        if resent is None:
-            Lifecycle(str(row["state"])).fire("wake", row["name"])
-        chosen = self._adapters(adapters)
-        try:
-            done = TurnHost(self.sessions).wake(
-                row["id"], message, adapters=chosen, request_id=request_id
-            )
-        except HzError as error:
-            if resent is None or error.code != "HZL010":
-                raise
-            return resent  # another process took the lock first: it runs the turn on
         if resent is not None:
-            # its turn, left open by a killed process, resumed by this resend (the key
-            # rule): once, as a resent chat's (`heinzel.tick.verbs.Verbs.chat`)
-            resumed = "already delivered (its turn resumed now)"
-            return {**resent, **done, "delivered": resumed, "name": row["name"]}
+            if not self._left_open(row, resent):
+                return resent
+            assert request_id is not None
+            return self._resume_left_open(row, request_id, resent, adapters)
+        Lifecycle(str(row["state"])).fire("wake", row["name"])
+        chosen = self._adapters(adapters)
+        done = TurnHost(self.sessions).wake(
+            row["id"], message, adapters=chosen, request_id=request_id
+        )
         placed = [d for d in service.queries.drafts() if d["heinzel"] == row["id"]]
         if done.get("disposition") == "drafted" and placed:
             done["draft"] = str(placed[-1]["asset"])
         return {"name": row["name"], **done}
+
+    def _resume_left_open(
+        self,
+        row: Mapping[str, Any],
+        request_id: str,
+        resent: Mapping[str, Any],
+        adapters: Mapping[str, object] | None,
+    ) -> dict[str, Any]:
+        """A resent wake whose turn a killed process left open: resumed here by its key (the
+        key rule), once, as a resent chat's is (`heinzel.tick.verbs.Verbs.chat`); its inbox
+        record is left as the first send wrote it. Another process that took the lock first
+        and ran the turn on: what the record says now."""
+        from heinzel.turns.host import TurnHost, summary
+        from ledger.errors import HzError
+        from machines import keys
+        from machines.keys import Wake
+
+        heinzel = str(row["id"])
+        wake = Wake("asked", keys.asked(heinzel, request_id))
+        try:
+            states = TurnHost(self.sessions).run_wakes(
+                heinzel, [wake], adapters=self._adapters(adapters)
+            )
+        except HzError as error:
+            if error.code != "HZL010":
+                raise
+            states = []
+        own = [state for state in states if wake.key in state.keys]
+        if not own:
+            return self._resent(row, request_id) or dict(resent)
+        done = summary(own, self.sessions.home.session_dir(heinzel))
+        return {**resent, **done, "delivered": "already delivered (its turn resumed now)"}
 
     def _left_open(self, row: Mapping[str, Any], resent: Mapping[str, Any]) -> bool:
         """Whether a resend's turn is one a killed process left open: recorded running,

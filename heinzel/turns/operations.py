@@ -136,6 +136,36 @@ class Turns:
         done = summary(own, self.sessions.home.session_dir(heinzel))
         return {**resent, **done, "delivered": "already delivered (its turn resumed now)"}
 
+    def _owed_follow_up(
+        self,
+        row: Mapping[str, Any],
+        resent: dict[str, Any],
+        adapters: Mapping[str, object] | None,
+    ) -> dict[str, Any]:
+        """A resent answer: where it went, and the follow-up it owes run now when a killed
+        process recorded it and died before that turn started (as the next answer of any
+        text finishes it, `heinzel.turns.answer_text`), unless another process holds the
+        spine's lock (it, or the next tick, runs it)."""
+        from heinzel.session.open_turns import lock_held
+        from heinzel.session.questions import unfinished_answers
+        from heinzel.turns.answer_text import follow_up
+        from heinzel.turns.host import TurnHost
+        from ledger.errors import HzError
+
+        heinzel = str(row["id"])
+        asking = resent.get("turn")
+        owed = {str(event.turn) for event in unfinished_answers(self.sessions, heinzel)}
+        if asking not in owed or lock_held(self.sessions.home.session_dir(heinzel) / "lock"):
+            return resent
+        try:
+            chosen = self._adapters(adapters)
+            done = follow_up(TurnHost(self.sessions), heinzel, str(asking), chosen)
+        except HzError as error:
+            if error.code != "HZL010":
+                raise
+            return resent  # another process took the lock first: it runs the follow-up
+        return {**resent, **done, "delivered": f"{resent['delivered']} (its follow-up resumed now)"}
+
     def _left_open(self, row: Mapping[str, Any], resent: Mapping[str, Any]) -> bool:
         """Whether a resend's turn is one a killed process left open: recorded running,
         its Heinzelmännchen neither paused nor retired, and no process holds its spine's
@@ -212,7 +242,7 @@ class Turns:
         row = service.resolve(ref, write=True)
         resent = self._resent(row, request_id)
         if resent is not None:
-            return resent
+            return self._owed_follow_up(row, resent, adapters)
         waiting = open_questions(service, row["id"])
         if question is not None:
             return self.answer_text(

@@ -120,7 +120,8 @@ INVARIANTS = {
     "link-kept": "a hard-linked document keeps its link through every write of hz",
     "resend-resumes": "a wake or retry resent by its request id (by any surface) after its "
     "process was killed resumes the turn it left open, as a resent chat does: never says "
-    "it runs when no process runs it, never leaves it open for a tick",
+    "it runs when no process runs it, never leaves it open for a tick; an answer so resent "
+    "runs the follow-up it owes",
     "lifecycle-once": "a lifecycle verb sent twice at once (two `hz heinzel pause`, then two "
     "`unpause`) writes one line and succeeds once; the other is refused with its code",
     "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
@@ -423,6 +424,7 @@ SPELLED = {
 """How `Chaos.read_spelled`'s readers name report-0's document (``ROOT``: the home's
 folder)."""
 ACROSS = (
+    "answer-killed",
     "wake-killed",
     "wake-ticked",
     "retry-killed",
@@ -462,7 +464,9 @@ class Chaos(RuleBasedStateMachine):
 
     # -- processes -----------------------------------------------------------------
 
-    def _start(self, *args: str, message: str | None = None, crash: int | None = None) -> None:
+    def _start(
+        self, *args: str, message: str | None = None, crash: int | str | None = None
+    ) -> None:
         while len(self.running) >= PARALLEL:
             self._wait(self.running[0])
         tag, env = self._env(crash)
@@ -500,7 +504,7 @@ class Chaos(RuleBasedStateMachine):
             )
         }
 
-    def _env(self, crash: int | None = None) -> tuple[str, dict[str, str]]:
+    def _env(self, crash: int | str | None = None) -> tuple[str, dict[str, str]]:
         """A new process's tag and environment: the provider's URL by its tag (or the
         refused one), the machine's clock, the fault it meets."""
         self.count += 1
@@ -518,7 +522,8 @@ class Chaos(RuleBasedStateMachine):
             "OPENAI_API_KEY": "sk-chaos",
         }
         if crash is not None:
-            env["HZ_CRASH_AT"] = f"append:{crash}"
+            # a number: the n-th append; else a point by name (``after:question.answered``)
+            env["HZ_CRASH_AT"] = f"append:{crash}" if isinstance(crash, int) else crash
         if self.fault == "refuse":
             env["HZ_BASE_URL"] = self.provider.refused_url
         elif self.fault is not None:
@@ -1210,6 +1215,27 @@ class Chaos(RuleBasedStateMachine):
                 )
             return
         question = None
+        if what == "answer-killed":
+            self.provider.asks = 1
+            found = QUESTION_TURN.search(self._run("heinzel", "wake", name).stdout)
+            if found is None:
+                return  # no question asked (a cap): nothing to answer
+            answer = ("heinzel", "answer", name, "only incidents", "--question", found[1])
+            self._start(*answer, "--request-id", rid, crash="after:question.answered")
+            self._wait(self.running[-1])
+            arguments = {"name": name, "text": "only incidents", "request_id": rid}
+            self._mcp(("heinzel_answer", {**arguments, "question": found[1]}, False))
+            hid, runs = self._id(name), Spines.read(self.root / "home").runs
+            lines = self._spine(hid).read_text(encoding="utf-8").splitlines()
+            answered = [json.loads(line) for line in lines if '"question.answered"' in line]
+            owed = [a["turn"] for a in answered if not runs[f"{hid}@answer:{a['turn']}"]]
+            if owed:
+                self._breach(
+                    "resend-resumes",
+                    f"answer {rid} resent after its process was killed: the follow-up of "
+                    f"{owed} still owed",
+                )
+            return
         if what in ("answer", "chat-asked"):
             self.provider.asks = 1
             found = QUESTION_TURN.search(self._run("heinzel", "wake", name).stdout)

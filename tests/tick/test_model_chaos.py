@@ -1687,7 +1687,7 @@ PATHS = {
         m.lifecycle_together(NAMES[1], "pause", "page"),
         m.lifecycle_together(NAMES[0], "retire", "page"),
     ),
-    "across": lambda m: [m.across(name, what) for what in ACROSS for name in NAMES],
+    "across": lambda m: [m.across(NAMES[n % 2], what) for n, what in enumerate(ACROSS)],
     "read-spelled": lambda m: [m.read_spelled(how) for how in sorted(SPELLED)],
     "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
 }

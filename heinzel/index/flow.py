@@ -23,6 +23,7 @@ Everything here is a read of the index at a given time: no spine is opened.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -282,13 +283,39 @@ def fallbacks(db: Database, reader: str, now: datetime) -> list[dict[str, Any]]:
 def upstream_inputs(db: Database, heinzel: str) -> frozenset[str]:
     """The names of ``heinzel``'s inputs that read another Heinzelmännchen's output (the
     asset an input reads, ``tick_reads``, that another one writes, ``tick_outputs``):
-    gather gives them as approved (`heinzel.capabilities.documents.approved_text`)."""
+    gather gives them as approved (`heinzel.capabilities.documents.approved_text`). A
+    local file is the same document however the input names it: a path through ``..``,
+    a symbolic or a hard link to it is matched by the file itself (its device and inode,
+    the links followed), so no spelling hands a reader another's pending draft."""
     rows = db.execute(
         "SELECT DISTINCT r.input FROM tick_reads r JOIN tick_outputs o ON o.asset = r.asset "
         "WHERE r.heinzel = ? AND o.heinzel != ?",
         [heinzel, heinzel],
     ).fetchall()
-    return frozenset(str(r[0]) for r in rows)
+    found = {str(r[0]) for r in rows}
+    reads = db.execute(
+        "SELECT input, asset FROM tick_reads WHERE heinzel = ? AND asset LIKE 'file:%'",
+        [heinzel],
+    ).fetchall()
+    files = {str(name): _identity(str(asset)) for name, asset in reads if name not in found}
+    files = {name: same for name, same in files.items() if same is not None}
+    if files:
+        others = db.execute(
+            "SELECT DISTINCT asset FROM tick_outputs WHERE heinzel != ? AND asset LIKE 'file:%'",
+            [heinzel],
+        ).fetchall()
+        outputs = {_identity(str(r[0])) for r in others} - {None}
+        found |= {name for name, same in files.items() if same in outputs}
+    return frozenset(found)
+
+
+def _identity(asset: str) -> tuple[int, int] | None:
+    """A local document's device and inode (links followed); None when it is not there."""
+    try:
+        info = os.stat(os.path.expanduser(asset.removeprefix("file:")))
+    except (OSError, ValueError):  # not there (yet), or no path (a NUL in it)
+        return None
+    return info.st_dev, info.st_ino
 
 
 def pending_draft(db: Database, heinzel: str, output: str) -> str | None:

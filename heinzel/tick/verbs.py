@@ -412,9 +412,21 @@ class Verbs:
         request = self._request(heinzel, "retry", hint, request_id)
         base = {"name": row["name"], "request_id": request.request_id}
         earlier = self._retried(heinzel, request.request_id)
-        if earlier is not None:  # once per request id: a resend runs nothing
+        if earlier is not None:  # once per request id: a resend runs nothing more
             turn, key = earlier
-            return self._already(heinzel, base, key, turn, resumed=False)
+            if turn != self._running(heinzel) or self._elsewhere(heinzel):
+                return self._already(heinzel, base, key, turn, resumed=False)
+            # its turn a killed process left open: resumed here (the key rule), as a
+            # resent chat's is, not left for the next tick
+            try:
+                states = self.runner.run_wakes(
+                    heinzel, [Wake("retry", key)], adapters=self.adapters
+                )
+            except HzError as error:
+                if error.code != "HZL010":
+                    raise
+                states = []  # another process took the lock first: it runs the turn on
+            return self._already(heinzel, base, key, turn, resumed=bool(states))
         wake = Wake("retry", keys.retry(heinzel, request.request_id))
         # the key names no parent: the host forks the one given (`heinzel.turns.fork`)
         states = self.runner.run_wakes(

@@ -11,7 +11,8 @@ waiting turn resumes and ends ``asked``, then one turn of cause asked under the 
 ``<id>@answer:<turn>`` runs with the answer as its input ``answer`` (once per key: the
 machine never starts a key twice). A process killed after ``question.answered`` and before
 that follow-up ran leaves the answer owed: the next ``hz heinzel answer`` (any text; the
-first answer stands) finishes it, and when the answer came as a chat (the record names
+first answer stands; the same answer resent by its request id too, `Turns.respond`)
+finishes it, and when the answer came as a chat (the record names
 its request), the next tick does (`heinzel.tick.handing`), never running the chat as a
 turn of its own.
 """

@@ -81,7 +81,8 @@ class Turns:
         """A turn of cause asked now, in this process; what happened (HZH050 when its
         state does not wake: proposed, paused, retired, or a turn already running).
         ``request_id``: the caller's id for this wake; sent again, it says where the first
-        went and runs nothing (`heinzel.session.claims`)."""
+        went and runs nothing (`heinzel.session.claims`), but resumes the turn a killed
+        process left open."""
         from heinzel.store.lifecycle import Lifecycle
         from heinzel.turns.host import TurnHost
 
@@ -89,7 +90,10 @@ class Turns:
         row = service.resolve(ref, write=True)
         resent = self._resent(row, request_id)
         if resent is not None:
-            return resent
+            if not self._left_open(row, resent):
+                return resent
+            assert request_id is not None
+            return self._resume_left_open(row, request_id, resent, adapters)
         Lifecycle(str(row["state"])).fire("wake", row["name"])
         chosen = self._adapters(adapters)
         done = TurnHost(self.sessions).wake(
@@ -99,6 +103,78 @@ class Turns:
         if done.get("disposition") == "drafted" and placed:
             done["draft"] = str(placed[-1]["asset"])
         return {"name": row["name"], **done}
+
+    def _resume_left_open(
+        self,
+        row: Mapping[str, Any],
+        request_id: str,
+        resent: Mapping[str, Any],
+        adapters: Mapping[str, object] | None,
+    ) -> dict[str, Any]:
+        """A resent wake whose turn a killed process left open: resumed here by its key (the
+        key rule), once, as a resent chat's is (`heinzel.tick.verbs.Verbs.chat`); its inbox
+        record is left as the first send wrote it. Another process that took the lock first
+        and ran the turn on: what the record says now."""
+        from heinzel.turns.host import TurnHost, summary
+        from ledger.errors import HzError
+        from machines import keys
+        from machines.keys import Wake
+
+        heinzel = str(row["id"])
+        wake = Wake("asked", keys.asked(heinzel, request_id))
+        try:
+            states = TurnHost(self.sessions).run_wakes(
+                heinzel, [wake], adapters=self._adapters(adapters)
+            )
+        except HzError as error:
+            if error.code != "HZL010":
+                raise
+            states = []
+        own = [state for state in states if wake.key in state.keys]
+        if not own:
+            return self._resent(row, request_id) or dict(resent)
+        done = summary(own, self.sessions.home.session_dir(heinzel))
+        return {**resent, **done, "delivered": "already delivered (its turn resumed now)"}
+
+    def _owed_follow_up(
+        self,
+        row: Mapping[str, Any],
+        resent: dict[str, Any],
+        adapters: Mapping[str, object] | None,
+    ) -> dict[str, Any]:
+        """A resent answer: where it went, and the follow-up it owes run now when a killed
+        process recorded it and died before that turn started (as the next answer of any
+        text finishes it, `heinzel.turns.answer_text`), unless another process holds the
+        spine's lock (it, or the next tick, runs it)."""
+        from heinzel.session.open_turns import lock_held
+        from heinzel.session.questions import unfinished_answers
+        from heinzel.turns.answer_text import follow_up
+        from heinzel.turns.host import TurnHost
+        from ledger.errors import HzError
+
+        heinzel = str(row["id"])
+        asking = resent.get("turn")
+        owed = {str(event.turn) for event in unfinished_answers(self.sessions, heinzel)}
+        if asking not in owed or lock_held(self.sessions.home.session_dir(heinzel) / "lock"):
+            return resent
+        try:
+            chosen = self._adapters(adapters)
+            done = follow_up(TurnHost(self.sessions), heinzel, str(asking), chosen)
+        except HzError as error:
+            if error.code != "HZL010":
+                raise
+            return resent  # another process took the lock first: it runs the follow-up
+        return {**resent, **done, "delivered": f"{resent['delivered']} (its follow-up resumed now)"}
+
+    def _left_open(self, row: Mapping[str, Any], resent: Mapping[str, Any]) -> bool:
+        """Whether a resend's turn is one a killed process left open: recorded running,
+        its Heinzelmännchen neither paused nor retired, and no process holds its spine's
+        lock (so none runs it; the tick would resume it later)."""
+        from heinzel.session.open_turns import lock_held
+
+        if resent.get("state") != "running" or str(row["state"]) in ("paused", "retired"):
+            return False
+        return not lock_held(self.sessions.home.session_dir(str(row["id"])) / "lock")
 
     def _resent(self, row: Mapping[str, Any], request_id: str | None) -> dict[str, Any] | None:
         """A request id already delivered (`heinzel.session.claims`): where it went, for
@@ -166,7 +242,7 @@ class Turns:
         row = service.resolve(ref, write=True)
         resent = self._resent(row, request_id)
         if resent is not None:
-            return resent
+            return self._owed_follow_up(row, resent, adapters)
         waiting = open_questions(service, row["id"])
         if question is not None:
             return self.answer_text(

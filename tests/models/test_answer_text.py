@@ -74,3 +74,37 @@ def test_an_answer_killed_before_its_follow_up_is_finished_by_the_next(user: Use
     assert len(follow) == 1
     again = user.hz("heinzel", "answer", "notes-digest", "another")
     assert again.returncode == 1 and again.stderr.startswith("HZH210"), again.stderr
+
+
+def test_an_answer_killed_before_its_follow_up_resent_by_its_id_runs_the_follow_up(
+    user: User,
+) -> None:
+    """Killed right after `question.answered`, the answer sent with `--request-id A`; the
+    same answer resent with A: the follow-up it owes runs once, with the answer, now (as
+    the next answer of any text runs it, not left for the next tick); the answer is
+    recorded once, and a third send runs nothing."""
+    user.serve(lambda body, n: Outcome(CREATED))
+    assert user.in_process("heinzel", "new", "summarise notes.txt into report.md").returncode == 0
+    assert user.in_process("approve", "notes-digest").returncode == 0
+    provider = user.serve(_ask_then_draft)
+    asked = user.hz("heinzel", "wake", "notes-digest", "--json")
+    assert json.loads(asked.stdout)["state"] == "waiting", asked.stdout
+    answer = ("heinzel", "answer", "notes-digest", ANSWER, "--request-id", "rq-killed1")
+    killed = user.hz(*answer, HZ_CRASH_AT="after:question.answered")
+    assert killed.returncode == 137, killed.stderr
+    done = user.hz(*answer, "--json")
+    assert done.returncode == 0, done.stderr
+    [spine] = (user.home / "heinzel").glob("hz-*/session.jsonl")
+    events = list(read_events(spine))
+    assert [e.kind for e in events].count("question.answered") == 1
+    follow = [e for e in events if e.kind == "turn.started" and "@answer:" in str(e.key)]
+    assert len(follow) == 1, done.stdout
+    assert ANSWER in json.dumps(provider.seen[-1].body)
+    said = json.loads(done.stdout)
+    assert said["delivered"].endswith("(its follow-up resumed now)"), said
+    assert said["disposition"] == "drafted", said
+    asked = len(provider.seen)
+    again = user.hz(*answer, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["delivered"].startswith("already delivered: answers")
+    assert len(provider.seen) == asked

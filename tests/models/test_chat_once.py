@@ -331,6 +331,52 @@ def test_a_wake_resent_with_its_id_runs_once(user: User) -> None:
     assert _claims(user, heinzel, "rq-wake1") == {"rq-wake1": 1}
 
 
+def test_a_wake_or_retry_resent_after_its_process_was_killed_resumes_its_turn(
+    user: User,
+) -> None:
+    """`hz heinzel wake --request-id W` killed after its model request, then W over MCP
+    heinzel_wake; `hz heinzel retry --request-id R` killed so, then R by the command: each
+    resend resumes the turn its killed process left open (as a resent chat does), once:
+    "already delivered (its turn resumed now)", the turn drafted, no second turn; a third
+    send runs nothing."""
+    heinzel = _approved(user)
+    provider = user.serve(lambda body, n: Outcome(DRAFT))
+    wake = ("heinzel", "wake", "notes-digest", "--request-id", "rq-wake2", "--json")
+    killed = user.hz(*wake, HZ_CRASH_AT="after:model.request")
+    assert killed.returncode == 137, killed.stderr
+    asked = len(provider.seen)
+
+    async def resend(s: ClientSession) -> Any:  # an agent's MCP heinzel_wake, the same id
+        return await s.call_tool("heinzel_wake", {"name": "notes-digest", "request_id": "rq-wake2"})
+
+    mcp = session(user.env, user.folder, resend)
+    assert not mcp.is_error, mcp
+    said = mcp.structured_content
+    assert said["delivered"] == "already delivered (its turn resumed now)", said
+    assert said["state"] == "finished" and said["disposition"] == "drafted", said
+    asked = len(provider.seen)  # the outcome recorded before the kill is not asked again
+    again = user.hz(*wake)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["turn"] == said["turn"]
+    assert json.loads(again.stdout)["delivered"].startswith("already delivered (its turn ran")
+    assert len(provider.seen) == asked
+    assert _claims(user, heinzel, "rq-wake2") == {"rq-wake2": 1}
+
+    retry = ("heinzel", "retry", "notes-digest", "shorter", "--request-id", "rq-retry2", "--json")
+    killed = user.hz(*retry, HZ_CRASH_AT="after:model.request")
+    assert killed.returncode == 137, killed.stderr
+    asked = len(provider.seen)
+    resumed = user.hz(*retry)
+    assert resumed.returncode == 0, resumed.stderr
+    done = json.loads(resumed.stdout)
+    assert done["delivered"] == "already delivered (its turn resumed now)", done
+    assert done["state"] == "finished" and done["disposition"] == "drafted", done
+    asked = len(provider.seen)
+    assert user.hz(*retry).returncode == 0 and len(provider.seen) == asked
+    retries = [e for e in _events(user, "turn.started") if e.data.get("cause") == "retry"]
+    assert [e.turn for e in retries] == [done["turn"]]
+
+
 def test_an_answer_command_that_cannot_take_the_lock_keeps_nothing(user: User) -> None:
     """`hz heinzel answer` while another process holds the lock past lock_timeout: HZL010,
     exit 1, and nothing of the answer kept (no answer file), so the next answer's words are

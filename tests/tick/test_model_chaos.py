@@ -13,7 +13,9 @@ calls through ``hz mcp`` from the MCP SDK's client, the page's buttons POSTed to
 served head (``hz system serve``) one at a time and several together from threads while
 a tick runs, raw JSON-RPC frames to ``hz mcp`` (an object or array id, a resent id), a
 scheduled watcher whose input moves, a byte flipped in the middle of a spine, a
-hard-linked document, a bad skill file, a reader of another's document, and kills: a real
+hard-linked document, a bad skill file, a reader of another's document (also through
+``files.read``, ``..``, a symbolic or a hard link), one request id sent by the page, MCP
+and the command in turn (a wake or retry killed first), and kills: a real
 ``SIGKILL`` of a running process (also while its request waits at the provider), an
 ``HZ_CRASH_AT`` point, or a power cut (every process killed, a source-cache entry lost or
 torn). The provider is a loopback OpenAI-compatible server (tests/tick/chaos_world.py)
@@ -116,6 +118,10 @@ INVARIANTS = {
     "break-contained": "a byte flipped in the middle of a spine: that one's commands refuse "
     "with a code at most once, then go on; every other works; `hz heinzel verify` names it",
     "link-kept": "a hard-linked document keeps its link through every write of hz",
+    "resend-resumes": "a wake or retry resent by its request id (by any surface) after its "
+    "process was killed resumes the turn it left open, as a resent chat does: never says "
+    "it runs when no process runs it, never leaves it open for a tick; an answer so resent "
+    "runs the follow-up it owes",
     "lifecycle-once": "a lifecycle verb sent twice at once (two `hz heinzel pause`, then two "
     "`unpause`) writes one line and succeeds once; the other is refused with its code",
     "skill-contained": "a bad skill file refuses the turns that use it with its code (HZC002 "
@@ -406,6 +412,30 @@ class Ledger:
     owed: set[str] = field(default_factory=set)
 
 
+SPELLED = {
+    "files": "{from: files.read, args: {path: report-0.md}}",
+    "dot": "{from: files.read, args: {path: ./report-0.md}}",
+    "up": "{from: files.read, args: {path: links/../report-0.md}}",
+    "absolute": "{from: files.read, args: {path: ROOT/report-0.md}}",
+    "doc-dot": "{from: documents.read, args: {doc: 'file:./report-0.md'}}",
+    "hard-link": "{from: files.read, args: {path: links/hard.md}}",
+    "symlink": "{from: files.read, args: {path: links/soft.md}}",
+}
+"""How `Chaos.read_spelled`'s readers name report-0's document (``ROOT``: the home's
+folder)."""
+ACROSS = (
+    "answer-killed",
+    "wake-killed",
+    "wake-ticked",
+    "retry-killed",
+    "retry-ticked",
+    "answer",
+    "chat",
+    "chat-asked",
+)
+"""How `Chaos.across` sends one request id by every surface in turn."""
+
+
 class Chaos(RuleBasedStateMachine):
     """Real hz processes on one home, several at once, against a charging provider."""
 
@@ -434,7 +464,9 @@ class Chaos(RuleBasedStateMachine):
 
     # -- processes -----------------------------------------------------------------
 
-    def _start(self, *args: str, message: str | None = None, crash: int | None = None) -> None:
+    def _start(
+        self, *args: str, message: str | None = None, crash: int | str | None = None
+    ) -> None:
         while len(self.running) >= PARALLEL:
             self._wait(self.running[0])
         tag, env = self._env(crash)
@@ -472,7 +504,7 @@ class Chaos(RuleBasedStateMachine):
             )
         }
 
-    def _env(self, crash: int | None = None) -> tuple[str, dict[str, str]]:
+    def _env(self, crash: int | str | None = None) -> tuple[str, dict[str, str]]:
         """A new process's tag and environment: the provider's URL by its tag (or the
         refused one), the machine's clock, the fault it meets."""
         self.count += 1
@@ -490,7 +522,8 @@ class Chaos(RuleBasedStateMachine):
             "OPENAI_API_KEY": "sk-chaos",
         }
         if crash is not None:
-            env["HZ_CRASH_AT"] = f"append:{crash}"
+            # a number: the n-th append; else a point by name (``after:question.answered``)
+            env["HZ_CRASH_AT"] = f"append:{crash}" if isinstance(crash, int) else crash
         if self.fault == "refuse":
             env["HZ_BASE_URL"] = self.provider.refused_url
         elif self.fault is not None:
@@ -1133,6 +1166,153 @@ class Chaos(RuleBasedStateMachine):
                 Ended(("page", what, name), code, False, json.dumps(said), stderr, message)
             )
 
+    @rule(
+        name=st.sampled_from(NAMES),
+        what=st.sampled_from(ACROSS),
+    )
+    def across(self, name: str, what: str) -> None:
+        """One request id sent by every surface in turn, the later sends while the first's
+        turn may still run: ``wake-killed``: `hz heinzel wake --request-id W` killed while
+        its request waits at the provider, then W over MCP (``heinzel_wake``) and by the
+        command again (``wake-ticked``: a tick between, which resumes the open turn), and
+        no turn of it is left open (resend-resumes); ``retry-*`` the same for `hz heinzel
+        retry --request-id R` and ``heinzel_retry``;
+        ``answer``: a question waits, the page answers it (``question`` and ``request_id``
+        in the form, its turn going on in the head's child), then MCP (``heinzel_answer``)
+        and ``hz heinzel answer --question --request-id`` with the same id while it runs;
+        ``chat``: the page's chat with its id (its turn in the child), then MCP's and the
+        command's (``chat-asked``: a question waits, the page's chat answers it). Each id
+        runs one turn, answers once, is delivered once (wake-once, answer-once,
+        chat-once), every send coded or told so."""
+        self.settle()
+        self._new_day()
+        verb = what.partition("-")[0]
+        rid = f"rq-chaos{self.count:05d}" + {"wake": "w", "retry": "t"}.get(verb, "a")
+        if verb in ("wake", "retry"):
+            hint = ("shorter, please",) if verb == "retry" else ()
+            if verb == "retry":
+                self._run("heinzel", "wake", name)  # an ended turn to fork
+                self.retried.append((name, rid))
+            self.provider.gate.clear()
+            self._start("heinzel", verb, name, *hint, "--request-id", rid)
+            run = self.running[-1]
+            if self.provider.wait_held(run.process, TIMEOUT):
+                run.killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.process.pid, signal.SIGKILL)
+            self._wait(run)
+            if what.endswith("ticked"):
+                self._run("system", "daemon", "tick", "--json")
+            arguments = {"name": name, "request_id": rid, **({"hint": hint[0]} if hint else {})}
+            self._mcp((f"heinzel_{verb}", arguments, False))
+            self._run("heinzel", verb, name, *hint, "--request-id", rid)
+            left = [t for t in Spines.read(self.root / "home").open if t.startswith(self._id(name))]
+            if left:
+                self._breach(
+                    "resend-resumes",
+                    f"{verb} {rid} resent after its process was killed, nothing else "
+                    f"running: {left} left open ({self.ledger.ended[-2].stdout[:300]!r})",
+                )
+            return
+        question = None
+        if what == "answer-killed":
+            self.provider.asks = 1
+            found = QUESTION_TURN.search(self._run("heinzel", "wake", name).stdout)
+            if found is None:
+                return  # no question asked (a cap): nothing to answer
+            answer = ("heinzel", "answer", name, "only incidents", "--question", found[1])
+            self._start(*answer, "--request-id", rid, crash="after:question.answered")
+            self._wait(self.running[-1])
+            arguments = {"name": name, "text": "only incidents", "request_id": rid}
+            self._mcp(("heinzel_answer", {**arguments, "question": found[1]}, False))
+            hid, runs = self._id(name), Spines.read(self.root / "home").runs
+            lines = self._spine(hid).read_text(encoding="utf-8").splitlines()
+            answered = [json.loads(line) for line in lines if '"question.answered"' in line]
+            owed = [a["turn"] for a in answered if not runs[f"{hid}@answer:{a['turn']}"]]
+            if owed:
+                self._breach(
+                    "resend-resumes",
+                    f"answer {rid} resent after its process was killed: the follow-up of "
+                    f"{owed} still owed",
+                )
+            return
+        if what in ("answer", "chat-asked"):
+            self.provider.asks = 1
+            found = QUESTION_TURN.search(self._run("heinzel", "wake", name).stdout)
+            question = found[1] if found else None
+            if question is None and what == "answer":
+                return  # no question asked (a cap): nothing to answer
+        words = f"note {rid}" if what != "answer" else "only incidents"
+        args: tuple[str, ...] = ()
+        if what == "answer":
+            form: dict[str, str] = {"text": words, "question": str(question), "request_id": rid}
+            path, tool, args = "answer", "heinzel_answer", ("--question", str(question))
+        else:
+            self.sent.append((name, rid))
+            form, path, tool, args = {"text": words, "request_id": rid}, "chat", "heinzel_chat", ()
+        with served(self._env()[1], self.root) as head:
+            status, said = head.post(f"/h/{name}/{path}", form)
+            if status >= 500:
+                self._breach("page-ok", f"the page's {path} answered {status}: {said}")
+            code = 0 if status < 400 else 1
+            stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+            message = words if code == 0 and what != "answer" else None
+            self.ledger.ended.append(
+                Ended(("page", path, name), code, False, json.dumps(said), stderr, message)
+            )
+            if TRACE:
+                print(f"page {path} {name} -> {status}: {said}"[:400])
+            # while the head's child may still run the turn the page's send started
+            arguments = {k: v for k, v in form.items() if k != "question"}
+            if question is not None and what == "answer":
+                arguments["question"] = question
+            self._mcp((tool, {"name": name, **arguments}, False))
+            self._start("heinzel", path, name, words, *args, "--request-id", rid)
+            self.settle()
+
+    @rule(how=st.sampled_from(sorted(SPELLED)))
+    def read_spelled(self, how: str) -> None:
+        """A reader of report-0's document whose input names it another way (`SPELLED`):
+        by ``files.read``, by a path with ``./`` or ``..`` in it, by its absolute path, by a
+        second name (a hard or a symbolic link). Woken while the document holds a pending
+        draft, it must see the approved text only, as `READER` does (reader-approved)."""
+        name = f"reader-{how}"
+        if name not in self.extra_ids:
+            (self.root / "links").mkdir(exist_ok=True)
+            document = self.root / f"{NAMES[0]}.md"
+            if how == "hard-link" and not (self.root / "links" / "hard.md").exists():
+                os.link(document, self.root / "links" / "hard.md")
+                self.links.append((document, self.root / "links" / "hard.md"))
+            if how == "symlink" and not (self.root / "links" / "soft.md").exists():
+                (self.root / "links" / "soft.md").symlink_to(document)
+            source = SPELLED[how].replace("ROOT", str(self.root))
+            contract = READER_CONTRACT.replace(f"name: {READER}", f"name: {name}")
+            contract = contract.replace(
+                "requires: [documents:read, documents:write]",
+                "requires: [documents:read, files:read, documents:write]",
+            )
+            contract = contract.replace(
+                "upstream: {from: documents.read, args: {doc: 'file:report-0.md'}}",
+                f"upstream: {source}",
+            ).replace("file:reader.md", f"file:{name}.md")
+            assert source in contract and f"file:{name}.md" in contract
+            (self.root / f"{name}.prose.md").write_text(contract, encoding="utf-8")
+            (self.root / f"{name}.md").write_text("# What report-0 said\n", encoding="utf-8")
+            _, env = self._env()
+            for args in (["heinzel", "new", "--from", f"{name}.prose.md"], ["approve", name]):
+                done = inprocess.hz(args, env, self.root)
+                assert done.returncode == 0, (args, done.stderr)
+            self.extra_ids = {
+                row["name"]: row["id"]
+                for row in json.loads(
+                    inprocess.hz(["heinzel", "list", "--json"], env, self.root).stdout
+                )
+            }
+        self._new_day()
+        if not DRAFT_LINE.search((self.root / f"{NAMES[0]}.md").read_text(encoding="utf-8")):
+            self._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document
+        self._run("heinzel", "wake", name)
+
     @rule(victim=st.sampled_from([STYLED, READER]), how=st.sampled_from(["json", "prev"]))
     def flip(self, victim: str, how: str) -> None:
         """A byte flipped in the middle of ``victim``'s spine (not its tail): its first
@@ -1167,6 +1347,9 @@ class Chaos(RuleBasedStateMachine):
             if other.code != 0:
                 self._breach("break-contained", f"hz heinzel show {name}: {other.stderr[:300]}")
         self._verified()
+
+    def _id(self, name: str) -> str:
+        return self.ids.get(name) or self.extra_ids[name]
 
     def _spine(self, heinzel: str) -> Path:
         return self.root / "home" / "heinzel" / heinzel / "session.jsonl"
@@ -1504,6 +1687,8 @@ PATHS = {
         m.lifecycle_together(NAMES[1], "pause", "page"),
         m.lifecycle_together(NAMES[0], "retire", "page"),
     ),
+    "across": lambda m: [m.across(NAMES[n % 2], what) for n, what in enumerate(ACROSS)],
+    "read-spelled": lambda m: [m.read_spelled(how) for how in sorted(SPELLED)],
     "bad-skill": lambda m: (m.bad_skill("malformed", NAMES[0]), m.bad_skill("grants", NAMES[1])),
 }
 """Each path to the promises that a one-off test guarded before (issue 38's chaos part):

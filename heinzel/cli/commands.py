@@ -19,7 +19,8 @@ from heinzel.cli.base import (
     open_app,
     request_id_option,
 )
-from heinzel.cli.forms import artifact_forms, plain_rows
+from heinzel.cli.forms import artifact_forms
+from heinzel.index.plain import plain_rows
 
 
 @hz.group()
@@ -424,7 +425,7 @@ def approve(items: tuple[str, ...], home: str | None, as_json: bool) -> None:
         except HzError as error:
             refused.append(error)
     if done:
-        emit(done, as_json, render.approved)
+        emit(plain_rows(done), as_json, render.approved)
     for each in refused:
         click.echo(each.render(), err=True)
     if refused:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from heinzel.app import App
 from heinzel.errors import HeinzelError
+from heinzel.index.plain import plain_rows
 from heinzel.mcp.models import (
     Approved,
     Changed,
@@ -263,7 +264,7 @@ class Tools:
             )
 
         rows = self.call(create, sentence=sentence, name=name, **_each("file", paths))
-        return self._out(Created, {"created": rows})
+        return self._out(Created, {"created": plain_rows(rows)})
 
     def heinzel_wake(
         self, name: Name, message: Message = None, request_id: RequestId = None
@@ -429,7 +430,7 @@ class Tools:
         rows = self.call(
             lambda app: [app.service.approve(item) for item in items], **_each("item", items)
         )
-        return self._out(Approved, {"approved": rows})
+        return self._out(Approved, {"approved": plain_rows(rows)})
 
 
 def refusal(error: HzError, where: dict[str, Any]) -> str:

@@ -163,6 +163,24 @@ def test_the_first_heinzel_new_says_the_home_is_there_now(tmp_path: Path) -> Non
     assert created["home_exists"] is True, created
 
 
+def test_created_and_approved_rows_nest_no_json_in_strings(tmp_path: Path) -> None:
+    """`heinzel_new` and `approve` answer rows whose assets, frontmatter, watched and
+    pending are JSON values, as `hz heinzel new --json` prints them, not JSON text."""
+
+    async def body(s: ClientSession) -> list[Any]:
+        new = await s.call_tool("heinzel_new", {"files": ["weekly-report.prose.md"]})
+        done = await s.call_tool("approve", {"items": ["weekly-report"]})
+        return [new.structured_content, done.structured_content]
+
+    created, approved = session(priya(tmp_path), tmp_path, body)
+    (row,) = created["created"]
+    assert row["pending"] == {"kind": "approval", "ref": "v1"}, row
+    assert isinstance(row["frontmatter"], dict) and isinstance(row["assets"], list), row
+    assert isinstance(row["watched"], dict), row
+    (item,) = approved["approved"]
+    assert isinstance(item["frontmatter"], dict) and item["pending"] is None, item
+
+
 def test_approve_with_no_items_is_refused_not_an_empty_success(tmp_path: Path) -> None:
     """`approve` with an empty list fails its input schema, as `hz approve` with no item is
     bad usage; the proposed one stays proposed."""

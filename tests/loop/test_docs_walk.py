@@ -89,3 +89,14 @@ def test_reindex_counts_one_session_as_one(approved: Hz, tmp_path: Path) -> None
 def test_answer_s_usage_names_its_argument_as_cli_md_does(hz: Hz) -> None:
     """`hz heinzel answer --help` reads `NAME ANSWER`, as docs/cli.md writes it."""
     assert "Usage: hz heinzel answer [OPTIONS] NAME ANSWER" in hz("heinzel", "answer", "--help").out
+
+
+def test_approve_json_nests_no_json_in_strings(hz: Hz) -> None:
+    """`hz approve NAME --json` prints the row's assets, frontmatter, watched and pending
+    as JSON values, as `hz heinzel new --json` does (docs/cli.md: no JSON inside strings)."""
+    assert hz("heinzel", "new", "--from", "digest.prose.md").code == 0
+    done = hz("approve", "notes-digest", "--json")
+    assert done.code == 0, done.err
+    (row,) = json.loads(done.out)
+    assert isinstance(row["frontmatter"], dict) and isinstance(row["assets"], list), row
+    assert isinstance(row["watched"], dict) and row["pending"] is None, row

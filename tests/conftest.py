@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+from collections.abc import Generator
 
 import pytest
 
@@ -66,3 +68,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return len(LONGEST) + (0 if marked else 1)
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collect with bytecode written. pytest keeps a test module's rewritten asserts in its
+    ``__pycache__``, unless Python may not write bytecode (``PYTHONDONTWRITEBYTECODE``, set
+    on the machines this suite runs on): then every worker parsed and rewrote all 300 test
+    modules at every run, about 9 s of CPU a worker (docs/testing.md). hz's own packages
+    are compiled at install (the Makefile); the tests are cached at collection the same
+    way, and the tests themselves run with the setting as it was."""
+    was = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = was

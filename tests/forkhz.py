@@ -61,10 +61,39 @@ PRELOAD = (
     "pydantic_ai.providers.anthropic",
     "pydantic_ai.models.openai",
     "pydantic_ai.providers.openai",
+    "anyio._backends._asyncio",
+    "heinzel.cli.credential",
+    "heinzel.cli.graph",
+    "heinzel.cli.migrate",
+    "heinzel.cli.report",
+    "heinzel.cli.serve",
+    "heinzel.cli.team",
+    "heinzel.cli.trial",
+    "heinzel.cli.verbs",
+    "heinzel.tick.tick",
+    "heinzel.team.team",
+    "heinzel.index.due",
+    "heinzel.index.versions",
+    "heinzel.contract.schedule",
+    "heinzel.session.retention",
+    "heinzel.session.replies",
+    "heinzel.session.actions",
+    "heinzel.session.graph",
+    "heinzel.service.doctor",
+    "heinzel.service.drafts",
+    "heinzel.service.outputs",
+    "croniter",
+    "yaml",
+    "ulid",
 )
 """What a turn's process imports (`python -X importtime` of a wake and a tick), what a
 wake loads only when it needs it (a chat turn's proposals, the adapter tables' models),
-and the providers' models, which read their keys when a model is made, not at import."""
+and the providers' models, which read their keys when a model is made, not at import.
+Then what the forked children of the suite's tests imported beyond those, most to least
+often (each child's new ``sys.modules`` logged over tests/team, tests/loop and
+tests/turns): every command registers the whole group (`heinzel.cli.group`), a tick
+loads the tick, the team and the index's due query, and croniter, which runs ``file``
+on the interpreter at import (`platform.architecture`): a child process of its own."""
 
 _MESSAGE = 1 << 20
 

@@ -1,5 +1,10 @@
 """Priya's week (ADR 0049's worked example) end to end: one ``hz`` process per moment,
-the Friday turn killed twice by ``HZ_CRASH_AT`` and finished by the next ticks."""
+the Friday turn killed twice by ``HZ_CRASH_AT`` and finished by the next ticks.
+
+Each process is forked from the fork server (tests/forkhz.py): what this proves is the
+week's timeline, not how a fresh interpreter starts; the same week is played by exec'd
+processes in `hz demo` (tests/loop/test_person_lies.py with the venv's `hz`,
+tests/e2e/test_installed.py with the installed wheel)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 import pytest
 
 from heinzel.cli.demo import MARK, SHORT, TRIED, Week, expanded
+from tests import forkhz
 
 
 def kinds(lines: list[dict[str, Any]]) -> list[str]:
@@ -24,10 +30,10 @@ class TestPriyasWeek:
         """Created, Friday's draft through two kills with one section and no second spend,
         Monday's two lessons, Tuesday's chat yielding her amendment (no hand-written file),
         approved as v2, and the next Friday's v2 draft with both lessons pinned."""
-        clean = Week(tmp_path / "clean", crashes=False)
+        clean = Week(tmp_path / "clean", crashes=False, run=forkhz.run)
         clean.setup()
         clean.play(until=2)
-        week = Week(tmp_path / "home")
+        week = Week(tmp_path / "home", run=forkhz.run)
         week.setup()
         week.play(until=6)
         created, friday, monday, tuesday, later, wednesday = week.steps

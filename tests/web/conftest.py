@@ -44,8 +44,8 @@ def demo_env(home: Path) -> dict[str, str]:
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Priya's week up to Wednesday (`hz demo`'s moments before Theo's Friday, which adds
     a second Heinzelmännchen), played once per test session, one ``hz`` process per
-    command, forked (tests/forkhz.py): set-up, which tests/e2e/test_priya.py proves on the
-    real executable."""
+    command, forked (tests/forkhz.py): set-up, which tests/e2e/test_priya.py proves and
+    `hz demo` plays on the real executable (tests/loop/test_person_lies.py)."""
     home = tmp_path_factory.mktemp("week") / "home"
     week = Week(home, run=forkhz.run)
     week.setup()

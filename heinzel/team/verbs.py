@@ -6,9 +6,9 @@ and a change of the roster by its owner."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from heinzel.errors import HeinzelError
@@ -19,7 +19,7 @@ from heinzel.team.placement import Placement, lease_grants, soft_teams
 from heinzel.team.receipts import history, judge, lint_record
 from heinzel.team.roster import ROSTER_PATH, Roster, parse_key
 from heinzel.team.signing import public_key
-from heinzel.team.state import last_receipts, lint_branch, scan
+from heinzel.team.state import Scan, last_receipts, lint_branch, scan
 from heinzel.team.trust import signing_required
 from ledger.event import format_ts
 
@@ -67,6 +67,31 @@ class Verbs(Placement):
             ),
         ]
 
+    def _as_fetched(
+        self, teams: Iterable[str], now: datetime, fetched: bool
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, Lease | None], Scan | None]:
+        """The mirror as last fetched (no network): its lease refs (team id -> commit and
+        message), the leases honoured (`honoured`; the tokens seen noted), and the receipts
+        of ``teams`` scanned with them (None before the first fetch)."""
+        git = self.git
+        leases = git.leases() if fetched else {}
+        parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
+        read = {t: lease for t, (_, lease) in self.honoured(git, parsed).items()}
+        seen = self.leases_seen(read)
+        if not fetched:
+            return leases, read, None
+        found = scan(
+            git,
+            teams,
+            now,
+            self.roster(),
+            seen,
+            leases=lease_grants(read),
+            climb=soft_teams(seen, read),
+            unsigned=self.unsigned(),
+        )
+        return leases, read, found
+
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder,
         machine and token, the lease's state, open claims, cause and next step
@@ -74,28 +99,11 @@ class Verbs(Placement):
         git = self.git
         members = self.local_members()
         fetched = (git.mirror / "HEAD").exists()
-        leases = git.leases() if fetched else {}
         teams = [m.team for m in members.values()]
         last = last_receipts(git, teams) if fetched else {}
         now = self.sessions.clock()
-        parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
-        read = {t: lease for t, (_, lease) in self.honoured(git, parsed).items()}
-        seen = self.leases_seen(read)
-        grants, soft = lease_grants(read), soft_teams(seen, read)
-        done = (
-            scan(
-                git,
-                teams,
-                now,
-                self.roster(),
-                seen,
-                leases=grants,
-                climb=soft,
-                unsigned=self.unsigned(),
-            ).keys
-            if fetched
-            else {}
-        )
+        _, read, scanned = self._as_fetched(teams, now, fetched)
+        done = scanned.keys if scanned else {}
         found: dict[str, dict[str, Any]] = {}
         for member in members.values():
             lease = read.get(member.team)
@@ -119,29 +127,10 @@ class Verbs(Placement):
         step when it is not simply held."""
         git = self.git
         fetched = (git.mirror / "HEAD").exists()
-        leases = git.leases() if fetched else {}
         members = {m.team: m for m in self.local_members().values()}
         now = self.sessions.clock()
-        parsed = {t: (c, Lease.from_message(m)) for t, (c, m) in leases.items()}
-        honoured = self.honoured(git, parsed)
-        read = {t: lease for t, (_, lease) in honoured.items()}
-        seen = self.leases_seen(read)
+        leases, read, found = self._as_fetched(members, now, fetched)
         listed = self.team_roster()
-        grants, soft = lease_grants(read), soft_teams(seen, read)
-        found = (
-            scan(
-                git,
-                members,
-                now,
-                self.roster(),
-                seen,
-                leases=grants,
-                climb=soft,
-                unsigned=self.unsigned(),
-            )
-            if fetched
-            else None
-        )
         done = found.keys if found else {}
         shown = []
         for tid, (_, message) in sorted(leases.items()):

@@ -492,8 +492,13 @@ class Chaos(RuleBasedStateMachine):
         (self.root / "notes.txt").write_text("ship the rounding fix\n", encoding="utf-8")
         (self.root / "skills" / "house-style").mkdir(parents=True)
         (self.root / "skills" / "house-style" / "SKILL.md").write_text(SKILL, encoding="utf-8")
+        self._approve_extra(READER, WATCHER, STYLED)
+
+    def _approve_extra(self, *names: str) -> None:
+        """``names`` created from their ``NAME.prose.md`` and approved in this process
+        (set-up), and `extra_ids` listed again."""
         _, env = self._env()
-        for name in (READER, WATCHER, STYLED):
+        for name in names:
             for args in (["heinzel", "new", "--from", f"{name}.prose.md"], ["approve", name]):
                 done = inprocess.hz(args, env, self.root)
                 assert done.returncode == 0, (args, done.stderr)
@@ -1298,16 +1303,7 @@ class Chaos(RuleBasedStateMachine):
             assert source in contract and f"file:{name}.md" in contract
             (self.root / f"{name}.prose.md").write_text(contract, encoding="utf-8")
             (self.root / f"{name}.md").write_text("# What report-0 said\n", encoding="utf-8")
-            _, env = self._env()
-            for args in (["heinzel", "new", "--from", f"{name}.prose.md"], ["approve", name]):
-                done = inprocess.hz(args, env, self.root)
-                assert done.returncode == 0, (args, done.stderr)
-            self.extra_ids = {
-                row["name"]: row["id"]
-                for row in json.loads(
-                    inprocess.hz(["heinzel", "list", "--json"], env, self.root).stdout
-                )
-            }
+            self._approve_extra(name)
         self._new_day()
         if not DRAFT_LINE.search((self.root / f"{NAMES[0]}.md").read_text(encoding="utf-8")):
             self._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document

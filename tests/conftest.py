@@ -75,7 +75,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     """Collect with bytecode written. pytest keeps a test module's rewritten asserts in its
     ``__pycache__``, unless Python may not write bytecode (``PYTHONDONTWRITEBYTECODE``, set
     on the machines this suite runs on): then every worker parsed and rewrote all 300 test
-    modules at every run, about 9 s of CPU a worker (docs/testing.md). hz's own packages
+    modules at every run, about 7 s more CPU a worker (docs/testing.md). hz's own packages
     are compiled at install (the Makefile); the tests are cached at collection the same
     way, and the tests themselves run with the setting as it was."""
     was = sys.dont_write_bytecode

@@ -7,7 +7,7 @@ updates, and the lease history's ``lease.granted`` lines of the leases held here
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +17,7 @@ from heinzel.team.lease import Lease, decide
 from heinzel.team.members import Member, Report
 from heinzel.team.receipts import Grant, grant_record
 from heinzel.team.remote import Remote
+from heinzel.team.state import Scan, scan
 from ledger.event import format_ts, parse_ts
 from ledger.files import ensure_private_dir, write_atomic
 
@@ -27,6 +28,28 @@ class Placement(Remote):
     """The leases a home's `Team` reads, decides and writes."""
 
     __slots__ = ()
+
+    def scanned(
+        self,
+        git: Git,
+        teams: Iterable[str],
+        now: datetime,
+        read: Mapping[str, Lease | None],
+        seen: Mapping[str, int],
+    ) -> Scan:
+        """`scan` of ``teams``' receipts on the fetched ``hz/state``, judged by the leases
+        ``read`` (honoured) and the tokens ``seen`` (`leases_seen`): the tick's hook and
+        ``hz team status`` read them alike."""
+        return scan(
+            git,
+            teams,
+            now,
+            self.roster(),
+            seen,
+            leases=lease_grants(read),
+            climb=soft_teams(seen, read),
+            unsigned=self.unsigned(),
+        )
 
     def leases_seen(self, leases: dict[str, Lease | None]) -> dict[str, int]:
         """The highest token any lease of each team id was seen with, now or by this

@@ -33,10 +33,8 @@ from heinzel.session.sessions import Sessions
 from heinzel.team.git import LEASE_PREFIX
 from heinzel.team.lease import Lease
 from heinzel.team.members import Report
-from heinzel.team.placement import lease_grants, soft_teams
 from heinzel.team.push import Pushing
 from heinzel.team.receipts import NEWER, Quarantined, team_key
-from heinzel.team.state import scan
 from heinzel.team.verbs import Verbs
 from machines.crashkit.crash import crash_at
 from machines.keys import Wake
@@ -77,17 +75,7 @@ class Team(Verbs, Pushing):
             teams = [m.team for m in self.members.values()]
             seen = self.leases_seen({t: lease for t, (_, lease) in self.leases.items()})
             read = {t: lease for t, (_, lease) in self.leases.items()}
-            current = lease_grants(read)
-            found = scan(
-                git,
-                teams,
-                now,
-                self.roster(),
-                seen,
-                leases=current,
-                climb=soft_teams(seen, read),
-                unsigned=self.unsigned(),
-            )
+            found = self.scanned(git, teams, now, read, seen)
             _newer_members(found.quarantined, report)
             self.received = found.keys
             self.grants, self.granted = found.grants, found.granted

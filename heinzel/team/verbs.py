@@ -19,7 +19,7 @@ from heinzel.team.placement import Placement, lease_grants, soft_teams
 from heinzel.team.receipts import history, judge, lint_record
 from heinzel.team.roster import ROSTER_PATH, Roster, parse_key
 from heinzel.team.signing import public_key
-from heinzel.team.state import Scan, last_receipts, lint_branch, scan
+from heinzel.team.state import Scan, last_receipts, lint_branch
 from heinzel.team.trust import signing_required
 from ledger.event import format_ts
 
@@ -80,17 +80,7 @@ class Verbs(Placement):
         seen = self.leases_seen(read)
         if not fetched:
             return leases, read, None
-        found = scan(
-            git,
-            teams,
-            now,
-            self.roster(),
-            seen,
-            leases=lease_grants(read),
-            climb=soft_teams(seen, read),
-            unsigned=self.unsigned(),
-        )
-        return leases, read, found
+        return leases, read, self.scanned(git, teams, now, read, seen)
 
     def overview(self) -> dict[str, dict[str, Any]]:
         """Per local team Heinzelmännchen (by local id): its team id, lease holder,

@@ -56,6 +56,8 @@ class Home:
         self.root = root
         self.work = root / "work"
         self.work.mkdir(parents=True, exist_ok=True)
+        self.cwd = self.work
+        """The folder ``hz`` runs in (the contracts' folder unless a test moves it)."""
 
     def hz(self, now: str, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
@@ -71,7 +73,7 @@ class Home:
             XDG_CONFIG_HOME=str(self.root / "config"),
         )
         return forkhz.run(
-            [HZ, *args], env=env, cwd=self.work, capture_output=True, text=True, check=False
+            [HZ, *args], env=env, cwd=self.cwd, capture_output=True, text=True, check=False
         )
 
     def ok(self, now: str, *args: str) -> str:

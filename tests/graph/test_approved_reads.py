@@ -99,7 +99,8 @@ def test_a_reader_naming_the_document_another_way_gets_the_approved_text(
     """A reader whose ``files.read`` names ``a``'s document another way (a path through
     ``..``, a symbolic link, a hard link: made before ``a`` drafts, as a user links a file)
     is given it as approved too: the document is matched by the file itself, not by how
-    the path is spelled (`heinzel.index.flow.upstream_inputs`)."""
+    the path is spelled (`heinzel.index.flow.upstream_inputs`), from the contract's folder
+    and from any other folder hz runs in."""
     home = Home(tmp_path / "root")
     (home.work / "a-in.md").write_text("# notes\n\n- the first note\n", encoding="utf-8")
     contract(home.work, "a", {"notes": "a-in.md"}, "a.md")
@@ -120,3 +121,5 @@ def test_a_reader_naming_the_document_another_way_gets_the_approved_text(
     home.ok("2026-11-02T09:00:00Z", "heinzel", "wake", "a")
     assert TAG in (home.work / spelled).read_text(encoding="utf-8")  # the draft is there
     assert read_by_b(home, "2026-11-02T09:10:00Z").strip() == "# a.md"
+    home.cwd = tmp_path  # a daemon or a shell elsewhere: the spelling is the contract folder's
+    assert read_by_b(home, "2026-11-02T09:20:00Z").strip() == "# a.md"

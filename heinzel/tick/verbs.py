@@ -435,6 +435,24 @@ class Verbs:
         ended = _ended(states[-1] if states else None)
         return {**base, "parent": parent, "key": wake.key, **ended}
 
+    def resent_retry(self, ref: str, request_id: str) -> tuple[dict[str, Any] | None, bool]:
+        """A retry of ``request_id`` sent before, for a surface that runs the retry in
+        another process (the page's child): where it went (None: not delivered, a new
+        retry) and whether its turn is one a killed process left open (`retry` resumes
+        it, unless it is paused or retired, which `retry` refuses)."""
+        row = self.service.resolve(ref, write=True)
+        heinzel = str(row["id"])
+        Inbox(self.service.home, heinzel).path(request_id)  # HZH231: not a request id
+        earlier = self._retried(heinzel, request_id)
+        if earlier is None:
+            return None, False
+        turn, key = earlier
+        base = {"name": row["name"], "request_id": request_id}
+        said = self._already(heinzel, base, key, turn, resumed=False)
+        held = str(row["state"]) in ("paused", "retired")
+        left = turn == self._running(heinzel) and not self._elsewhere(heinzel) and not held
+        return said, left
+
     def _retried(self, heinzel: str, request_id: str) -> tuple[str, str] | None:
         """The retry turn of ``request_id`` and its key, when one is on record: keyed
         ``<id>@retry:<request id>``, or of the old form ``<id>@retry:<parent>:<request id>``

@@ -104,6 +104,14 @@ class Turns:
             done["draft"] = str(placed[-1]["asset"])
         return {"name": row["name"], **done}
 
+    def resent_wake(self, ref: str, request_id: str) -> tuple[dict[str, Any] | None, bool]:
+        """A wake of ``request_id`` sent before, for a surface that runs the wake in
+        another process (the page's child): where it went (None: not delivered, a new
+        wake) and whether its turn is one a killed process left open (`wake` resumes it)."""
+        row = self.sessions.resolve(ref, write=True)
+        resent = self._resent(row, request_id)
+        return resent, resent is not None and self._left_open(row, resent)
+
     def _resume_left_open(
         self,
         row: Mapping[str, Any],

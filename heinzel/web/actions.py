@@ -5,6 +5,9 @@ ended turn) and the turn runs in a child process, ``python -m heinzel.web.action
 VERB``, as a chat's new turn does (`heinzel.web.background`): the answer comes at once, the
 turn takes the spine's lock as any ``hz`` process does, and a retry's hint reaches the child
 on its standard input, never in its arguments. The child's errors go to ``HOME/web/turns.log``.
+A Wake or Retry form's ``request_id`` (minted as the page renders it) goes to the child as
+``--request-id`` does: a resend of the form is claimed once (`resent_verb` reads where the
+first went; a turn a killed child left open is resumed by the resend's child).
 
 A proposed write answered from the page is the same: the request records the answer (the
 inbox file and ``question.answered``) and the turn it resumes goes on in a child, ``answer``
@@ -26,7 +29,7 @@ from typing import Any
 
 from heinzel.errors import HeinzelError
 
-__all__ = ["IN_CHILD", "IN_REQUEST", "check_turn_verb", "spawn_verb"]
+__all__ = ["IN_CHILD", "IN_REQUEST", "check_turn_verb", "resent_verb", "spawn_verb"]
 
 IN_REQUEST = ("pause", "unpause", "retire", "unretire", "stop")
 """Verbs that only write a line: done inside the request."""
@@ -97,15 +100,36 @@ def resumable(service: Any, row: Any) -> bool:
     return waiting is not None and asked_by(service, row, str(waiting[0])) is None
 
 
+def resent_verb(
+    app: Any, ref: str, verb: str, request_id: str
+) -> tuple[dict[str, Any] | None, bool]:
+    """A Wake or Retry form sent again with its request id (a second click, a re-POST):
+    where its first send went, as `hz heinzel wake|retry --request-id` reads it (None: not
+    delivered, a new one), and whether its turn is one a killed process left open (the
+    child's command resumes it, once)."""
+    if verb == "wake":
+        team = app.team()
+        if team is not None:
+            team.check_asked(ref)  # HZH304, as the command checks first
+        return app.turns.resent_wake(ref, request_id)  # type: ignore[no-any-return]
+    return app.verbs().resent_retry(ref, request_id)  # type: ignore[no-any-return]
+
+
 def spawn_verb(
-    home: Path, heinzel_id: str, verb: str, hint: str, env: Mapping[str, str]
+    home: Path,
+    heinzel_id: str,
+    verb: str,
+    hint: str,
+    env: Mapping[str, str],
+    *,
+    request_id: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start the child that runs ``verb``'s turn; ``hint`` goes to its standard input."""
+    """Start the child that runs ``verb``'s turn; ``hint`` goes to its standard input, the
+    form's ``request_id`` (a wake's or a retry's) to its arguments."""
     from heinzel.web.background import spawn_child
 
-    return spawn_child(
-        home, ["heinzel.web.actions", heinzel_id, verb], env, stdin=hint.encode("utf-8")
-    )
+    args = ["heinzel.web.actions", heinzel_id, verb, *([request_id] if request_id else [])]
+    return spawn_child(home, args, env, stdin=hint.encode("utf-8"))
 
 
 def learn(app: Any, heinzel_id: str, draft_key: str) -> None:
@@ -127,9 +151,10 @@ def learn(app: Any, heinzel_id: str, draft_key: str) -> None:
     app.turns.run_wakes(heinzel_id, [Wake("approval", key)], adapters=adapters)
 
 
-def main(home: str, heinzel_id: str, verb: str) -> int:
-    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`), or go on with the
-    turn a proposed write's answer resumes (``answer``; the turn's id on stdin)."""
+def main(home: str, heinzel_id: str, verb: str, request_id: str | None = None) -> int:
+    """Run ``verb`` as its command does (`hz heinzel wake|retry|resume`, a wake's or a
+    retry's ``request_id`` as ``--request-id``), or go on with the turn a proposed write's
+    answer resumes (``answer``; the turn's id on stdin)."""
     from heinzel.app import App
     from ledger.errors import HzError
 
@@ -137,9 +162,9 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
     app = App.from_environment(home, os.environ)
     try:
         if verb == "wake":
-            app.turns.wake(heinzel_id)
+            app.turns.wake(heinzel_id, request_id=request_id)
         elif verb == "retry":
-            app.verbs().retry(heinzel_id, hint)
+            app.verbs().retry(heinzel_id, hint, request_id=request_id)
         elif verb == "resume":
             app.verbs().resume(heinzel_id)
         elif verb == "learn":  # a draft approved on the page (its key on stdin)
@@ -171,4 +196,4 @@ def main(home: str, heinzel_id: str, verb: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

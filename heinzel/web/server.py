@@ -37,7 +37,7 @@ def create_app(
     idle_seconds: float = 15.0,
     env: Mapping[str, str] | None = None,
     start_turn: Callable[[Path, str, str], object] | None = None,
-    start_verb: Callable[[Path, str, str, str], object] | None = None,
+    start_verb: Callable[[Path, str, str, str, str | None], object] | None = None,
     stopping: Callable[[], bool] = lambda: False,
     cookie: str = COOKIE,
 ) -> Starlette:
@@ -45,7 +45,8 @@ def create_app(
     ``hz`` command opens its own), behind ``token``, answering only to ``hosts``. A chat's
     new turn runs in a child process with ``env`` (default: this process's environment);
     ``start_turn(home, id, request id)`` replaces how it is started, and
-    ``start_verb(home, id, verb, hint)`` how a button's wake, retry or resume is. An
+    ``start_verb(home, id, verb, hint, request id)`` how a button's wake, retry or resume
+    is. An
     event stream ends once ``stopping()`` answers True (the server is shutting down).
     ``cookie`` is the session cookie's name (`serve` names it after the port)."""
     local = threading.local()
@@ -66,7 +67,11 @@ def create_app(
         start_turn=start_turn
         or (lambda home, hid, rid: spawn_chat_turn(home, hid, rid, child_env)),
         start_verb=start_verb
-        or (lambda home, hid, verb, hint: spawn_verb(home, hid, verb, hint, child_env)),
+        or (
+            lambda home, hid, verb, hint, rid: spawn_verb(
+                home, hid, verb, hint, child_env, request_id=rid
+            )
+        ),
     )
     routes = [
         Route("/", views.listing),

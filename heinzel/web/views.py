@@ -18,10 +18,10 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from heinzel.app import App
 from heinzel.errors import HeinzelError
 from heinzel.store.inbox import Inbox
-from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb, resumable
+from heinzel.web.actions import IN_CHILD, IN_REQUEST, check_turn_verb, resent_verb, resumable
 from heinzel.web.auth import Keys
 from heinzel.web.events import format_event, last_seq, lines_after, offset_after, seq_given
-from heinzel.web.pages import TEMPLATES
+from heinzel.web.pages import TEMPLATES, unsent
 from heinzel.web.turnview import open_questions, pending_drafts, turn_detail
 from ledger.errors import HzError
 
@@ -33,6 +33,8 @@ PARTS = ("head", "failure", "actions", "pending", "turns", "lessons")
 """The parts of a Heinzelmännchen's page that move with its spine (``templates/_NAME.html``)."""
 SAID = {"already-approved": "It is already approved: nothing more to do."}
 """What a button without JavaScript came back to say (``?said=``), in fixed words."""
+LEFT_OPEN = "already delivered (its turn, left open by a killed process, resumes now)"
+"""A Wake or Retry form resent whose turn a killed process left open: its child resumes it."""
 ENDED = {
     "stopped": "You stopped it while it ran: it ended before finishing its work.",
     "superseded": "A newer turn took its place while it waited.",
@@ -54,7 +56,7 @@ class Views:
         *,
         idle_seconds: float,
         start_turn: Callable[[Path, str, str], object],
-        start_verb: Callable[[Path, str, str, str], object] = lambda *_: None,
+        start_verb: Callable[[Path, str, str, str, str | None], object] = lambda *_: None,
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.app = app
@@ -65,7 +67,8 @@ class Views:
         self.start_turn = start_turn
         """``(home, id, request id)``: run a chat's new turn outside the request."""
         self.start_verb = start_verb
-        """``(home, id, verb, hint)``: run a button's wake, retry or resume outside it."""
+        """``(home, id, verb, hint, request id)``: run a button's wake, retry or resume
+        outside the request (the request id: the form's, or None)."""
 
     def _page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
         return TEMPLATES.TemplateResponse(
@@ -319,7 +322,9 @@ class Views:
             if "file" in done and app.service.queries.row(heinzel_id).get("hold") is None:
                 # a draft: its tag line is gone; the learning turn goes on (a paused or
                 # retired one's waits, as the tick leaves it: ``learns`` says until when)
-                self.start_verb(app.service.home.root, heinzel_id, "learn", str(done["approved"]))
+                self.start_verb(
+                    app.service.home.root, heinzel_id, "learn", str(done["approved"]), None
+                )
                 done["started"] = True
             return done
 
@@ -339,7 +344,7 @@ class Views:
             app = self.app()
             heinzel_id, ticket, turns = ask(app, ref, str(form.get("turns") or "") or None)
             hint = json.dumps({"ticket": ticket, "turns": turns})
-            self.start_verb(app.service.home.root, heinzel_id, "try", hint)
+            self.start_verb(app.service.home.root, heinzel_id, "try", hint, None)
             return f"/h/{heinzel_id}/try/{ticket}"
 
         try:
@@ -403,13 +408,13 @@ class Views:
                 # recorded: the asking turn resumes and its follow-up runs in a child
                 row = app.service.resolve(ref)
                 home = app.service.home.root
-                self.start_verb(home, str(row["id"]), "answered", str(done["turn"]))
+                self.start_verb(home, str(row["id"]), "answered", str(done["turn"]), None)
                 return {**done, "started": True}
             proposal = str(form.get("proposal") or "") or None
             said = form.get("said") == "yes"
             done = app.turns.answer(ref, said, proposal, resume=False)
             heinzel_id = str(app.service.resolve(ref)["id"])
-            self.start_verb(app.service.home.root, heinzel_id, "answer", str(done["turn"]))
+            self.start_verb(app.service.home.root, heinzel_id, "answer", str(done["turn"]), None)
             return {**done, "started": True}
 
         return await self._act(request, answer)
@@ -431,9 +436,21 @@ class Views:
                     f"the page has no button {verb!r}",
                     f"one of: {', '.join(IN_REQUEST + IN_CHILD)}",
                 )
-            row = check_turn_verb(app, ref, verb)
             hint = str(form.get("hint") or "")
-            self.start_verb(app.service.home.root, str(row["id"]), verb, hint)
+            home = app.service.home.root
+            # the form's id, fresh on each page (`pages.request_id`): a resend of the same
+            # form (a second click, a re-POST) is claimed as `--request-id` is, run once
+            request_id = str(form.get("request_id") or "") or None
+            if request_id is not None and verb != "resume":
+                resent, left_open = resent_verb(app, ref, verb, request_id)
+                if resent is not None and not left_open:
+                    return resent  # "already delivered": nothing runs again
+                if resent is not None:  # its turn a killed process left open: resumed
+                    heinzel_id = str(app.service.resolve(ref)["id"])
+                    self.start_verb(home, heinzel_id, verb, hint, request_id)
+                    return {**resent, "delivered": LEFT_OPEN, "verb": verb, "started": True}
+            row = check_turn_verb(app, ref, verb)
+            self.start_verb(home, str(row["id"]), verb, hint, request_id)
             return {"name": row["name"], "verb": verb, "started": True}
 
         return await self._act(request, act)
@@ -512,11 +529,12 @@ def _render_rows(rows: list[dict[str, Any]]) -> dict[str, str]:
 
 def _render_parts(csrf: str, context: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Each of `PARTS` rendered from ``context``, with the first 16 hex digits of its
-    SHA-256 (the page's ``data-hash``)."""
+    SHA-256 (the page's ``data-hash``), taken without the forms' fresh request ids (a part
+    whose words did not move keeps its hash, and the page keeps what is typed in it)."""
     rendered = {}
     for name in PARTS:
         html = TEMPLATES.get_template(f"_{name}.html").render({"csrf": csrf, **context})
-        digest = hashlib.sha256(html.encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha256(unsent(html).encode("utf-8")).hexdigest()[:16]
         rendered[name] = {"html": html, "hash": digest}
     return rendered
 

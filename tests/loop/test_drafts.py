@@ -26,8 +26,8 @@ def page_approve(
     and the child processes it started (`heinzel.web.actions`)."""
     children: list[subprocess.Popen[bytes]] = []
 
-    def start_verb(root: Path, hid: str, verb: str, hint: str) -> None:
-        children.append(spawn_verb(root, hid, verb, hint, env))
+    def start_verb(root: Path, hid: str, verb: str, hint: str, rid: str | None) -> None:
+        children.append(spawn_verb(root, hid, verb, hint, env, request_id=rid))
 
     web = create_app(
         lambda: App.from_environment(env["HZ_HOME"], env),

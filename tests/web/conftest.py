@@ -85,8 +85,8 @@ def web_app(
     def start(root: Path, heinzel: str, request_id: str) -> None:
         children.append(spawn_chat_turn(root, heinzel, request_id, env))
 
-    def start_verb(root: Path, heinzel: str, verb: str, hint: str) -> None:
-        children.append(spawn_verb(root, heinzel, verb, hint, env))
+    def start_verb(root: Path, heinzel: str, verb: str, hint: str, rid: str | None) -> None:
+        children.append(spawn_verb(root, heinzel, verb, hint, env, request_id=rid))
 
     return create_app(
         lambda: App.from_environment(str(home), env),

@@ -24,8 +24,8 @@ from .scripted import MODEL, fake
 
 
 def _client(home: Path, env: dict[str, str], children: list[Any]) -> TestClient:
-    def start_verb(root: Path, hid: str, verb: str, hint: str) -> None:
-        children.append(spawn_verb(root, hid, verb, hint, env))
+    def start_verb(root: Path, hid: str, verb: str, hint: str, rid: str | None) -> None:
+        children.append(spawn_verb(root, hid, verb, hint, env, request_id=rid))
 
     web = create_app(
         lambda: App.from_environment(str(home), env),

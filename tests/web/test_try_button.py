@@ -86,7 +86,7 @@ def test_the_request_answers_before_the_trial_runs(home: Path) -> None:
         assert sent.status_code == 202, sent.text
         location = sent.json()["location"]
         assert spine.read_bytes() == before  # nothing ran in the request
-        [(root, who, verb, hint)] = asked
+        [(root, who, verb, hint, _)] = asked
         assert (who, verb) == (hid, "try")
         waiting = client.get(location)
         assert waiting.status_code == 200 and "Trying it on the last turns" in waiting.text

@@ -20,6 +20,7 @@
       return answer.code + ": " + answer.message + (answer.hint ? " (hint: " + answer.hint + ")" : "");
     }
     if (answer.already) { return answer.said || answer.message; }
+    if (answer.delivered) { return answer.delivered; }
     if (answer.proposal) {
       return "Answered " + (answer.approved ? "yes" : "no") + "; its turn goes on.";
     }
@@ -121,6 +122,10 @@
     }).catch(function () { /* the stream still brings them */ });
   }
 
+  function freshId() {
+    return "rq-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 12);
+  }
+
   // -- the buttons: sent without leaving the page, the answer said, the parts swapped ----
   layout.addEventListener("submit", function (e) {
     var form = e.target;
@@ -132,6 +137,11 @@
     post(form.action, body).then(function (answer) {
       buttons.forEach(function (b) { b.disabled = false; });
       if (answer.location) { window.location.assign(answer.location); return; }  // a trial's page
+      // a Wake or Retry that reached hz: the next click is a new one (a fresh id); one
+      // that did not (refused, no answer) keeps its id, so sending it again runs it once
+      if (form.elements.request_id && !answer.code && !answer.refused) {
+        form.elements.request_id.value = freshId();
+      }
       tell(describe(answer), Boolean(answer.code || answer.refused));
       return refreshParts();
     });
@@ -194,8 +204,7 @@
     form.elements.text.value = "";
     // one request id per message: sending the same words again after "not sent" reuses
     // it, so hz delivers the message once whatever reached it (`--request-id`)
-    var rid = form.dataset.text === text && form.dataset.rid ? form.dataset.rid :
-      "rq-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 12);
+    var rid = form.dataset.text === text && form.dataset.rid ? form.dataset.rid : freshId();
     var fields = { text: text, csrf: csrf, request_id: rid };
     post(form.action, new URLSearchParams(fields)).then(function (answer) {
       var failed = answer.code || answer.refused;

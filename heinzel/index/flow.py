@@ -32,14 +32,17 @@ from ledger.event import format_ts, parse_ts
 from ledger.records import frozen_record
 
 __all__ = [
+    "ALIASABLE",
     "Late",
     "Need",
     "Nudge",
+    "aliased_reads",
     "deadline_after",
     "deadline_before",
     "due_escalations",
     "due_nudges",
     "fallbacks",
+    "local",
     "local_time",
     "needs",
     "pending_draft",
@@ -284,29 +287,67 @@ def upstream_inputs(db: Database, heinzel: str) -> frozenset[str]:
     """The names of ``heinzel``'s inputs that read another Heinzelmännchen's output (the
     asset an input reads, ``tick_reads``, that another one writes, ``tick_outputs``):
     gather gives them as approved (`heinzel.capabilities.documents.approved_text`). A
-    local file is the same document however the input names it: a path through ``..``,
-    a symbolic or a hard link to it is matched by the file itself (its device and inode,
-    the links followed), so no spelling hands a reader another's pending draft."""
+    local file is the same document however the input names it (`aliased_reads`), so no
+    spelling hands a reader another's pending draft."""
     rows = db.execute(
         "SELECT DISTINCT r.input FROM tick_reads r JOIN tick_outputs o ON o.asset = r.asset "
         "WHERE r.heinzel = ? AND o.heinzel != ?",
         [heinzel, heinzel],
     ).fetchall()
     found = {str(r[0]) for r in rows}
-    reads = db.execute(
-        "SELECT input, asset FROM tick_reads WHERE heinzel = ? AND asset LIKE 'file:%'",
-        [heinzel],
-    ).fetchall()
-    files = {str(name): _identity(str(asset)) for name, asset in reads if name not in found}
-    files = {name: same for name, same in files.items() if same is not None}
-    if files:
-        others = db.execute(
-            "SELECT DISTINCT asset FROM tick_outputs WHERE heinzel != ? AND asset LIKE 'file:%'",
-            [heinzel],
-        ).fetchall()
-        outputs = {_identity(str(r[0])) for r in others} - {None}
-        found |= {name for name, same in files.items() if same in outputs}
-    return frozenset(found)
+    return frozenset(found | {read[1] for read in aliased_reads(db, [heinzel])})
+
+
+def local(column: str) -> str:
+    """SQL: ``column`` holds a local document's asset (``file:...``), a range the asset's
+    index answers (a LIKE is a scan)."""
+    return f"{column} >= 'file:' AND {column} < 'file;'"
+
+
+ALIASABLE = (
+    f"SELECT r.heinzel, r.input, r.asset FROM tick_reads r WHERE {local('r.asset')} "  # noqa: S608
+    "AND NOT EXISTS (SELECT 1 FROM tick_outputs o "
+    "WHERE o.asset = r.asset AND o.heinzel != r.heinzel)"
+)
+"""The reads `aliased_reads` looks at: local files whose spelling names no other one's
+output, ``(reader, input, asset)``."""
+
+
+def aliased_reads(
+    db: Database,
+    readers: Sequence[str] | None = None,
+    *,
+    reads: Sequence[tuple[str, str, str]] | None = None,
+) -> list[tuple[str, str, str, str]]:
+    """Each input (of ``readers``; of every one when None) that reads another
+    Heinzelmännchen's local document under another spelling, ``(reader, input, writer,
+    output)``: a path through ``..`` or ``./``, a symbolic or a hard link to it. Matched by
+    the file itself (its device and inode, the links followed), not by the path's words;
+    the inputs whose spelling is the writer's own are the plain join of ``tick_reads`` and
+    ``tick_outputs`` on the asset, and are not repeated here. One rule for gather (what
+    reads as approved, `upstream_inputs`) and the tick (what wakes on an approval only,
+    in which order: `heinzel.tick.plan.Planner`). A file not there yet matches nothing.
+    ``reads``: the rows of `ALIASABLE` when the caller asked for them in a query of its
+    own (the tick's, which costs an idle tick no statement more)."""
+    if reads is None:
+        marks = ", ".join("?" for _ in readers or ())
+        among = "" if readers is None else f" AND r.heinzel IN ({marks})"
+        reads = db.execute(ALIASABLE + among, list(readers or ())).fetchall()
+    if not reads:
+        return []
+    written: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for writer, output, asset in db.execute(
+        f"SELECT heinzel, output, asset FROM tick_outputs WHERE {local('asset')}"  # noqa: S608
+    ).fetchall():
+        same = _identity(str(asset))
+        if same is not None:
+            written.setdefault(same, []).append((str(writer), str(output)))
+    found = []
+    for reader, name, asset in reads if written else ():
+        for writer, output in written.get(_identity(str(asset)) or (-1, -1), ()):
+            if writer != reader:
+                found.append((str(reader), str(name), writer, output))
+    return found
 
 
 def _identity(asset: str) -> tuple[int, int] | None:

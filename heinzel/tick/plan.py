@@ -19,6 +19,7 @@ from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from heinzel.index.flow import ALIASABLE, aliased_reads, local
 from heinzel.index.seen import SEEN_STATE, record_seen
 from ledger.event import format_ts
 from ledger.index import write_transaction
@@ -324,7 +325,8 @@ class Planner:
 
     def heights(self, heinzel_ids: Sequence[str]) -> dict[str, int]:
         """Graph height among ``heinzel_ids``: 0 for one no other due one feeds, else one
-        more than the highest that writes an asset it reads (cycles are cut)."""
+        more than the highest that writes an asset it reads, however the reader spells a
+        local document (`heinzel.index.flow.aliased_reads`; cycles are cut)."""
         ids = sorted(set(heinzel_ids))
         if len(ids) < 2:
             return dict.fromkeys(ids, 0)
@@ -345,6 +347,9 @@ class Planner:
             for writer in writes.get(asset or "", ()):
                 if writer != heinzel:
                     reads.setdefault(heinzel, set()).add(writer)
+        for heinzel, _, writer, _ in aliased_reads(self.db, ids):  # another spelling of it
+            if writer in ids:
+                reads.setdefault(heinzel, set()).add(writer)
         memo: dict[str, int] = {}
 
         def height(node: str, path: frozenset[str]) -> int:
@@ -362,28 +367,37 @@ class Planner:
         slot), none whose contract says ``source_changed: at-slot``; rows a turn already
         took are the tick's to drop by key. Asked from the reads of an asset (``CROSS
         JOIN`` keeps SQLite's order): left to itself it scanned every input of every
-        Heinzelmännchen, asleep or not, each tick."""
-        return self._rows(
-            "SELECT r.heinzel, r.input, a.output_fp, a.at FROM tick_reads r "
-            "CROSS JOIN tick_outputs o ON o.asset = r.asset AND o.heinzel != r.heinzel "
-            "CROSS JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
-            "CROSS JOIN heinzel h ON h.id = r.heinzel "
-            "CROSS JOIN tick_inputs i ON i.heinzel = r.heinzel AND i.input = r.input "
-            "LEFT JOIN tick_seen s ON s.heinzel = r.heinzel AND s.input = r.input "
-            "WHERE (r.scheduled = 0 OR s.fingerprint IS NOT NULL) AND i.at_slot = 0 "
-            "AND h.hold IS NULL "
-            "AND h.contract_version IS NOT NULL ORDER BY a.at, r.heinzel, r.input"
-        )
+        Heinzelmännchen, asleep or not, each tick. A reader naming the document another
+        way (`heinzel.index.flow.aliased_reads`) is one of them too: the reads that may
+        be one are asked in the same statement (``spelled`` 0), only while some local
+        document has an approved text."""
+        spelled = _APPROVED.format(match="o.asset = r.asset AND o.heinzel != r.heinzel")
+        rows = self.db.execute(
+            f"SELECT 1, heinzel, input, output_fp, at FROM ({spelled}) UNION ALL "  # noqa: S608
+            f"SELECT 0, heinzel, input, asset, NULL FROM ({ALIASABLE}) WHERE EXISTS "
+            "(SELECT 1 FROM tick_outputs o CROSS JOIN tick_approved a ON a.heinzel = o.heinzel "
+            f"AND a.output = o.output WHERE {local('o.asset')})"
+        ).fetchall()
+        fields = ("heinzel", "input", "output_fp", "at")
+        found = [dict(zip(fields, row[1:], strict=True)) for row in rows if row[0]]
+        reads = [(str(row[1]), str(row[2]), str(row[3])) for row in rows if not row[0]]
+        for reader, name, writer, output in aliased_reads(self.db, reads=reads):
+            match = "o.heinzel = ? AND o.output = ? AND r.heinzel = ? AND r.input = ?"
+            found += self._rows(_APPROVED.format(match=match), [writer, output, reader, name])
+        return sorted(found, key=lambda r: (r["at"] or "", r["heinzel"], r["input"]))
 
     def reads_upstream(self, heinzel: str, input_name: str) -> bool:
-        """Whether this input reads another Heinzelmännchen's output (it then wakes on
-        that output's approvals, never on the file's every change)."""
+        """Whether this input reads another Heinzelmännchen's output, however it spells
+        a local document (it then wakes on that output's approvals, never on the file's
+        every change: a pending draft moves the file too)."""
         row = self.db.execute(
             "SELECT 1 FROM tick_reads r JOIN tick_outputs o ON o.asset = r.asset "
             "AND o.heinzel != r.heinzel WHERE r.heinzel = ? AND r.input = ? LIMIT 1",
             [heinzel, input_name],
         ).fetchone()
-        return row is not None
+        return row is not None or any(
+            read[1] == input_name for read in aliased_reads(self.db, [heinzel])
+        )
 
     # -- the tick's own bookkeeping --------------------------------------------------
 
@@ -397,6 +411,20 @@ class Planner:
     def seen(self, rows: Iterable[tuple[str, str, str]]) -> None:
         """Record the fingerprint each woken watcher was handed, per input."""
         record_seen(self.db, rows)
+
+
+_APPROVED = (
+    "SELECT r.heinzel, r.input, a.output_fp, a.at FROM tick_reads r "
+    "CROSS JOIN tick_outputs o ON {match} "
+    "CROSS JOIN tick_approved a ON a.heinzel = o.heinzel AND a.output = o.output "
+    "CROSS JOIN heinzel h ON h.id = r.heinzel "
+    "CROSS JOIN tick_inputs i ON i.heinzel = r.heinzel AND i.input = r.input "
+    "LEFT JOIN tick_seen s ON s.heinzel = r.heinzel AND s.input = r.input "
+    "WHERE (r.scheduled = 0 OR s.fingerprint IS NOT NULL) AND i.at_slot = 0 "
+    "AND h.hold IS NULL "
+    "AND h.contract_version IS NOT NULL ORDER BY a.at, r.heinzel, r.input"
+)
+"""`Planner.approved_upstream`'s query; ``match``: which output a read reads."""
 
 
 def _read_asset(capability: str, method: str, args: dict[str, Any]) -> str | None:

@@ -51,6 +51,29 @@ def contract(folder: Path, name: str, reads: dict[str, str], writes: str, alias:
     return path
 
 
+def aliased_reader(root: Path, spelled: str) -> Home:
+    """``a`` (reads a-in.md, writes a.md) and ``b``, whose input ``up`` reads a.md by
+    ``files.read`` spelled ``spelled`` (``links/../a.md``, ``links/soft.md`` a symbolic
+    link, ``links/hard.md`` a hard link: made before ``a`` drafts, as a user links a
+    file), both created and approved at 08:00."""
+    home = Home(root)
+    (home.work / "a-in.md").write_text("# notes\n\n- the first note\n", encoding="utf-8")
+    contract(home.work, "a", {"notes": "a-in.md"}, "a.md")
+    path = contract(home.work, "b", {"up": "a.md"}, "b.md")
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("{from: documents.read, args: {doc: 'file:a.md'}}", "")
+    text = text.replace("up: ", f"up: {{from: files.read, args: {{path: '{spelled}'}}}}")
+    text = text.replace("requires: [documents:read,", "requires: [files:read, documents:read,")
+    path.write_text(text, encoding="utf-8")
+    (home.work / "links").mkdir()
+    (home.work / "links" / "soft.md").symlink_to(home.work / "a.md")
+    (home.work / "links" / "hard.md").hardlink_to(home.work / "a.md")
+    for name in "ab":
+        home.ok("2026-11-02T08:00:00Z", "heinzel", "new", "--from", f"{name}.prose.md")
+        home.ok("2026-11-02T08:00:00Z", "approve", name)
+    return home
+
+
 class Home:
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.graph.diamond import TAG, Home, contract
+from tests.graph.diamond import TAG, Home, aliased_reader, contract
 
 T0 = "2026-11-02T08:00:00Z"
 
@@ -101,23 +101,7 @@ def test_a_reader_naming_the_document_another_way_gets_the_approved_text(
     is given it as approved too: the document is matched by the file itself, not by how
     the path is spelled (`heinzel.index.flow.upstream_inputs`), from the contract's folder
     and from any other folder hz runs in."""
-    home = Home(tmp_path / "root")
-    (home.work / "a-in.md").write_text("# notes\n\n- the first note\n", encoding="utf-8")
-    contract(home.work, "a", {"notes": "a-in.md"}, "a.md")
-    path = contract(home.work, "b", {"up": "a.md"}, "b.md")
-    text = path.read_text(encoding="utf-8")
-    text = text.replace("{from: documents.read, args: {doc: 'file:a.md'}}", "")
-    text = text.replace("up: ", f"up: {{from: files.read, args: {{path: '{spelled}'}}}}")
-    text = text.replace("requires: [documents:read,", "requires: [files:read, documents:read,")
-    path.write_text(text, encoding="utf-8")
-    (home.work / "links").mkdir()
-    if not (home.work / "a.md").exists():
-        (home.work / "a.md").write_text("# a.md\n", encoding="utf-8")
-    (home.work / "links" / "soft.md").symlink_to(home.work / "a.md")
-    (home.work / "links" / "hard.md").hardlink_to(home.work / "a.md")
-    for name in "ab":
-        home.ok(T0, "heinzel", "new", "--from", f"{name}.prose.md")
-        home.ok(T0, "approve", name)
+    home = aliased_reader(tmp_path / "root", spelled)
     home.ok("2026-11-02T09:00:00Z", "heinzel", "wake", "a")
     assert TAG in (home.work / spelled).read_text(encoding="utf-8")  # the draft is there
     assert read_by_b(home, "2026-11-02T09:10:00Z").strip() == "# a.md"

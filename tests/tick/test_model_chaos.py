@@ -432,6 +432,8 @@ ACROSS = (
     "answer",
     "chat",
     "chat-asked",
+    "wake-page",
+    "retry-page",
 )
 """How `Chaos.across` sends one request id by every surface in turn."""
 
@@ -1179,9 +1181,11 @@ class Chaos(RuleBasedStateMachine):
         """One request id sent by every surface in turn, the later sends while the first's
         turn may still run: ``wake-killed``: `hz heinzel wake --request-id W` killed while
         its request waits at the provider, then W over MCP (``heinzel_wake``) and by the
-        command again (``wake-ticked``: a tick between, which resumes the open turn), and
-        no turn of it is left open (resend-resumes); ``retry-*`` the same for `hz heinzel
-        retry --request-id R` and ``heinzel_retry``;
+        command again (``wake-ticked``: a tick between, which resumes the open turn;
+        ``wake-page``: the page's Wake form with W first, its child resuming the turn, then
+        MCP and the command while it may run), and no turn of it is left open
+        (resend-resumes); ``retry-*`` the same for `hz heinzel retry --request-id R`,
+        ``heinzel_retry`` and the page's Retry form;
         ``answer``: a question waits, the page answers it (``question`` and ``request_id``
         in the form, its turn going on in the head's child), then MCP (``heinzel_answer``)
         and ``hz heinzel answer --question --request-id`` with the same id while it runs;
@@ -1209,8 +1213,11 @@ class Chaos(RuleBasedStateMachine):
             if what.endswith("ticked"):
                 self._run("system", "daemon", "tick", "--json")
             arguments = {"name": name, "request_id": rid, **({"hint": hint[0]} if hint else {})}
-            self._mcp((f"heinzel_{verb}", arguments, False))
-            self._run("heinzel", verb, name, *hint, "--request-id", rid)
+            if what.endswith("page"):
+                self._resent_by_page(name, verb, arguments)
+            else:
+                self._mcp((f"heinzel_{verb}", arguments, False))
+                self._run("heinzel", verb, name, *hint, "--request-id", rid)
             left = [t for t in Spines.read(self.root / "home").open if t.startswith(self._id(name))]
             if left:
                 self._breach(
@@ -1274,6 +1281,26 @@ class Chaos(RuleBasedStateMachine):
             self._mcp((tool, {"name": name, **arguments}, False))
             self._start("heinzel", path, name, words, *args, "--request-id", rid)
             self.settle()
+
+    def _resent_by_page(self, name: str, verb: str, arguments: dict[str, str]) -> None:
+        """The page's Wake or Retry form sent with the killed command's request id (its
+        ``request_id`` field, as `hz system serve` renders it): the head's child resumes
+        the turn left open; while it may still run, MCP and the command send the id again."""
+        form = {"verb": verb, **{k: v for k, v in arguments.items() if k != "name"}}
+        with served(self._env()[1], self.root) as head:
+            status, said = head.post(f"/h/{name}/do", form)
+            if status >= 400:  # a resend is told where it went, never refused
+                self._breach("page-ok", f"the page's {verb} resent answered {status}: {said}")
+            code = 0 if status < 400 else 1
+            stderr = f"{said.get('code')}: {said.get('message')}" if code else ""
+            self.ledger.ended.append(
+                Ended(("page", verb, name), code, False, json.dumps(said), stderr, None)
+            )
+            if TRACE:
+                print(f"page {verb} {name} -> {status}: {said}"[:400])
+            self._mcp((f"heinzel_{verb}", arguments, False))
+            hint = (arguments["hint"],) if "hint" in arguments else ()
+            self._run("heinzel", verb, name, *hint, "--request-id", arguments["request_id"])
 
     @rule(how=st.sampled_from(sorted(SPELLED)))
     def read_spelled(self, how: str) -> None:

@@ -1624,7 +1624,8 @@ TestChaos = Chaos.TestCase
 
 
 def _tour(machine: Chaos) -> None:
-    """Every surface and fault once, in order, each on a day of its own."""
+    """Every surface and fault once, in order, each on a day of its own; of `across` and
+    `read_spelled`, one variant each (their `PATHS` run every variant)."""
     for how in ("resend", "delivered-then-asked", "locked", "by-question"):
         machine.question(NAMES[0], how)
         machine.promises_hold()
@@ -1648,6 +1649,8 @@ def _tour(machine: Chaos) -> None:
     machine._run("heinzel", "wake", NAMES[0])  # a pending draft in report-0's document
     machine.read(None)
     machine.promises_hold()
+    machine.read_spelled("symlink")  # the same document by a second name (PATHS: all)
+    machine.promises_hold()
     machine._new_day()
     machine.provider.asks = 1
     machine._run("heinzel", "wake", NAMES[1])
@@ -1662,6 +1665,8 @@ def _tour(machine: Chaos) -> None:
     machine.provider.asks = 1
     machine._run("heinzel", "wake", NAMES[0])
     machine.page(NAMES[0], "answer")  # the question it asked, answered on the page
+    machine.promises_hold()
+    machine.across(NAMES[1], "wake-page")  # killed, then the page, MCP, the command
     machine.promises_hold()
     for fault in FAULTS:
         machine._new_day()

@@ -22,6 +22,7 @@ Everything here is a read of the index at a given time: no spine is opened.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Sequence
@@ -335,16 +336,17 @@ def aliased_reads(
         reads = db.execute(ALIASABLE + among, list(readers or ())).fetchall()
     if not reads:
         return []
+    identity = functools.cache(_identity)  # a file many read is looked at once
     written: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for writer, output, asset in db.execute(
         f"SELECT heinzel, output, asset FROM tick_outputs WHERE {local('asset')}"  # noqa: S608
     ).fetchall():
-        same = _identity(str(asset))
+        same = identity(str(asset))
         if same is not None:
             written.setdefault(same, []).append((str(writer), str(output)))
     found = []
     for reader, name, asset in reads if written else ():
-        for writer, output in written.get(_identity(str(asset)) or (-1, -1), ()):
+        for writer, output in written.get(identity(str(asset)) or (-1, -1), ()):
             if writer != reader:
                 found.append((str(reader), str(name), writer, output))
     return found

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from heinzel.ids import is_id
+from heinzel.ids import ids_among, is_id
 from ledger.records import frozen_record
 
 __all__ = ["Home"]
@@ -85,13 +85,10 @@ class Home:
         top = str(self.heinzel_dir)
         try:
             with os.scandir(top) as entries:  # plain strings: a home of 10,000 is one listing
-                return {
-                    e.name: f"{top}/{e.name}/session.jsonl"
-                    for e in entries
-                    if is_id(e.name) and e.is_dir()
-                }
+                folders = [e.name for e in entries if e.is_dir()]
         except (FileNotFoundError, NotADirectoryError):
             return {}
+        return {name: f"{top}/{name}/session.jsonl" for name in ids_among(folders)}
 
     def session_ids(self) -> Iterator[str]:
         """Every session directory under this home (for reindex and verify)."""

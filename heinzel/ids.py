@@ -35,6 +35,8 @@ ID_PREFIX = "hz-"
 NAME_MAX = 64
 
 _ID = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
+_IDS = re.compile(r"(?<![^\0])hz-[0-9A-HJKMNP-TV-Z]{26}(?![^\0])")
+"""`_ID` within names joined by NUL (which no file name holds): `ids_among`."""
 _SLUG = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
@@ -88,6 +90,12 @@ def id_time(text: str) -> datetime:
 def is_id(text: str) -> bool:
     """True when ``text`` is ``hz-`` and a canonical 26-character ULID."""
     return bool(_ID.fullmatch(text))
+
+
+def ids_among(names: list[str]) -> list[str]:
+    """The ``names`` that are ids (`is_id`), in their order: one regex over them all, not
+    a call per name (a listing of ``heinzel/`` in a home of 10,000)."""
+    return _IDS.findall("\0".join(names))
 
 
 def is_slug(text: str) -> bool:

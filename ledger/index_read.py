@@ -11,6 +11,7 @@ and the caller opens the `ledger.index.Index`, which catches up first.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -83,10 +84,12 @@ class _Marks(dict[str, tuple[Any, ...]]):
         self._sizes: dict[str, Any] | None = None
 
     def sizes(self) -> dict[str, Any]:
-        """source -> the stored size of its spine (the column alone: one small row each)."""
+        """source -> the stored size of its spine (the column alone), as one JSON object
+        SQLite makes and `json.loads` reads: no Python row per source."""
         if self._sizes is None:
-            query = f"SELECT source, size FROM {WATERMARKS}"  # noqa: S608
-            self._sizes = dict(self._conn.execute(query).fetchall())
+            query = f"SELECT json_group_object(source, size) FROM {WATERMARKS}"  # noqa: S608
+            (text,) = self._conn.execute(query).fetchone()
+            self._sizes = json.loads(text) if text else {}
         return self._sizes
 
     def __missing__(self, key: str) -> tuple[Any, ...]:

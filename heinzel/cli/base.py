@@ -107,8 +107,10 @@ def emit(payload: Any, as_json: bool, render: Callable[[Any], str]) -> None:
 
 
 def emit_lines(items: Iterable[str]) -> None:
-    """A JSON list of more than `ONE_A_LINE` items, each item's JSON given: one a line."""
-    click.echo("[\n" + ",\n".join(items) + "\n]")
+    """A JSON list of more than `ONE_A_LINE` items, each item's JSON given: one a line.
+    ``color=True``: JSON escapes every control character, so there is no ANSI code for
+    click to strip, and a pipe's megabytes are not searched for one."""
+    click.echo("[\n" + ",\n".join(items) + "\n]", color=True)
 
 
 def exit_if_ended_badly(data: dict[str, Any]) -> None:

@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS tick_inputs (
     source_key TEXT NOT NULL, at_slot INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (heinzel, input)
 );
 CREATE INDEX IF NOT EXISTS tick_inputs_key ON tick_inputs(source_key);
+CREATE INDEX IF NOT EXISTS tick_inputs_recheck ON tick_inputs(source_key, recheck_s);
 CREATE TABLE IF NOT EXISTS tick_outputs (
     heinzel TEXT NOT NULL, output TEXT NOT NULL, asset TEXT, valid_for_s INTEGER,
     PRIMARY KEY (heinzel, output)

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from heinzel.ids import is_id
+from heinzel.ids import ids_among, is_id
 from ledger.records import frozen_record
 
 __all__ = ["Home"]
@@ -80,18 +80,15 @@ class Home:
     def spine_files(self) -> dict[str, str]:
         """Each session directory's spine file, id -> plain path, whether or not the spine
         is there yet: what a read checks the index against (`ledger.index_read`). One
-        listing of ``heinzel/``, in the directory's order, and no stat per session (a
-        missing spine is never behind, and opening it says so)."""
+        listing of ``heinzel/`` (names only, no entry object each), in the directory's
+        order, and no stat per session: a missing spine is never behind, and one under a
+        name that is not a folder is missing (its ``lstat`` or ``access`` fails)."""
         top = str(self.heinzel_dir)
         try:
-            with os.scandir(top) as entries:  # plain strings: a home of 10,000 is one listing
-                return {
-                    e.name: f"{top}/{e.name}/session.jsonl"
-                    for e in entries
-                    if is_id(e.name) and e.is_dir()
-                }
+            names = os.listdir(top)  # plain strings: a home of 10,000 is one listing
         except (FileNotFoundError, NotADirectoryError):
             return {}
+        return {name: f"{top}/{name}/session.jsonl" for name in ids_among(names)}
 
     def session_ids(self) -> Iterator[str]:
         """Every session directory under this home (for reindex and verify)."""

@@ -169,15 +169,20 @@ class Planner:
                 recheck_s=int(r["recheck"] or 0),
             )
             for r in self._rows(
-                # one row per source whose recheck is due, however many watch it
+                # one row per source whose recheck is due, however many watch it: its
+                # watcher of the shortest recheck, found by `tick_inputs_recheck` in
+                # recheck order (the first active one, not every watcher of the source)
                 "SELECT i.source_key, i.capability, i.method, i.args, i.window_s, "
-                "MIN(i.recheck_s) AS recheck FROM tick_sources c "
-                "JOIN tick_inputs i ON i.source_key = c.key "
+                "i.recheck_s AS recheck FROM tick_sources c "
+                "JOIN tick_inputs i ON i.rowid = (SELECT f.rowid FROM tick_inputs f "
+                "JOIN heinzel h ON h.id = f.heinzel WHERE f.source_key = c.key AND "
+                "h.hold IS NULL AND h.contract_version IS NOT NULL "
+                "ORDER BY f.recheck_s, f.rowid LIMIT 1) "
                 # a next check further off than its recheck was set by a clock ahead of
                 # this one (a future HZ_NOW): due now, or polling would freeze until then
-                "JOIN heinzel h ON h.id = i.heinzel WHERE (c.next_check <= ? OR "
-                "julianday(c.next_check) > julianday(?) + i.recheck_s / 86400.0) AND "
-                "h.hold IS NULL AND h.contract_version IS NOT NULL GROUP BY i.source_key",
+                "WHERE c.next_check <= ? OR "
+                "julianday(c.next_check) > julianday(?) + i.recheck_s / 86400.0 "
+                "ORDER BY c.key",
                 [at, at],
             )
         ]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from heinzel.errors import HeinzelError
-from heinzel.ids import IdMinter, id_time, is_id, is_slug, new_id, validate_name
+from heinzel.ids import IdMinter, id_time, ids_among, is_id, is_slug, new_id, validate_name
 
 FRIDAY = datetime(2026, 10, 30, 15, 0, tzinfo=UTC)
 
@@ -78,3 +78,24 @@ class TestNames:
             validate_name(name)
         assert refused.value.code == "HZH001"
         assert refused.value.hint
+
+
+def test_the_ids_among_a_folders_names_are_those_is_id_takes() -> None:
+    """`ids_among` (one regex over a listing of ``heinzel/``) keeps exactly the names
+    `is_id` keeps, in their order: none that only holds an id after a newline or around
+    other text, none with a letter Crockford's base32 leaves out."""
+    good = "hz-01M5VQ08M0WXZVBYWMQGYCBVHZ"
+    names = [
+        good,
+        f"x\n{good}",
+        f"{good}\n",
+        f"{good}x",
+        f"a{good}",
+        good[:-1] + "I",
+        good[:-1] + "0",
+        "index.sqlite",
+        "",
+        good.lower(),
+    ]
+    assert ids_among(names) == [n for n in names if is_id(n)] == [good, good[:-1] + "0"]
+    assert ids_among([]) == []

@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,33 @@ class TestListingJson:
         monkeypatch.setattr(Listing, "_dict", refuse)
         monkeypatch.setattr(Queries, "_public", refuse)
         assert len(json.loads(_hz(home, "--json"))) == 240
+
+    def test_many_print_without_a_search_for_ansi_codes(
+        self, home: Path, make_service: Callable[[], Service], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A guard, not a fix: the lines are JSON, which escapes every control character,
+        so click is not asked to strip ANSI codes from megabytes of them (piped, it would
+        search the whole text); the text is the dicts' all the same."""
+        import click.utils
+
+        def refuse(value: str) -> str:
+            pytest.fail("the JSON lines were searched for ANSI codes")
+
+        monkeypatch.setattr(click.utils, "strip_ansi", refuse)
+        assert _hz(home, "--json") == _reference(make_service().listing())
+
+    def test_a_file_named_as_an_id_is_no_heinzelmaennchen(
+        self, small_home: Path, make_service: Callable[[], Service]
+    ) -> None:
+        """`heinzel/` is listed by name (`Home.spine_files`): a file, a dangling link and
+        a folder named like an id with no spine are in no listing and break none."""
+        rows = make_service().listing()
+        stray = [new_id(lambda: datetime(2026, 10, 26, 9, tzinfo=UTC)) for _ in range(3)]
+        (small_home / "heinzel" / stray[0]).write_text("not a folder\n", encoding="utf-8")
+        (small_home / "heinzel" / stray[1]).symlink_to(small_home / "nowhere")
+        (small_home / "heinzel" / stray[2]).mkdir()
+        assert _hz(small_home, "--json") == _reference(rows)
+        assert len(rows) == 24
 
     def test_the_rows_as_dicts_are_the_listing(self, make_service: Callable[[], Service]) -> None:
         """`Service.listed().dicts()` (what the table prints from) is `Service.listing()`."""

@@ -126,3 +126,26 @@ def test_the_upstream_question_starts_from_the_reads_not_every_input(
         plan = service.index.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
         scans = [str(row[-1]) for row in plan if str(row[-1]).startswith("SCAN")]
         assert scans == ["SCAN r"], scans
+
+
+def test_the_due_sources_are_found_without_walking_their_watchers(
+    tmp_path: Path, service: Service, clock: SteppingClock, tick: Callable[[], TickReport]
+) -> None:
+    """Which sources are due is asked from `tick_sources`, each one's shortest recheck
+    among its active watchers searched in `tick_inputs_recheck` order (the first active
+    one): the query walks no source's watchers (ADR 0049, statement 12), and the file is
+    still asked once and nobody woken."""
+    fleet(tmp_path, service, 30)
+    tick()
+    clock.step(minutes=20)
+    ran: list[str] = []
+    service.index.db.conn.set_trace_callback(ran.append)
+    report = tick()
+    service.index.db.conn.set_trace_callback(None)
+    assert (report.fetches, report.woken, report.errors) == (1, [], [])
+    due = [sql for sql in ran if "FROM tick_sources c" in sql]
+    assert due, "the tick asked which sources are due"
+    for sql in due:
+        plan = service.index.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+        scans = [str(row[-1]) for row in plan if str(row[-1]).startswith("SCAN")]
+        assert [scan.split()[1] for scan in scans] == ["c"], scans

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from heinzel.cli import MODULES
 from tests.tick.homes import env, make_home
 
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)
@@ -45,6 +46,7 @@ NOT_NEEDED = (
     "heinzel.capabilities.configured",
     "genai_prices.data",
     "croniter",
+    *(f"heinzel.cli.{name}" for name in MODULES if name != "commands"),
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
@@ -54,7 +56,7 @@ tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured), 
 genai-prices' price table (the free offline model looks no price up; a paid model's
 first price loads it), and croniter (the approved contract's stored form is believed by
 its fingerprint, so its schedule is not checked again; a tick loads croniter for a due
-slot)."""
+slot), and the other commands' modules (`heinzel.cli.OWNERS`)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -34,7 +34,7 @@ from pydantic_ai.usage import RunUsage
 from heinzel.engine.errors import BAD_BODY, EngineError
 from ledger.records import mutable_record
 
-__all__ = ["Saved", "dump_conversation", "dump_messages", "dump_usage"]
+__all__ = ["Saved", "dump_conversation", "dump_messages", "dump_usage", "messages_json"]
 
 _USAGE = TypeAdapter(RunUsage)
 
@@ -71,14 +71,27 @@ def dump_messages(messages: Sequence[ModelMessage]) -> list[Any]:
     same data without a schema (a tool result's own serializer is the one the adapter
     uses); anything else goes through the adapter."""
     listed = list(messages)
-    if all(
-        type(message) in INFERRED and all(type(part) in INFERRED for part in message.parts)
-        for message in listed
-    ):
+    if _inferable(listed):
         inferred: list[Any] = pydantic_core.to_jsonable_python(listed, bytes_mode="base64")
         return inferred
     dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(listed, mode="json")
     return dumped
+
+
+def messages_json(messages: Sequence[ModelMessage]) -> bytes:
+    """Messages as the JSON text ``ModelMessagesTypeAdapter.dump_json`` writes (the same
+    bytes; a paid request's size is taken from it), without its schema for `INFERRED`."""
+    listed = list(messages)
+    if _inferable(listed):
+        return pydantic_core.to_json(listed, bytes_mode="base64")
+    return ModelMessagesTypeAdapter.dump_json(listed)
+
+
+def _inferable(messages: list[ModelMessage]) -> bool:
+    return all(
+        type(message) in INFERRED and all(type(part) in INFERRED for part in message.parts)
+        for message in messages
+    )
 
 
 def dump_usage(usage: RunUsage) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from pydantic_ai import ModelMessagesTypeAdapter
 from pydantic_ai import messages as m
 from pydantic_ai.usage import RequestUsage
 
-from heinzel.engine.body import INFERRED, dump_messages
+from heinzel.engine.body import INFERRED, dump_messages, messages_json
 from ledger.event import canonical
+from tests.models.fake_providers import Call, Outcome, Provider
 from tests.tick.homes import env, make_home
 
 AT = datetime(2026, 11, 6, 17, 0, 0, 123456, tzinfo=UTC)
@@ -157,6 +158,7 @@ def test_each_part_kind_is_written_as_the_adapter_writes_it(kind: str) -> None:
     assert type(message) in INFERRED and all(type(part) in INFERRED for part in message.parts)
     written = canonical(dump_messages([message]))
     assert written == _adapters([message])
+    assert messages_json([message]) == ModelMessagesTypeAdapter.dump_json([message])
     again = ModelMessagesTypeAdapter.validate_python(json.loads(written))
     assert canonical(dump_messages(again)) == _adapters(again)
 
@@ -164,6 +166,7 @@ def test_each_part_kind_is_written_as_the_adapter_writes_it(kind: str) -> None:
 def test_a_whole_conversation_is_written_as_the_adapter_writes_it() -> None:
     messages = list(KINDS.values())
     assert canonical(dump_messages(messages)) == _adapters(messages)
+    assert messages_json(messages) == ModelMessagesTypeAdapter.dump_json(messages)
 
 
 def test_a_kind_not_proven_goes_through_the_adapter() -> None:
@@ -186,13 +189,55 @@ runpy.run_module("heinzel", run_name="__main__")
 """
 
 
-def test_a_drafted_wake_writes_its_body_without_the_message_schema(tmp_path: Path) -> None:
-    """The real wake: its body's messages are what the adapter writes for them, and the
-    process never built the adapter's schema (about 150 M instructions)."""
+DONE = (
+    "every pull request merged this week appears in exactly one bullet",
+    "every issue that moved to Done this week is covered",
+    "the section has at most eight bullets",
+)
+OUTCOME = {
+    "report": "drafted the section",
+    "draft": {
+        "text": "## report-0\n\n- Express checkout: address autofill (#409)\n",
+        "output": "section",
+        "contract_version": 1,
+        "done_when": [{"item": item, "met": True, "note": "checked"} for item in DONE],
+    },
+}
+
+
+def _script(body: dict[str, Any], n: int) -> Any:
+    """The bench's turn: one tool call (``report``), then the outcome."""
+    if body["messages"][-1].get("role") == "tool":
+        return Outcome(OUTCOME)
+    return Call("report", {"verb": "read", "target": "inputs", "description": "read them"})
+
+
+@pytest.mark.parametrize("paid", [False, True], ids=["offline", "openai"])
+def test_a_drafted_wake_writes_its_body_without_the_message_schema(
+    tmp_path: Path, paid: bool
+) -> None:
+    """The real wake, offline and on a loopback OpenAI server (whose requests are sized
+    for the caps by `messages_json`): its body's messages are what the adapter writes for
+    them, and the process never built the adapter's schema (about 150 M instructions)."""
     root, _ = make_home(tmp_path, 1)
-    done = subprocess.run(
-        [sys.executable, "-c", _WAKE], cwd=root, env=env(root), capture_output=True, text=True
-    )
+    provider = Provider("openai", _script)
+    extra = {
+        "HZ_MODEL": "openai-chat:gpt-4o-mini",
+        "HZ_BASE_URL": provider.base_url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _WAKE],
+            cwd=root,
+            env=env(root, **(extra if paid else {})),
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        provider.close()
+    if paid:
+        assert provider.seen, "the wake asked the loopback server"
     assert done.returncode == 0, done.stderr[-800:]
     assert "drafted" in done.stdout
     assert "message schema built: False" in done.stdout

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -48,7 +49,11 @@ __all__ = ["BODIES_DIR", "Bodies"]
 
 BODIES_DIR = "turns"
 _TURN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-_BODY_FILE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
+
+
+@functools.cache
+def _body_file_re() -> re.Pattern[str]:
+    return re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
 
 
 def _close_all(handles: dict[str, tuple[int, int]]) -> None:
@@ -348,7 +353,7 @@ class Bodies:
         pruned: list[str] = []
         try:
             for name in sorted(os.listdir(dir_fd)):
-                match = _BODY_FILE.fullmatch(name)
+                match = _body_file_re().fullmatch(name)
                 if match is None or ".." in name:
                     continue
                 turn = match.group(1)

@@ -14,15 +14,15 @@ high-entropy tokens with ``[secret]``; `redact` does both.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 
 __all__ = [
-    "EMAIL",
     "EMAIL_REDACTED",
-    "PATTERNS",
     "SECRET_REDACTED",
+    "patterns",
     "redact",
     "redact_emails",
     "redact_secrets",
@@ -31,25 +31,32 @@ __all__ = [
 EMAIL_REDACTED = "[email]"
 SECRET_REDACTED = "[secret]"  # noqa: S105 (the placeholder, not a password)
 
-EMAIL = re.compile(
-    r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}"
-)
-_KEYS = re.compile(
-    r"(?:sk-ant-[A-Za-z0-9_\-]{8,512}|sk-[A-Za-z0-9_\-]{16,512}|gh[pousr]_[A-Za-z0-9]{20,255}"
-    r"|github_pat_[A-Za-z0-9_]{20,255}|xox[abposr]-[A-Za-z0-9\-]{10,255}|AKIA[0-9A-Z]{16})"
-)
-_ASSIGNED = re.compile(
-    r"((?i:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key)\s{0,8}[:=]\s{0,8})"
-    r"[^\s,;]{1,512}"
-)
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{32,512}")
-PATTERNS = (EMAIL, _KEYS, _ASSIGNED, _TOKEN)
+
+@functools.cache
+def patterns() -> tuple[re.Pattern[str], ...]:
+    """The e-mail, known-key, assignment and token patterns, compiled on first use (a
+    process that redacts nothing compiles none)."""
+    email = re.compile(
+        r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}"
+    )
+    keys = re.compile(
+        r"(?:sk-ant-[A-Za-z0-9_\-]{8,512}|sk-[A-Za-z0-9_\-]{16,512}|gh[pousr]_[A-Za-z0-9]{20,255}"
+        r"|github_pat_[A-Za-z0-9_]{20,255}|xox[abposr]-[A-Za-z0-9\-]{10,255}|AKIA[0-9A-Z]{16})"
+    )
+    assigned = re.compile(
+        r"((?i:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key)\s{0,8}[:=]\s{0,8})"
+        r"[^\s,;]{1,512}"
+    )
+    token = re.compile(r"[A-Za-z0-9+/=_\-]{32,512}")
+    return email, keys, assigned, token
+
+
 _MIN_ENTROPY = 3.5
 
 
 def redact_emails(text: str) -> str:
     """``text`` with every e-mail address replaced by ``[email]``."""
-    return EMAIL.sub(EMAIL_REDACTED, text) if "@" in text else text
+    return patterns()[0].sub(EMAIL_REDACTED, text) if "@" in text else text
 
 
 def _entropy(token: str) -> float:
@@ -67,9 +74,10 @@ def _token(match: re.Match[str]) -> str:
 
 def redact_secrets(text: str) -> str:
     """``text`` with known keys, ``password=`` values and high-entropy tokens as ``[secret]``."""
-    text = _KEYS.sub(SECRET_REDACTED, text)
-    text = _ASSIGNED.sub(lambda m: m.group(1) + SECRET_REDACTED, text)
-    return _TOKEN.sub(_token, text)
+    _, keys, assigned, tokens = patterns()
+    text = keys.sub(SECRET_REDACTED, text)
+    text = assigned.sub(lambda m: m.group(1) + SECRET_REDACTED, text)
+    return tokens.sub(_token, text)
 
 
 def redact(text: str) -> str:

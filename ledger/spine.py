@@ -26,6 +26,7 @@ back (`defer`: written with the next line) or write them without their own fsync
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import time
@@ -76,7 +77,11 @@ __all__ = [
 
 LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
-_SIDE_FILE = re.compile(r"session\.jsonl\.torn-(\d+)")
+
+
+@functools.cache
+def _side_file_re() -> re.Pattern[str]:
+    return re.compile(r"session\.jsonl\.torn-(\d+)")
 
 
 _Checked = tuple[dict[str, Any] | None, LineProblem | None, str]
@@ -437,7 +442,7 @@ class Spine:
         taken = [
             int(match.group(1))
             for name in os.listdir(self.directory)
-            if (match := _SIDE_FILE.fullmatch(name))
+            if (match := _side_file_re().fullmatch(name))
         ]
         return f"{SPINE_NAME}.torn-{max(taken, default=0) + 1}"
 

@@ -19,6 +19,7 @@ branch's head sha.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -41,9 +42,23 @@ _METHODS: Mapping[str, MethodSpec] = MappingProxyType(
         for name in ("merged_commits", "merged_pull_requests")
     }
 )
-_GITHUB = re.compile(r"^Merge pull request #(\d+) from \S+")
-_GITLAB = re.compile(r"^See merge request \S+!(\d+)\s*$", re.MULTILINE)
-_EMAIL = re.compile(r"\s*<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+
+
+@functools.cache
+def _github_re() -> re.Pattern[str]:
+    return re.compile(r"^Merge pull request #(\d+) from \S+")
+
+
+@functools.cache
+def _gitlab_re() -> re.Pattern[str]:
+    return re.compile(r"^See merge request \S+!(\d+)\s*$", re.MULTILINE)
+
+
+@functools.cache
+def _email_re() -> re.Pattern[str]:
+    return re.compile(r"\s*<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+
+
 _SLACK = timedelta(days=1)
 _FIELDS = "%H%x1f%P%x1f%an%x1f%cI%x1f%B"
 _CONFIG = (
@@ -77,18 +92,18 @@ def git_environment(inherited: Mapping[str, str]) -> dict[str, str]:
 
 def strip_emails(text: str) -> str:
     """``text`` with every e-mail address (and its angle brackets) removed."""
-    return _EMAIL.sub("", text).strip()
+    return _email_re().sub("", text).strip()
 
 
 def parse_merge(message: str) -> tuple[int | None, str]:
     """A merge commit's pull request number (or None) and title, from its message."""
     subject, _, rest = message.strip().partition("\n")
     body_lines = [line.strip() for line in rest.splitlines() if line.strip()]
-    github = _GITHUB.match(subject)
+    github = _github_re().match(subject)
     if github:
         title = body_lines[0] if body_lines else subject
         return int(github[1]), title
-    gitlab = _GITLAB.search(rest)
+    gitlab = _gitlab_re().search(rest)
     if gitlab:
         first = body_lines[0] if body_lines else subject
         title = subject if first.startswith("See merge request") else first

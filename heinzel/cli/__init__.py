@@ -7,7 +7,9 @@ the text forms; `demo` the worked example. `main` is the console script.
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,22 +18,82 @@ if TYPE_CHECKING:
 __all__ = ["group", "main", "undecodable"]
 
 
-def group() -> click.Group:
-    """The ``hz`` group with every command registered (each module registers its own)."""
-    from heinzel.cli import (  # noqa: F401  (they register the subcommands)
-        commands,
-        credential,
-        graph,
-        migrate,
-        report,
-        serve,
-        team,
-        trial,
-        verbs,
-    )
+MODULES = (
+    "commands",
+    "credential",
+    "graph",
+    "migrate",
+    "report",
+    "serve",
+    "team",
+    "trial",
+    "verbs",
+)
+"""The modules that register ``hz``'s commands (each registers its own)."""
+OWNERS: dict[tuple[str, ...], str] = {
+    **{
+        ("heinzel", name): "commands"
+        for name in (
+            "amend",
+            "answer",
+            "decline",
+            "dismiss",
+            "forget",
+            "lessons",
+            "list",
+            "new",
+            "pause",
+            "prune",
+            "reindex",
+            "rename",
+            "retire",
+            "show",
+            "unpause",
+            "unretire",
+            "verify",
+            "wake",
+        )
+    },
+    ("approve",): "commands",
+    ("drafts",): "commands",
+    ("mcp",): "commands",
+    ("system", "doctor"): "commands",
+    ("system", "credential"): "credential",
+    ("graph",): "graph",
+    ("heinzel", "migrate"): "migrate",
+    ("heinzel", "report"): "report",
+    ("system", "serve"): "serve",
+    ("team",): "team",
+    ("heinzel", "try"): "trial",
+    ("system", "daemon"): "verbs",
+    **{("heinzel", name): "verbs" for name in ("chat", "resume", "retry", "stop")},
+    ("demo",): "verbs",
+}
+"""Which module registers the command (or the whole group) a command line names by its
+first words; `tests/cli/test_lazy_commands.py` checks it against the registered tree."""
+
+
+def group(args: Sequence[str] | None = None) -> click.Group:
+    """The ``hz`` group with every command registered, or, for ``args`` that begin with a
+    command `OWNERS` knows (``heinzel wake ...``), with only that command's module and
+    the groups it sits in: a wake does not load the team's, the graph's or the daemon's
+    commands (about 14 M instructions). Anything else (a group's ``--help``, an option
+    first, a mistyped command) loads them all, so the help and click's suggestions are
+    whole."""
+    owner = None if args is None else _owner(args)
+    for name in MODULES if owner is None else ("commands", owner):
+        importlib.import_module(f"heinzel.cli.{name}")
     from heinzel.cli.base import hz
 
     return hz
+
+
+def _owner(args: Sequence[str]) -> str | None:
+    for length in (2, 1):
+        found = OWNERS.get(tuple(args[:length]))
+        if found is not None and len(args) >= length:
+            return found
+    return None
 
 
 def main() -> None:
@@ -40,7 +102,7 @@ def main() -> None:
     if refused is not None:
         print(refused, file=sys.stderr)
         sys.exit(2)
-    group()(prog_name="hz")
+    group(sys.argv[1:])(prog_name="hz")
 
 
 def undecodable(args: list[str]) -> str | None:

@@ -11,6 +11,7 @@ missing or empty Goal, a missing Done when, then its items.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import field
 
@@ -21,11 +22,32 @@ from ledger.records import mutable_record
 
 __all__ = ["Body", "Item", "Section", "normalise", "parse_body"]
 
-_HEADING = re.compile(r"^(#{3,4})\s+(.+?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_ITEM = re.compile(r"^[-*+]\s+`([^`]+)`\s*:\s*(.*)$")
-_CHECK = re.compile(r"^[-*+]\s+\[[ xX]\]\s+(\S.*)$")
-_BULLET = re.compile(r"^[-*+]\s")
+
+@functools.cache
+def _heading_re() -> re.Pattern[str]:
+    return re.compile(r"^(#{3,4})\s+(.+?)\s*#*\s*$")
+
+
+@functools.cache
+def _fence_re() -> re.Pattern[str]:
+    return re.compile(r"^\s*(```|~~~)")
+
+
+@functools.cache
+def _item_re() -> re.Pattern[str]:
+    return re.compile(r"^[-*+]\s+`([^`]+)`\s*:\s*(.*)$")
+
+
+@functools.cache
+def _check_re() -> re.Pattern[str]:
+    return re.compile(r"^[-*+]\s+\[[ xX]\]\s+(\S.*)$")
+
+
+@functools.cache
+def _bullet_re() -> re.Pattern[str]:
+    return re.compile(r"^[-*+]\s")
+
+
 _KNOWN = {"goal": "goal", "requires": "requires", "maintains": "maintains"}
 _KNOWN |= {"continuity": "continuity", "done when": "done_when"}
 
@@ -80,9 +102,9 @@ def _sections(body: str, first_line: int) -> tuple[list[str], list[_Raw]]:
     raws: list[_Raw] = []
     fenced = False
     for offset, line in enumerate(body.split("\n")):
-        if _FENCE.match(line):
+        if _fence_re().match(line):
             fenced = not fenced
-        heading = None if fenced else _HEADING.match(line)
+        heading = None if fenced else _heading_re().match(line)
         if heading:
             raws.append(_Raw(heading[2], first_line + offset, len(heading[1])))
         elif raws:
@@ -96,7 +118,7 @@ def _items(lines: list[str]) -> list[Item]:
     return [
         Item(name=m[1].strip(), description=" ".join(m[2].split()))
         for line in lines
-        if (m := _ITEM.match(line.strip()))
+        if (m := _item_re().match(line.strip()))
     ]
 
 
@@ -110,9 +132,9 @@ def _checklist(raw: _Raw, source: str, problems: list[ContractError]) -> list[st
     before = len(problems)
     for offset, line in enumerate(raw.lines, start=1):
         stripped = line.strip()
-        if (check := _CHECK.match(stripped)) is not None:
+        if (check := _check_re().match(stripped)) is not None:
             items.append(" ".join(check[1].split()))
-        elif _BULLET.match(stripped) and not line.startswith((" ", "\t")):
+        elif _bullet_re().match(stripped) and not line.startswith((" ", "\t")):
             problems.append(
                 ContractError(
                     "HZC062",

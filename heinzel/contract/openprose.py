@@ -13,6 +13,7 @@ written twice.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -44,13 +45,28 @@ _WHY = {
     ),
 }
 
-_LEGACY = re.compile(
-    r'^(session\s*[":]|agent\s+[\w-]+\s*:|(let|const)\s+\w+\s*=|'
-    r'(parallel|loop|repeat|try|block|choice)\b.*:$|(import|use)\s+"|(input|output)\s+\w+\s*[:=])'
-)
-_NODE = re.compile(r"^##\s+(\S.*?)\s*#*\s*$")
-_SECTION = re.compile(r"^###\s")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+
+@functools.cache
+def _legacy_re() -> re.Pattern[str]:
+    return re.compile(
+        r'^(session\s*[":]|agent\s+[\w-]+\s*:|(let|const)\s+\w+\s*=|'
+        r'(parallel|loop|repeat|try|block|choice)\b.*:$|(import|use)\s+"|(input|output)\s+\w+\s*[:=])'
+    )
+
+
+@functools.cache
+def _node_re() -> re.Pattern[str]:
+    return re.compile(r"^##\s+(\S.*?)\s*#*\s*$")
+
+
+@functools.cache
+def _section_re() -> re.Pattern[str]:
+    return re.compile(r"^###\s")
+
+
+@functools.cache
+def _fence_re() -> re.Pattern[str]:
+    return re.compile(r"^\s*(```|~~~)")
 
 
 def check_kind(data: dict[Any, Any], lines: LineMap, source: str) -> None:
@@ -99,7 +115,7 @@ def legacy_program(text: str, source: str) -> ContractError | None:
         ),
         None,
     )
-    looks = first is not None and _LEGACY.match(first[1]) is not None
+    looks = first is not None and _legacy_re().match(first[1]) is not None
     if not (looks or source.endswith(".prose")):
         return None
     return ContractError(
@@ -119,13 +135,13 @@ def nodes(body: str, first_line: int, source: str) -> ContractError | None:
     current: tuple[str, int] | None = None
     fenced = False
     for offset, line in enumerate(body.split("\n")):
-        if _FENCE.match(line):
+        if _fence_re().match(line):
             fenced = not fenced
         if fenced:
             continue
-        if (node := _NODE.match(line)) is not None:
+        if (node := _node_re().match(line)) is not None:
             current = (node[1], first_line + offset)
-        elif current is not None and _SECTION.match(line):
+        elif current is not None and _section_re().match(line):
             found.append(current)
             current = None
     if not found:

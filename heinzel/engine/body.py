@@ -23,8 +23,10 @@ from dataclasses import field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 from pydantic_ai import ModelMessagesTypeAdapter
+from pydantic_ai import messages as m
 from pydantic_ai.conversation import Conversation, ConversationTypeAdapter
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RunUsage
@@ -32,15 +34,64 @@ from pydantic_ai.usage import RunUsage
 from heinzel.engine.errors import BAD_BODY, EngineError
 from ledger.records import mutable_record
 
-__all__ = ["Saved", "dump_conversation", "dump_messages", "dump_usage"]
+__all__ = ["Saved", "dump_conversation", "dump_messages", "dump_usage", "messages_json"]
 
 _USAGE = TypeAdapter(RunUsage)
 
 
+INFERRED: frozenset[type] = frozenset(
+    {
+        m.ModelRequest,
+        m.ModelResponse,
+        m.SystemPromptPart,
+        m.UserPromptPart,
+        m.ToolReturnPart,
+        m.RetryFeedbackPart,
+        m.RetryPromptPart,
+        m.TextPart,
+        m.ThinkingPart,
+        m.ToolCallPart,
+        m.CompactionPart,
+        m.FilePart,
+        m.NativeToolCallPart,
+        m.NativeToolReturnPart,
+    }
+)
+"""The message and part classes (exactly these, no subclass) whose dump by inference is
+byte for byte `ModelMessagesTypeAdapter`'s (`tests/engine/test_body_dump.py` writes each
+both ways)."""
+
+
 def dump_messages(messages: Sequence[ModelMessage]) -> list[Any]:
-    """Messages as JSON-ready data."""
-    dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    """Messages as JSON-ready data: the bytes `ModelMessagesTypeAdapter` writes.
+
+    That adapter builds its schema on first use (about 150 M instructions, 1.4x ``python -c
+    pass``, a third of what a fresh wake spends beyond pydantic-ai's import). Messages of
+    the `INFERRED` classes are dumped by pydantic-core's inference instead, which gives the
+    same data without a schema (a tool result's own serializer is the one the adapter
+    uses); anything else goes through the adapter."""
+    listed = list(messages)
+    if _inferable(listed):
+        inferred: list[Any] = pydantic_core.to_jsonable_python(listed, bytes_mode="base64")
+        return inferred
+    dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(listed, mode="json")
     return dumped
+
+
+def messages_json(messages: Sequence[ModelMessage]) -> bytes:
+    """Messages as the JSON text ``ModelMessagesTypeAdapter.dump_json`` writes (the same
+    bytes; a paid request's size is taken from it), without its schema for `INFERRED`."""
+    listed = list(messages)
+    if _inferable(listed):
+        return pydantic_core.to_json(listed, bytes_mode="base64")
+    return ModelMessagesTypeAdapter.dump_json(listed)
+
+
+def _inferable(messages: list[ModelMessage]) -> bool:
+    return all(
+        type(message) in INFERRED and all(type(part) in INFERRED for part in message.parts)
+        for message in messages
+    )
 
 
 def dump_usage(usage: RunUsage) -> dict[str, Any]:

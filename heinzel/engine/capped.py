@@ -24,11 +24,12 @@ from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from heinzel.engine.body import messages_json
 from heinzel.engine.faults import unpaid, watching
 from heinzel.engine.money import FREE_MODELS, Pricing, Purse
 
@@ -50,7 +51,7 @@ class CapReached(Exception):
 def request_bytes(messages: list[ModelMessage], parameters: ModelRequestParameters) -> int:
     """The UTF-8 size of what a request sends (its messages with their instructions, and
     its tool definitions), serialised with room to spare: at least its input tokens."""
-    sent = len(ModelMessagesTypeAdapter.dump_json(messages))
+    sent = len(messages_json(messages))
     tools = json.dumps(dataclasses.asdict(parameters), default=str, ensure_ascii=False)
     return sent + len(tools.encode())
 

@@ -24,6 +24,7 @@ No spine is opened: a fixed handful of queries per listing, however many rows.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -273,12 +274,14 @@ def _flow(
         by_id[str(heinzel)].append(said)
 
 
-_NEEDED = re.compile(r"^(?P<reader>.+?) needs your approval of (?P<what>.+) by (?P<when>[^;]+);")
+@functools.cache
+def _needed_re() -> re.Pattern[str]:
+    return re.compile(r"^(?P<reader>.+?) needs your approval of (?P<what>.+) by (?P<when>[^;]+);")
 
 
 def _late(message: str) -> str:
     """A needed-by notice's words once its deadline passed: late, not "needs ... by"."""
-    found = _NEEDED.match(message)
+    found = _needed_re().match(message)
     if found is None:
         return f"late: {message}"
     return (

@@ -27,6 +27,7 @@ from the key (so a tick that hands it again changes nothing), and it is marked l
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -47,8 +48,18 @@ __all__ = ["EDIT_PREFIX", "KINDS", "Inbox", "Request", "apply_edits", "handed"]
 KINDS: Final = ("chat", "stop", "retry", "wake", "requested", "edit")
 MARKED: Final = ("chat", "requested")
 """The kinds the tick looks for (`Inbox.marked`) until a turn has them."""
-_NAME: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
-_ID: Final = re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
+
+
+@functools.cache
+def _name_re() -> re.Pattern[str]:
+    return re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
+
+
+@functools.cache
+def _id_re() -> re.Pattern[str]:
+    return re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
+
+
 EDIT_PREFIX: Final = "rq-edit"
 """How the id of a queued ``context.edit`` begins (`apply_edits` lists only those)."""
 
@@ -79,7 +90,7 @@ class Inbox:
         """``<heinzel>@<request id>``: a chat the tick checks until a turn has it."""
 
     def path(self, request_id: str) -> Path:
-        if not _ID.match(request_id):
+        if not _id_re().match(request_id):
             raise HeinzelError(
                 "HZH231",
                 f"not a request id: {request_id!r}",
@@ -157,7 +168,7 @@ class Inbox:
             return found
         for entry in sorted(directory.iterdir()):
             heinzel, _, request_id = entry.name.partition("@")
-            if _ID.match(request_id) and not entry.is_symlink():
+            if _id_re().match(request_id) and not entry.is_symlink():
                 found.setdefault(heinzel, []).append(request_id)
         return found
 
@@ -221,7 +232,7 @@ class Inbox:
             return []
         found = []
         for entry in sorted(self.directory.iterdir()):
-            if not _NAME.match(entry.name) or entry.is_symlink():
+            if not _name_re().match(entry.name) or entry.is_symlink():
                 continue
             request = self.read(entry.name.removesuffix(".json"))
             if request and request.taken is None and (kind is None or request.kind == kind):
@@ -236,7 +247,7 @@ class Inbox:
         cutoff = now - timedelta(days=retention_days)
         deleted = []
         for entry in sorted(self.directory.iterdir()):
-            if not _NAME.match(entry.name) or entry.is_symlink():
+            if not _name_re().match(entry.name) or entry.is_symlink():
                 continue
             request = self.read(entry.name.removesuffix(".json"))
             if request is not None and parse_ts(request.at) < cutoff:

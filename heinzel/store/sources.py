@@ -28,6 +28,7 @@ the kept error is the answer, without a request. The first fetch that works clea
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -62,9 +63,22 @@ __all__ = [
     "source_key",
 ]
 
-_ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
-_KEPT = re.compile(r"^([0-9a-f]{64}|rate-limit)\.json$|^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
-_LEFTOVER = re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+
+@functools.cache
+def _entry_re() -> re.Pattern[str]:
+    return re.compile(r"^[0-9a-f]{64}\.json$")
+
+
+@functools.cache
+def _kept_re() -> re.Pattern[str]:
+    return re.compile(r"^([0-9a-f]{64}|rate-limit)\.json$|^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+
+
+@functools.cache
+def _leftover_re() -> re.Pattern[str]:
+    return re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+
+
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _BACKOFF_FIRST = 60
 _BACKOFF_MOST = 3600
@@ -265,7 +279,7 @@ class SourceCache:
         """Every source whose last fetch failed: its ``source`` (capability, method, args)
         and its kept failure, oldest first; what ``hz system doctor`` reports."""
         try:
-            names = sorted(p.name for p in self.directory.iterdir() if _ENTRY.match(p.name))
+            names = sorted(p.name for p in self.directory.iterdir() if _entry_re().match(p.name))
         except OSError:
             return []
         found = []
@@ -305,11 +319,11 @@ class SourceCache:
             for entry in os.scandir(fd):
                 if not entry.is_file(follow_symlinks=False):
                     continue
-                if _ENTRY.match(entry.name):
+                if _entry_re().match(entry.name):
                     found = self._entry(entry.name, dir_fd=fd)
                     as_of = _as_of(found)
                     stale = as_of is None or as_of < cutoff
-                elif _LEFTOVER.match(entry.name):
+                elif _leftover_re().match(entry.name):
                     mtime = entry.stat(follow_symlinks=False).st_mtime
                     stale = mtime < cutoff.timestamp()
                 else:
@@ -360,7 +374,7 @@ def prune_kept(directory: Path, now: datetime, retention_days: int) -> list[str]
             fd = os.open(folder.name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=top)
             try:
                 for entry in os.scandir(fd):
-                    if not _KEPT.match(entry.name) or not entry.is_file(follow_symlinks=False):
+                    if not _kept_re().match(entry.name) or not entry.is_file(follow_symlinks=False):
                         continue
                     if entry.stat(follow_symlinks=False).st_mtime < cutoff:
                         os.unlink(entry.name, dir_fd=fd)

@@ -28,6 +28,7 @@ read from the file (``scanned_done``), as a scan would have read it.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import re
@@ -428,12 +429,17 @@ def _last_done(
 _UNREADABLE = frozenset({"invalid-json", "bad-envelope"})
 """Breaks whose line a reader cannot take (`read_events` raises HZL030 for it)."""
 
-_PLAIN_TAIL = re.compile(
-    rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
-    rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
-)
-"""The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
-``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
+
+@functools.cache
+def _plain_tail_re() -> re.Pattern[bytes]:
+    """The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
+    ``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
+    return re.compile(
+        rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
+        rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
+    )
+
+
 _TAIL_BYTES = 512
 _DONE = canonical(DONE).encode("ascii") + b":"
 """A line that may carry an effect's end (`machines.stores.journal.DONE`) speaks for its key."""
@@ -446,7 +452,7 @@ def _plain(body: bytes, upgrades: Upgrades | None) -> tuple[str | None, str | No
     read from its envelope's end; None for any other line (it is parsed)."""
     if not body.startswith(b'{"data":{') or b'"keys":' in body or _DONE in body:
         return None
-    match = _PLAIN_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
+    match = _plain_tail_re().search(body, max(0, len(body) - _TAIL_BYTES))
     if match is None:
         return None
     kind, prev, seq, turn = match.groups()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from heinzel.cli import MODULES
 from tests.tick.homes import env, make_home
 
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)
@@ -45,6 +46,7 @@ NOT_NEEDED = (
     "heinzel.capabilities.configured",
     "genai_prices.data",
     "croniter",
+    *(f"heinzel.cli.{name}" for name in MODULES if name != "commands"),
 )
 """What a scheduled or asked wake in a home without ``[team]``, at the default log level
 (warning), never loads: the logging library (no line reaches the level), the team's
@@ -54,7 +56,7 @@ tables' models (pydantic; loaded when an ``[adapters.*]`` table is configured), 
 genai-prices' price table (the free offline model looks no price up; a paid model's
 first price loads it), and croniter (the approved contract's stored form is believed by
 its fingerprint, so its schedule is not checked again; a tick loads croniter for a due
-slot)."""
+slot), and the other commands' modules (`heinzel.cli.OWNERS`)."""
 
 
 def _wake_imports(root: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
@@ -120,3 +122,61 @@ def test_settings_contract_and_outcome_models_build_when_first_validated() -> No
         [sys.executable, "-c", _BUILT, *MODELS], capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == []
+
+
+NOT_COMPILED = (
+    "heinzel.capabilities.git:_github_re",
+    "heinzel.capabilities.git:_gitlab_re",
+    "heinzel.capabilities.git:_email_re",
+    "heinzel.contract.body:_heading_re",
+    "heinzel.contract.body:_fence_re",
+    "heinzel.contract.body:_item_re",
+    "heinzel.contract.body:_check_re",
+    "heinzel.contract.body:_bullet_re",
+    "heinzel.contract.openprose:_legacy_re",
+    "heinzel.contract.openprose:_node_re",
+    "heinzel.contract.openprose:_section_re",
+    "heinzel.contract.openprose:_fence_re",
+    "heinzel.index.notices:_needed_re",
+    "heinzel.store.inbox:_name_re",
+    "heinzel.store.inbox:_id_re",
+    "heinzel.store.sources:_entry_re",
+    "heinzel.store.sources:_kept_re",
+    "heinzel.store.sources:_leftover_re",
+    "ledger.bodies:_body_file_re",
+    "ledger.redact:patterns",
+    "ledger.spine:_side_file_re",
+    "machines.stores.spine_journal:_plain_tail_re",
+)
+"""The regular expressions of modules a wake imports that the wake never matches with:
+each is compiled on its first use (a `functools.cache`'d getter), not at import (about
+0.5 M instructions each)."""
+_COMPILED = """
+import atexit, importlib, runpy, sys
+names = sys.argv[1:]
+def report():
+    for name in names:
+        module, _, getter = name.partition(":")
+        compiled = getattr(importlib.import_module(module), getter).cache_info().currsize
+        print("compiled:" if compiled else "not compiled:", name)
+atexit.register(report)
+sys.argv = ["hz", "heinzel", "wake", "report-0"]
+runpy.run_module("heinzel", run_name="__main__")
+"""
+
+
+def test_a_wake_compiles_no_pattern_it_does_not_match_with(tmp_path: Path) -> None:
+    """The real drafted wake: none of `NOT_COMPILED` was compiled by its end."""
+    root, _ = make_home(tmp_path, 1)
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED, *NOT_COMPILED],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    assert "drafted" in done.stdout
+    said = [line for line in done.stdout.splitlines() if "compiled: " in line]
+    assert said == [f"not compiled: {name}" for name in NOT_COMPILED]

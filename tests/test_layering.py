@@ -4,6 +4,7 @@ heinzel and inside machines (its rooms), one way, with no circle."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -66,8 +67,15 @@ MACHINE_ROOMS: list[tuple[str, list[str]]] = [
 ROOT_MODULES = 10
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once per test session (read, never changed): the
+    tests here walk the same 400 modules about ten times over."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     roots: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -94,7 +102,7 @@ def heinzel_imports(
     """The modules of ``package`` that ``path`` imports, anywhere in it (function bodies,
     and TYPE_CHECKING blocks unless ``typing`` is false): ``from a import b`` names
     ``a.b`` when that is a module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     skipped: set[int] = set()
     if not typing:
         for node in ast.walk(tree):

@@ -49,12 +49,14 @@ class Home:
     """A home with Theo's ``my-row``, Priya's ``weekly-report`` (v3: it reads the team's
     rows, needed by Friday noon) and Ana's notes, which read nothing of theirs."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, made: bool = False) -> None:
+        """A new home in ``root`` (the fixtures copied), or the one ``made`` there before."""
         self.root = root
         self.home = root / "home"
         self.work = root / "work"
-        shutil.copytree(FIXTURES, self.work)
-        (self.work / "ana-notes.prose.md").write_text(BYSTANDER, encoding="utf-8")
+        if not made:
+            shutil.copytree(FIXTURES, self.work)
+            (self.work / "ana-notes.prose.md").write_text(BYSTANDER, encoding="utf-8")
 
     def env(self, now: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
@@ -141,6 +143,26 @@ class Home:
         self.hz("2026-11-12T10:00:00Z", "system", "daemon", "tick")
 
 
+@pytest.fixture(scope="module")
+def monday(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The root of a home `Home.setup` played once per module (nine `hz` processes), kept
+    as played beside it (``pristine``)."""
+    root = tmp_path_factory.mktemp("flow") / "root"
+    Home(root).setup()
+    shutil.copytree(root, root.parent / "pristine")
+    return root
+
+
+@pytest.fixture
+def home(monday: Path) -> Home:
+    """The set-up home, put back as played before each test. In the same folder, not a
+    copy elsewhere: its spines name that folder (the contracts' origin, where the drafts
+    are placed), as a user's home names theirs."""
+    shutil.rmtree(monday)
+    shutil.copytree(monday.parent / "pristine", monday)
+    return Home(monday, made=True)
+
+
 def notices(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in lines if e["kind"] == "notice.posted"]
 
@@ -149,14 +171,12 @@ def notices(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class TestTheosFriday:
     """Nudged twice, one notice on every surface, the report proceeds stale, two users told."""
 
-    def test_theos_row_is_late_and_priyas_report_proceeds_stale(self, tmp_path: Path) -> None:
+    def test_theos_row_is_late_and_priyas_report_proceeds_stale(self, home: Home) -> None:
         """Thursday 17:00 Theo's second row is drafted and never approved: a nudge a day
         before Friday noon and one two hours before (two keys, one notice shown); at 15:00
         the report reads the row as last approved, records ``input.fell_back`` once (a kill
         right after it is recovered without a second line or notice) and says so in its
         draft; only my-row and weekly-report are told; no escalation."""
-        home = Home(tmp_path)
-        home.setup()
         rows = (home.work / "team-rows.md").read_text("utf-8")
         assert "🧝 DRAFT" not in rows  # the first row is approved
 
@@ -226,11 +246,9 @@ class TestTheosFriday:
             n for n in notices(spines["weekly-report"]) if n["data"]["reason"] == "escalated"
         ]
 
-    def test_a_needed_by_notice_past_its_deadline_says_it_is_late(self, tmp_path: Path) -> None:
+    def test_a_needed_by_notice_past_its_deadline_says_it_is_late(self, home: Home) -> None:
         """Friday 12:30 Berlin, Theo's row still pending: the notice stays (the day is not
         over) but says it is late, in list, show and the page, never "needs ... by"."""
-        home = Home(tmp_path)
-        home.setup()
         home.hz("2026-11-12T16:05:00Z", "system", "daemon", "tick")  # Thu 17:05 Berlin
         home.hz("2026-11-13T09:05:00Z", "system", "daemon", "tick")  # Fri 10:05 Berlin
         [before] = home.listed("2026-11-13T10:59:00Z")["my-row"]["notices"]
@@ -243,11 +261,9 @@ class TestTheosFriday:
         assert late in shown and "needs your approval" not in shown, shown
         assert "needs your approval" not in home.page("2026-11-13T11:30:00Z", "my-row")
 
-    def test_a_late_fallback_escalates_once(self, tmp_path: Path) -> None:
+    def test_a_late_fallback_escalates_once(self, home: Home) -> None:
         """The report paused over Friday: it places no draft by 16:00 Berlin, so the
         escalation's handle is told, once, on the report's spine."""
-        home = Home(tmp_path)
-        home.setup()
         home.hz("2026-11-12T16:05:00Z", "system", "daemon", "tick")
         home.hz("2026-11-13T08:00:00Z", "heinzel", "pause", "weekly-report")
         home.hz("2026-11-13T15:05:00Z", "system", "daemon", "tick")  # Fri 16:05 Berlin
@@ -261,10 +277,8 @@ class TestTheosFriday:
         listed = home.listed("2026-11-13T15:11:00Z")
         assert "escalated" in [n["reason"] for n in listed["weekly-report"]["notices"]]
 
-    def test_a_retired_reader_needs_nothing(self, tmp_path: Path) -> None:
+    def test_a_retired_reader_needs_nothing(self, home: Home) -> None:
         """Priya's report retired before Thursday: Theo's late row nudges nobody."""
-        home = Home(tmp_path)
-        home.setup()
         home.hz("2026-11-12T11:00:00Z", "heinzel", "retire", "weekly-report")
         home.hz("2026-11-12T16:05:00Z", "system", "daemon", "tick")
         home.hz("2026-11-13T09:05:00Z", "system", "daemon", "tick")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,10 +18,12 @@ from click.testing import CliRunner
 
 from heinzel.cli import group
 from heinzel.cli.base import ONE_A_LINE
+from heinzel.config import load_settings
 from heinzel.contract import load_contract
 from heinzel.ids import new_id
 from heinzel.service import Service
 from heinzel.store.contracts import store_version
+from heinzel.store.home import Home
 from ledger.event import make_event
 from ledger.index import behind
 from ledger.index_read import _unsure, open_current
@@ -103,13 +106,25 @@ def _vary(db: sqlite3.Connection, ids: list[str]) -> None:
     db.commit()
 
 
-@pytest.fixture
-def home(make_service: Callable[[], Service], clock: SteppingClock, tmp_path: Path) -> Path:
-    service = make_service()
+@pytest.fixture(scope="module")
+def built_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 240 Heinzelmännchen's home, made once per module (each of its 1,000 events an
+    fsync'd spine write and an index apply: about 6 s); the tests get a copy (`home`)."""
+    root = tmp_path_factory.mktemp("listing")
+    clock = SteppingClock(datetime(2026, 10, 26, 9, 0, tzinfo=UTC))
+    loaded = load_settings(env={}, cwd=root, site=None, user=None, data_dir=root / "home")
+    service = Service(Home(root / "home"), clock, loaded.settings, owner="priya")
     ids = _populate(service, clock, 240)
     _vary(service.index.db.conn, ids)
     service.index.db.conn.close()
-    return tmp_path / "home"
+    return root / "home"
+
+
+@pytest.fixture
+def home(built_home: Path, tmp_path: Path) -> Path:
+    """A copy of `built_home` where `make_service` opens its home: each test changes its own
+    (mtimes kept, as the spines' currency is read from their files)."""
+    return Path(shutil.copytree(built_home, tmp_path / "home"))
 
 
 @pytest.fixture

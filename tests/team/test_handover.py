@@ -8,7 +8,7 @@ import subprocess
 from datetime import timedelta
 from pathlib import Path
 
-from .test_two_machines import START, Machine, finished_slots, receipts, team_of_two, ts
+from .test_two_machines import START, Machine, Two, finished_slots, receipts, ts
 
 
 def _interval(*machines: Machine, every: str = "1h") -> None:
@@ -19,13 +19,14 @@ def _interval(*machines: Machine, every: str = "1h") -> None:
 
 def test_a_delegate_who_approved_days_earlier_does_not_run_the_owners_slot_again(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """N1: Ana (owner) and Ben (delegate) approved on Monday. On Thursday Ana's daemon
     runs the 09:00 slot and her laptop sleeps; Ben's daemon ticks for the first time at
     11:45, takes the lease (token 2) and pushes his old approval receipt. Ana's receipt
     was written under her own lease (token 1), so it still counts: Ben does not run the
     09:00 slot at 12:45, or ever."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     _interval(ana, ben)
     thursday = START + timedelta(days=3)
     slot = ts(thursday + timedelta(hours=9)).replace("Z", ".000Z")
@@ -69,13 +70,14 @@ def _tip(remote: Path) -> str:
 
 def test_a_rewrite_found_by_lint_is_announced_once_and_the_lost_receipts_count_again(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """N2, N3: Ana runs Monday's slot; a force-push drops her receipts; Ben (Ana away)
     runs Tuesday's under token 2. Ana's `hz team lint` on Wednesday finds the rewrite:
     it says so once (her next tick and lint do not repeat it), her next tick pushes the
     dropped receipts again, and they count as what they were: Monday ran once, under
     token 1, nothing is quarantined and nobody runs Monday again."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     monday = START + timedelta(hours=12)
     ana.hz(monday - timedelta(hours=11), "system", "daemon", "tick")  # approvals leave
     first = _tip(remote)

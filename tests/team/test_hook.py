@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .test_claims import _leases
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _append, _forged, _git
-from .test_two_machines import START, finished_slots, team_of_two, ts
+from .test_two_machines import START, Two, finished_slots, ts
 
 
 def _push(remote: Path, scratch: Path, *refspecs: str) -> subprocess.CompletedProcess[str]:
@@ -24,12 +24,15 @@ def _push(remote: Path, scratch: Path, *refspecs: str) -> subprocess.CompletedPr
     )
 
 
-def test_the_server_refuses_a_stale_receipt_a_lower_token_and_a_rewrite(tmp_path: Path) -> None:
+def test_the_server_refuses_a_stale_receipt_a_lower_token_and_a_rewrite(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """With the hook installed on the bare repository, Ana's and Ben's daemons hand the
     Heinzelmännchen over as usual; then a push of a receipt under Ana's old token, a lease
     with a lower token, and a force-push of hz/state are each refused by the server,
     which names the reason."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     installed = ana.hz(START, "team", "hook", str(remote))
     assert "pre-receive" in installed.stdout
     assert os.access(remote / "hooks" / "pre-receive", os.X_OK)
@@ -62,11 +65,14 @@ def test_the_server_refuses_a_stale_receipt_a_lower_token_and_a_rewrite(tmp_path
     assert printed.stdout.startswith("#!/bin/sh") and "check-push --roster" in printed.stdout
 
 
-def test_the_server_refuses_a_hand_set_lease_to_2099_and_a_token_jump(tmp_path: Path) -> None:
+def test_the_server_refuses_a_hand_set_lease_to_2099_and_a_token_jump(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """A lease pushed by hand whose expiry runs to 2099, or whose token jumps from the
     lease's past the next one, is refused by the hook, which names the reason; the
     daemons' own takes and renewals land."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START, "team", "hook", str(remote))
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     [held] = _leases(remote)
@@ -95,12 +101,13 @@ def test_the_server_refuses_a_hand_set_lease_to_2099_and_a_token_jump(tmp_path: 
 
 def test_a_forged_token_the_server_never_took_does_not_make_later_receipts_stale(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """A turn.finished with token 999 written straight into the repository (past the
     hook) is quarantined by the members; the hook must not read it as a grant either:
     Ana's receipts of Tuesday, under her real token, land (the soak found every later
     receipt of that Heinzelmännchen refused as stale)."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START, "team", "hook", str(remote))
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     _append(

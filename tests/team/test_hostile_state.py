@@ -12,7 +12,7 @@ from pathlib import Path
 from heinzel.team.receipts import team_id
 
 from .test_claims import _leases, _set_lease
-from .test_two_machines import START, finished_slots, receipts, team_of_two, ts
+from .test_two_machines import START, Two, finished_slots, receipts, ts
 
 TEAM = team_id("daily-digest")
 MONDAY = ts(START + timedelta(hours=9)).replace("Z", ".000Z")
@@ -73,13 +73,13 @@ def _forged(by: str, token: int, key: str, at: str, n: int) -> dict[str, object]
     }
 
 
-def test_forged_receipts_are_quarantined_and_never_block_a_push(tmp_path: Path) -> None:
+def test_forged_receipts_are_quarantined_and_never_block_a_push(tmp_path: Path, two: Two) -> None:
     """After Monday's slot, a receipt by a handle off the roster and a forged Tuesday
     receipt with a token no lease ever had land on hz/state. On Tuesday Ana's daemon still
     runs Tuesday's slot (the forged receipt does not count) and pushes its receipt (no
     HZH302), and `hz team lint` and `hz team status` name each quarantined line with who
     and what."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     day = TUESDAY[:10]
     _append(
@@ -107,11 +107,11 @@ def test_forged_receipts_are_quarantined_and_never_block_a_push(tmp_path: Path) 
     assert "2 line(s) quarantined" in ana.hz(tuesday, "team", "status").stdout
 
 
-def test_a_deleted_lease_never_lowers_the_token(tmp_path: Path) -> None:
+def test_a_deleted_lease_never_lowers_the_token(tmp_path: Path, two: Two) -> None:
     """Ana runs Monday (token 1), Ben runs Tuesday while she is away (token 2), then the
     lease ref is deleted: Ana's Wednesday take starts from the highest token on hz/state
     (3, not 1), so her receipts are not stale and the branch lints clean."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     ben.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick")
     assert ben.started() == [TUESDAY]
@@ -125,11 +125,11 @@ def test_a_deleted_lease_never_lowers_the_token(tmp_path: Path) -> None:
     assert json.loads(lint.stdout) == {"ok": True, "problems": []}
 
 
-def test_a_lease_expiring_in_2099_is_treated_as_expired(tmp_path: Path) -> None:
+def test_a_lease_expiring_in_2099_is_treated_as_expired(tmp_path: Path, two: Two) -> None:
     """A hand-set lease held by Ben until 2099 does not freeze the Heinzelmännchen: its
     expiry is past `now + 2 x interval + max_skew`, so Ana takes it with the next token,
     runs Monday's slot, and the tick says why in its notices."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     lease = {"holder": "ben", "expiry": "2099-01-01T00:00:00.000Z", "token": 4}
     _set_lease(remote, TEAM, {**lease, "owner_seen": None, "open": []})
     monday = START + timedelta(hours=12)
@@ -139,11 +139,11 @@ def test_a_lease_expiring_in_2099_is_treated_as_expired(tmp_path: Path) -> None:
     assert [(lease["holder"], lease["token"]) for lease in _leases(remote)] == [("ana", 5)]
 
 
-def test_a_rewritten_state_is_reported_and_my_receipts_go_again(tmp_path: Path) -> None:
+def test_a_rewritten_state_is_reported_and_my_receipts_go_again(tmp_path: Path, two: Two) -> None:
     """A force-push replaces hz/state with a commit that does not descend from the one
     Ana's daemon fetched last: her next tick reports the rewrite and pushes her own
     dropped receipt (Monday's) again."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     assert finished_slots(remote) == [MONDAY]
     tree = _git(remote, "hash-object", "-t", "tree", "-w", "--stdin", stdin="")
@@ -156,12 +156,15 @@ def test_a_rewritten_state_is_reported_and_my_receipts_go_again(tmp_path: Path) 
     assert ana.started() == [MONDAY]
 
 
-def test_a_newer_members_receipts_are_kept_not_counted_with_one_notice(tmp_path: Path) -> None:
+def test_a_newer_members_receipts_are_kept_not_counted_with_one_notice(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """Ben's newer hz writes receipts of a later version (``v: 2``) onto hz/state, one of
     them for Tuesday's slot: Ana's tick keeps them (the branch is not rewritten), counts
     none (she still runs Tuesday's slot), and says once which member runs a newer hz;
     `hz team status` names each line as written by a newer hz."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     day = TUESDAY[:10]
     newer = [

@@ -8,17 +8,18 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from .test_two_machines import CONTRACT, START, Machine, team_of_two
+from .test_two_machines import CONTRACT, START, Machine, Two
 
 
 def test_a_hook_with_an_old_roster_refusing_a_new_delegate_is_said_and_how_to_fix_it(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """N4: the hook was written before Cara joined as a delegate. When Ana's lease
     expires, Cara's daemon takes it; the server refuses the take: Cara's tick says so
     with the hook's reason (HZH480), not as a lost race, in its notices, and `hz team
     status` names the missing member and the fix instead of "takes it at its next tick"."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START, "team", "hook", str(remote))
     cara = Machine(tmp_path, "cara", remote)
     with cara.config.open("a", encoding="utf-8") as config:
@@ -45,11 +46,12 @@ def test_a_hook_with_an_old_roster_refusing_a_new_delegate_is_said_and_how_to_fi
 
 def test_status_says_since_when_the_remote_is_unreachable_and_what_runs_meanwhile(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """The remote moves away after Ana's Monday tick: her ticks on Tuesday fail to
     reach it, and `hz team status` says since when (the first failed tick, not the
     last), why, and what runs meanwhile; once it is back, status says it was reached."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     away = remote.with_name("moved.git")
     remote.rename(away)

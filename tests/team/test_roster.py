@@ -15,7 +15,7 @@ from heinzel.team.roster import parse
 from .test_claims import _leases, _set_lease
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _git
 from .test_signing import _key, _push
-from .test_two_machines import START, Machine, finished_slots, team_of_two
+from .test_two_machines import START, Machine, Two, finished_slots
 
 
 def _pub(tmp_path: Path, handle: str) -> Path:
@@ -56,9 +56,9 @@ def _roster_commit(repo: Path, add: str, pub: Path, key: Path) -> str:
     )
 
 
-def _signed_team(tmp_path: Path) -> tuple[Path, Machine, Machine, Path]:
+def _signed_team(tmp_path: Path, two: Two) -> tuple[Path, Machine, Machine, Path]:
     """Ana (owner) and Ben, each with a key; Ana starts the roster with Ben on it."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     _key(tmp_path, ana, "ana")
     ben_key = _key(tmp_path, ben, "ben")
     added = ana.hz(START, "team", "roster", "add", "ben", str(ben_key.with_suffix(".pub")))
@@ -73,13 +73,14 @@ def _members(machine: Machine) -> dict[str, str]:
 
 def test_a_roster_change_not_signed_by_the_owner_is_refused_and_the_owners_is_taken(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ben, a member with push access and his own key, adds Eve to roster.toml in a
     commit he signs. Ana's tick says so (HZH482) and keeps the roster before it; Ana's
     and Ben's `hz team lint` refuse it and `hz team status` names it; Eve stays off the
     roster. Ana's own change (adding Cara) is taken by Ben's next fetch, and Ben cannot
     change the roster through hz either (HZH486)."""
-    remote, ana, ben, ben_key = _signed_team(tmp_path)
+    remote, ana, ben, ben_key = _signed_team(tmp_path, two)
     assert _members(ana) == {"ana": "owner", "ben": "member"}
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     eve = _pub(tmp_path, "eve")
@@ -114,12 +115,13 @@ def test_a_roster_change_not_signed_by_the_owner_is_refused_and_the_owners_is_ta
 
 def test_the_hook_refuses_a_roster_change_not_signed_by_the_owner_and_a_forged_lease(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """With `hz team hook` installed (no allowed-signers file: the roster on hz/state
     names the keys), every hz/state and lease commit Ana's daemon pushes is signed and
     lands; Ben's roster change signed with his key, and an unsigned lease take in Ben's
     name, are refused by the server, naming why; Ana's roster change lands."""
-    remote, ana, _ben, ben_key = _signed_team(tmp_path)
+    remote, ana, _ben, ben_key = _signed_team(tmp_path, two)
     ana.hz(START, "team", "hook", str(remote))
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     assert finished_slots(remote) == [MONDAY]
@@ -156,11 +158,11 @@ def test_the_hook_refuses_a_roster_change_not_signed_by_the_owner_and_a_forged_l
     assert "cara" in _git(remote, "show", "refs/heads/hz/state:roster.toml")
 
 
-def test_a_forged_lease_take_is_not_honoured(tmp_path: Path) -> None:
+def test_a_forged_lease_take_is_not_honoured(tmp_path: Path, two: Two) -> None:
     """Without a hook, a forger with push access writes the lease as taken by Ben (token
     2, unsigned) while Ana holds it. Nobody honours it: Ben's daemon runs nothing and Ana's
     keeps her lease (both say why, HZH485), writes it over signed and runs Tuesday's slot."""
-    remote, ana, ben, _ = _signed_team(tmp_path)
+    remote, ana, ben, _ = _signed_team(tmp_path, two)
     for machine, hours in ((ana, 12), (ben, 13), (ana, 32), (ben, 32.5)):
         machine.hz(START + timedelta(hours=hours), "system", "daemon", "tick")
     [lease] = _leases(remote)
@@ -187,12 +189,13 @@ def test_a_forged_lease_take_is_not_honoured(tmp_path: Path) -> None:
 
 def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_required(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Migration: a team that verifies with `[team] allowed_signers` keeps working as
     before (Monday runs, signed). Once Ana starts the roster on hz/state it is what every
     member verifies with; Ben, whose config lost its signing key, is refused with how to
     set one (HZH483) and pushes nothing until he does; then his receipts leave."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     signers = tmp_path / "allowed_signers"
     for machine, handle in ((ana, "ana"), (ben, "ben")):
         _key(tmp_path, machine, handle)
@@ -237,12 +240,13 @@ def test_a_team_on_config_allowed_signers_moves_to_the_roster_and_signing_is_req
 
 def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Migration without any signing before: Monday's receipts are unsigned. Once Ana
     starts the roster, the lines before its first commit are not held to its keys (not
     quarantined, they still settle Monday); every line after it is. A force-push back
     to Monday that drops the roster does not switch signing off (HZH482)."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     monday = _git(remote, "rev-parse", "refs/heads/hz/state")
     _key(tmp_path, ana, "ana")
@@ -262,13 +266,14 @@ def test_a_team_that_never_signed_keeps_its_history_when_the_roster_starts(
 
 def test_the_owners_seen_mark_on_a_delegates_lease_lands_and_is_honoured_under_the_roster(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """With the roster and the hook: Ana (owner) is away on Monday, Ben takes the lease
     and runs the slot. Ana comes back: her daemon marks the lease "owner seen", a lease
     commit she signs that changes nothing else; the hook lets it land (not HZH480) and
     Ben honours it (no HZH485) and hands back; Ana takes it and runs Tuesday's slot.
     (The soak found every such mark refused: a lease commit had to be its holder's.)"""
-    remote, ana, ben, _ = _signed_team(tmp_path)
+    remote, ana, ben, _ = _signed_team(tmp_path, two)
     ana.hz(START, "team", "hook", str(remote))
     said: list[str] = []
 

@@ -20,7 +20,7 @@ from .test_hook import _push
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _git
 from .test_roster import _signed_team
 from .test_signing import _key
-from .test_two_machines import CONTRACT, START, Machine, finished_slots, team_of_two, ts
+from .test_two_machines import CONTRACT, START, Machine, Two, finished_slots, ts
 
 DAYS = [ts(START + timedelta(days=d, hours=9)).replace("Z", ".000Z") for d in range(4)]
 
@@ -113,6 +113,7 @@ def _signed_lease(remote: Path, lease: dict[str, object], key: Path) -> None:
 
 def test_a_lease_a_member_signed_in_anothers_name_is_not_honoured_nor_written_under(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ana holds the lease (token 1). Ben, a member with push access and a roster key,
     writes a "seen" lease in Ana's name on another machine with token 2, signed with his
@@ -120,7 +121,7 @@ def test_a_lease_a_member_signed_in_anothers_name_is_not_honoured_nor_written_un
     and a seen mark counts only signed by the owner), and while it is in force nobody
     writes a lease under it (HZH488: Ana's renewal would lower the token to 1); once it
     expired Ana takes the next token above it and runs Tuesday's slot. Ben runs nothing."""
-    remote, ana, ben, ben_key = _signed_team(tmp_path)
+    remote, ana, ben, ben_key = _signed_team(tmp_path, two)
     said: list[str] = []
 
     def tick(machine: Machine, hours: float) -> None:
@@ -205,10 +206,13 @@ class TestFloor:
         assert not owner_mark(mark, replace(before, token=3), "ana", "ana")  # token down
 
 
-def test_the_hook_refuses_a_token_passed_to_another_holder_unraised(tmp_path: Path) -> None:
+def test_the_hook_refuses_a_token_passed_to_another_holder_unraised(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """With the hook, Ben holds token 2. A lease that hands token 2 to Ana, or to another
     machine of Ben's, is refused (two holders of one token); Ben's own renewal lands."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START, "team", "hook", str(remote))
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     ben.hz(START + timedelta(days=1, hours=12), "system", "daemon", "tick")

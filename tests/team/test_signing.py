@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, _append, _forged, _git
-from .test_two_machines import START, Machine, finished_slots, team_of_two, ts
+from .test_two_machines import START, Machine, Two, finished_slots, ts
 
 
 def _key(tmp_path: Path, machine: Machine, handle: str) -> Path:
@@ -34,12 +34,15 @@ def _push(remote: Path, scratch: Path, refspec: str) -> subprocess.CompletedProc
     )
 
 
-def test_signed_commits_land_and_a_forger_without_the_key_is_refused(tmp_path: Path) -> None:
+def test_signed_commits_land_and_a_forger_without_the_key_is_refused(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """Ana and Ben sign with their own keys (their lines from `hz team key` make the
     allowed-signers file the hook checks): every hz/state commit their daemons push is
     signed and lands. A forger with push access but no key (an unsigned commit), and Ben
     signing a line written as Ana's, are refused by the server, which names the reason."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     _key(tmp_path, ana, "ana")
     ben_key = _key(tmp_path, ben, "ben")
     signers = tmp_path / "allowed_signers"
@@ -97,12 +100,12 @@ def test_signed_commits_land_and_a_forger_without_the_key_is_refused(tmp_path: P
     assert finished_slots(remote) == [MONDAY, TUESDAY]
 
 
-def test_every_member_quarantines_a_line_not_signed_by_its_writer(tmp_path: Path) -> None:
+def test_every_member_quarantines_a_line_not_signed_by_its_writer(tmp_path: Path, two: Two) -> None:
     """Without a hook: a forger with push access writes an unsigned `turn.finished` as
     Ana's for Tuesday's slot (a token her lease held then). With `[team]
     allowed_signers` set, Ana's and Ben's readers quarantine it ("not signed by its
     writer's key"), so it settles nothing: Ana runs Tuesday's slot."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     signers = tmp_path / "allowed_signers"
     for machine, handle in ((ana, "ana"), (ben, "ben")):
         _key(tmp_path, machine, handle)

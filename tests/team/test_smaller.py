@@ -9,13 +9,13 @@ from pathlib import Path
 
 from .test_claims import _leases
 from .test_hostile_state import MONDAY, TEAM, TUESDAY, WEDNESDAY, _append, _forged, _git
-from .test_two_machines import CONTRACT, START, finished_slots, receipts, team_of_two, ts
+from .test_two_machines import CONTRACT, START, Two, finished_slots, receipts, ts
 
 
-def test_a_deleted_lease_ref_does_not_lift_a_forged_token_999(tmp_path: Path) -> None:
+def test_a_deleted_lease_ref_does_not_lift_a_forged_token_999(tmp_path: Path, two: Two) -> None:
     """A forged token-999 receipt is quarantined; then the lease ref is deleted. Ana's
     next take is token 2, not 1000, the forged line stays quarantined and her slot runs."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     _append(
         remote,
@@ -34,10 +34,11 @@ def test_a_deleted_lease_ref_does_not_lift_a_forged_token_999(tmp_path: Path) ->
 
 def test_a_receipt_dated_2099_inside_a_2026_day_file_is_refused_by_the_lint(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """A line whose `at` is not on its file's day is quarantined and named by `hz team
     lint`; it does not settle the slot it names."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     future = "2099-10-27T09:30:00.000Z"
     _append(
@@ -52,10 +53,10 @@ def test_a_receipt_dated_2099_inside_a_2026_day_file_is_refused_by_the_lint(
     assert TUESDAY in ana.started()
 
 
-def test_every_members_approval_leaves_without_the_lease(tmp_path: Path) -> None:
+def test_every_members_approval_leaves_without_the_lease(tmp_path: Path, two: Two) -> None:
     """Ben approves while Ana holds the lease: his `contract.amended` receipt leaves at
     his next tick, carrying no token (he held none then), and counts."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START + timedelta(hours=1), "system", "daemon", "tick")
     ben.hz(START + timedelta(hours=2), "system", "daemon", "tick")
     amended = [r for r in receipts(remote) if r["kind"] == "contract.amended"]
@@ -67,11 +68,12 @@ def test_every_members_approval_leaves_without_the_lease(tmp_path: Path) -> None
 
 def test_a_delegates_turn_killed_after_it_started_ends_once_the_lease_moved_on(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ben's daemon is killed right after Tuesday's turn.started; Ana returns on Wednesday
     and takes the lease back. Ben's next tick ends his open turn (superseded) instead of
     leaving it open for ever, and reports no error."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     ana.hz(START + timedelta(hours=12), "system", "daemon", "tick")
     tuesday = START + timedelta(days=1, hours=12)
     killed = ben.hz(
@@ -99,11 +101,12 @@ def test_a_delegates_turn_killed_after_it_started_ends_once_the_lease_moved_on(
 
 def test_a_team_contract_without_outputs_on_the_offline_model_ends_cleanly(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """A team contract that reads an input but names no output: on the offline model
     its slot's turn ends skipped with a reason (nothing to draft into), not failed with
     KeyError 'draft', and its receipt says so."""
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     notes = tmp_path / "notes.md"
     notes.write_text("- one\n- two\n", encoding="utf-8")
     contract = tmp_path / "notes-digest.prose.md"

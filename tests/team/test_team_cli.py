@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tests import forkhz
 
+from .test_two_machines import Two
+
 
 def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
     """`[team] repository` naming a folder that holds no repository: `hz team lint` exits 1
@@ -33,14 +35,14 @@ def test_a_repository_that_is_not_one_names_gits_reason(tmp_path: Path) -> None:
     assert hint.startswith("hint: ")
 
 
-def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path) -> None:
+def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path, two: Two) -> None:
     """`hz heinzel wake` of a team Heinzelmännchen on Ben's machine while Ana's holds the
     lease is refused (HZH304, naming the holder) and starts no turn; on Ana's it runs."""
     from datetime import timedelta
 
-    from .test_two_machines import START, team_of_two
+    from .test_two_machines import START
 
-    _, ana, ben = team_of_two(tmp_path)
+    _, ana, ben = two
     now = START + timedelta(hours=12)
     ana.hz(now, "system", "daemon", "tick")
     ben.hz(now, "system", "daemon", "tick")
@@ -53,7 +55,10 @@ def test_an_asked_turn_runs_only_where_the_lease_is(tmp_path: Path) -> None:
     assert "HZH304" not in asked.stderr
 
 
-def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(tmp_path: Path) -> None:
+def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """A receipt refused because its handle was not on this machine's roster is listed by
     `hz team status` with its reason, not offered while the roster still refuses it, and
     once the handle is added, offered, put back by `hz team repush` and pushed by the
@@ -61,9 +66,9 @@ def test_a_refused_receipt_that_can_be_pushed_again_is_offered_and_goes(tmp_path
     import json
     from datetime import timedelta
 
-    from .test_two_machines import START, receipts, team_of_two
+    from .test_two_machines import START, receipts
 
-    remote, ana, _ben = team_of_two(tmp_path)
+    remote, ana, _ben = two
     now = START + timedelta(hours=12)
     ana.hz(now, "system", "daemon", "tick")
     [mine] = [r for r in receipts(remote) if r["kind"] == "turn.finished"]

@@ -11,17 +11,18 @@ from datetime import timedelta
 from pathlib import Path
 
 from .test_signing import _key
-from .test_two_machines import START, Machine, team_of_two
+from .test_two_machines import START, Machine, Two
 
 
 def test_a_member_without_a_key_makes_one_with_hz_team_key_and_the_owner_adds_its_line(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ben has no key: `hz team key` makes an ed25519 key in his home's private team
     folder (0600), sets it as [team] signing_key in his config and prints his line; run
     again, it shows the same line and makes nothing. Ana adds the line to the roster and
     Ben's next tick pushes signed (his outbox empties, doctor's key check passes)."""
-    _remote, ana, ben = team_of_two(tmp_path)
+    _remote, ana, ben = two
     _key(tmp_path, ana, "ana")
     made = ben.hz(START, "team", "key", "--json")
     shown = json.loads(made.stdout)
@@ -64,12 +65,13 @@ def test_hz_team_key_refuses_a_config_it_cannot_set_the_key_in_and_changes_nothi
 
 def test_the_roster_lists_members_machines_and_status_names_the_machine_holding_a_lease(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ana lists her laptop and Ben his desk on the roster (`--machine NAME=ID`, the id
     `hz team status` shows on each); `hz team roster` shows them and Ben's `hz team
     status` names the machine that holds Ana's lease by its roster name. A machine that
     is not a machine id is refused (HZH486) and the roster stays as it was."""
-    _remote, ana, ben = team_of_two(tmp_path)
+    _remote, ana, ben = two
     _key(tmp_path, ana, "ana")
     ben_key = _key(tmp_path, ben, "ben")
     ids = {

@@ -46,10 +46,16 @@ def ts(moment: datetime) -> str:
 class Machine:
     """One user's home and config, run as `hz` subprocesses at a given HZ_NOW."""
 
-    def __init__(self, root: Path, handle: str, remote: Path, name: str | None = None) -> None:
+    def __init__(
+        self, root: Path, handle: str, remote: Path, name: str | None = None, made: bool = False
+    ) -> None:
+        """A new machine in ``root`` (its folder and config written), or the one ``made``
+        there before (`two` in tests/team/conftest.py)."""
         self.root = root / (name or handle)
-        self.root.mkdir()
         self.config = self.root / "config.toml"
+        if made:
+            return
+        self.root.mkdir()
         self.config.write_text(
             f'[team]\nrepository = "{remote}"\nhandle = "{handle}"\ninterval = "3h"\n',
             encoding="utf-8",
@@ -105,9 +111,14 @@ class Machine:
         return slots
 
 
-def team_of_two(tmp_path: Path) -> tuple[Path, Machine, Machine]:
+Two = tuple[Path, Machine, Machine]
+"""The bare team repository, Ana's machine and Ben's (`team_of_two`, fixture `two`)."""
+
+
+def team_of_two(tmp_path: Path) -> Two:
     """A bare team repository whose HEAD is main, and Ana (owner) and Ben (delegate)
-    with the daily-digest team contract approved at START."""
+    with the daily-digest team contract approved at START. The tests take it made
+    (fixture `two` in tests/team/conftest.py: made once per worker, put back before each)."""
     remote = tmp_path / "team.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     subprocess.run(
@@ -153,12 +164,13 @@ def finished_slots(remote: Path) -> list[str]:
 @pytest.mark.kill
 def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
     tmp_path: Path,
+    two: Two,
 ) -> None:
     """Ana's daemon dies right after Monday's final turn event is durable (its receipt not
     yet pushed) and then sleeps until Tuesday morning: Ben's daemon does not run Monday
     again (Ana's claim on the lease is unsettled), Ana's return pushes the receipt under her token,
     and each of three days' slots runs once."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     now = START + timedelta(hours=12)  # Monday noon, the 09:00 slot is due
     # The offline model's turn ends in turn.skipped, its final event (receipt: turn.finished).
     crashed = ana.hz(now, "system", "daemon", "tick", check=False, HZ_CRASH_AT="after:turn.skipped")
@@ -187,12 +199,15 @@ def test_a_turn_killed_before_its_receipt_left_is_not_run_again_by_the_delegate(
 
 
 @pytest.mark.kill
-def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(tmp_path: Path) -> None:
+def test_a_week_of_daily_slots_runs_each_once_under_kills_and_hands_over(
+    tmp_path: Path,
+    two: Two,
+) -> None:
     """Ana (owner) and Ben (delegate) tick every six hours for a week with random
     SIGKILLs; Ana stops on Wednesday and Thursday: each slot runs exactly once (both
     spines and hz/state agree), Ben runs the days Ana is away and hands back, main is
     never written, and `hz team lint` passes on the whole branch."""
-    remote, ana, ben = team_of_two(tmp_path)
+    remote, ana, ben = two
     away = (START + timedelta(days=2), START + timedelta(days=4))  # Wednesday, Thursday
     chance = random.Random(18)
     now = START + STEP

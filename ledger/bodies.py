@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import json
 import os
 import re
@@ -44,6 +43,7 @@ from ledger.files import (
     open_append,
     open_read,
 )
+from ledger.lazy import lazy_pattern
 
 __all__ = ["BODIES_DIR", "Bodies"]
 
@@ -51,9 +51,7 @@ BODIES_DIR = "turns"
 _TURN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
-@functools.cache
-def _body_file_re() -> re.Pattern[str]:
-    return re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
+_body_file_re = lazy_pattern(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
 
 
 def _close_all(handles: dict[str, tuple[int, int]]) -> None:

@@ -26,9 +26,7 @@ back (`defer`: written with the next line) or write them without their own fsync
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import re
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -47,6 +45,7 @@ from ledger.files import (
     write_atomic,
 )
 from ledger.guard import MAX_LINE, check_line_size, checked_append
+from ledger.lazy import lazy_pattern
 from ledger.lock import Sleep, take_lock
 from ledger.reading import (
     SPINE_NAME,
@@ -79,9 +78,7 @@ LOCK_NAME = "lock"
 TORN_TAIL = "spine.torn_tail"
 
 
-@functools.cache
-def _side_file_re() -> re.Pattern[str]:
-    return re.compile(r"session\.jsonl\.torn-(\d+)")
+_side_file_re = lazy_pattern(r"session\.jsonl\.torn-(\d+)")
 
 
 _Checked = tuple[dict[str, Any] | None, LineProblem | None, str]

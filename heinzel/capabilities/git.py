@@ -19,7 +19,6 @@ branch's head sha.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import subprocess
@@ -32,6 +31,7 @@ from typing import Any
 from heinzel.capabilities.errors import CapabilityError
 from heinzel.capabilities.protocols import Fetched, MethodSpec, Window, check_call, fetched
 from ledger.event import format_ts, parse_ts
+from ledger.lazy import lazy_pattern
 
 __all__ = ["GitCapability", "git_environment", "parse_merge", "strip_emails"]
 
@@ -44,19 +44,9 @@ _METHODS: Mapping[str, MethodSpec] = MappingProxyType(
 )
 
 
-@functools.cache
-def _github_re() -> re.Pattern[str]:
-    return re.compile(r"^Merge pull request #(\d+) from \S+")
-
-
-@functools.cache
-def _gitlab_re() -> re.Pattern[str]:
-    return re.compile(r"^See merge request \S+!(\d+)\s*$", re.MULTILINE)
-
-
-@functools.cache
-def _email_re() -> re.Pattern[str]:
-    return re.compile(r"\s*<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+_github_re = lazy_pattern(r"^Merge pull request #(\d+) from \S+")
+_gitlab_re = lazy_pattern(r"^See merge request \S+!(\d+)\s*$", re.MULTILINE)
+_email_re = lazy_pattern(r"\s*<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 
 
 _SLACK = timedelta(days=1)

@@ -11,41 +11,22 @@ missing or empty Goal, a missing Done when, then its items.
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import field
 
 from pydantic import BaseModel, ConfigDict
 
 from heinzel.errors import ContractError
+from ledger.lazy import lazy_pattern
 from ledger.records import mutable_record
 
 __all__ = ["Body", "Item", "Section", "normalise", "parse_body"]
 
 
-@functools.cache
-def _heading_re() -> re.Pattern[str]:
-    return re.compile(r"^(#{3,4})\s+(.+?)\s*#*\s*$")
-
-
-@functools.cache
-def _fence_re() -> re.Pattern[str]:
-    return re.compile(r"^\s*(```|~~~)")
-
-
-@functools.cache
-def _item_re() -> re.Pattern[str]:
-    return re.compile(r"^[-*+]\s+`([^`]+)`\s*:\s*(.*)$")
-
-
-@functools.cache
-def _check_re() -> re.Pattern[str]:
-    return re.compile(r"^[-*+]\s+\[[ xX]\]\s+(\S.*)$")
-
-
-@functools.cache
-def _bullet_re() -> re.Pattern[str]:
-    return re.compile(r"^[-*+]\s")
+_heading_re = lazy_pattern(r"^(#{3,4})\s+(.+?)\s*#*\s*$")
+_fence_re = lazy_pattern(r"^\s*(```|~~~)")
+_item_re = lazy_pattern(r"^[-*+]\s+`([^`]+)`\s*:\s*(.*)$")
+_check_re = lazy_pattern(r"^[-*+]\s+\[[ xX]\]\s+(\S.*)$")
+_bullet_re = lazy_pattern(r"^[-*+]\s")
 
 
 _KNOWN = {"goal": "goal", "requires": "requires", "maintains": "maintains"}

@@ -13,12 +13,11 @@ written twice.
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import Any
 
 from heinzel.contract.source import LineMap
 from heinzel.errors import ContractError
+from ledger.lazy import lazy_pattern
 
 __all__ = ["OPENPROSE_KINDS", "check_kind", "legacy_program", "nodes"]
 
@@ -46,27 +45,15 @@ _WHY = {
 }
 
 
-@functools.cache
-def _legacy_re() -> re.Pattern[str]:
-    return re.compile(
-        r'^(session\s*[":]|agent\s+[\w-]+\s*:|(let|const)\s+\w+\s*=|'
-        r'(parallel|loop|repeat|try|block|choice)\b.*:$|(import|use)\s+"|(input|output)\s+\w+\s*[:=])'
-    )
+_legacy_re = lazy_pattern(
+    r'^(session\s*[":]|agent\s+[\w-]+\s*:|(let|const)\s+\w+\s*=|'
+    r'(parallel|loop|repeat|try|block|choice)\b.*:$|(import|use)\s+"|(input|output)\s+\w+\s*[:=])'
+)
 
 
-@functools.cache
-def _node_re() -> re.Pattern[str]:
-    return re.compile(r"^##\s+(\S.*?)\s*#*\s*$")
-
-
-@functools.cache
-def _section_re() -> re.Pattern[str]:
-    return re.compile(r"^###\s")
-
-
-@functools.cache
-def _fence_re() -> re.Pattern[str]:
-    return re.compile(r"^\s*(```|~~~)")
+_node_re = lazy_pattern(r"^##\s+(\S.*?)\s*#*\s*$")
+_section_re = lazy_pattern(r"^###\s")
+_fence_re = lazy_pattern(r"^\s*(```|~~~)")
 
 
 def check_kind(data: dict[Any, Any], lines: LineMap, source: str) -> None:

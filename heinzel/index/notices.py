@@ -24,11 +24,11 @@ No spine is opened: a fixed handful of queries per listing, however many rows.
 
 from __future__ import annotations
 
-import functools
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
+
+from ledger.lazy import lazy_pattern
 
 __all__ = ["ASKING_TURN_OPEN", "notices", "notices_by_id"]
 
@@ -274,9 +274,9 @@ def _flow(
         by_id[str(heinzel)].append(said)
 
 
-@functools.cache
-def _needed_re() -> re.Pattern[str]:
-    return re.compile(r"^(?P<reader>.+?) needs your approval of (?P<what>.+) by (?P<when>[^;]+);")
+_needed_re = lazy_pattern(
+    r"^(?P<reader>.+?) needs your approval of (?P<what>.+) by (?P<when>[^;]+);"
+)
 
 
 def _late(message: str) -> str:

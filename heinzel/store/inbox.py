@@ -27,10 +27,8 @@ from the key (so a tick that hands it again changes nothing), and it is marked l
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 from dataclasses import asdict
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,6 +38,7 @@ from heinzel.errors import HeinzelError
 from heinzel.store.home import Home
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.lazy import lazy_pattern
 from ledger.records import frozen_record
 from ledger.spine import Spine
 
@@ -50,14 +49,8 @@ MARKED: Final = ("chat", "requested")
 """The kinds the tick looks for (`Inbox.marked`) until a turn has them."""
 
 
-@functools.cache
-def _name_re() -> re.Pattern[str]:
-    return re.compile(r"^rq-[0-9A-Za-z]{1,64}\.json$")
-
-
-@functools.cache
-def _id_re() -> re.Pattern[str]:
-    return re.compile(r"^rq-[0-9A-Za-z]{1,64}$")
+_name_re = lazy_pattern(r"^rq-[0-9A-Za-z]{1,64}\.json$")
+_id_re = lazy_pattern(r"^rq-[0-9A-Za-z]{1,64}$")
 
 
 EDIT_PREFIX: Final = "rq-edit"

@@ -28,7 +28,6 @@ the kept error is the answer, without a request. The first fetch that works clea
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -47,6 +46,7 @@ from heinzel.store.home import Home
 from ledger.errors import HzError
 from ledger.event import canonical, format_ts, parse_ts, sha256_hex
 from ledger.files import ensure_private_dir, write_atomic
+from ledger.lazy import lazy_pattern
 from ledger.records import frozen_record
 
 __all__ = [
@@ -64,19 +64,9 @@ __all__ = [
 ]
 
 
-@functools.cache
-def _entry_re() -> re.Pattern[str]:
-    return re.compile(r"^[0-9a-f]{64}\.json$")
-
-
-@functools.cache
-def _kept_re() -> re.Pattern[str]:
-    return re.compile(r"^([0-9a-f]{64}|rate-limit)\.json$|^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
-
-
-@functools.cache
-def _leftover_re() -> re.Pattern[str]:
-    return re.compile(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+_entry_re = lazy_pattern(r"^[0-9a-f]{64}\.json$")
+_kept_re = lazy_pattern(r"^([0-9a-f]{64}|rate-limit)\.json$|^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
+_leftover_re = lazy_pattern(r"^\.[0-9a-f]{64}\.json\.tmp-[0-9a-f]+$")
 
 
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC

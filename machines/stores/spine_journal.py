@@ -28,10 +28,8 @@ read from the file (``scanned_done``), as a scan would have read it.
 
 from __future__ import annotations
 
-import functools
 import mmap
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
@@ -39,6 +37,7 @@ from typing import Any
 
 from ledger.errors import LedgerError
 from ledger.event import Event, canonical, sha256_hex
+from ledger.lazy import lazy_pattern
 from ledger.reading import iter_lines, parse_event, spine_file
 from ledger.records import mutable_record
 from ledger.spine import Spine, Upgrades, read_events
@@ -430,14 +429,12 @@ _UNREADABLE = frozenset({"invalid-json", "bad-envelope"})
 """Breaks whose line a reader cannot take (`read_events` raises HZL030 for it)."""
 
 
-@functools.cache
-def _plain_tail_re() -> re.Pattern[bytes]:
-    """The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
-    ``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
-    return re.compile(
-        rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
-        rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
-    )
+_plain_tail_re = lazy_pattern(
+    rb',"key":null,"kind":"([a-z][a-z0-9_.-]*)","prev":(?:null|"([0-9a-f]{64})"),'
+    rb'"seq":([1-9][0-9]*),"ts":"[0-9TZ:.-]+","turn":(?:null|"([A-Za-z0-9_.:@+-]*)"),"v":1}\Z'
+)
+"""The end of a canonical envelope whose key is null (its keys are sorted: ``data``,
+``key``, ``kind``, ``prev``, ``seq``, ``ts``, ``turn``, ``v``)."""
 
 
 _TAIL_BYTES = 512

@@ -9,15 +9,10 @@ until a request carries the user's answer, then drafts.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +22,7 @@ from ledger.spine import read_events
 from machines.stores.journal import wake_keys
 from tests import forkhz
 from tests.hz_mcp.client import session
+from tests.locks import holding
 from tests.waits import HANG
 
 from .conftest import CREATED, DRAFT, User
@@ -80,17 +76,6 @@ def _chat(user: User, text: str, rid: str, **extra: str) -> dict[str, Any]:
     assert "Traceback" not in done.stderr, done.stderr
     said: dict[str, Any] = json.loads(done.stdout)
     return said
-
-
-@contextmanager
-def _holding(lock: Path) -> Iterator[None]:
-    """The spine's lock, held by the test (as another writer process would)."""
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def test_an_answering_chat_resent_runs_nothing(user: User) -> None:
@@ -159,7 +144,7 @@ def test_an_answer_that_cannot_take_the_lock_keeps_nothing_of_the_answer(user: U
     assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
     (user.folder / "quick.toml").write_text('[heinzel]\nlock_timeout = "1s"\n', encoding="utf-8")
     session = user.home / "heinzel" / heinzel
-    with _holding(session / "lock"):
+    with holding(session / "lock"):
         said = _chat(user, "the first words", "rq-locked1", HZ_CONFIG="quick.toml")
     assert said["delivered"].startswith("queued: another process held the lock"), said
     assert "HZL010" not in json.dumps(said)
@@ -386,7 +371,7 @@ def test_an_answer_command_that_cannot_take_the_lock_keeps_nothing(user: User) -
     assert user.hz("heinzel", "wake", "notes-digest").returncode == 0
     (user.folder / "quick.toml").write_text('[heinzel]\nlock_timeout = "1s"\n', encoding="utf-8")
     session_dir = user.home / "heinzel" / heinzel
-    with _holding(session_dir / "lock"):
+    with holding(session_dir / "lock"):
         refused = user.hz("heinzel", "answer", "notes-digest", "words lost", HZ_CONFIG="quick.toml")
     assert refused.returncode == 1 and refused.stderr.startswith("HZL010"), refused.stderr
     assert list((session_dir / "inbox").glob("answer-*.json")) == []

@@ -10,15 +10,12 @@ is a moment after the tick's, as a person's message comes after the tick started
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from heinzel.store.inbox import Inbox
 from ledger.reading import read_events
 from tests import forkhz
 from tests.hz_mcp.client import session
+from tests.locks import holding
 from tests.turns.test_delivery import _waiting_for_lock
 from tests.waits import HANG
 
@@ -117,17 +115,6 @@ def _tick_turns(report: dict[str, Any]) -> list[str]:
 
 def _lock(root: Path, heinzel: str) -> Path:
     return Home(root / "home").session_dir(heinzel) / "lock"
-
-
-@contextmanager
-def _holding(lock: Path) -> Iterator[None]:
-    """The Heinzelmännchen's spine lock, held by the test (as a writer process would)."""
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 @pytest.mark.kill
@@ -243,7 +230,7 @@ def test_a_chat_killed_after_its_inbox_write_is_delivered_once_by_the_next_tick(
     later = _at(FRIDAY, seconds=1.5)
     assert tick(root)["woken"]  # the due slot drafted first: the chat is alone after
     if killed == "waiting for the lock":
-        with _holding(_lock(root, heinzel)):
+        with holding(_lock(root, heinzel)):
             chat = _chat(root, later, "mention the rollout")
             _waiting_for_lock(chat, _lock(root, heinzel))
             chat.send_signal(signal.SIGKILL)
@@ -374,7 +361,7 @@ def test_one_chat_sent_twice_at_once_while_a_question_waits_is_delivered_once(
         asked = hz(root, "heinzel", "wake", "report-0")
         assert "asks:" in asked.stdout, asked.stdout + asked.stderr
         args = [HZ, "heinzel", "chat", "report-0", "only incidents", "--request-id", "rq-twice"]
-        with _holding(_lock(root, heinzel)):
+        with holding(_lock(root, heinzel)):
             chats = [
                 forkhz.Popen(
                     [*args, "--json"],

@@ -12,14 +12,10 @@ posts them), its turns in real child processes (`heinzel.web.actions`), the comm
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +27,7 @@ from heinzel.web.server import create_app
 from ledger.spine import read_events
 from machines.stores.journal import wake_keys
 from tests import forkhz
+from tests.locks import holding
 
 from .conftest import ORIGIN, TOKEN, demo_env, heinzel_id
 
@@ -99,17 +96,6 @@ def _hz(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return forkhz.run(
         [sys.executable, "-m", "heinzel", *args], env=env, capture_output=True, text=True
     )
-
-
-@contextmanager
-def _holding(lock: Path) -> Iterator[None]:
-    """The spine's lock, held by the test (as a process running the turn holds it)."""
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def test_each_render_mints_its_own_ids_and_the_parts_hash_ignores_them(home: Path) -> None:
@@ -208,7 +194,7 @@ def test_a_form_resent_after_its_child_was_killed_resumes_its_turn_once(home: Pa
             [turn] = _turns_of(home, hid, rid)
             assert _state(home, hid, turn) == "running"
             spawned = len(children)
-            with _holding(lock):
+            with holding(lock):
                 status, held = _send(client, hid, csrf, **form)
             assert status == 200, held
             assert held["delivered"].startswith("already delivered (its turn runs now"), held

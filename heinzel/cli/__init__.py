@@ -70,7 +70,7 @@ OWNERS: dict[tuple[str, ...], str] = {
     ("demo",): "verbs",
 }
 """Which module registers the command (or the whole group) a command line names by its
-first words; `tests/cli/test_lazy_commands.py` checks it against the registered tree."""
+first words; `tests/heinzel/test_lazy_commands.py` checks it against the registered tree."""
 
 
 def group(args: Sequence[str] | None = None) -> click.Group:
@@ -89,11 +89,8 @@ def group(args: Sequence[str] | None = None) -> click.Group:
 
 
 def _owner(args: Sequence[str]) -> str | None:
-    for length in (2, 1):
-        found = OWNERS.get(tuple(args[:length]))
-        if found is not None and len(args) >= length:
-            return found
-    return None
+    """The module `OWNERS` names for the first two words of ``args``, else the first one."""
+    return OWNERS.get(tuple(args[:2])) or OWNERS.get(tuple(args[:1]))
 
 
 def main() -> None:

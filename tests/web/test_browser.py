@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,53 @@ def test_a_proposed_write_is_answered_from_the_page_by_keyboard(home: Path) -> N
     finally:
         stop_serving(process)
         model.close()
+
+
+def _turns(home: Path, hid: str) -> tuple[int, int]:
+    """How many turns the Heinzelmännchen's spine says started, and how many ended
+    (finished or skipped)."""
+    with (home / "heinzel" / hid / "session.jsonl").open(encoding="utf-8") as lines:
+        kinds = [json.loads(line)["kind"] for line in lines]
+    return kinds.count("turn.started"), kinds.count("turn.finished") + kinds.count("turn.skipped")
+
+
+def test_wake_clicked_twice_runs_two_turns_and_a_resent_form_runs_none(
+    served: str, home: Path
+) -> None:
+    """Wake now, clicked, then clicked again once its turn ended: two turns, because the
+    page's script gives the form a new request id after a click that reached hz. The first
+    click's form sent again as it was (a browser's re-POST: the same id) runs none and says
+    it was delivered already."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    hid = heinzel_id(home)
+    started, ended = _turns(home, hid)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = _page(browser, viewport={"width": 1280, "height": 900})
+            page.goto(served)
+            page.goto(served.split("/auth", maxsplit=1)[0] + f"/h/{hid}")
+            form = page.locator("#part-actions form", has=page.locator("text=Wake now"))
+            button = form.locator("button")
+            field = form.locator("[name=request_id]")
+            first = field.input_value()
+            sent = form.evaluate("f => new URLSearchParams(new FormData(f)).toString()")
+            for click in (1, 2):
+                button.click()
+                page.locator("#said", has_text="wake: its turn runs now").wait_for()
+                deadline = time.monotonic() + HANG
+                while _turns(home, hid) != (started + click, ended + click):  # it ended
+                    assert time.monotonic() < deadline, _turns(home, hid)
+                    page.wait_for_timeout(50)
+                page.evaluate("document.getElementById('said').textContent = ''")
+            assert field.input_value() != first
+            resent = page.evaluate(
+                "([url, body]) => fetch(url, {method: 'POST', body: new URLSearchParams(body),"
+                " credentials: 'same-origin', headers: {'Accept': 'application/json'}})"
+                ".then(r => r.json())",
+                [f"/h/{hid}/do", sent],
+            )
+            assert "already" in json.dumps(resent), resent
+            assert _turns(home, hid) == (started + 2, ended + 2)
+        finally:
+            browser.close()
